@@ -1,0 +1,41 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "framedump",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "framedump", targets: ["framedump"]),
+        .library(name: "FramedumpCore", targets: ["FramedumpCore"]),
+    ],
+    dependencies: [
+        // The command line: options, subcommands, help text and validation.
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // libpcap, through the system's headers and pkg-config.
+        .systemLibrary(
+            name: "CPcap",
+            pkgConfig: "libpcap",
+            providers: [.apt(["libpcap-dev"]), .brew(["libpcap"])]
+        ),
+        // The pipeline: Capture → Link → Reassembly → Session (Framing, Decoding) → Output.
+        .target(
+            name: "FramedumpCore",
+            dependencies: ["CPcap"]
+        ),
+        .executableTarget(
+            name: "framedump",
+            dependencies: [
+                "FramedumpCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "FramedumpCoreTests",
+            dependencies: ["FramedumpCore"],
+            resources: [.copy("Fixtures")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,4 @@
+#ifndef FRAMEDUMP_CPCAP_SHIM_H
+#define FRAMEDUMP_CPCAP_SHIM_H
+#include <pcap/pcap.h>
+#endif

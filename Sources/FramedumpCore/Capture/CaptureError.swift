@@ -1,0 +1,44 @@
+/// Everything that can go wrong opening or reading a capture, each with its own exit code.
+public enum CaptureError: Error, CustomStringConvertible, Equatable {
+    case noSuchFile(String)
+    case notACapture(String, String)
+    case truncatedCapture(String, String)
+    case readFailed(String)
+    case noSuchInterface(String)
+    case permissionDenied(String, String)
+    case liveOpenFailed(String, String)
+    case badFilter(String, String)
+    case dumpOpenFailed(String, String)
+    case privilegeDrop(String)
+
+    public var description: String {
+        switch self {
+        case .noSuchFile(let p): return "\(p): no such file"
+        case .notACapture(let p, let why): return "\(p): not a pcap or pcapng capture (\(why))"
+        case .truncatedCapture(let p, let why): return "\(p): capture is cut off mid-record (\(why))"
+        case .readFailed(let why): return "read error: \(why)"
+        case .noSuchInterface(let i): return "\(i): no such interface (framedump -D lists them)"
+        case .permissionDenied(let i, let why):
+            return "\(i): permission denied: live capture needs root or CAP_NET_RAW (\(why))"
+        case .liveOpenFailed(let i, let why): return "\(i): cannot capture: \(why)"
+        case .badFilter(let f, let why): return "bad filter expression '\(f)': \(why)"
+        case .dumpOpenFailed(let p, let why): return "\(p): cannot write capture: \(why)"
+        case .privilegeDrop(let why): return "cannot drop privileges: \(why)"
+        }
+    }
+
+    /// Distinct exit codes so scripts can tell failures apart (2 is also used for usage errors).
+    public var exitCode: Int32 {
+        switch self {
+        case .badFilter: return 2
+        case .noSuchFile: return 3
+        case .notACapture: return 4
+        case .truncatedCapture, .readFailed: return 5
+        case .noSuchInterface: return 6
+        case .permissionDenied: return 7
+        case .liveOpenFailed: return 8
+        case .dumpOpenFailed: return 9
+        case .privilegeDrop: return 10
+        }
+    }
+}

@@ -1,0 +1,24 @@
+/// Counts kept by the capture and link stages, printed in the summary.
+public struct CaptureStats: Sendable {
+    public var packets: UInt64 = 0
+    public var bytes: UInt64 = 0
+    public var tcpSegments: UInt64 = 0
+    public var notTCP: UInt64 = 0
+    public var fragments: UInt64 = 0
+    public var truncatedHeaders: UInt64 = 0
+    public var truncatedPayloads: UInt64 = 0
+    public var unsupported: UInt64 = 0
+    public var malformed: UInt64 = 0
+    public init() {}
+
+    public mutating func count(_ r: LinkResult) {
+        switch r {
+        case .tcp(let s): tcpSegments += 1; if s.isTruncated { truncatedPayloads += 1 }
+        case .notTCP: notTCP += 1
+        case .fragment: fragments += 1
+        case .truncated: truncatedHeaders += 1
+        case .unsupported: unsupported += 1
+        case .malformed: malformed += 1
+        }
+    }
+}

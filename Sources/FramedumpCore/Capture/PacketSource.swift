@@ -1,0 +1,170 @@
+import CPcap
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// How to open a capture: a file (or "-" for standard input) or a live interface.
+public enum CaptureInput: Sendable {
+    case file(String)
+    case live(LiveOptions)
+}
+
+public struct LiveOptions: Sendable {
+    public var interface: String
+    public var snaplen: Int32 = 262_144
+    public var bufferKiB: Int32? = nil
+    public var promiscuous = true
+    public var immediate = false
+    public init(interface: String) { self.interface = interface }
+}
+
+/// libpcap's handle: every packet framedump sees is read through it.
+public final class PacketSource {
+    let handle: OpaquePointer
+    public let linkType: Int32
+    public let isLive: Bool
+    let name: String
+    private var packetCount: UInt64 = 0
+
+    public init(_ input: CaptureInput) throws(CaptureError) {
+        var err = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
+        switch input {
+        case .file(let path):
+            name = path
+            isLive = false
+            if path != "-" && access(path, F_OK) != 0 { throw .noSuchFile(path) }
+            guard let h = pcap_open_offline_with_tstamp_precision(path, UInt32(PCAP_TSTAMP_PRECISION_NANO), &err) else {
+                let why = String(cString: err)
+                if why.contains("No such file") { throw .noSuchFile(path) }
+                if why.contains("truncated") { throw .truncatedCapture(path, why) }
+                throw .notACapture(path, why)
+            }
+            handle = h
+        case .live(let o):
+            name = o.interface
+            isLive = true
+            guard let h = pcap_create(o.interface, &err) else {
+                throw .liveOpenFailed(o.interface, String(cString: err))
+            }
+            pcap_set_snaplen(h, o.snaplen)
+            pcap_set_promisc(h, o.promiscuous ? 1 : 0)
+            pcap_set_timeout(h, 200)
+            if let kib = o.bufferKiB { pcap_set_buffer_size(h, kib * 1024) }
+            if o.immediate { pcap_set_immediate_mode(h, 1) }
+            _ = pcap_set_tstamp_precision(h, Int32(PCAP_TSTAMP_PRECISION_NANO))
+            let rc = pcap_activate(h)
+            if rc < 0 {
+                let why = String(cString: pcap_geterr(h))
+                pcap_close(h)
+                switch rc {
+                case PCAP_ERROR_NO_SUCH_DEVICE: throw .noSuchInterface(o.interface)
+                case PCAP_ERROR_PERM_DENIED: throw .permissionDenied(o.interface, why)
+                default:
+                    if why.contains("No such device") { throw .noSuchInterface(o.interface) }
+                    throw .liveOpenFailed(o.interface, why)
+                }
+            }
+            handle = h
+        }
+        linkType = pcap_datalink(handle)
+    }
+
+    deinit { pcap_close(handle) }
+
+    /// Compiles a BPF filter with libpcap and installs it.
+    public func setFilter(_ expression: String) throws(CaptureError) {
+        var prog = bpf_program()
+        if pcap_compile(handle, &prog, expression, 1, PCAP_NETMASK_UNKNOWN) != 0 {
+            throw .badFilter(expression, String(cString: pcap_geterr(handle)))
+        }
+        defer { pcap_freecode(&prog) }
+        if pcap_setfilter(handle, &prog) != 0 {
+            throw .badFilter(expression, String(cString: pcap_geterr(handle)))
+        }
+    }
+
+    /// Reads packets until the end, `limit` packets, or `stop()`; the closure returns false to stop.
+    public func forEach(limit: UInt64? = nil, _ body: (Packet) -> Bool) throws(CaptureError) {
+        var header: UnsafeMutablePointer<pcap_pkthdr>?
+        var data: UnsafePointer<UInt8>?
+        while true {
+            if let limit, packetCount >= limit { return }
+            let rc = pcap_next_ex(handle, &header, &data)
+            switch rc {
+            case 1:
+                guard let h = header?.pointee, let d = data else { continue }
+                packetCount += 1
+                let ts = Timestamp(seconds: Int64(h.ts.tv_sec), nanos: UInt32(clamping: h.ts.tv_usec))
+                let buf = UnsafeRawBufferPointer(start: d, count: Int(h.caplen))
+                let p = Packet(ref: PacketRef(number: packetCount, ts: ts), data: buf, wireLength: Int(h.len))
+                if !body(p) { return }
+            case 0:
+                continue  // live read timeout: nothing arrived yet
+            case PCAP_ERROR_BREAK:
+                return
+            default:
+                let why = String(cString: pcap_geterr(handle))
+                if !isLive && why.contains("truncated") { throw .truncatedCapture(name, why) }
+                throw .readFailed(why)
+            }
+        }
+    }
+
+    /// Asks a running `forEach` to return; safe to call from a signal handler.
+    public func stop() { pcap_breakloop(handle) }
+
+    /// The kernel's counts for a live capture: (received, dropped by kernel, dropped by interface).
+    public func statistics() -> (received: UInt32, dropped: UInt32, ifDropped: UInt32)? {
+        guard isLive else { return nil }
+        var s = pcap_stat()
+        guard pcap_stats(handle, &s) == 0 else { return nil }
+        return (s.ps_recv, s.ps_drop, s.ps_ifdrop)
+    }
+
+    /// Lists capture interfaces the way `tcpdump -D` does.
+    public static func interfaces() throws(CaptureError) -> [(name: String, description: String?)] {
+        var err = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
+        var list: UnsafeMutablePointer<pcap_if_t>?
+        guard pcap_findalldevs(&list, &err) == 0 else { throw .readFailed(String(cString: err)) }
+        defer { pcap_freealldevs(list) }
+        var out: [(String, String?)] = []
+        var cur = list
+        while let d = cur {
+            out.append((String(cString: d.pointee.name), d.pointee.description.map { String(cString: $0) }))
+            cur = d.pointee.next
+        }
+        return out
+    }
+
+    /// Opens libpcap's dumper for `-w`: writes packets in this source's link type.
+    public func openDumper(_ path: String) throws(CaptureError) -> PacketDumper {
+        guard let d = pcap_dump_open(handle, path) else {
+            throw .dumpOpenFailed(path, String(cString: pcap_geterr(handle)))
+        }
+        return PacketDumper(d)
+    }
+}
+
+/// libpcap's savefile writer.
+public final class PacketDumper {
+    let dumper: OpaquePointer
+    init(_ d: OpaquePointer) { dumper = d }
+    deinit { pcap_dump_close(dumper) }
+
+    public func write(_ p: Packet) {
+        var h = pcap_pkthdr()
+        h.ts.tv_sec = Int(p.ref.ts.seconds)
+        // The handle was opened in nanosecond precision, so the dumper expects nanoseconds too.
+        h.ts.tv_usec = Int(p.ref.ts.nanos)
+        h.caplen = UInt32(p.data.count)
+        h.len = UInt32(p.wireLength)
+        withUnsafePointer(to: &h) { hp in
+            pcap_dump(UnsafeMutableRawPointer(dumper).assumingMemoryBound(to: UInt8.self), hp,
+                      p.data.bindMemory(to: UInt8.self).baseAddress)
+        }
+    }
+
+    public func flush() { pcap_dump_flush(dumper) }
+}

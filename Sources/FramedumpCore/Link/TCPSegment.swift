@@ -1,0 +1,58 @@
+/// TCP flag bits as they sit in byte 13 of the header.
+public struct TCPFlags: OptionSet, Sendable, Hashable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    public static let fin = TCPFlags(rawValue: 0x01)
+    public static let syn = TCPFlags(rawValue: 0x02)
+    public static let rst = TCPFlags(rawValue: 0x04)
+    public static let psh = TCPFlags(rawValue: 0x08)
+    public static let ack = TCPFlags(rawValue: 0x10)
+    public static let urg = TCPFlags(rawValue: 0x20)
+    public static let ece = TCPFlags(rawValue: 0x40)
+    public static let cwr = TCPFlags(rawValue: 0x80)
+
+    /// tcpdump's flag string: `S`, `S.`, `P.`, `F.`, `R`, ...; `none` when no flag is set.
+    public var tcpdumpText: String {
+        var s = ""
+        if contains(.fin) { s += "F" }
+        if contains(.syn) { s += "S" }
+        if contains(.rst) { s += "R" }
+        if contains(.psh) { s += "P" }
+        if contains(.ack) { s += "." }
+        if contains(.urg) { s += "U" }
+        if contains(.ece) { s += "E" }
+        if contains(.cwr) { s += "W" }
+        return s.isEmpty ? "none" : s
+    }
+}
+
+/// A TCP segment decoded from a packet. `payload` borrows the packet's bytes.
+public struct TCPSegment {
+    public var src: Endpoint
+    public var dst: Endpoint
+    public var seq: UInt32
+    public var ack: UInt32
+    public var flags: TCPFlags
+    public var window: UInt16
+    /// The payload bytes present in the capture.
+    public var payload: UnsafeRawBufferPointer
+    /// The payload length the IP header announces; larger than `payload.count` when truncated.
+    public var payloadLength: Int
+
+    public var isTruncated: Bool { payload.count < payloadLength }
+}
+
+/// What the link decoder made of one packet.
+public enum LinkResult {
+    case tcp(TCPSegment)
+    /// IP but not TCP (UDP, ICMP, ...): counted and skipped.
+    case notTCP
+    /// A non-first IPv4/IPv6 fragment or a fragmented datagram: counted and skipped.
+    case fragment
+    /// The headers themselves were cut by the snaplen.
+    case truncated
+    /// A link or network protocol we do not decode (ARP, ...).
+    case unsupported
+    /// Headers that contradict themselves (bad IHL, data offset below 5, ...).
+    case malformed
+}

@@ -1,0 +1,79 @@
+/// `--follow`: the reassembled streams on the terminal as a hex+ASCII dump, one block per
+/// chunk of in-order bytes, with gap markers where bytes are missing.
+public final class FollowPrinter: StreamConsumer {
+    let out: OutputBuffer
+
+    public init(output: OutputBuffer) { out = output }
+
+    func header(_ c: Connection, _ d: Direction) {
+        out.write(d == .c2s ? c.client.text : c.server.text)
+        out.write(" > ")
+        out.write(d == .c2s ? c.server.text : c.client.text)
+    }
+
+    public func opened(_ c: Connection, packet: PacketRef) {
+        out.write("=== connection "); out.decimal(c.number); out.write(" ")
+        out.write(c.name)
+        out.write(c.rolesFromSYN ? " opened" : " (no SYN seen: roles guessed)")
+        out.write(" at pkt "); out.decimal(packet.number)
+        out.newline()
+    }
+
+    public func data(_ c: Connection, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+        out.write("--- "); header(c, d)
+        out.write(" "); out.write(d.name)
+        out.write(" offset "); out.decimal(offset)
+        out.write(", "); out.decimal(bytes.count); out.write(" bytes, pkt "); out.decimal(packet.number)
+        out.newline()
+        HexDump.write(bytes, base: offset, indent: 2, to: out)
+    }
+
+    public func gap(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, reason: GapReason, packet: PacketRef) {
+        out.write("!!! "); header(c, d)
+        out.write(" "); out.write(d.name)
+        out.write(" gap: "); out.decimal(length); out.write(" bytes missing at offset "); out.decimal(offset)
+        out.write(" ("); out.write(reason.rawValue); out.write(")")
+        out.newline()
+    }
+
+    public func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
+        out.write("!!! "); header(c, d)
+        out.write(" conflicting retransmission: "); out.decimal(length)
+        out.write(" bytes at offset "); out.decimal(offset); out.write(" differ (first copy kept), pkt ")
+        out.decimal(packet.number)
+        out.newline()
+    }
+
+    public func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {
+        out.write("=== connection "); out.decimal(c.number); out.write(" closed (")
+        out.write(reason.rawValue); out.write("): c2s "); out.decimal(c.bytesDelivered(.c2s))
+        out.write(" bytes, s2c "); out.decimal(c.bytesDelivered(.s2c)); out.write(" bytes")
+        let gaps = c.gapBytes(.c2s) + c.gapBytes(.s2c)
+        if gaps > 0 { out.write(", "); out.decimal(gaps); out.write(" bytes missing") }
+        out.newline()
+    }
+}
+
+/// The classic 16-bytes-a-line hex dump with an ASCII column.
+public enum HexDump {
+    public static func write(_ b: UnsafeRawBufferPointer, base: UInt64, indent: Int, to out: OutputBuffer) {
+        var i = 0
+        while i < b.count {
+            out.spaces(indent)
+            out.hex(base + UInt64(i), width: 8)
+            out.write("  ")
+            for k in 0..<16 {
+                if i + k < b.count { out.hex(b[i + k]); out.byte(0x20) } else { out.write("   ") }
+                if k == 7 { out.byte(0x20) }
+            }
+            out.write(" |")
+            for k in 0..<min(16, b.count - i) {
+                let c = b[i + k]
+                out.byte(c >= 0x20 && c < 0x7f ? c : 0x2e)
+            }
+            out.byte(0x7c)
+            out.newline()
+            i += 16
+        }
+    }
+}

@@ -1,0 +1,81 @@
+/// Wires the stages together for one run:
+/// PacketSource → LinkDecoder → Reassembler → (stream export, follow, sessions) → output.
+public final class Pipeline {
+    let options: PipelineOptions
+    let out: OutputBuffer
+    public private(set) var capture = CaptureStats()
+    var reassembler: Reassembler?
+    var export: StreamExport?
+    var consumers: [StreamConsumer] = []
+
+    public init(options: PipelineOptions, output: OutputBuffer) throws(CaptureError) {
+        self.options = options
+        self.out = output
+        if let dir = options.streamsDir {
+            let e = try StreamExport(directory: dir)
+            export = e
+            consumers.append(e)
+        }
+        if options.follow && !options.quiet { consumers.append(FollowPrinter(output: output)) }
+        if !consumers.isEmpty {
+            let fan: StreamConsumer = consumers.count == 1 ? consumers[0] : FanOut(consumers)
+            reassembler = Reassembler(options: options.reassembly, consumer: fan)
+        }
+    }
+
+    public func run(_ source: PacketSource, limit: UInt64?, dumper: PacketDumper?, lineBuffered: Bool) throws(CaptureError) {
+        let link = LinkDecoder(linkType: source.linkType)
+        let printSegments = options.segments && !options.quiet
+        let seg = SegmentPrinter()
+        try source.forEach(limit: limit) { p in
+            capture.packets += 1
+            capture.bytes += UInt64(p.wireLength)
+            if let dumper {
+                dumper.write(p)
+                if lineBuffered { dumper.flush() }
+            }
+            let r = link.decode(p.data)
+            capture.count(r)
+            if case .tcp(let s) = r {
+                if printSegments { seg.print(s, at: p.ref.ts, to: out) }
+                reassembler?.add(s, packet: p.ref)
+            }
+            return true
+        }
+    }
+
+    /// End of capture: close every connection (their holes become gaps) and write indexes.
+    public func finish() {
+        reassembler?.finish()
+        export?.writeIndex()
+        out.flush()
+    }
+
+    public func printSummary(live: (received: UInt32, dropped: UInt32, ifDropped: UInt32)?) {
+        let s = Summary(out: out)
+        s.capture(capture)
+        if let r = reassembler { s.reassembly(r.stats, options: r.options) }
+        if let live { s.live(live) }
+        if options.verbose > 0 { s.memory() }
+        out.flush()
+    }
+}
+
+/// Hands every stream event to several consumers in turn.
+final class FanOut: StreamConsumer {
+    let all: [StreamConsumer]
+    init(_ all: [StreamConsumer]) { self.all = all }
+    func opened(_ c: Connection, packet: PacketRef) { for x in all { x.opened(c, packet: packet) } }
+    func data(_ c: Connection, _ d: Direction, _ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+        for x in all { x.data(c, d, b, offset: offset, packet: packet) }
+    }
+    func gap(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, reason: GapReason, packet: PacketRef) {
+        for x in all { x.gap(c, d, offset: offset, length: length, reason: reason, packet: packet) }
+    }
+    func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
+        for x in all { x.conflict(c, d, offset: offset, length: length, packet: packet) }
+    }
+    func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {
+        for x in all { x.closed(c, reason: reason, packet: packet) }
+    }
+}

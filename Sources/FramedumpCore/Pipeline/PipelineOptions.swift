@@ -1,0 +1,19 @@
+public enum MessageFormat: Sendable { case tree, json }
+
+/// Everything the command line can set about a run.
+public struct PipelineOptions: Sendable {
+    public var segments = false
+    public var hexDump = false
+    public var quiet = false
+    public var verbose = 0
+    public var format: MessageFormat = .tree
+    public var diffable = false
+    public var color = false
+    public var streamsDir: String?
+    public var follow = false
+    public var reassembly = ReassemblyOptions()
+    public var dissectorPaths: [String] = []
+    /// Where to look when no `-d` is given: `./Dissectors` and `$FRAMEDUMP_DISSECTORS`.
+    public var defaultDissectorPaths: [String] = ["Dissectors"]
+    public init() {}
+}

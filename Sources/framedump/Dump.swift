@@ -1,0 +1,222 @@
+import ArgumentParser
+import FramedumpCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+    case tree, json
+}
+
+enum ColorChoice: String, ExpressibleByArgument, CaseIterable {
+    case auto, always, never
+}
+
+/// The default command: read packets (file or live) and print what they carry.
+struct Dump: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dump",
+        abstract: "Capture or read packets and print decoded messages (the default command).")
+
+    @Option(name: .customShort("r"), help: ArgumentHelp("Read packets from a pcap/pcapng file ('-' for stdin).", valueName: "file"))
+    var readFile: String?
+
+    @Option(name: .customShort("i"), help: ArgumentHelp("Capture live on an interface.", valueName: "iface"))
+    var interface: String?
+
+    @Flag(name: .customShort("D"), help: "List the interfaces available for capture and exit.")
+    var listInterfaces = false
+
+    @Option(name: .customShort("w"), help: ArgumentHelp("Write the packets that pass the filter to a pcap file.", valueName: "file"))
+    var writeFile: String?
+
+    @Option(name: .customShort("c"), help: ArgumentHelp("Stop after this many packets.", valueName: "count"))
+    var count: UInt64?
+
+    @Option(name: .customShort("s"), help: ArgumentHelp("Live capture: bytes to keep of each packet.", valueName: "snaplen"))
+    var snaplen: Int32 = 262_144
+
+    @Option(name: .customShort("B"), help: ArgumentHelp("Live capture: kernel buffer size in KiB.", valueName: "kib"))
+    var bufferKiB: Int32?
+
+    @Flag(name: .customShort("p"), help: "Live capture: do not put the interface in promiscuous mode.")
+    var noPromiscuous = false
+
+    @Flag(name: .customShort("l"), help: "Line-buffered output (and immediate mode for live capture).")
+    var lineBuffered = false
+
+    @Option(name: .customShort("Z"), help: ArgumentHelp("After opening a live interface, run as this user (default 'nobody' when root).", valueName: "user"))
+    var user: String?
+
+    @Flag(name: .customShort("n"), help: "Accepted for tcpdump habits: addresses and ports are never resolved.")
+    var numeric: Int
+
+    @Flag(name: .customShort("t"), help: "Accepted for tcpdump habits: timestamps are always seconds since the epoch (-tt).")
+    var timestampStyle: Int
+
+    @Flag(name: .customShort("x"), help: "Add a hex dump of each frame (or segment payload).")
+    var hex = false
+
+    @Flag(name: .customShort("v"), help: "Verbose: field descriptions from the schema, more detail in the summary.")
+    var verbose: Int
+
+    @Flag(name: .customShort("q"), help: "Print only the summary.")
+    var quiet = false
+
+    @Option(name: .customShort("T"), help: ArgumentHelp("Output format: tree or json (NDJSON).", valueName: "format"))
+    var format: OutputFormat = .tree
+
+    @Flag(name: .long, help: "Same as -T json.")
+    var json = false
+
+    @Flag(name: .long, help: "JSON: leave out what changes between two runs (timestamps, ephemeral ports, packet numbers).")
+    var diffable = false
+
+    @Option(name: .long, help: "Colour: auto (when stdout is a terminal), always or never.")
+    var color: ColorChoice = .auto
+
+    @Flag(name: .long, help: "Print one line per TCP segment, like tcpdump -nn -tt -S, instead of messages.")
+    var segments = false
+
+    @Option(name: .long, help: ArgumentHelp("Write each connection's reassembled byte streams into this folder.", valueName: "dir"))
+    var streams: String?
+
+    @Flag(name: .long, help: "Print the reassembled streams as a hex+ASCII dump with gap markers.")
+    var follow = false
+
+    @Option(name: .customShort("d"), help: ArgumentHelp("Load a dissector file or folder (repeatable); default ./Dissectors and $FRAMEDUMP_DISSECTORS.", valueName: "path"))
+    var dissectors: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Reassembly: out-of-order bytes buffered per direction before a hole becomes a gap.", valueName: "bytes"))
+    var maxBuffer: Int = 4 << 20
+
+    @Option(name: .long, help: ArgumentHelp("Reassembly: connections tracked at once (least recently used evicted).", valueName: "n"))
+    var maxConnections: Int = 65_536
+
+    @Option(name: .long, help: ArgumentHelp("Reassembly: seconds without packets before a connection is closed.", valueName: "seconds"))
+    var idleTimeout: Int = 300
+
+    @Argument(help: ArgumentHelp("A BPF filter expression, compiled by libpcap.", valueName: "filter"))
+    var filter: [String] = []
+
+    func validate() throws {
+        if listInterfaces { return }
+        if readFile != nil && interface != nil {
+            throw ValidationError("Give either -r FILE or -i INTERFACE, not both.")
+        }
+        if readFile == nil && interface == nil {
+            throw ValidationError("Nothing to read: give -r FILE (a pcap/pcapng capture) or -i INTERFACE (live).")
+        }
+        if maxBuffer < 0 || maxConnections < 1 || idleTimeout < 1 {
+            throw ValidationError("--max-buffer must be ≥ 0, --max-connections and --idle-timeout ≥ 1.")
+        }
+        if count == 0 { throw ValidationError("-c must be at least 1.") }
+    }
+
+    func run() throws {
+        if listInterfaces {
+            do {
+                for (i, d) in try PacketSource.interfaces().enumerated() {
+                    print("\(i + 1).\(d.name)" + (d.description.map { " (\($0))" } ?? ""))
+                }
+            } catch { fail(error) }
+            return
+        }
+        var options = PipelineOptions()
+        options.segments = segments
+        options.hexDump = hex
+        options.quiet = quiet
+        options.verbose = verbose
+        options.format = (json || format == .json) ? .json : .tree
+        options.diffable = diffable
+        options.color = color == .always || (color == .auto && isatty(1) != 0)
+        options.streamsDir = streams
+        options.follow = follow
+        options.reassembly.maxBufferedBytes = maxBuffer
+        options.reassembly.maxConnections = maxConnections
+        options.reassembly.idleTimeoutSeconds = Int64(idleTimeout)
+        options.dissectorPaths = dissectors
+
+        let input: CaptureInput
+        if let iface = interface {
+            var live = LiveOptions(interface: iface)
+            live.snaplen = snaplen
+            live.bufferKiB = bufferKiB
+            live.promiscuous = !noPromiscuous
+            live.immediate = lineBuffered
+            input = .live(live)
+        } else {
+            input = .file(readFile!)
+        }
+        let out = OutputBuffer(fd: 1)
+        out.lineBuffered = lineBuffered
+        let readError: Error?
+        do {
+            readError = try capture(input: input, options: options, out: out)
+        } catch let e as DissectorError {
+            out.flush()
+            FileHandleErr.write("\(e.description)\n")
+            throw ExitCode(2)
+        } catch {
+            out.flush()
+            fail(error)
+        }
+        if let readError { fail(readError) }
+    }
+
+    /// Runs the capture; returns a read error that came after some packets were processed
+    /// (a capture cut off mid-record), so what came before is still reported.
+    func capture(input: CaptureInput, options: PipelineOptions, out: OutputBuffer) throws -> Error? {
+        let pipeline = try Pipeline(options: options, output: out)
+        let source = try PacketSource(input)
+        if !filter.isEmpty { try source.setFilter(filter.joined(separator: " ")) }
+        let dumper = try writeFile.map { path throws -> PacketDumper in try source.openDumper(path) }
+        if source.isLive {
+            let target = user ?? (Privileges.isRoot ? "nobody" : nil)
+            if let target, target != "root" { try Privileges.drop(to: target) }
+        }
+        StopSignal.install(source)
+        defer { StopSignal.clear() }
+        var readError: Error?
+        do {
+            try pipeline.run(source, limit: count, dumper: dumper, lineBuffered: lineBuffered)
+        } catch {
+            readError = error
+        }
+        pipeline.finish()
+        dumper?.flush()
+        if source.isLive || quiet || verbose > 0 {
+            pipeline.printSummary(live: source.statistics())
+        }
+        out.flush()
+        return readError
+    }
+
+    func fail(_ e: Error) -> Never {
+        let code = (e as? CaptureError)?.exitCode ?? 1
+        FileHandleErr.write("framedump: \(e)\n")
+        Glibc.exit(code)
+    }
+}
+
+/// stderr, unbuffered.
+enum FileHandleErr {
+    static func write(_ s: String) {
+        var s = s
+        s.withUTF8 { b in _ = Glibc.write(2, b.baseAddress, b.count) }
+    }
+}
+
+/// Ctrl-C / SIGTERM: ask libpcap to leave its loop, so outputs are flushed and the summary printed.
+enum StopSignal {
+    nonisolated(unsafe) static var source: PacketSource?
+
+    static func install(_ s: PacketSource) {
+        source = s
+        signal(SIGINT) { _ in StopSignal.source?.stop() }
+        signal(SIGTERM) { _ in StopSignal.source?.stop() }
+        signal(SIGPIPE, SIG_IGN)
+    }
+
+    static func clear() { source = nil }
+}
