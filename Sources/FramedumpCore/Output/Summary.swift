@@ -36,6 +36,28 @@ struct Summary {
         if r.idleClosed > 0 { line("idle timeout (\(options.idleTimeoutSeconds) s): \(r.idleClosed) connections closed") }
     }
 
+    func protocols(_ m: SessionManager) {
+        for p in m.protocols where p.connections > 0 {
+            let total = p.messageCounts.reduce(0, +)
+            line("\(p.schema.name): \(p.connections) connections, \(total) messages, \(p.bytes) bytes in frames, \(p.malformed) malformed (\(p.malformedBytes) bytes), \(p.gaps) gaps (\(p.gapBytes) bytes), \(p.warnings) messages with warnings")
+            var rows: [(String, UInt64)] = []
+            for (i, msg) in p.schema.messages.enumerated() where p.messageCounts[i] > 0 {
+                rows.append((msg.name + (msg.id.map { " (id \($0))" } ?? ""), p.messageCounts[i]))
+            }
+            for (id, n) in p.unknownIDs.sorted(by: { $0.key < $1.key }) { rows.append(("unknown id \(id)", n)) }
+            let known = p.messageCounts.last ?? 0
+            let listedUnknown = p.unknownIDs.values.reduce(0, +)
+            if known > listedUnknown { rows.append(("no message id", known - listedUnknown)) }
+            let width = rows.map { $0.0.count }.max() ?? 0
+            for (name, n) in rows {
+                line("  " + name + String(repeating: " ", count: width - name.count) + "  \(n)")
+            }
+        }
+        if m.undissectedConnections > 0 {
+            line("no dissector: \(m.undissectedConnections) connections, \(m.undissectedBytes) bytes (not decoded)")
+        }
+    }
+
     func live(_ s: (received: UInt32, dropped: UInt32, ifDropped: UInt32)) {
         line("\(s.received) packets received by filter, \(s.dropped) packets dropped by kernel, \(s.ifDropped) dropped by interface")
     }

@@ -7,10 +7,26 @@ public final class Pipeline {
     var reassembler: Reassembler?
     var export: StreamExport?
     var consumers: [StreamConsumer] = []
+    public let sessions: SessionManager?
+    let sink: MessageSink?
 
-    public init(options: PipelineOptions, output: OutputBuffer) throws(CaptureError) {
+    /// Dissector files are loaded here, before any packet is read (and before privileges drop).
+    public init(options: PipelineOptions, output: OutputBuffer) throws {
         self.options = options
         self.out = output
+        let schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: options.dissectorPaths))
+        let printsMessages = !options.segments && !options.follow && !options.quiet
+        if options.segments {
+            sink = nil
+            sessions = nil
+        } else {
+            sink = !printsMessages ? nil
+                : options.format == .json ? JSONPrinter(output: output, diffable: options.diffable) as MessageSink
+                : TreePrinter(output: output, hexDump: options.hexDump, verbose: options.verbose > 0, color: options.color)
+            let m = SessionManager(protocols: schemas, sink: sink)
+            sessions = m
+            consumers.append(m)
+        }
         if let dir = options.streamsDir {
             let e = try StreamExport(directory: dir)
             export = e
@@ -19,7 +35,9 @@ public final class Pipeline {
         if options.follow && !options.quiet { consumers.append(FollowPrinter(output: output)) }
         if !consumers.isEmpty {
             let fan: StreamConsumer = consumers.count == 1 ? consumers[0] : FanOut(consumers)
-            reassembler = Reassembler(options: options.reassembly, consumer: fan)
+            let sessions = self.sessions
+            reassembler = Reassembler(options: options.reassembly, consumer: fan,
+                                      isServerPort: { sessions?.isServerPort($0) ?? false })
         }
     }
 
@@ -47,6 +65,7 @@ public final class Pipeline {
     /// End of capture: close every connection (their holes become gaps) and write indexes.
     public func finish() {
         reassembler?.finish()
+        sink?.finish()
         export?.writeIndex()
         out.flush()
     }
@@ -55,6 +74,7 @@ public final class Pipeline {
         let s = Summary(out: out)
         s.capture(capture)
         if let r = reassembler { s.reassembly(r.stats, options: r.options) }
+        if let m = sessions { s.protocols(m) }
         if let live { s.live(live) }
         if options.verbose > 0 { s.memory() }
         out.flush()

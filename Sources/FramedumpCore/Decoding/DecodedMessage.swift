@@ -1,0 +1,99 @@
+/// The decoded-tree model both outputs render: a flat, depth-annotated list of fields
+/// (no allocation per field), each with the byte range it was read from.
+
+public enum FieldName: Sendable, Equatable {
+    /// A field of a message: (message index, field index) in the protocol schema.
+    case field(Int32, Int32)
+    /// A header field of the framing layer.
+    case header(Int32)
+    /// An element of an array.
+    case element(Int32)
+    /// A JSON object key: its raw bytes in the frame (between the quotes).
+    case key(Int32, Int32)
+    /// A fixed name of the decoder's own: "body", "text", ...
+    case builtin(StaticString)
+
+    public static func == (a: FieldName, b: FieldName) -> Bool {
+        switch (a, b) {
+        case let (.field(x, y), .field(u, v)): return x == u && y == v
+        case let (.header(x), .header(y)), let (.element(x), .element(y)): return x == y
+        case let (.key(x, y), .key(u, v)): return x == u && y == v
+        case let (.builtin(x), .builtin(y)): return x.description == y.description
+        default: return false
+        }
+    }
+}
+
+public enum FieldValue: Sendable, Equatable {
+    case unsigned(UInt64)
+    case signed(Int64)
+    case float(Double)
+    case bool(Bool)
+    /// Text bytes in the frame (shown as a string; invalid UTF-8 is escaped).
+    case string
+    /// Opaque bytes in the frame.
+    case bytes
+    /// A nested message or JSON object; `count` direct children follow at depth + 1.
+    case object(count: Int32)
+    /// An array; `count` elements follow at depth + 1.
+    case array(count: Int32)
+    /// A JSON number, string (raw, escapes kept) or literal, by its bytes in the frame.
+    case jsonNumber, jsonString, jsonLiteral
+}
+
+public struct DecodedField: Sendable {
+    public var name: FieldName
+    public var value: FieldValue
+    /// Byte range within the frame.
+    public var offset: Int32
+    public var width: Int32
+    public var depth: Int16
+}
+
+public enum DecodeWarning: Sendable, Equatable {
+    case unknownMessage(UInt64)
+    case bodyTooShort(field: String, at: Int)
+    case trailingBytes(Int, at: Int)
+    case arrayTooLong(field: String, count: UInt64)
+    case nestingTooDeep
+    case invalidJSON(at: Int)
+    case invalidUTF8(field: String)
+
+    public var text: String {
+        switch self {
+        case .unknownMessage(let id): return "unknown message id \(id): body shown raw"
+        case .bodyTooShort(let f, let at): return "body ends inside field '\(f)' at byte \(at)"
+        case .trailingBytes(let n, let at): return "\(n) trailing bytes at byte \(at) not described by the schema"
+        case .arrayTooLong(let f, let c): return "array '\(f)' announces \(c) elements, more than the frame can hold"
+        case .nestingTooDeep: return "messages nested deeper than 32 levels"
+        case .invalidJSON(let at): return "body is not valid JSON (at byte \(at)): shown as text"
+        case .invalidUTF8(let f): return "field '\(f)' is not valid UTF-8"
+        }
+    }
+}
+
+/// One decoded message, reused from frame to frame by its session (no allocation per message).
+public final class DecodedMessage {
+    public var frame: Frame!
+    public var direction: Direction = .c2s
+    public var id: UInt64?
+    /// Index into the schema's messages, nil when the id is unknown.
+    public var message: Int?
+    public var headerFields: [DecodedField] = []
+    public var fields: [DecodedField] = []
+    public var warnings: [DecodeWarning] = []
+    public var bodyOffset = 0
+
+    public init() {
+        headerFields.reserveCapacity(8)
+        fields.reserveCapacity(32)
+    }
+
+    func reset() {
+        headerFields.removeAll(keepingCapacity: true)
+        fields.removeAll(keepingCapacity: true)
+        if !warnings.isEmpty { warnings.removeAll(keepingCapacity: true) }
+        message = nil
+        id = nil
+    }
+}

@@ -1,0 +1,245 @@
+/// Cuts one direction of a stream into length-prefixed frames (the sticky/split packet
+/// problem): several frames in one segment, one frame over many, a header itself split,
+/// a stream that starts mid-frame, and gaps.
+///
+/// The common path reads frames straight out of the borrowed segment bytes; only a frame
+/// that straddles segments is copied, once, into a per-direction buffer. After a gap or a bad
+/// header it hunts for the next plausible header (valid length, constants, known id, and the
+/// header after it lining up) and reports every byte it passes over.
+public final class Deframer {
+    public enum State: Equatable, Sendable {
+        /// At a frame boundary (or inside a frame whose start we saw).
+        case synced
+        /// Looking for a plausible header after a gap, a bad header or a mid-stream start.
+        case hunting
+    }
+
+    let layout: FrameLayout
+    let dir: Direction
+    unowned let consumer: FrameConsumer
+    /// Plausibility of a message id while hunting (nil: any id goes).
+    let knownID: ((UInt64) -> Bool)?
+
+    public private(set) var state: State
+    /// Bytes of a frame that straddles segments, or of the stream while hunting.
+    var buffer: [UInt8] = []
+    var bufferOffset: UInt64 = 0
+    var bufferPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
+    /// Frames found in the current segment, emitted once its frame count is known.
+    var found: [(start: Int, length: Int)] = []
+    /// The hunting buffer never holds more than this.
+    let huntLimit: Int
+
+    public init(layout: FrameLayout, direction: Direction, consumer: FrameConsumer,
+                startsAtBoundary: Bool, knownID: ((UInt64) -> Bool)? = nil) {
+        self.layout = layout
+        self.dir = direction
+        self.consumer = consumer
+        self.knownID = knownID
+        self.state = startsAtBoundary ? .synced : .hunting
+        huntLimit = max(2 * layout.maxFrame + layout.headerSize, 1 << 16)
+    }
+
+    // MARK: - Input
+
+    public func data(_ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+        var b = bytes
+        var off = offset
+        if state == .synced && !buffer.isEmpty {
+            let used = completeBuffered(b, packet: packet)
+            b = UnsafeRawBufferPointer(rebasing: b[used...])
+            off += UInt64(used)
+            if b.isEmpty { return }
+        }
+        if state == .hunting {
+            appendForHunt(b, offset: off, packet: packet)
+            hunt(final: false, packet: packet)
+            return
+        }
+        scan(b, offset: off, packet: packet)
+    }
+
+    /// Bytes the stream lost: a frame in progress is cut, and we hunt afterwards.
+    public func gap(offset: UInt64, length: UInt64, packet: PacketRef) {
+        if state == .hunting {
+            hunt(final: true, packet: packet)
+        }
+        if !buffer.isEmpty {
+            let need: Int? = {
+                if case .ok(let n) = buffer.withUnsafeBytes({ layout.check($0, at: 0) }) { return n }
+                return nil
+            }()
+            consumer.malformed(dir, offset: bufferOffset, length: UInt64(buffer.count),
+                               reason: .cutByGap(have: buffer.count, need: need), packet: bufferPacket)
+            buffer.removeAll(keepingCapacity: true)
+        }
+        state = .hunting
+    }
+
+    /// End of the stream: whatever is left is reported.
+    public func finish(packet: PacketRef) {
+        if state == .hunting { hunt(final: true, packet: packet) }
+        if !buffer.isEmpty {
+            let need: Int? = {
+                if case .ok(let n) = buffer.withUnsafeBytes({ layout.check($0, at: 0) }) { return n }
+                return nil
+            }()
+            consumer.malformed(dir, offset: bufferOffset, length: UInt64(buffer.count),
+                               reason: .incompleteAtEnd(have: buffer.count, need: need), packet: bufferPacket)
+            buffer.removeAll()
+        }
+    }
+
+    // MARK: - Synced: the fast path
+
+    /// Frames straight out of the segment; a trailing partial frame is copied aside.
+    func scan(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef, fromHunt: Bool = false) {
+        var i = 0
+        found.removeAll(keepingCapacity: true)
+        var bad: (Int, MalformedReason)?
+        while b.count - i >= layout.headerSize {
+            switch layout.check(b, at: i) {
+            case .ok(let n):
+                if b.count - i < n { break }
+                found.append((i, n))
+                i += n
+                continue
+            case .needMoreData: break
+            case let other: bad = (i, reason(other))
+            }
+            break
+        }
+        for f in found {
+            consumer.frame(Frame(bytes: UnsafeRawBufferPointer(rebasing: b[f.start..<(f.start + f.length)]),
+                                 offset: offset + UInt64(f.start), firstPacket: packet, lastPacket: packet,
+                                 coalesced: found.count), dir)
+        }
+        if let (at, why) = bad {
+            // Report the bad header's first byte, then hunt from the next one.
+            consumer.malformed(dir, offset: offset + UInt64(at), length: 1, reason: why, packet: packet)
+            state = .hunting
+            appendForHunt(UnsafeRawBufferPointer(rebasing: b[(at + 1)...]), offset: offset + UInt64(at + 1), packet: packet)
+            if !fromHunt { hunt(final: false, packet: packet) }
+            return
+        }
+        if i < b.count {
+            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[i...]))
+            bufferOffset = offset + UInt64(i)
+            bufferPacket = packet
+        }
+    }
+
+    /// Completes the frame in `buffer` from the front of `b`; returns the bytes of `b` used.
+    func completeBuffered(_ b: UnsafeRawBufferPointer, packet: PacketRef) -> Int {
+        var used = 0
+        while true {
+            if buffer.count < layout.headerSize {
+                let take = min(layout.headerSize - buffer.count, b.count - used)
+                buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[used..<(used + take)]))
+                used += take
+                if buffer.count < layout.headerSize { return used }
+            }
+            let check = buffer.withUnsafeBytes { layout.check($0, at: 0) }
+            guard case .ok(let n) = check else {
+                // A bad header that arrived in pieces: report its first byte and hunt in the rest.
+                consumer.malformed(dir, offset: bufferOffset, length: 1, reason: reason(check), packet: bufferPacket)
+                buffer.removeFirst()
+                bufferOffset += 1
+                state = .hunting
+                return used
+            }
+            let take = min(n - buffer.count, b.count - used)
+            buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[used..<(used + take)]))
+            used += take
+            if buffer.count < n { return used }
+            buffer.withUnsafeBytes { fb in
+                consumer.frame(Frame(bytes: fb, offset: bufferOffset, firstPacket: bufferPacket,
+                                     lastPacket: packet, coalesced: 1), dir)
+            }
+            buffer.removeAll(keepingCapacity: true)
+            return used
+        }
+    }
+
+    func reason(_ c: FrameLayout.Check) -> MalformedReason {
+        switch c {
+        case .tooShort(let l): return .lengthTooShort(l, minimum: layout.headerSize)
+        case .tooLong(let l): return .lengthTooLong(l, maximum: layout.maxFrame)
+        case .constantMismatch(let f, let v):
+            return .constantMismatch(field: layout.fields[f].name, value: v, expected: layout.fields[f].constant ?? 0)
+        default: return .skipped
+        }
+    }
+
+    // MARK: - Hunting: the rare path
+
+    func appendForHunt(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+        if buffer.isEmpty {
+            bufferOffset = offset
+            bufferPacket = packet
+        }
+        buffer.append(contentsOf: b)
+    }
+
+    /// Whether a frame could start at `i`: a sane header whose id we know.
+    func plausible(_ b: UnsafeRawBufferPointer, _ i: Int) -> Int? {
+        guard case .ok(let n) = layout.check(b, at: i) else { return nil }
+        if let knownID, let id = layout.messageID(b, at: i), !knownID(id) { return nil }
+        return n
+    }
+
+    /// Looks for the next frame boundary in `buffer`; once found, reports what was skipped
+    /// and goes back to the fast path with the rest.
+    func hunt(final: Bool, packet: PacketRef) {
+        // A loop, not recursion: each round either syncs and scans (consuming bytes) or stops.
+        while state == .hunting {
+            guard let start = findBoundary(final: final) else {
+                // Keep the hunting buffer bounded: what cannot start a frame is reported as skipped.
+                let excess = final ? buffer.count : buffer.count - (layout.headerSize - 1)
+                if (final || buffer.count > huntLimit) && excess > 0 { skip(excess, packet: packet) }
+                return
+            }
+            if start > 0 { skip(start, packet: packet) }
+            state = .synced
+            let rest = buffer
+            let off = bufferOffset
+            let firstPacket = bufferPacket
+            buffer.removeAll(keepingCapacity: true)
+            rest.withUnsafeBytes { b in
+                scan(b, offset: off, packet: firstPacket, fromHunt: true)
+            }
+        }
+    }
+
+    /// The first position in `buffer` where a frame plausibly starts, confirmed by the header
+    /// after it when the data reach that far.
+    func findBoundary(final: Bool) -> Int? {
+        buffer.withUnsafeBytes { b -> Int? in
+            var p = 0
+            while b.count - p >= layout.headerSize {
+                if let n = plausible(b, p) {
+                    let after = b.count - p - n
+                    if after < 0 {
+                        // Could be a frame still arriving: wait, unless nothing more will come.
+                        if !final { return nil }
+                    } else if after >= layout.headerSize {
+                        if plausible(b, p + n) != nil { return p }
+                    } else if final || after == 0 {
+                        return p
+                    } else {
+                        return nil  // the next header is still arriving
+                    }
+                }
+                p += 1
+            }
+            return nil
+        }
+    }
+
+    func skip(_ n: Int, packet: PacketRef) {
+        consumer.malformed(dir, offset: bufferOffset, length: UInt64(n), reason: .skipped, packet: bufferPacket)
+        buffer.removeFirst(n)
+        bufferOffset += UInt64(n)
+        bufferPacket = packet
+    }
+}

@@ -1,0 +1,55 @@
+/// One message's bytes cut from a stream, with where they came from.
+public struct Frame {
+    /// The whole frame, header included. Borrowed: valid only during the callback.
+    public var bytes: UnsafeRawBufferPointer
+    /// Stream offset of the frame's first byte.
+    public var offset: UInt64
+    public var firstPacket: PacketRef
+    public var lastPacket: PacketRef
+    /// How many whole frames the last packet carried (≥ 2: sticky packets, 粘包).
+    public var coalesced: Int
+}
+
+/// Why bytes of a stream did not become a frame.
+public enum MalformedReason: Sendable, Equatable {
+    case lengthTooShort(Int64, minimum: Int)
+    case lengthTooLong(Int64, maximum: Int)
+    case constantMismatch(field: String, value: UInt64, expected: UInt64)
+    /// Bytes passed over while looking for the next plausible header.
+    case skipped
+    /// A frame whose bytes were cut by a gap in the stream.
+    case cutByGap(have: Int, need: Int?)
+    /// The stream ended inside a frame.
+    case incompleteAtEnd(have: Int, need: Int?)
+
+    public var text: String {
+        switch self {
+        case .lengthTooShort(let l, let m): return "length \(l) is shorter than the \(m)-byte header"
+        case .lengthTooLong(let l, let m):
+            return l == Int64.max ? "length overflows" : "length \(l) exceeds max_frame \(m)"
+        case .constantMismatch(let f, let v, let e): return "header field \(f) is \(v), expected \(e)"
+        case .skipped: return "bytes skipped while resynchronising"
+        case .cutByGap(let h, let n):
+            return "frame cut by a gap in the stream (had \(h)" + (n.map { " of \($0)" } ?? "") + " bytes)"
+        case .incompleteAtEnd(let h, let n):
+            return "stream ended inside a frame (had \(h)" + (n.map { " of \($0)" } ?? "") + " bytes)"
+        }
+    }
+
+    public var kind: String {
+        switch self {
+        case .lengthTooShort: return "length-too-short"
+        case .lengthTooLong: return "length-too-long"
+        case .constantMismatch: return "constant-mismatch"
+        case .skipped: return "skipped"
+        case .cutByGap: return "cut-by-gap"
+        case .incompleteAtEnd: return "incomplete"
+        }
+    }
+}
+
+/// Receives what a deframer cuts.
+public protocol FrameConsumer: AnyObject {
+    func frame(_ f: Frame, _ dir: Direction)
+    func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef)
+}

@@ -1,0 +1,94 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Loads dissector files and folders into protocol schemas.
+public enum DissectorLoader {
+    /// Files larger than this are not dissector files.
+    static let maxFileSize = 4 << 20
+
+    /// `-d` paths if any, else `./Dissectors` (when present) and `$FRAMEDUMP_DISSECTORS`
+    /// (colon-separated).
+    public static func defaultPaths(explicit: [String]) -> [String] {
+        if !explicit.isEmpty { return explicit }
+        var paths: [String] = []
+        if isDirectory("Dissectors") { paths.append("Dissectors") }
+        if let env = getenv("FRAMEDUMP_DISSECTORS") {
+            paths += String(cString: env).split(separator: ":").map(String.init)
+        }
+        return paths
+    }
+
+    public static func load(paths: [String]) throws(DissectorError) -> [ProtocolSchema] {
+        var files: [String] = []
+        for p in paths {
+            if isDirectory(p) {
+                files += listDissectorFiles(p)
+            } else {
+                files.append(p)
+            }
+        }
+        var out: [ProtocolSchema] = []
+        for f in files { out += try loadFile(f) }
+        var names: [String: String] = [:]
+        for s in out {
+            if let other = names[s.name] {
+                throw DissectorError(file: s.file, line: 1, column: 1,
+                                     message: "protocol '\(s.name)' is also defined in \(other)", sourceLine: "")
+            }
+            names[s.name] = s.file
+        }
+        return out
+    }
+
+    /// One file (with its includes) → the protocols it declares.
+    public static func loadFile(_ path: String) throws(DissectorError) -> [ProtocolSchema] {
+        guard let text = readFile(path) else {
+            throw DissectorError(file: path, line: 0, column: 0,
+                                 message: "cannot read dissector file (missing, unreadable or over 4 MiB)", sourceLine: "")
+        }
+        return try parse(text: text, file: path)
+    }
+
+    public static func parse(text: String, file: String) throws(DissectorError) -> [ProtocolSchema] {
+        var parser = Parser(lexer: try Lexer(file: file, text: text), read: readFile)
+        try parser.parseFile()
+        let resolver = Resolver(lexers: parser.lexers)
+        var out: [ProtocolSchema] = []
+        for p in parser.protocols { out.append(try resolver.resolve(p)) }
+        return out
+    }
+
+    static func isDirectory(_ p: String) -> Bool {
+        var st = stat()
+        return stat(p, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    static func listDissectorFiles(_ dir: String) -> [String] {
+        guard let d = opendir(dir) else { return [] }
+        defer { closedir(d) }
+        var names: [String] = []
+        while let e = readdir(d) {
+            let name = withUnsafeBytes(of: e.pointee.d_name) { b in
+                String(decoding: b.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name.hasSuffix(".dissector") { names.append(name) }
+        }
+        return names.sorted().map { dir.hasSuffix("/") ? dir + $0 : dir + "/" + $0 }
+    }
+
+    static func readFile(_ path: String) -> String? {
+        guard let f = fopen(path, "rb") else { return nil }
+        defer { fclose(f) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = fread(&chunk, 1, chunk.count, f)
+            if n <= 0 { break }
+            bytes += chunk[0..<n]
+            if bytes.count > maxFileSize { return nil }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+

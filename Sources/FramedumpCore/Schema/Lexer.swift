@@ -1,0 +1,114 @@
+/// Tokens of a dissector file. Comments are not tokens: they are kept per line, because a
+/// trailing comment is a field's description and a `// === Title ===` line names a message.
+struct Token: Sendable {
+    enum Kind: Equatable, Sendable {
+        case ident(String)
+        case number(Int64)
+        case string(String)
+        case punct(String)
+        case end
+    }
+    var kind: Kind
+    var line: Int
+    var column: Int
+    /// Which file (index into the parser's lexers) the token came from.
+    var file: Int = 0
+}
+
+struct Comment: Sendable {
+    var text: String
+    /// Nothing but the comment on its line.
+    var wholeLine: Bool
+}
+
+struct Lexer {
+    let file: String
+    let lines: [String]
+    var tokens: [Token] = []
+    var comments: [Int: Comment] = [:]
+
+    let index: Int
+
+    init(file: String, text: String, index: Int = 0) throws(DissectorError) {
+        self.file = file
+        self.index = index
+        // Accept CRLF files and a UTF-8 BOM as pasted from other editors.
+        var t = text
+        if t.hasPrefix("\u{FEFF}") { t.removeFirst() }
+        lines = t.split(separator: "\n", omittingEmptySubsequences: false).map {
+            $0.hasSuffix("\r") ? String($0.dropLast()) : String($0)
+        }
+        for (i, l) in lines.enumerated() { try scan(Array(l.unicodeScalars), line: i + 1) }
+        tokens.append(Token(kind: .end, line: lines.count, column: 1, file: index))
+    }
+
+    func error(_ line: Int, _ column: Int, _ message: String) -> DissectorError {
+        DissectorError(file: file, line: line, column: column, message: message,
+                       sourceLine: line >= 1 && line <= lines.count ? lines[line - 1] : "")
+    }
+
+    mutating func scan(_ s: [Unicode.Scalar], line: Int) throws(DissectorError) {
+        var i = 0
+        var sawToken = false
+        func isIdentStart(_ c: Unicode.Scalar) -> Bool {
+            c == "_" || (c.value < 128 && c.properties.isAlphabetic) || c.value >= 0x80 && c.properties.isAlphabetic
+        }
+        func isIdent(_ c: Unicode.Scalar) -> Bool { isIdentStart(c) || ("0"..."9").contains(c) || c == "." }
+        while i < s.count {
+            let c = s[i]
+            if c == " " || c == "\t" || c == "\u{3000}" { i += 1; continue }
+            let col = i + 1
+            if c == "#" || (c == "/" && i + 1 < s.count && s[i + 1] == "/") {
+                let start = c == "#" ? i + 1 : i + 2
+                var text = String(String.UnicodeScalarView(s[start...]))
+                text = text.trimmingSpaces
+                comments[line] = Comment(text: text, wholeLine: !sawToken)
+                return
+            }
+            sawToken = true
+            if isIdentStart(c) {
+                var j = i
+                while j < s.count && isIdent(s[j]) { j += 1 }
+                tokens.append(Token(kind: .ident(String(String.UnicodeScalarView(s[i..<j]))), line: line, column: col, file: index))
+                i = j
+            } else if ("0"..."9").contains(c) {
+                var j = i
+                while j < s.count && (isIdent(s[j])) { j += 1 }
+                let text = String(String.UnicodeScalarView(s[i..<j]))
+                let v: Int64?
+                if text.lowercased().hasPrefix("0x") { v = Int64(text.dropFirst(2), radix: 16) } else { v = Int64(text) }
+                guard let v else { throw error(line, col, "'\(text)' is not a number") }
+                tokens.append(Token(kind: .number(v), line: line, column: col, file: index))
+                i = j
+            } else if c == "\"" {
+                var j = i + 1
+                var text = ""
+                while j < s.count && s[j] != "\"" {
+                    if s[j] == "\\" && j + 1 < s.count { j += 1 }
+                    text.unicodeScalars.append(s[j])
+                    j += 1
+                }
+                guard j < s.count else { throw error(line, col, "string is not closed with \"") }
+                tokens.append(Token(kind: .string(text), line: line, column: col, file: index))
+                i = j + 1
+            } else if c == "=" && i + 1 < s.count && s[i + 1] == "=" {
+                tokens.append(Token(kind: .punct("=="), line: line, column: col, file: index))
+                i += 2
+            } else if "{}();=,[]+-:<>".unicodeScalars.contains(c) {
+                tokens.append(Token(kind: .punct(String(c)), line: line, column: col, file: index))
+                i += 1
+            } else {
+                throw error(line, col, "unexpected character '\(c)'")
+            }
+        }
+    }
+}
+
+extension String {
+    var trimmingSpaces: String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
+        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
+        return String(s)
+    }
+}

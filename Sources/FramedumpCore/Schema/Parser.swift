@@ -1,0 +1,370 @@
+/// Parses dissector files: `protocol NAME { ... }` blocks for framing, and message and enum
+/// blocks in the server team's own syntax (`Message Cs_20001 { Uint8 SceneId = 1; // ... }`).
+///
+/// `include "file"` splices the included file's tokens in place, so its messages belong to
+/// the protocol being declared, and every token still knows its own file for errors.
+struct Parser {
+    var lexers: [Lexer]
+    var tokens: [Token]
+    var pos = 0
+    var protocols: [PendingProtocol] = []
+    var current: Int?
+    /// Reads a file's text (nil when it cannot be read).
+    let read: (String) -> String?
+
+    init(lexer: Lexer, read: @escaping (String) -> String?) {
+        lexers = [lexer]
+        tokens = lexer.tokens
+        self.read = read
+    }
+
+    var tok: Token { tokens[pos] }
+    mutating func next() -> Token { let t = tokens[pos]; if pos < tokens.count - 1 { pos += 1 }; return t }
+
+    func err(_ t: Token, _ m: String) -> DissectorError { lexers[t.file].error(t.line, t.column, m) }
+
+    mutating func splice(_ path: String, at t: Token) throws(DissectorError) {
+        let from = lexers[t.file].file
+        let dir = from.contains("/") ? String(from[..<from.lastIndex(of: "/")!]) + "/" : ""
+        let target = path.hasPrefix("/") ? path : dir + path
+        guard lexers.count < 64 else { throw err(t, "too many includes (64 at most)") }
+        if lexers.contains(where: { $0.file == target }) {
+            throw err(t, "'\(path)' is included twice (or includes itself)")
+        }
+        guard let text = read(target) else { throw err(t, "cannot read included file '\(target)'") }
+        let l = try Lexer(file: target, text: text, index: lexers.count)
+        lexers.append(l)
+        tokens.insert(contentsOf: l.tokens.dropLast(), at: pos)
+    }
+
+    func describe(_ t: Token) -> String {
+        switch t.kind {
+        case .ident(let s): return "'\(s)'"
+        case .number(let n): return "'\(n)'"
+        case .string(let s): return "\"\(s)\""
+        case .punct(let p): return "'\(p)'"
+        case .end: return "end of file"
+        }
+    }
+
+    mutating func expect(_ p: String) throws(DissectorError) {
+        guard case .punct(p) = tok.kind else { throw err(tok, "expected '\(p)', found \(describe(tok))") }
+        _ = next()
+    }
+
+    mutating func accept(_ p: String) -> Bool {
+        if case .punct(p) = tok.kind { _ = next(); return true }
+        return false
+    }
+
+    mutating func ident(_ what: String) throws(DissectorError) -> (String, Token) {
+        let t = tok
+        guard case .ident(let s) = t.kind else { throw err(t, "expected \(what), found \(describe(t))") }
+        _ = next()
+        return (s, t)
+    }
+
+    mutating func number(_ what: String) throws(DissectorError) -> Int64 {
+        let neg = accept("-")
+        let t = tok
+        guard case .number(let n) = t.kind else { throw err(t, "expected \(what), found \(describe(t))") }
+        _ = next()
+        return neg ? -n : n
+    }
+
+    // MARK: - Top level
+
+    mutating func parseFile() throws(DissectorError) {
+        while true {
+            let t = tok
+            switch t.kind {
+            case .end: return
+            case .ident(let w) where w.lowercased() == "include":
+                _ = next()
+                guard case .string(let path) = tok.kind else { throw err(tok, "include needs a quoted file name") }
+                let pt = next()
+                _ = accept(";")
+                try splice(path, at: pt)
+            case .ident(let w) where w.lowercased() == "protocol":
+                _ = next()
+                try parseProtocol(t)
+            case .ident(let w) where w.lowercased() == "message":
+                _ = next()
+                try parseMessage(t)
+            case .ident(let w) where w.lowercased() == "enum":
+                _ = next()
+                try parseEnum(t)
+            case .punct(";"):
+                _ = next()
+            default:
+                throw err(t, "expected 'protocol', 'Message', 'Enum' or 'include', found \(describe(t))")
+            }
+        }
+    }
+
+    mutating func currentProtocol(_ t: Token) throws(DissectorError) -> Int {
+        guard let c = current else {
+            throw err(t, "a message needs a protocol: put a 'protocol NAME { ... }' block before it, or include this file from one")
+        }
+        return c
+    }
+
+    // MARK: - protocol { ... }
+
+    mutating func parseProtocol(_ start: Token) throws(DissectorError) {
+        let (name, _) = try ident("a protocol name")
+        var p = PendingProtocol(schema: ProtocolSchema(name: name, file: lexers[start.file].file))
+        p.token = start
+        p.schema.nameBytes = Array(name.utf8)
+        p.line = start.line
+        try expect("{")
+        while !accept("}") {
+            let (key, kt) = try ident("a protocol setting")
+            switch key.lowercased() {
+            case "port", "ports":
+                repeat {
+                    let n = try number("a port number")
+                    guard (1...65535).contains(n) else { throw err(kt, "port \(n) is out of range 1-65535") }
+                    p.schema.ports.append(UInt16(n))
+                } while accept(",")
+            case "any_port", "detect":
+                if key.lowercased() == "detect" { _ = try ident("'any'") }
+                p.schema.anyPort = true
+            case "byte_order", "byteorder", "endian":
+                let (o, ot) = try ident("big or little")
+                switch o.lowercased() {
+                case "big", "be", "network": p.schema.order = .big
+                case "little", "le": p.schema.order = .little
+                default: throw err(ot, "byte order must be 'big' or 'little'")
+                }
+            case "strings", "string":
+                p.schema.strings = try stringRule()
+            case "header":
+                try parseHeader(&p)
+            case "frame_length", "body_length":
+                _ = accept("=")
+                p.lengthExpr = try lengthExpr()
+                p.lengthToken = kt
+                p.lengthWholeFrame = key.lowercased() == "frame_length"
+            case "message_id", "id":
+                _ = accept("=")
+                let (f, ft) = try ident("a header field name")
+                p.idName = (f, ft)
+            case "max_frame":
+                let n = try number("a size in bytes")
+                guard n > 0 && n <= 1 << 30 else { throw err(kt, "max_frame must be between 1 and 1073741824") }
+                p.schema.maxFrame = Int(n)
+            case "body":
+                let (b, bt) = try ident("fields, json, text, raw or protobuf")
+                guard let e = BodyEncoding(rawValue: b.lowercased()) else {
+                    throw err(bt, "body must be one of fields, json, text, raw, protobuf")
+                }
+                p.schema.body = e
+            case "labels_from_comments":
+                p.schema.labelsFromComments = true
+            default:
+                throw err(kt, "unknown protocol setting '\(key)' (expected port, any_port, byte_order, strings, header, frame_length, body_length, message_id, max_frame, body, labels_from_comments)")
+            }
+            _ = accept(";")
+        }
+        protocols.append(p)
+        current = protocols.count - 1
+    }
+
+    mutating func stringRule() throws(DissectorError) -> StringRule {
+        let t = tok
+        if case .number(let n) = t.kind {
+            _ = next()
+            guard n >= 0 && n <= 1 << 20 else { throw err(t, "fixed string size out of range") }
+            return .fixed(Int(n))
+        }
+        let (r, rt) = try ident("u8, u16, u32, nul or rest")
+        switch r.lowercased() {
+        case "u8", "uint8": return .prefixed(width: 1)
+        case "u16", "uint16": return .prefixed(width: 2)
+        case "u32", "uint32": return .prefixed(width: 4)
+        case "nul", "null", "cstring", "zero": return .nulTerminated
+        case "rest": return .rest
+        default: throw err(rt, "string rule must be u8, u16, u32, nul, rest or a fixed size")
+        }
+    }
+
+    mutating func parseHeader(_ p: inout PendingProtocol) throws(DissectorError) {
+        try expect("{")
+        var offset = 0
+        while !accept("}") {
+            let (tname, tt) = try ident("a header field type")
+            var f: HeaderField
+            if tname.lowercased() == "pad" || tname.lowercased() == "padding" || tname.lowercased() == "skip" {
+                let n = try number("a byte count")
+                guard n > 0 && n <= 64 else { throw err(tt, "padding must be 1-64 bytes") }
+                f = HeaderField(name: "pad", width: Int(n), signed: false, order: p.schema.order, constant: nil,
+                                isPadding: true, offset: offset, nameBytes: Array("pad".utf8))
+            } else {
+                guard let it = IntegerType.parse(tname, default: p.schema.order) else {
+                    throw err(tt, "header fields are integers: uint8/16/24/32/64 or int8/16/32/64 (optionally le/be), or 'pad N'")
+                }
+                let (name, _) = try ident("a header field name")
+                f = HeaderField(name: name, width: it.width, signed: it.signed, order: it.order, constant: nil,
+                                isPadding: false, offset: offset, nameBytes: Array(name.utf8))
+                if accept("==") {
+                    let v = try number("the constant value")
+                    f.constant = UInt64(bitPattern: v)
+                }
+                if p.schema.header.contains(where: { $0.name == name }) {
+                    throw err(tt, "header field '\(name)' is declared twice")
+                }
+            }
+            offset += f.width
+            p.schema.header.append(f)
+            _ = accept(";")
+        }
+        guard offset > 0 else { throw err(tok, "the header needs at least one field") }
+    }
+
+    mutating func lengthExpr() throws(DissectorError) -> [(String?, Int64, Bool, Token)] {
+        var terms: [(String?, Int64, Bool, Token)] = []
+        var negative = false
+        while true {
+            let t = tok
+            switch t.kind {
+            case .ident(let s): _ = next(); terms.append((s, 0, negative, t))
+            case .number(let n): _ = next(); terms.append((nil, n, negative, t))
+            default: throw err(t, "expected a header field name or a number in the length expression")
+            }
+            if accept("+") { negative = false } else if accept("-") { negative = true } else { break }
+        }
+        return terms
+    }
+
+    // MARK: - Message NAME [= ID] { fields }
+
+    mutating func parseMessage(_ start: Token) throws(DissectorError) {
+        let pi = try currentProtocol(start)
+        var (name, nt) = try ident("a message name")
+        // The server team's document sometimes has `SC _20001`: join the two parts.
+        if ["cs", "sc"].contains(name.lowercased()), case .ident(let rest) = tok.kind, rest.hasPrefix("_") {
+            _ = next()
+            name += rest
+        }
+        var m = PendingMessage(name: name, line: nt.line, token: nt)
+        if let conv = MessageNaming.parse(name) { m.id = conv.id; m.direction = conv.direction }
+        if accept("=") {
+            let n = try number("a message id")
+            guard n >= 0 else { throw err(nt, "message id must not be negative") }
+            m.id = UInt64(n)
+        }
+        // The nearest whole-line comment above, written like `// ===== Title =====`.
+        let lex = lexers[start.file]
+        var l = start.line - 1
+        while l >= 1 && lex.lines[l - 1].trimmingSpaces.isEmpty { l -= 1 }
+        if let c = lex.comments[l], c.wholeLine {
+            let title = c.text.trimmingCharacters(in: "=-*# ")
+            if !title.isEmpty { m.title = title }
+        }
+        try expect("{")
+        while !accept("}") {
+            m.fields.append(try parseField(pi))
+            _ = accept(";")
+        }
+        protocols[pi].messages.append(m)
+    }
+
+    mutating func parseField(_ pi: Int) throws(DissectorError) -> PendingField {
+        let (typeName, tt) = try ident("a field type")
+        var f = PendingField(typeName: typeName, token: tt)
+        if accept("(") {
+            f.param = tok
+            _ = next()
+            try expect(")")
+        }
+        if accept("[") {
+            f.array = tok
+            _ = next()
+            try expect("]")
+        }
+        let (name, _) = try ident("a field name")
+        f.name = name
+        if accept("=") { f.tag = Int(try number("a field number")) }
+        let lex = lexers[tt.file]
+        f.description = lex.comments[tt.line].flatMap { $0.wholeLine ? nil : $0.text }
+        return f
+    }
+
+    // MARK: - Enum NAME [: Uint8] { LABEL = N; }
+
+    mutating func parseEnum(_ start: Token) throws(DissectorError) {
+        let pi = try currentProtocol(start)
+        let (name, nt) = try ident("an enum name")
+        var base = IntegerType(width: 1, signed: false, order: protocols[pi].schema.order)
+        if accept(":") {
+            let (b, bt) = try ident("an integer type")
+            guard let it = IntegerType.parse(b, default: protocols[pi].schema.order) else {
+                throw err(bt, "an enum's type must be an integer type such as Uint8 or Int32")
+            }
+            base = it
+        }
+        try expect("{")
+        var labels: [Int64: String] = [:]
+        while !accept("}") {
+            let (label, _) = try ident("a label")
+            try expect("=")
+            labels[try number("the label's value")] = label
+            _ = accept(";")
+            _ = accept(",")
+        }
+        if protocols[pi].enums.contains(where: { $0.name.lowercased() == name.lowercased() }) {
+            throw err(nt, "enum '\(name)' is declared twice")
+        }
+        protocols[pi].enums.append(EnumDef(name: name, base: FieldTypeBase(width: base.width, signed: base.signed, order: base.order), labels: labels))
+    }
+}
+
+/// `Cs_20001` → client-to-server id 20001; `Sc_N`/`SC_N` → server-to-client.
+enum MessageNaming {
+    static func parse(_ name: String) -> (direction: Direction, id: UInt64)? {
+        let l = name.lowercased()
+        guard l.count > 3 else { return nil }
+        let prefix = l.prefix(3)
+        let d: Direction
+        if prefix == "cs_" { d = .c2s } else if prefix == "sc_" { d = .s2c } else { return nil }
+        guard let id = UInt64(l.dropFirst(3)) else { return nil }
+        return (d, id)
+    }
+}
+
+struct IntegerType {
+    var width: Int
+    var signed: Bool
+    var order: ByteOrder
+
+    /// `uint8`, `Uint32`, `u16`, `int64le`, `uint24be`, ... (any case).
+    static func parse(_ s: String, default order: ByteOrder) -> IntegerType? {
+        var l = s.lowercased()
+        var o = order
+        if l.hasSuffix("le") { o = .little; l.removeLast(2) } else if l.hasSuffix("be") { o = .big; l.removeLast(2) }
+        let signed: Bool
+        if l.hasPrefix("uint") { signed = false; l.removeFirst(4) }
+        else if l.hasPrefix("int") { signed = true; l.removeFirst(3) }
+        else if l.hasPrefix("u") { signed = false; l.removeFirst(1) }
+        else if l.hasPrefix("i") { signed = true; l.removeFirst(1) }
+        else { return nil }
+        switch l {
+        case "8": return IntegerType(width: 1, signed: signed, order: o)
+        case "16": return IntegerType(width: 2, signed: signed, order: o)
+        case "24": return IntegerType(width: 3, signed: signed, order: o)
+        case "32": return IntegerType(width: 4, signed: signed, order: o)
+        case "64": return IntegerType(width: 8, signed: signed, order: o)
+        default: return nil
+        }
+    }
+}
+
+extension String {
+    func trimmingCharacters(in set: String) -> String {
+        var s = Substring(self)
+        while let f = s.first, set.contains(f) { s.removeFirst() }
+        while let l = s.last, set.contains(l) { s.removeLast() }
+        return String(s)
+    }
+}

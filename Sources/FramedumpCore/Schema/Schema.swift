@@ -1,0 +1,138 @@
+/// What a dissector file describes, after parsing: one protocol's framing and messages.
+
+public enum ByteOrder: Sendable { case big, little }
+
+/// How a string's length is known.
+public enum StringRule: Sendable, Equatable {
+    /// `[u8|u16|u32 length][bytes]` in the protocol's byte order.
+    case prefixed(width: Int)
+    /// Bytes up to a NUL (consumed, not shown).
+    case nulTerminated
+    /// Everything left in the frame.
+    case rest
+    /// A fixed number of bytes (trailing NULs trimmed).
+    case fixed(Int)
+}
+
+/// How many elements an array has.
+public enum ArrayCount: Sendable, Equatable {
+    case fixed(Int)
+    /// A count prefix of this width before the elements.
+    case prefixed(width: Int)
+    /// The value of an earlier field of the same message (its index there).
+    case field(Int)
+}
+
+public indirect enum FieldType: Sendable {
+    case unsigned(width: Int, order: ByteOrder)
+    case signed(width: Int, order: ByteOrder)
+    case float32(ByteOrder)
+    case float64(ByteOrder)
+    case bool
+    case string(StringRule)
+    case bytes(StringRule)
+    /// A nested message, by its index in `ProtocolSchema.messages`.
+    case message(Int)
+    /// An enum: an integer of the given type, shown with the enum's labels.
+    case enumeration(Int, base: FieldTypeBase)
+
+    /// Bytes this type always takes, or nil when it depends on the data.
+    var fixedWidth: Int? {
+        switch self {
+        case .unsigned(let w, _), .signed(let w, _): return w
+        case .float32: return 4
+        case .float64: return 8
+        case .bool: return 1
+        case .enumeration(_, let b): return b.width
+        default: return nil
+        }
+    }
+}
+
+/// The integer underneath an enum.
+public struct FieldTypeBase: Sendable {
+    public var width: Int
+    public var signed: Bool
+    public var order: ByteOrder
+}
+
+public struct FieldDef: Sendable {
+    public var name: String
+    public var type: FieldType
+    public var array: ArrayCount?
+    public var tag: Int?
+    /// The trailing `// comment` of the field's line.
+    public var description: String?
+    /// Value labels: from an enum, or parsed from the comment when the protocol opts in.
+    public var labels: [Int64: String]?
+    /// The name's bytes, ready for output.
+    public var nameBytes: [UInt8]
+}
+
+public struct MessageDef: Sendable {
+    public var name: String
+    /// The `// ===== Title =====` line above the message.
+    public var title: String?
+    public var id: UInt64?
+    /// Set by the Cs_/Sc_ naming convention; nil when the message applies to both.
+    public var direction: Direction?
+    public var fields: [FieldDef]
+    public var nameBytes: [UInt8]
+    public var line: Int
+}
+
+public struct EnumDef: Sendable {
+    public var name: String
+    public var base: FieldTypeBase
+    public var labels: [Int64: String]
+}
+
+/// A header field of the framing layer.
+public struct HeaderField: Sendable {
+    public var name: String
+    public var width: Int
+    public var signed: Bool
+    public var order: ByteOrder
+    /// When set, every frame must carry this value (validated, used to resynchronise).
+    public var constant: UInt64?
+    /// Padding/reserved bytes: read over, not shown.
+    public var isPadding: Bool
+    public var offset: Int
+    public var nameBytes: [UInt8]
+}
+
+/// `frame_length = a + b - 4` or `body_length = len`: a sum of header fields and constants.
+public struct LengthRule: Sendable {
+    public var terms: [(field: Int?, constant: Int64, negative: Bool)]
+    /// True when the expression counts the whole frame, header included.
+    public var countsWholeFrame: Bool
+}
+
+public enum BodyEncoding: String, Sendable {
+    case fields, json, text, raw, protobuf
+}
+
+public struct ProtocolSchema: Sendable {
+    public var name: String
+    public var file: String
+    public var ports: [UInt16] = []
+    /// Try this dissector on connections of any port, validating the first header.
+    public var anyPort = false
+    public var order: ByteOrder = .big
+    public var strings: StringRule = .prefixed(width: 2)
+    public var header: [HeaderField] = []
+    public var headerSize: Int { header.last.map { $0.offset + $0.width } ?? 0 }
+    public var length: LengthRule?
+    public var idField: Int?
+    public var maxFrame = 1 << 20
+    public var body: BodyEncoding = .fields
+    public var labelsFromComments = false
+    public var messages: [MessageDef] = []
+    public var enums: [EnumDef] = []
+    /// (direction, id) → message index; direction-less messages are entered for both.
+    public var byID: [Direction: [UInt64: Int]] = [.c2s: [:], .s2c: [:]]
+    public var nameBytes: [UInt8] = []
+
+    public func message(_ d: Direction, _ id: UInt64) -> Int? { byID[d]?[id] }
+    public var hasMessageIDs: Bool { !(byID[.c2s]?.isEmpty ?? true) || !(byID[.s2c]?.isEmpty ?? true) }
+}

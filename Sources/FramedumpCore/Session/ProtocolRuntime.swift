@@ -1,0 +1,37 @@
+/// A loaded protocol ready to run: its schema, compiled header layout and decoder, and
+/// the counters the summary reports.
+public final class ProtocolRuntime {
+    public let schema: ProtocolSchema
+    public let layout: FrameLayout
+    public let decoder: MessageDecoder
+    /// Messages decoded, per schema message index; the last slot counts unknown ids.
+    public var messageCounts: [UInt64]
+    public var bytes: UInt64 = 0
+    public var malformed: UInt64 = 0
+    public var malformedBytes: UInt64 = 0
+    public var gaps: UInt64 = 0
+    public var gapBytes: UInt64 = 0
+    public var connections: UInt64 = 0
+    public var warnings: UInt64 = 0
+    public var unknownIDs: [UInt64: UInt64] = [:]
+
+    public init(_ schema: ProtocolSchema) {
+        self.schema = schema
+        layout = FrameLayout(schema)
+        decoder = MessageDecoder(schema: schema)
+        messageCounts = [UInt64](repeating: 0, count: schema.messages.count + 1)
+    }
+
+    /// Whether a header at the start of `b` looks like this protocol (for any-port detection).
+    func recognises(_ b: UnsafeRawBufferPointer, _ dir: Direction) -> Bool {
+        guard case .ok = layout.check(b, at: 0) else { return false }
+        if schema.hasMessageIDs, let id = layout.messageID(b, at: 0) { return schema.message(dir, id) != nil }
+        return true
+    }
+
+    func knownID(_ dir: Direction) -> ((UInt64) -> Bool)? {
+        guard schema.hasMessageIDs, schema.body == .fields else { return nil }
+        let ids = schema.byID[dir] ?? [:]
+        return { ids[$0] != nil }
+    }
+}

@@ -1,0 +1,114 @@
+/// One connection's dissection: which protocol it speaks, and a deframer per direction.
+final class Session: FrameConsumer {
+    unowned let manager: SessionManager
+    unowned let connection: Connection
+    var proto: ProtocolRuntime?
+    var deframers: [Deframer?] = [nil, nil]
+    /// Set once detection has given up on this connection.
+    var undissected = false
+    let decoded: DecodedMessage
+
+    init(manager: SessionManager, connection: Connection, proto: ProtocolRuntime?) {
+        self.manager = manager
+        self.connection = connection
+        self.decoded = manager.decoded
+        if let proto { attach(proto) }
+    }
+
+    func attach(_ p: ProtocolRuntime) {
+        proto = p
+        p.connections += 1
+        for d in Direction.allCases {
+            deframers[d.rawValue] = Deframer(layout: p.layout, direction: d, consumer: self,
+                                             startsAtBoundary: connection.startsAtSYN(d), knownID: p.knownID(d))
+        }
+    }
+
+    func frame(_ f: Frame, _ dir: Direction) {
+        guard let p = proto else { return }
+        p.decoder.decode(f, dir, into: decoded)
+        p.bytes += UInt64(f.bytes.count)
+        p.messageCounts[decoded.message ?? p.messageCounts.count - 1] += 1
+        if decoded.message == nil, let id = decoded.id { p.unknownIDs[id, default: 0] += 1 }
+        if !decoded.warnings.isEmpty { p.warnings += 1 }
+        manager.sink?.message(decoded, connection, p)
+    }
+
+    func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef) {
+        guard let p = proto else { return }
+        p.malformed += 1
+        p.malformedBytes += length
+        manager.sink?.malformed(connection, p, dir, offset: offset, length: length, reason: reason, packet: packet)
+    }
+}
+
+/// Chooses a protocol for each connection and feeds its deframers: the stage between
+/// reassembly and output.
+public final class SessionManager: StreamConsumer {
+    public let protocols: [ProtocolRuntime]
+    var byPort: [UInt16: ProtocolRuntime] = [:]
+    let anyPort: [ProtocolRuntime]
+    public var sink: MessageSink?
+    let decoded = DecodedMessage()
+    public private(set) var undissectedConnections: UInt64 = 0
+    public private(set) var undissectedBytes: UInt64 = 0
+
+    public init(protocols: [ProtocolSchema], sink: MessageSink?) {
+        self.protocols = protocols.map(ProtocolRuntime.init)
+        for p in self.protocols { for port in p.schema.ports where byPort[port] == nil { byPort[port] = p } }
+        anyPort = self.protocols.filter { $0.schema.anyPort }
+        self.sink = sink
+    }
+
+    public func isServerPort(_ port: UInt16) -> Bool { byPort[port] != nil }
+
+    @inline(__always)
+    func session(_ c: Connection) -> Session? { c.context as? Session }
+
+    public func opened(_ c: Connection, packet: PacketRef) {
+        let p = byPort[c.server.port]
+        c.context = Session(manager: self, connection: c, proto: p)
+        sink?.opened(c, p, packet: packet)
+    }
+
+    public func data(_ c: Connection, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+        guard let s = session(c) else { return }
+        if s.proto == nil && !s.undissected { detect(s, d, bytes) }
+        guard let f = s.deframers[d.rawValue] else {
+            undissectedBytes += UInt64(bytes.count)
+            return
+        }
+        f.data(bytes, offset: offset, packet: packet)
+    }
+
+    /// Any-port protocols: the first one whose header fits the first bytes takes the connection.
+    func detect(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer) {
+        for p in anyPort where p.recognises(bytes, d) {
+            s.attach(p)
+            return
+        }
+        s.undissected = true
+        undissectedConnections += 1
+    }
+
+    public func gap(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, reason: GapReason, packet: PacketRef) {
+        guard let s = session(c) else { return }
+        if let p = s.proto {
+            p.gaps += 1
+            p.gapBytes += length
+        }
+        s.deframers[d.rawValue]?.gap(offset: offset, length: length, packet: packet)
+        sink?.gap(c, s.proto, d, offset: offset, length: length, reason: reason, packet: packet)
+    }
+
+    public func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
+        sink?.conflict(c, d, offset: offset, length: length, packet: packet)
+    }
+
+    public func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {
+        guard let s = session(c) else { return }
+        for d in Direction.allCases { s.deframers[d.rawValue]?.finish(packet: packet) }
+        sink?.closed(c, s.proto, reason: reason, packet: packet)
+        s.deframers = [nil, nil]
+    }
+}
