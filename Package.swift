@@ -22,7 +22,10 @@ let package = Package(
         // The pipeline: Capture → Link → Reassembly → Session (Framing, Decoding) → Output.
         .target(
             name: "FramedumpCore",
-            dependencies: ["CPcap"]
+            dependencies: ["CPcap"],
+            // Per-message hot paths touch class state millions of times a second; the dynamic
+            // exclusivity checks cost more than the work itself. Static checks still apply.
+            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"])]
         ),
         .executableTarget(
             name: "framedump",

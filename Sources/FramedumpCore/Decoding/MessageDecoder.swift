@@ -1,13 +1,15 @@
 /// Decodes a frame's header and body against a protocol schema into a DecodedMessage.
-public struct MessageDecoder {
+public final class MessageDecoder {
     public let schema: ProtocolSchema
     public let layout: FrameLayout
+    let program: DecodeProgram
     static let maxDepth = 32
     static let maxArray: UInt64 = 1 << 20
 
     public init(schema: ProtocolSchema) {
         self.schema = schema
         layout = FrameLayout(schema)
+        program = DecodeProgram(schema)
     }
 
     public func decode(_ frame: Frame, _ dir: Direction, into m: DecodedMessage) {
@@ -23,7 +25,7 @@ public struct MessageDecoder {
         }
         m.bodyOffset = layout.headerSize
         m.id = layout.messageID(b, at: 0)
-        if let id = m.id { m.message = schema.message(dir, id) }
+        if let id = m.id { m.message = program.message(dir, id) }
         let body = layout.headerSize
         switch schema.body {
         case .fields:
@@ -68,51 +70,61 @@ public struct MessageDecoder {
     func decodeFields(_ mi: Int, _ b: UnsafeRawBufferPointer, _ pos: inout Int, depth: Int,
                       into m: DecodedMessage) -> Bool {
         guard depth < Self.maxDepth else { m.warnings.append(.nestingTooDeep); return false }
-        let def = schema.messages[mi]
-        for (fi, f) in def.fields.enumerated() {
-            let name = FieldName.field(Int32(mi), Int32(fi))
-            guard let count = f.array else {
-                if !decodeValue(f, name, b, &pos, depth: depth, into: m) { return false }
+        let (first, n) = program.ranges[mi]
+        var k = Int(first)
+        let end = k + Int(n)
+        while k < end {
+            let op = program.ops[k]
+            k += 1
+            let name = FieldName.field(op.message, op.field)
+            if op.count == .single {
+                if !decodeValue(op, name, b, &pos, depth: depth, into: m) { return false }
                 continue
             }
             let start = pos
-            var n: UInt64
-            switch count {
-            case .fixed(let k): n = UInt64(k)
-            case .prefixed(let w):
-                guard let v = b.uint(pos, width: w, bigEndian: schema.order == .big) else {
-                    m.warnings.append(.bodyTooShort(field: f.name, at: pos)); return false
+            var count: UInt64
+            switch op.count {
+            case .fixed: count = UInt64(op.countParam)
+            case .prefixed:
+                guard let v = b.uint(pos, width: Int(op.countParam), bigEndian: schema.order == .big) else {
+                    m.warnings.append(.bodyTooShort(field: fieldName(op), at: pos)); return false
                 }
-                n = v
-                pos += w
-            case .field(let idx):
-                n = countValue(of: idx, in: m, depth: depth)
+                count = v
+                pos += Int(op.countParam)
+            default:
+                count = countValue(of: Int(op.countParam), in: m, depth: depth)
             }
             // Never trust a count beyond what the frame can hold.
-            let minWidth = f.type.fixedWidth ?? 0
+            let minWidth = op.kind == .message || op.kind == .string || op.kind == .bytes ? 0 : Int(op.width)
             let room = UInt64(b.count - pos)
-            if n > Self.maxArray || (minWidth > 0 && n > room / UInt64(minWidth)) {
-                m.warnings.append(.arrayTooLong(field: f.name, count: n))
+            if count > Self.maxArray || (minWidth > 0 && count > room / UInt64(minWidth)) {
+                m.warnings.append(.arrayTooLong(field: fieldName(op), count: count))
                 return false
             }
             let headerIndex = m.fields.count
-            m.fields.append(DecodedField(name: name, value: .array(count: Int32(n)), offset: Int32(start),
+            m.fields.append(DecodedField(name: name, value: .array(count: Int32(count)), offset: Int32(start),
                                          width: 0, depth: Int16(depth)))
             var i: UInt64 = 0
-            while i < n {
+            while i < count {
                 let before = pos
-                if !decodeValue(f, .element(Int32(i)), b, &pos, depth: depth + 1, into: m) {
+                if !decodeValue(op, .element(Int32(i)), b, &pos, depth: depth + 1, into: m) {
                     m.fields[headerIndex].width = Int32(pos - start)
+                    m.fields[headerIndex].value = .array(count: Int32(i))
                     return false
                 }
-                // Elements that take no bytes would let a huge count spin: stop at the frame's end.
-                if pos == before && pos >= b.count && i > 0 { break }
                 i += 1
+                // Elements that take no bytes would let a huge count spin: stop at the frame's end.
+                if pos == before && pos >= b.count {
+                    m.fields[headerIndex].value = .array(count: Int32(i))
+                    break
+                }
             }
             m.fields[headerIndex].width = Int32(pos - start)
         }
         return true
     }
+
+    func fieldName(_ op: DecodeOp) -> String { schema.messages[Int(op.message)].fields[Int(op.field)].name }
 
     /// The value of an earlier field at this depth (for `Type[countField]` arrays).
     func countValue(of idx: Int, in m: DecodedMessage, depth: Int) -> UInt64 {
@@ -128,51 +140,43 @@ public struct MessageDecoder {
         return 0
     }
 
-    func decodeValue(_ f: FieldDef, _ name: FieldName, _ b: UnsafeRawBufferPointer, _ pos: inout Int,
+    @inline(__always)
+    func decodeValue(_ op: DecodeOp, _ name: FieldName, _ b: UnsafeRawBufferPointer, _ pos: inout Int,
                      depth: Int, into m: DecodedMessage) -> Bool {
         let start = pos
-        func short() -> Bool { m.warnings.append(.bodyTooShort(field: f.name, at: start)); return false }
         var value: FieldValue
-        switch f.type {
-        case .unsigned(let w, let o):
-            guard let v = b.uint(pos, width: w, bigEndian: o == .big) else { return short() }
-            value = .unsigned(v); pos += w
-        case .signed(let w, let o):
-            guard let v = b.uint(pos, width: w, bigEndian: o == .big) else { return short() }
-            let shift = UInt64(64 - w * 8)
-            value = .signed(Int64(bitPattern: v << shift) >> Int64(shift)); pos += w
-        case .enumeration(_, let base):
-            guard let v = b.uint(pos, width: base.width, bigEndian: base.order == .big) else { return short() }
-            if base.signed {
-                let shift = UInt64(64 - base.width * 8)
-                value = .signed(Int64(bitPattern: v << shift) >> Int64(shift))
-            } else { value = .unsigned(v) }
-            pos += base.width
-        case .float32(let o):
-            guard let v = b.uint(pos, width: 4, bigEndian: o == .big) else { return short() }
-            value = .float(Double(Float(bitPattern: UInt32(v)))); pos += 4
-        case .float64(let o):
-            guard let v = b.uint(pos, width: 8, bigEndian: o == .big) else { return short() }
+        switch op.kind {
+        case .unsigned:
+            guard let v = b.uint(pos, width: Int(op.width), bigEndian: op.bigEndian) else { return short(op, start, m) }
+            value = .unsigned(v); pos += Int(op.width)
+        case .signed:
+            guard let v = b.uint(pos, width: Int(op.width), bigEndian: op.bigEndian) else { return short(op, start, m) }
+            let shift = UInt64(64 - op.width * 8)
+            value = .signed(Int64(bitPattern: v << shift) >> Int64(shift)); pos += Int(op.width)
+        case .float32:
+            guard let v = b.uint(pos, width: 4, bigEndian: op.bigEndian) else { return short(op, start, m) }
+            value = .float(Double(Float(bitPattern: UInt32(truncatingIfNeeded: v)))); pos += 4
+        case .float64:
+            guard let v = b.uint(pos, width: 8, bigEndian: op.bigEndian) else { return short(op, start, m) }
             value = .float(Double(bitPattern: v)); pos += 8
         case .bool:
-            guard let v = b.u8(pos) else { return short() }
+            guard let v = b.u8(pos) else { return short(op, start, m) }
             value = .bool(v != 0); pos += 1
-        case .string(let rule), .bytes(let rule):
-            guard let (s, n, next) = span(rule, b, pos) else { return short() }
-            var isString = false
-            if case .string = f.type { isString = true }
+        case .string, .bytes:
+            guard let (s, n, next) = span(op, b, pos) else { return short(op, start, m) }
             var n2 = n
-            if isString, case .fixed = rule {
+            if op.kind == .string && op.rule == .fixed {
                 // Fixed-size strings are NUL-padded.
                 while n2 > 0 && b[s + n2 - 1] == 0 { n2 -= 1 }
             }
-            m.fields.append(DecodedField(name: name, value: isString ? .string : .bytes, offset: Int32(s),
+            m.fields.append(DecodedField(name: name, value: op.kind == .string ? .string : .bytes, offset: Int32(s),
                                          width: Int32(n2), depth: Int16(depth)))
             pos = next
             return true
-        case .message(let mi):
+        case .message:
             let idx = m.fields.count
-            m.fields.append(DecodedField(name: name, value: .object(count: Int32(schema.messages[mi].fields.count)),
+            let mi = Int(op.target)
+            m.fields.append(DecodedField(name: name, value: .object(count: program.ranges[mi].1),
                                          offset: Int32(start), width: 0, depth: Int16(depth)))
             let ok = decodeFields(mi, b, &pos, depth: depth + 1, into: m)
             m.fields[idx].width = Int32(pos - start)
@@ -189,21 +193,29 @@ public struct MessageDecoder {
         return true
     }
 
+    func short(_ op: DecodeOp, _ at: Int, _ m: DecodedMessage) -> Bool {
+        m.warnings.append(.bodyTooShort(field: fieldName(op), at: at))
+        return false
+    }
+
     /// Where a string/bytes value lies: (start, length, position after it).
-    func span(_ rule: StringRule, _ b: UnsafeRawBufferPointer, _ pos: Int) -> (Int, Int, Int)? {
-        switch rule {
-        case .prefixed(let w):
-            guard let n = b.uint(pos, width: w, bigEndian: schema.order == .big) else { return nil }
+    @inline(__always)
+    func span(_ op: DecodeOp, _ b: UnsafeRawBufferPointer, _ pos: Int) -> (Int, Int, Int)? {
+        switch op.rule {
+        case .prefixed:
+            let w = Int(op.ruleParam)
+            guard let n = b.uint(pos, width: w, bigEndian: op.bigEndian) else { return nil }
             guard n <= UInt64(b.count - pos - w) else { return nil }
             return (pos + w, Int(n), pos + w + Int(n))
-        case .nulTerminated:
+        case .nul:
             var i = pos
             while i < b.count && b[i] != 0 { i += 1 }
             guard i < b.count else { return nil }
             return (pos, i - pos, i + 1)
         case .rest:
             return (pos, max(0, b.count - pos), max(pos, b.count))
-        case .fixed(let n):
+        case .fixed:
+            let n = Int(op.ruleParam)
             guard b.count - pos >= n else { return nil }
             return (pos, n, pos + n)
         }

@@ -16,11 +16,9 @@ public final class JSONPrinter: MessageSink {
 
     func conn(_ c: Connection) {
         out.write("{\"conn\":\"")
-        if c.client.address.isV6 { out.byte(0x5b); out.write(c.client.address.text); out.byte(0x5d) } else { out.write(c.client.address.text) }
-        out.byte(0x3a)
-        if diffable { out.byte(0x2a) } else { out.decimal(UInt64(c.client.port)) }
+        if diffable { out.write(c.clientAddressText); out.write(":*") } else { out.write(c.clientText) }
         out.byte(0x2d)
-        out.write(c.server.text)
+        out.write(c.serverText)
         out.byte(0x22)
     }
 
@@ -29,7 +27,7 @@ public final class JSONPrinter: MessageSink {
         if let d { out.write(",\"dir\":\""); out.write(d.name); out.byte(0x22) }
         if !diffable { out.write(",\"ts\":"); JSONText.timestamp(ts, to: out) }
         out.write(",\"protocol\":")
-        if let p { out.byte(0x22); out.write(p.schema.nameBytes); out.byte(0x22) } else { out.write("null") }
+        if let p { out.byte(0x22); out.write(p.nameBytes); out.byte(0x22) } else { out.write("null") }
     }
 
     public func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {
@@ -56,9 +54,9 @@ public final class JSONPrinter: MessageSink {
         out.write(",\"id\":")
         if let id = m.id { out.decimal(id) } else { out.write("null") }
         out.write(",\"message\":")
-        if let mi = m.message { out.byte(0x22); out.write(p.schema.messages[mi].nameBytes); out.byte(0x22) } else { out.write("null") }
+        if let mi = m.message { out.byte(0x22); out.write(p.names.message(mi)); out.byte(0x22) } else { out.write("null") }
         out.write(",\"length\":"); out.decimal(f.bytes.count)
-        let ft = FieldText(schema: p.schema, frame: f.bytes)
+        let ft = FieldText(p, frame: f.bytes)
         out.write(",\"header\":{")
         for (i, h) in m.headerFields.enumerated() {
             if i > 0 { out.byte(0x2c) }

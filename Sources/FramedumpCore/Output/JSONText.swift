@@ -10,35 +10,9 @@ public enum JSONText {
 
     /// Escapes raw bytes that should be UTF-8 text.
     public static func utf8(_ b: UnsafeRawBufferPointer, to out: OutputBuffer) {
-        out.byte(0x22)
-        var i = 0
-        let n = b.count
-        while i < n {
-            let c = b[i]
-            if c >= 0x20 && c < 0x80 {
-                if c == 0x22 || c == 0x5c { out.byte(0x5c) }
-                out.byte(c)
-                i += 1
-            } else if c < 0x20 {
-                switch c {
-                case 0x0a: out.write("\\n")
-                case 0x0d: out.write("\\r")
-                case 0x09: out.write("\\t")
-                default: out.write("\\u00"); out.hex(c)
-                }
-                i += 1
-            } else {
-                let len = UTF8Check.sequenceLength(b, i)
-                if len == 0 {
-                    out.write("\u{FFFD}")
-                    i += 1
-                } else {
-                    for k in 0..<len { out.byte(b[i + k]) }
-                    i += len
-                }
-            }
-        }
-        out.byte(0x22)
+        var c = out.cursor(reserving: b.count * 6 + 2)
+        c.jsonString(b)
+        out.commit(c)
     }
 
     /// Seconds since the epoch with nanoseconds, as a JSON string (exact, no float rounding).

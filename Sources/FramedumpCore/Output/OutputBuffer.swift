@@ -7,7 +7,10 @@ import Darwin
 /// A byte buffer in front of a file descriptor: output is built as bytes, not Strings,
 /// and written in large blocks (or per line with `-l`).
 public final class OutputBuffer {
-    public private(set) var bytes: [UInt8] = []
+    /// Raw storage: appends are a bounds check and a store, nothing more.
+    var base: UnsafeMutablePointer<UInt8>
+    var capacity: Int
+    public internal(set) var count = 0
     let fd: Int32?
     public var lineBuffered = false
     private let limit = 1 << 16
@@ -15,104 +18,181 @@ public final class OutputBuffer {
     /// Writes to `fd` (1 for stdout); `nil` collects in memory (tests).
     public init(fd: Int32?) {
         self.fd = fd
-        bytes.reserveCapacity(limit + 4096)
+        capacity = limit * 2
+        base = .allocate(capacity: capacity)
     }
 
-    @inline(__always) public func byte(_ b: UInt8) { bytes.append(b) }
+    deinit {
+        base.deallocate()
+        secondText.deallocate()
+    }
+
+    @inline(__always) func reserve(_ n: Int) {
+        if count + n > capacity { grow(n) }
+    }
+
+    func grow(_ n: Int) {
+        let newCap = max(capacity * 2, count + n)
+        let nb = UnsafeMutablePointer<UInt8>.allocate(capacity: newCap)
+        nb.update(from: base, count: count)
+        base.deallocate()
+        base = nb
+        capacity = newCap
+    }
+
+    /// The bytes collected so far (tests and in-memory use).
+    public var bytes: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+
+    @inline(__always) public func byte(_ b: UInt8) {
+        reserve(1)
+        base[count] = b
+        count += 1
+    }
+
+    @inline(__always) public func write(_ b: UnsafeRawBufferPointer) {
+        guard let src = b.baseAddress, b.count > 0 else { return }
+        reserve(b.count)
+        UnsafeMutableRawPointer(base + count).copyMemory(from: src, byteCount: b.count)
+        count += b.count
+    }
 
     @inline(__always) public func write(_ s: StaticString) {
-        s.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        write(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 
     @inline(__always) public func write(_ s: String) {
         var s = s
-        s.withUTF8 { bytes.append(contentsOf: $0) }
+        s.withUTF8 { write(UnsafeRawBufferPointer($0)) }
     }
 
-    @inline(__always) public func write(_ b: UnsafeRawBufferPointer) { bytes.append(contentsOf: b) }
+    @inline(__always) public func write(_ b: [UInt8]) {
+        b.withUnsafeBytes { write($0) }
+    }
 
-    @inline(__always) public func write(_ b: [UInt8]) { bytes.append(contentsOf: b) }
+    public func spaces(_ n: Int) {
+        guard n > 0 else { return }
+        reserve(n)
+        (base + count).initialize(repeating: 0x20, count: n)
+        count += n
+    }
 
-    public func spaces(_ n: Int) { for _ in 0..<max(0, n) { bytes.append(0x20) } }
+    /// "00" "01" ... "99": two digits per division.
+    static let pairs: [UInt8] = {
+        var p: [UInt8] = []
+        for i in 0..<100 {
+            p.append(UInt8(0x30 + i / 10))
+            p.append(UInt8(0x30 + i % 10))
+        }
+        return p
+    }()
+
+    /// The same pairs in memory that is never freed, for cursors.
+    nonisolated(unsafe) static let pairTable: UnsafeMutablePointer<UInt8> = {
+        let t = UnsafeMutablePointer<UInt8>.allocate(capacity: 200)
+        for i in 0..<200 { t[i] = pairs[i] }
+        return t
+    }()
 
     /// Decimal without going through String.
+    @inline(__always)
     public func decimal(_ v: UInt64) {
-        if v < 10 { bytes.append(0x30 &+ UInt8(v)); return }
-        var tmp: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                  UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var n = 0
-        var x = v
-        withUnsafeMutableBytes(of: &tmp) { t in
-            while x > 0 { t[n] = 0x30 &+ UInt8(x % 10); x /= 10; n += 1 }
-            var i = n - 1
-            while i >= 0 { bytes.append(t[i]); i -= 1 }
-        }
+        var c = cursor(reserving: 20)
+        c.decimal(v)
+        commit(c)
     }
 
     public func decimal(_ v: Int64) {
-        if v < 0 { bytes.append(0x2d); decimal(UInt64(bitPattern: 0 &- v)) } else { decimal(UInt64(v)) }
+        if v < 0 { byte(0x2d); decimal(UInt64(bitPattern: 0 &- v)) } else { decimal(UInt64(v)) }
     }
 
     @inline(__always) public func decimal(_ v: Int) { decimal(Int64(v)) }
 
     /// Zero-padded decimal of exactly `width` digits.
     public func padded(_ v: UInt64, width: Int) {
-        var d = 1 as UInt64
-        for _ in 1..<width { d &*= 10 }
+        reserve(width)
         var x = v
-        for _ in 0..<width {
-            bytes.append(0x30 &+ UInt8((x / d) % 10))
-            x %= d
-            d /= 10
-            if d == 0 { d = 1 }
+        var i = count + width - 1
+        while i >= count {
+            base[i] = 0x30 &+ UInt8(x % 10)
+            x /= 10
+            i -= 1
         }
+        count += width
     }
 
-    static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+    static let hexDigits: StaticString = "0123456789abcdef"
 
-    public func hex(_ b: UInt8) {
-        bytes.append(Self.hexDigits[Int(b >> 4)])
-        bytes.append(Self.hexDigits[Int(b & 15)])
+    @inline(__always) public func hex(_ b: UInt8) {
+        reserve(2)
+        let d = Self.hexDigits.utf8Start
+        base[count] = d[Int(b >> 4)]
+        base[count + 1] = d[Int(b & 15)]
+        count += 2
     }
 
     public func hex(_ v: UInt64, width: Int) {
+        reserve(width)
+        let d = Self.hexDigits.utf8Start
         var i = width - 1
         while i >= 0 {
-            bytes.append(Self.hexDigits[Int((v >> (UInt64(i) * 4)) & 15)])
+            base[count] = d[Int((v >> (UInt64(i) * 4)) & 15)]
+            count += 1
             i -= 1
         }
     }
 
     /// `seconds.micros` like tcpdump's -tt.
     public func timestamp(_ ts: Timestamp) {
-        decimal(ts.seconds)
-        byte(0x2e)
-        padded(UInt64(ts.nanos / 1000), width: 6)
+        var c = cursor(reserving: 32)
+        if ts.seconds != lastSecond {
+            // Consecutive packets share their second: format it once.
+            var t = Cursor(p: secondText.baseAddress!)
+            t.decimal(ts.seconds)
+            t.byte(0x2e)
+            secondLength = t.p - secondText.baseAddress!
+            lastSecond = ts.seconds
+        }
+        c.write(UnsafeRawBufferPointer(start: secondText.baseAddress, count: secondLength))
+        var us = ts.nanos / 1000
+        var i = 5
+        while i >= 0 {
+            c.p[i] = 0x30 &+ UInt8(truncatingIfNeeded: us % 10)
+            us /= 10
+            i -= 1
+        }
+        c.p += 6
+        commit(c)
     }
+
+    var lastSecond: Int64 = .min
+    var secondText = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 24)
+    var secondLength = 0
+
+    /// Drops the last `n` bytes written.
+    public func removeLast(_ n: Int) { count = max(0, count - n) }
 
     /// Ends a line; flushes when the buffer is full or in line-buffered mode.
     @inline(__always) public func newline() {
-        bytes.append(0x0a)
-        if lineBuffered || bytes.count >= limit { flush() }
+        byte(0x0a)
+        if lineBuffered || count >= limit { flush() }
     }
 
     public func flush() {
         guard let fd else { return }
         var written = 0
-        bytes.withUnsafeBytes { b in
-            while written < b.count {
-                let n = Glibc.write(fd, b.baseAddress! + written, b.count - written)
-                if n <= 0 {
-                    if n < 0 && errno == EINTR { continue }
-                    break  // closed pipe (e.g. `| head`): drop the output, keep going
-                }
-                written += n
+        while written < count {
+            let n = Glibc.write(fd, base + written, count - written)
+            if n <= 0 {
+                if n < 0 && errno == EINTR { continue }
+                break  // closed pipe (e.g. `| head`): drop the output, keep going
             }
+            written += n
         }
-        bytes.removeAll(keepingCapacity: true)
+        count = 0
     }
 
     /// What has been collected (for tests and in-memory use).
-    public var text: String { String(decoding: bytes, as: UTF8.self) }
+    public var text: String {
+        String(decoding: UnsafeBufferPointer(start: base, count: count), as: UTF8.self)
+    }
 }

@@ -17,9 +17,7 @@ public final class TreePrinter: MessageSink {
     func reset() { if color { out.write("\u{1b}[0m") } }
 
     func endpoints(_ c: Connection, _ d: Direction) {
-        out.write(d == .c2s ? c.client.text : c.server.text)
-        out.write(" > ")
-        out.write(d == .c2s ? c.server.text : c.client.text)
+        c.arrows[d.rawValue].withUnsafeBytes { out.write($0) }
     }
 
     func lead(_ ts: Timestamp, _ c: Connection, _ d: Direction, _ p: ProtocolRuntime?) {
@@ -27,16 +25,16 @@ public final class TreePrinter: MessageSink {
         out.byte(0x20)
         endpoints(c, d)
         out.byte(0x20)
-        if let p { out.write(p.schema.nameBytes) } else { out.write("tcp") }
+        if let p { out.write(p.nameBytes) } else { out.write("tcp") }
         out.byte(0x20)
     }
 
     public func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {
         out.timestamp(packet.ts)
         out.write(" ")
-        out.write(c.client.text); out.write(" > "); out.write(c.server.text)
+        out.write(c.clientText); out.write(" > "); out.write(c.serverText)
         out.write(" ")
-        if let p { out.write(p.schema.nameBytes) } else { out.write("tcp") }
+        if let p { out.write(p.nameBytes) } else { out.write("tcp") }
         paint("\u{1b}[2m")
         out.write(c.rolesFromSYN ? " connection opened" : " connection picked up mid-stream (no SYN seen)")
         reset()
@@ -46,9 +44,9 @@ public final class TreePrinter: MessageSink {
     public func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {
         out.timestamp(packet.ts)
         out.write(" ")
-        out.write(c.client.text); out.write(" > "); out.write(c.server.text)
+        out.write(c.clientText); out.write(" > "); out.write(c.serverText)
         out.write(" ")
-        if let p { out.write(p.schema.nameBytes) } else { out.write("tcp") }
+        if let p { out.write(p.nameBytes) } else { out.write("tcp") }
         paint("\u{1b}[2m")
         out.write(" connection closed (")
         out.write(reason.rawValue)
@@ -63,7 +61,7 @@ public final class TreePrinter: MessageSink {
         lead(f.lastPacket.ts, c, m.direction, p)
         paint("\u{1b}[1;36m")
         if let mi = m.message {
-            out.write(p.schema.messages[mi].nameBytes)
+            out.write(p.names.message(mi))
         } else {
             out.write("?")
         }
@@ -81,12 +79,13 @@ public final class TreePrinter: MessageSink {
             out.decimal(f.lastPacket.number); out.byte(0x5d)
         }
         out.newline()
-        let ft = FieldText(schema: p.schema, frame: f.bytes)
-        for h in m.headerFields { field(h, ft, depth: 0) }
-        var i = 0
-        while i < m.fields.count {
-            field(m.fields[i], ft, depth: Int(m.fields[i].depth))
-            i += 1
+        let ft = FieldText(p, frame: f.bytes)
+        let out = self.out
+        m.headerFields.withUnsafeBufferPointer { hs in
+            for h in hs { field(h, ft, depth: 0, out) }
+        }
+        m.fields.withUnsafeBufferPointer { fs in
+            for x in fs { field(x, ft, depth: Int(x.depth), out) }
         }
         for w in m.warnings {
             out.write("    ")
@@ -99,24 +98,50 @@ public final class TreePrinter: MessageSink {
         if hexDump { HexDump.write(f.bytes, base: 0, indent: 4, to: out) }
     }
 
-    func field(_ x: DecodedField, _ ft: FieldText, depth: Int) {
-        out.write("    ")
-        out.spaces(depth * 2)
-        paint("\u{1b}[2m")
-        let start = out.bytes.count
-        out.byte(0x5b); out.decimal(Int(x.offset)); out.byte(0x2b); out.decimal(Int(x.width)); out.byte(0x5d)
-        reset()
+    @inline(__always)
+    func field(_ x: DecodedField, _ ft: FieldText, depth: Int, _ out: OutputBuffer) {
+        // Reserve the most this line can take, then write through a cursor.
+        let name: UnsafeRawBufferPointer
+        switch x.name {
+        case .field(let mi, let fi): name = ft.names.field(mi, fi)
+        case .header(let i): name = ft.names.header(i)
+        case .key(let s, let l): name = ft.frame.slice(Int(s), Int(l))
+        default: name = UnsafeRawBufferPointer(start: nil, count: 0)
+        }
+        var valueRoom = 32
+        switch x.value {
+        case .string, .jsonString, .jsonNumber, .jsonLiteral: valueRoom = Int(x.width) * 6 + 2
+        case .bytes: valueRoom = 96
+        default: break
+        }
+        var c = out.cursor(reserving: 64 + depth * 2 + name.count + valueRoom)
+        c.write("    ")
+        c.spaces(depth * 2)
+        if color { c.write("\u{1b}[2m") }
+        let start = c.p
+        c.byte(0x5b); c.decimal(x.offset); c.byte(0x2b); c.decimal(x.width); c.byte(0x5d)
         // Byte ranges in a column of their own, so names line up.
-        out.spaces(10 - (out.bytes.count - start - (color ? 8 : 0)))
-        ft.name(x.name, to: out)
+        c.spaces(10 - (c.p - start))
+        if color { c.write("\u{1b}[0m") }
+        switch x.name {
+        case .field, .header, .key: c.write(name)
+        case .element(let i): c.byte(0x5b); c.decimal(i); c.byte(0x5d)
+        case .builtin(let s): out.commit(c); out.write(s); c = out.cursor(reserving: 64 + valueRoom)
+        }
         switch x.value {
         case .object(let n):
-            out.write(" {"); out.decimal(Int(n)); out.write(n == 1 ? " field}" : " fields}")
+            c.write(" {"); c.decimal(n); c.write(n == 1 ? " field}" : " fields}")
+            out.commit(c)
         case .array(let n):
-            out.write(" ["); out.decimal(Int(n)); out.write(n == 1 ? " element]" : " elements]")
+            c.write(" ["); c.decimal(n); c.write(n == 1 ? " element]" : " elements]")
+            out.commit(c)
         default:
-            out.write(": ")
-            value(x, ft)
+            c.write(": ")
+            value(x, ft, &c, out)
+            out.commit(c)
+            if let l = ft.label(x.name, x.value) {
+                out.write(" ("); out.write(l); out.byte(0x29)
+            }
         }
         if verbose, let d = ft.def(x.name)?.description {
             paint("\u{1b}[2m")
@@ -126,29 +151,30 @@ public final class TreePrinter: MessageSink {
         out.newline()
     }
 
-    func value(_ x: DecodedField, _ ft: FieldText) {
+    @inline(__always)
+    func value(_ x: DecodedField, _ ft: FieldText, _ c: inout Cursor, _ out: OutputBuffer) {
         let b = ft.frame
         switch x.value {
-        case .unsigned(let v): out.decimal(v)
-        case .signed(let v): out.decimal(v)
-        case .float(let d): FieldText.float(d, to: out, json: false)
-        case .bool(let v): out.write(v ? "true" : "false")
+        case .unsigned(let v): c.decimal(v)
+        case .signed(let v): c.decimal(v)
+        case .float(let d):
+            out.commit(c)
+            FieldText.float(d, to: out, json: false)
+            c = out.cursor(reserving: 8)
+        case .bool(let v): c.write(v ? "true" : "false")
         case .string, .jsonString:
-            JSONText.utf8(b.slice(Int(x.offset), Int(x.width)), to: out)
+            c.jsonString(b.slice(Int(x.offset), Int(x.width)))
         case .bytes:
             let s = b.slice(Int(x.offset), Int(x.width))
-            out.decimal(s.count); out.write(s.count == 1 ? " byte" : " bytes")
+            c.decimal(UInt64(s.count)); c.write(s.count == 1 ? " byte" : " bytes")
             if !s.isEmpty {
-                out.write(" ")
-                for k in 0..<min(s.count, 32) { out.hex(s[k]) }
-                if s.count > 32 { out.write("…") }
+                c.byte(0x20)
+                for k in 0..<min(s.count, 32) { c.hex(s[k]) }
+                if s.count > 32 { c.write("…") }
             }
         case .jsonNumber, .jsonLiteral:
-            out.write(b.slice(Int(x.offset), Int(x.width)))
+            c.write(b.slice(Int(x.offset), Int(x.width)))
         case .object, .array: break
-        }
-        if let l = ft.label(x.name, x.value) {
-            out.write(" ("); out.write(l); out.byte(0x29)
         }
     }
 

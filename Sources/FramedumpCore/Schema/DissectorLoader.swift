@@ -19,7 +19,7 @@ public enum DissectorLoader {
         return paths
     }
 
-    public static func load(paths: [String]) throws(DissectorError) -> [ProtocolSchema] {
+    public static func load(paths: [String]) throws -> [ProtocolSchema] {
         var files: [String] = []
         for p in paths {
             if isDirectory(p) {
@@ -42,7 +42,7 @@ public enum DissectorLoader {
     }
 
     /// One file (with its includes) → the protocols it declares.
-    public static func loadFile(_ path: String) throws(DissectorError) -> [ProtocolSchema] {
+    public static func loadFile(_ path: String) throws -> [ProtocolSchema] {
         guard let text = readFile(path) else {
             throw DissectorError(file: path, line: 0, column: 0,
                                  message: "cannot read dissector file (missing, unreadable or over 4 MiB)", sourceLine: "")
@@ -50,7 +50,7 @@ public enum DissectorLoader {
         return try parse(text: text, file: path)
     }
 
-    public static func parse(text: String, file: String) throws(DissectorError) -> [ProtocolSchema] {
+    public static func parse(text: String, file: String) throws -> [ProtocolSchema] {
         var parser = Parser(lexer: try Lexer(file: file, text: text), read: readFile)
         try parser.parseFile()
         let resolver = Resolver(lexers: parser.lexers)

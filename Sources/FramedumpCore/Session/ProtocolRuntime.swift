@@ -4,6 +4,8 @@ public final class ProtocolRuntime {
     public let schema: ProtocolSchema
     public let layout: FrameLayout
     public let decoder: MessageDecoder
+    public let names: NameTable
+    public let nameBytes: [UInt8]
     /// Messages decoded, per schema message index; the last slot counts unknown ids.
     public var messageCounts: [UInt64]
     public var bytes: UInt64 = 0
@@ -19,6 +21,8 @@ public final class ProtocolRuntime {
         self.schema = schema
         layout = FrameLayout(schema)
         decoder = MessageDecoder(schema: schema)
+        names = NameTable(schema)
+        nameBytes = schema.nameBytes
         messageCounts = [UInt64](repeating: 0, count: schema.messages.count + 1)
     }
 

@@ -1,0 +1,94 @@
+/// The schema's messages compiled into flat, trivially-copyable instructions, so decoding
+/// a message touches no reference counts and no Strings.
+struct DecodeOp {
+    enum Kind: UInt8 { case unsigned, signed, float32, float64, bool, string, bytes, message }
+    enum Rule: UInt8 { case prefixed, nul, rest, fixed }
+    enum Count: UInt8 { case single, fixed, prefixed, field }
+
+    var kind: Kind
+    var width: Int32
+    var bigEndian: Bool
+    var rule: Rule
+    var ruleParam: Int32
+    var count: Count
+    var countParam: Int32
+    /// Nested message index for `.message`.
+    var target: Int32
+    var message: Int32
+    var field: Int32
+}
+
+final class DecodeProgram {
+    let ops: UnsafeMutableBufferPointer<DecodeOp>
+    /// Per message: (first op, op count).
+    let ranges: UnsafeMutableBufferPointer<(Int32, Int32)>
+
+    init(_ s: ProtocolSchema) {
+        var all: [DecodeOp] = []
+        var r: [(Int32, Int32)] = []
+        for (mi, m) in s.messages.enumerated() {
+            r.append((Int32(all.count), Int32(m.fields.count)))
+            for (fi, f) in m.fields.enumerated() {
+                var op = DecodeOp(kind: .unsigned, width: 0, bigEndian: true, rule: .rest, ruleParam: 0,
+                                  count: .single, countParam: 0, target: -1, message: Int32(mi), field: Int32(fi))
+                switch f.type {
+                case .unsigned(let w, let o): op.kind = .unsigned; op.width = Int32(w); op.bigEndian = o == .big
+                case .signed(let w, let o): op.kind = .signed; op.width = Int32(w); op.bigEndian = o == .big
+                case .enumeration(_, let b):
+                    op.kind = b.signed ? .signed : .unsigned; op.width = Int32(b.width); op.bigEndian = b.order == .big
+                case .float32(let o): op.kind = .float32; op.width = 4; op.bigEndian = o == .big
+                case .float64(let o): op.kind = .float64; op.width = 8; op.bigEndian = o == .big
+                case .bool: op.kind = .bool; op.width = 1
+                case .string(let rule), .bytes(let rule):
+                    if case .string = f.type { op.kind = .string } else { op.kind = .bytes }
+                    op.bigEndian = s.order == .big
+                    switch rule {
+                    case .prefixed(let w): op.rule = .prefixed; op.ruleParam = Int32(w)
+                    case .nulTerminated: op.rule = .nul
+                    case .rest: op.rule = .rest
+                    case .fixed(let n): op.rule = .fixed; op.ruleParam = Int32(n)
+                    }
+                case .message(let t): op.kind = .message; op.target = Int32(t)
+                }
+                switch f.array {
+                case nil: op.count = .single
+                case .fixed(let n)?: op.count = .fixed; op.countParam = Int32(n)
+                case .prefixed(let w)?: op.count = .prefixed; op.countParam = Int32(w)
+                case .field(let i)?: op.count = .field; op.countParam = Int32(i)
+                }
+                all.append(op)
+            }
+        }
+        ops = .allocate(capacity: max(1, all.count))
+        _ = ops.initialize(from: all)
+        ranges = .allocate(capacity: max(1, r.count))
+        _ = ranges.initialize(from: r)
+        byID = s.byID
+        small = Direction.allCases.map { d in
+            let t = UnsafeMutableBufferPointer<Int32>.allocate(capacity: 65536)
+            t.initialize(repeating: -1)
+            for (id, mi) in s.byID[d] ?? [:] where id < 65536 { t[Int(id)] = Int32(mi) }
+            return t
+        }
+    }
+
+    /// Message index by id for ids below 65536 (-1: none), one table per direction;
+    /// larger ids fall back to the schema's dictionary.
+    let small: [UnsafeMutableBufferPointer<Int32>]
+    let byID: [Direction: [UInt64: Int]]
+
+    @inline(__always)
+    func message(_ d: Direction, _ id: UInt64) -> Int? {
+        if id < 65536 {
+            let v = small[d.rawValue][Int(id)]
+            return v < 0 ? nil : Int(v)
+        }
+        return byID[d]?[id]
+    }
+
+    deinit {
+        ops.deallocate()
+        ranges.deallocate()
+        for t in small { t.deallocate() }
+    }
+}

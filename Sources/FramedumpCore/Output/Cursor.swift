@@ -1,0 +1,105 @@
+/// A write position inside an OutputBuffer's reserved space: the hot rendering loops keep it
+/// in a register instead of updating the buffer object byte by byte. Callers reserve the
+/// most they can write first (`OutputBuffer.cursor(reserving:)`), then `commit`.
+struct Cursor {
+    var p: UnsafeMutablePointer<UInt8>
+
+    @inline(__always) mutating func byte(_ b: UInt8) { p.pointee = b; p += 1 }
+
+    @inline(__always) mutating func write(_ b: UnsafeRawBufferPointer) {
+        guard let src = b.baseAddress else { return }
+        UnsafeMutableRawPointer(p).copyMemory(from: src, byteCount: b.count)
+        p += b.count
+    }
+
+    @inline(__always) mutating func write(_ s: StaticString) {
+        write(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
+
+    @inline(__always) mutating func spaces(_ n: Int) {
+        var i = 0
+        while i < n { p[i] = 0x20; i += 1 }
+        if n > 0 { p += n }
+    }
+
+    @inline(__always) mutating func decimal(_ v: UInt64) {
+        if v < 10 { p.pointee = 0x30 &+ UInt8(truncatingIfNeeded: v); p += 1; return }
+        var digits = 2
+        var limit: UInt64 = 100
+        while digits < 20 && v >= limit { digits += 1; limit = limit &* 10 }
+        let pairs = OutputBuffer.pairTable
+        var x = v
+        var i = digits
+        while x >= 100 {
+            let r = Int(x % 100)
+            x /= 100
+            i -= 2
+            p[i] = pairs[2 &* r]
+            p[i + 1] = pairs[2 &* r + 1]
+        }
+        if x >= 10 {
+            p[0] = pairs[2 &* Int(x)]
+            p[1] = pairs[2 &* Int(x) + 1]
+        } else {
+            p[0] = 0x30 &+ UInt8(truncatingIfNeeded: x)
+        }
+        p += digits
+    }
+
+    @inline(__always) mutating func decimal(_ v: Int64) {
+        if v < 0 { byte(0x2d); decimal(UInt64(bitPattern: 0 &- v)) } else { decimal(UInt64(v)) }
+    }
+
+    @inline(__always) mutating func decimal(_ v: Int32) { decimal(Int64(v)) }
+
+    @inline(__always) mutating func hex(_ b: UInt8) {
+        let d = OutputBuffer.hexDigits.utf8Start
+        p[0] = d[Int(b >> 4)]
+        p[1] = d[Int(b & 15)]
+        p += 2
+    }
+
+    /// A JSON string literal of text bytes: `"`, `\`, control characters escaped; invalid
+    /// UTF-8 replaced by U+FFFD. Needs at most 6 bytes per input byte plus 2.
+    mutating func jsonString(_ b: UnsafeRawBufferPointer) {
+        byte(0x22)
+        var i = 0
+        let n = b.count
+        while i < n {
+            let c = b[i]
+            if c >= 0x20 && c < 0x80 {
+                if c == 0x22 || c == 0x5c { byte(0x5c) }
+                byte(c)
+                i += 1
+            } else if c < 0x20 {
+                switch c {
+                case 0x0a: write("\\n")
+                case 0x0d: write("\\r")
+                case 0x09: write("\\t")
+                default: write("\\u00"); hex(c)
+                }
+                i += 1
+            } else {
+                let len = UTF8Check.sequenceLength(b, i)
+                if len == 0 {
+                    write("\u{FFFD}")
+                    i += 1
+                } else {
+                    for k in 0..<len { byte(b[i + k]) }
+                    i += len
+                }
+            }
+        }
+        byte(0x22)
+    }
+}
+
+extension OutputBuffer {
+    /// Space for `n` bytes, to be filled through a Cursor and committed.
+    @inline(__always) func cursor(reserving n: Int) -> Cursor {
+        reserve(n)
+        return Cursor(p: base + count)
+    }
+
+    @inline(__always) func commit(_ c: Cursor) { count = c.p - base }
+}

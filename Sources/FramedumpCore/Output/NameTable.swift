@@ -1,0 +1,60 @@
+/// Every name an output writes for a protocol (messages, fields, header fields), laid out
+/// once in one block of bytes, so rendering a field costs a copy and no reference counting.
+public final class NameTable {
+    let storage: UnsafeMutableBufferPointer<UInt8>
+    /// (offset, length) into `storage`.
+    let spans: UnsafeMutableBufferPointer<(Int32, Int32)>
+    let messageBase: Int
+    let headerBase: Int
+    /// Per message, the index of its first field's span.
+    let fieldBase: UnsafeMutableBufferPointer<Int>
+    /// Whether a field has value labels (checked before any dictionary lookup).
+    let hasLabels: UnsafeMutableBufferPointer<Bool>
+
+    init(_ s: ProtocolSchema) {
+        var bytes: [UInt8] = []
+        var spans: [(Int32, Int32)] = []
+        var labels: [Bool] = []
+        func add(_ b: [UInt8]) {
+            spans.append((Int32(bytes.count), Int32(b.count)))
+            bytes += b
+        }
+        var bases: [Int] = []
+        for m in s.messages {
+            bases.append(spans.count)
+            for f in m.fields {
+                add(f.nameBytes)
+                labels.append(f.labels != nil)
+            }
+        }
+        messageBase = spans.count
+        for m in s.messages { add(m.nameBytes) }
+        headerBase = spans.count
+        for h in s.header { add(h.nameBytes) }
+        fieldBase = .allocate(capacity: max(1, bases.count))
+        _ = fieldBase.initialize(from: bases)
+        storage = .allocate(capacity: max(1, bytes.count))
+        _ = storage.initialize(from: bytes)
+        self.spans = .allocate(capacity: max(1, spans.count))
+        _ = self.spans.initialize(from: spans)
+        hasLabels = .allocate(capacity: max(1, labels.count))
+        _ = hasLabels.initialize(from: labels)
+    }
+
+    deinit {
+        storage.deallocate()
+        spans.deallocate()
+        hasLabels.deallocate()
+        fieldBase.deallocate()
+    }
+
+    @inline(__always) func bytes(_ i: Int) -> UnsafeRawBufferPointer {
+        let (o, l) = spans[i]
+        return UnsafeRawBufferPointer(start: storage.baseAddress! + Int(o), count: Int(l))
+    }
+
+    @inline(__always) func field(_ mi: Int32, _ fi: Int32) -> UnsafeRawBufferPointer { bytes(fieldBase[Int(mi)] + Int(fi)) }
+    @inline(__always) func message(_ mi: Int) -> UnsafeRawBufferPointer { bytes(messageBase + mi) }
+    @inline(__always) func header(_ i: Int32) -> UnsafeRawBufferPointer { bytes(headerBase + Int(i)) }
+    @inline(__always) func labelled(_ mi: Int32, _ fi: Int32) -> Bool { hasLabels[fieldBase[Int(mi)] + Int(fi)] }
+}

@@ -1,0 +1,33 @@
+/// A readable account of a loaded protocol, for `framedump dissectors`.
+public enum DissectorDescription {
+    public static func text(_ s: ProtocolSchema) -> String {
+        var lines: [String] = []
+        let ports = s.ports.map(String.init).joined(separator: ", ")
+        lines.append("\(s.name)  (\(s.file))")
+        lines.append("  ports: " + (ports.isEmpty ? "none" : ports) + (s.anyPort ? "; also tried on any port" : ""))
+        let header = s.header.map { f -> String in
+            let t = f.isPadding ? "pad \(f.width)" : "\(f.signed ? "int" : "uint")\(f.width * 8)\(f.order == .little ? "le" : "") \(f.name)"
+            return t + (f.constant.map { " == \($0)" } ?? "")
+        }
+        lines.append("  header (\(s.headerSize) bytes): " + header.joined(separator: "; "))
+        if let l = s.length {
+            let expr = l.terms.enumerated().map { i, t -> String in
+                let v = t.field.map { s.header[$0].name } ?? String(t.constant)
+                return (i == 0 ? (t.negative ? "-" : "") : (t.negative ? " - " : " + ")) + v
+            }.joined()
+            lines.append("  \(l.countsWholeFrame ? "frame_length" : "body_length") = \(expr); max_frame \(s.maxFrame)")
+        }
+        if let id = s.idField { lines.append("  message id: \(s.header[id].name)") }
+        lines.append("  body: \(s.body.rawValue)")
+        for m in s.messages {
+            var d = "    \(m.name)"
+            if let id = m.id { d += " id \(id)" }
+            if let dir = m.direction { d += " \(dir.name)" }
+            d += ": \(m.fields.count) fields"
+            if let t = m.title { d += "  \"\(t)\"" }
+            lines.append(d)
+        }
+        if !s.enums.isEmpty { lines.append("  enums: " + s.enums.map(\.name).joined(separator: ", ")) }
+        return lines.joined(separator: "\n")
+    }
+}
