@@ -162,8 +162,11 @@ public final class TreePrinter: MessageSink {
             FieldText.float(d, to: out, json: false)
             c = out.cursor(reserving: 8)
         case .bool(let v): c.write(v ? "true" : "false")
-        case .string, .jsonString:
+        case .string:
             c.jsonString(b.slice(Int(x.offset), Int(x.width)))
+        case .jsonString:
+            // Already a valid JSON string's content: show it as written.
+            c.byte(0x22); c.write(b.slice(Int(x.offset), Int(x.width))); c.byte(0x22)
         case .bytes:
             let s = b.slice(Int(x.offset), Int(x.width))
             c.decimal(UInt64(s.count)); c.write(s.count == 1 ? " byte" : " bytes")

@@ -258,7 +258,7 @@ struct Parser {
         let lex = lexers[start.file]
         var l = start.line - 1
         while l >= 1 && lex.lines[l - 1].trimmingSpaces.isEmpty { l -= 1 }
-        if let c = lex.comments[l], c.wholeLine {
+        if let c = lex.comments[l], c.wholeLine, MessageNaming.isTitle(c.text) {
             let title = c.text.trimmingCharacters(in: "=-*# ")
             if !title.isEmpty { m.title = title }
         }
@@ -322,6 +322,12 @@ struct Parser {
 
 /// `Cs_20001` → client-to-server id 20001; `Sc_N`/`SC_N` → server-to-client.
 enum MessageNaming {
+    /// A banner comment such as `============ Switch to a new scenario ==============`.
+    static func isTitle(_ text: String) -> Bool {
+        for mark in ["===", "---", "***", "###"] where text.hasPrefix(mark) && text.hasSuffix(mark) { return true }
+        return false
+    }
+
     static func parse(_ name: String) -> (direction: Direction, id: UInt64)? {
         let l = name.lowercased()
         guard l.count > 3 else { return nil }
