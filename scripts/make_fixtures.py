@@ -179,7 +179,7 @@ def live_any():
                 break
         else:
             raise SystemExit("tcpdump did not start")
-        time.sleep(1.0)  # "listening" comes a little before `any` really captures
+        time.sleep(2.0)  # "listening" comes a little before `any` really captures
 
         def serve():
             c, _ = srv.accept()
@@ -202,7 +202,7 @@ def live_any():
             got += s.recv(4096)
         s.close()
         t.join(5)
-        time.sleep(0.3)
+        time.sleep(1.0)
     finally:
         dump.terminate()
         dump.wait(5)
