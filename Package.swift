@@ -36,8 +36,9 @@ let package = Package(
         ),
         .testTarget(
             name: "FramedumpCoreTests",
-            dependencies: ["FramedumpCore"],
-            resources: [.copy("Fixtures")]
+            // Depends on the executable so `swift test` builds it: the CLI tests run it.
+            dependencies: ["FramedumpCore", "framedump"],
+            exclude: ["Fixtures", "Golden"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -185,7 +185,9 @@ struct Dump: ParsableCommand {
         }
         pipeline.finish()
         dumper?.flush()
-        if source.isLive || quiet || verbose > 0 {
+        if source.isLive && !quiet {
+            pipeline.printSummary(live: source.statistics(), to: OutputBuffer(fd: 2))
+        } else if quiet || verbose > 0 {
             pipeline.printSummary(live: source.statistics())
         }
         out.flush()

@@ -150,8 +150,31 @@ public final class PacketSource {
 /// libpcap's savefile writer.
 public final class PacketDumper {
     let dumper: OpaquePointer
-    init(_ d: OpaquePointer) { dumper = d }
-    deinit { pcap_dump_close(dumper) }
+    /// A dead handle that only describes the file (for captures we generate ourselves).
+    let deadHandle: OpaquePointer?
+
+    init(_ d: OpaquePointer, dead: OpaquePointer? = nil) {
+        dumper = d
+        deadHandle = dead
+    }
+
+    deinit {
+        pcap_dump_close(dumper)
+        if let deadHandle { pcap_close(deadHandle) }
+    }
+
+    /// A new capture file of the given link type, written by libpcap (nanosecond timestamps).
+    public static func create(path: String, linkType: Int32, snaplen: Int32 = 262_144) throws(CaptureError) -> PacketDumper {
+        guard let h = pcap_open_dead_with_tstamp_precision(linkType, snaplen, UInt32(PCAP_TSTAMP_PRECISION_NANO)) else {
+            throw .dumpOpenFailed(path, "pcap_open_dead failed")
+        }
+        guard let d = pcap_dump_open(h, path) else {
+            let why = String(cString: pcap_geterr(h))
+            pcap_close(h)
+            throw .dumpOpenFailed(path, why)
+        }
+        return PacketDumper(d, dead: h)
+    }
 
     public func write(_ p: Packet) {
         var h = pcap_pkthdr()

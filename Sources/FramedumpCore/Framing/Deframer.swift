@@ -27,8 +27,6 @@ public final class Deframer {
     var bufferPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
     /// Frames found in the current segment, emitted once its frame count is known.
     var found: [(start: Int, length: Int)] = []
-    /// The hunting buffer never holds more than this.
-    let huntLimit: Int
 
     public init(layout: FrameLayout, direction: Direction, consumer: FrameConsumer,
                 startsAtBoundary: Bool, knownID: ((UInt64) -> Bool)? = nil) {
@@ -37,7 +35,6 @@ public final class Deframer {
         self.consumer = consumer
         self.knownID = knownID
         self.state = startsAtBoundary ? .synced : .hunting
-        huntLimit = max(2 * layout.maxFrame + layout.headerSize, 1 << 16)
     }
 
     // MARK: - Input
@@ -64,6 +61,7 @@ public final class Deframer {
         if state == .hunting {
             hunt(final: true, packet: packet)
         }
+        flushSkipped()
         if !buffer.isEmpty {
             let need: Int? = {
                 if case .ok(let n) = buffer.withUnsafeBytes({ layout.check($0, at: 0) }) { return n }
@@ -79,6 +77,7 @@ public final class Deframer {
     /// End of the stream: whatever is left is reported.
     public func finish(packet: PacketRef) {
         if state == .hunting { hunt(final: true, packet: packet) }
+        flushSkipped()
         if !buffer.isEmpty {
             let need: Int? = {
                 if case .ok(let n) = buffer.withUnsafeBytes({ layout.check($0, at: 0) }) { return n }
@@ -115,6 +114,7 @@ public final class Deframer {
                                  coalesced: found.count), dir)
         }
         if let (at, why) = bad {
+            flushSkipped()
             // Report the bad header's first byte, then hunt from the next one.
             consumer.malformed(dir, offset: offset + UInt64(at), length: 1, reason: why, packet: packet)
             state = .hunting
@@ -142,6 +142,7 @@ public final class Deframer {
             let check = buffer.withUnsafeBytes { layout.check($0, at: 0) }
             guard case .ok(let n) = check else {
                 // A bad header that arrived in pieces: report its first byte and hunt in the rest.
+                flushSkipped()
                 consumer.malformed(dir, offset: bufferOffset, length: 1, reason: reason(check), packet: bufferPacket)
                 buffer.removeFirst()
                 bufferOffset += 1
@@ -192,54 +193,78 @@ public final class Deframer {
     /// and goes back to the fast path with the rest.
     func hunt(final: Bool, packet: PacketRef) {
         // A loop, not recursion: each round either syncs and scans (consuming bytes) or stops.
+        // Bytes before the first position still worth waiting for are reported at once, so
+        // no byte is examined twice and the buffer never holds more than one frame's worth.
         while state == .hunting {
-            guard let start = findBoundary(final: final) else {
-                // Keep the hunting buffer bounded: what cannot start a frame is reported as skipped.
-                let excess = final ? buffer.count : buffer.count - (layout.headerSize - 1)
-                if (final || buffer.count > huntLimit) && excess > 0 { skip(excess, packet: packet) }
+            switch findBoundary(final: final) {
+            case .wait(let p):
+                if p > 0 { skip(p, packet: packet) }
                 return
-            }
-            if start > 0 { skip(start, packet: packet) }
-            state = .synced
-            let rest = buffer
-            let off = bufferOffset
-            let firstPacket = bufferPacket
-            buffer.removeAll(keepingCapacity: true)
-            rest.withUnsafeBytes { b in
-                scan(b, offset: off, packet: firstPacket, fromHunt: true)
+            case .none:
+                let excess = final ? buffer.count : buffer.count - (layout.headerSize - 1)
+                if excess > 0 { skip(excess, packet: packet) }
+                return
+            case .found(let p):
+                if p > 0 { skip(p, packet: packet) }
+                flushSkipped()
+                state = .synced
+                let rest = buffer
+                let off = bufferOffset
+                let firstPacket = bufferPacket
+                buffer.removeAll(keepingCapacity: true)
+                rest.withUnsafeBytes { b in
+                    scan(b, offset: off, packet: firstPacket, fromHunt: true)
+                }
             }
         }
     }
 
+    enum Boundary { case found(Int), wait(Int), none }
+
     /// The first position in `buffer` where a frame plausibly starts, confirmed by the header
-    /// after it when the data reach that far.
-    func findBoundary(final: Bool) -> Int? {
-        buffer.withUnsafeBytes { b -> Int? in
+    /// after it when the data reach that far; or the first position that needs more data.
+    func findBoundary(final: Bool) -> Boundary {
+        buffer.withUnsafeBytes { b -> Boundary in
             var p = 0
             while b.count - p >= layout.headerSize {
                 if let n = plausible(b, p) {
                     let after = b.count - p - n
                     if after < 0 {
                         // Could be a frame still arriving: wait, unless nothing more will come.
-                        if !final { return nil }
+                        if !final { return .wait(p) }
                     } else if after >= layout.headerSize {
-                        if plausible(b, p + n) != nil { return p }
+                        if plausible(b, p + n) != nil { return .found(p) }
                     } else if final || after == 0 {
-                        return p
+                        return .found(p)
                     } else {
-                        return nil  // the next header is still arriving
+                        return .wait(p)  // the next header is still arriving
                     }
                 }
                 p += 1
             }
-            return nil
+            return .none
         }
     }
 
+    /// Passes over `n` bytes at the front of the buffer. Consecutive skips are reported as
+    /// one run (flushed before the next frame, gap or end), not once per segment.
     func skip(_ n: Int, packet: PacketRef) {
-        consumer.malformed(dir, offset: bufferOffset, length: UInt64(n), reason: .skipped, packet: bufferPacket)
+        if let s = skipped, s.offset + s.length == bufferOffset {
+            skipped!.length += UInt64(n)
+        } else {
+            flushSkipped()
+            skipped = (bufferOffset, UInt64(n), bufferPacket)
+        }
         buffer.removeFirst(n)
         bufferOffset += UInt64(n)
         bufferPacket = packet
+    }
+
+    var skipped: (offset: UInt64, length: UInt64, packet: PacketRef)?
+
+    func flushSkipped() {
+        guard let s = skipped else { return }
+        skipped = nil
+        consumer.malformed(dir, offset: s.offset, length: s.length, reason: .skipped, packet: s.packet)
     }
 }

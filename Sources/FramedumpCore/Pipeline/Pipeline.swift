@@ -70,7 +70,10 @@ public final class Pipeline {
         out.flush()
     }
 
-    public func printSummary(live: (received: UInt32, dropped: UInt32, ifDropped: UInt32)?) {
+    /// The summary, to stdout for `-q`, or to stderr after a live capture (as tcpdump does).
+    public func printSummary(live: (received: UInt32, dropped: UInt32, ifDropped: UInt32)?, to target: OutputBuffer? = nil) {
+        out.flush()
+        let out = target ?? self.out
         let s = Summary(out: out)
         s.capture(capture)
         if let r = reassembler { s.reassembly(r.stats, options: r.options) }

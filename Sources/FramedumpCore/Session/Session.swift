@@ -97,8 +97,9 @@ public final class SessionManager: StreamConsumer {
             p.gaps += 1
             p.gapBytes += length
         }
-        s.deframers[d.rawValue]?.gap(offset: offset, length: length, packet: packet)
+        // The gap first, then what it did to the frame in progress.
         sink?.gap(c, s.proto, d, offset: offset, length: length, reason: reason, packet: packet)
+        s.deframers[d.rawValue]?.gap(offset: offset, length: length, packet: packet)
     }
 
     public func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {

@@ -1,0 +1,69 @@
+import Foundation
+import XCTest
+@testable import FramedumpCore
+
+/// The samples' tree and NDJSON outputs, pinned. `UPDATE_GOLDEN=1 swift test` rewrites them
+/// after a deliberate change (then read the diff).
+final class GoldenTests: XCTestCase {
+    func check(_ name: String, _ actual: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let path = TestSupport.testsDir.appendingPathComponent("Golden/\(name)").path
+        if ProcessInfo.processInfo.environment["UPDATE_GOLDEN"] != nil {
+            try actual.write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        let expected = try String(contentsOfFile: path, encoding: .utf8)
+        if expected != actual {
+            let a = expected.split(separator: "\n", omittingEmptySubsequences: false)
+            let b = actual.split(separator: "\n", omittingEmptySubsequences: false)
+            let i = Array(zip(a, b)).firstIndex { $0.0 != $0.1 } ?? min(a.count, b.count)
+            XCTFail("\(name) differs at line \(i + 1):\n- \(i < a.count ? a[i] : "")\n+ \(i < b.count ? b[i] : "")", file: file, line: line)
+        }
+    }
+
+    func testSamplesTree() throws {
+        for s in ["game", "svc", "im"] {
+            let r = try TestSupport.framedump(["-r", "samples/\(s).pcap", "--color", "never", "-v"])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            try check("\(s).tree.txt", r.stdout)
+        }
+    }
+
+    func testSamplesHexDump() throws {
+        let r = try TestSupport.framedump(["-r", "samples/game.pcap", "-x", "-c", "12"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        try check("game.hex.txt", r.stdout)
+    }
+
+    func testSamplesJSON() throws {
+        for s in ["game", "svc", "im"] {
+            let r = try TestSupport.framedump(["-r", "samples/\(s).pcap", "-T", "json"])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            try check("\(s).ndjson", r.stdout)
+            // Every line is one complete JSON object.
+            for line in r.stdout.split(separator: "\n") {
+                let obj = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                XCTAssertNotNil(obj, String(line))
+            }
+        }
+    }
+
+    func testDiffableOutputHasNoRunSpecificValues() throws {
+        let r = try TestSupport.framedump(["-r", "samples/game.pcap", "--json", "--diffable"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertFalse(r.stdout.contains("\"ts\""))
+        XCTAssertFalse(r.stdout.contains("\"pkts\""))
+        XCTAssertNil(r.stdout.range(of: "127\\.0\\.0\\.1:[0-9]+-", options: .regularExpression), "no ephemeral client ports")
+        XCTAssertTrue(r.stdout.contains("\"conn\":\"127.0.0.1:*-127.0.0.1:8000\""))
+    }
+
+    func testSummaryCountsEveryMessage() throws {
+        let r = try TestSupport.framedump(["-r", "samples/game.pcap", "-q"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        try check("game.summary.txt", r.stdout)
+    }
+
+    func testFixtureResyncOutput() throws {
+        let r = try TestSupport.framedump(["-r", TestSupport.fixture("lost_segment.pcap"), "-T", "json", "--diffable"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        try check("lost_segment.ndjson", r.stdout)
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import XCTest
+@testable import FramedumpCore
+
+/// Paths, subprocesses and oracles shared by the tests.
+enum TestSupport {
+    static let testsDir = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    static let root = testsDir.deletingLastPathComponent().deletingLastPathComponent()
+
+    static func fixture(_ name: String) -> String { testsDir.appendingPathComponent("Fixtures/\(name)").path }
+    static func sample(_ name: String) -> String { root.appendingPathComponent("samples/\(name)").path }
+    static var dissectors: String { root.appendingPathComponent("Dissectors").path }
+
+    /// The framedump binary `swift test` built next to the test bundle.
+    static var binary: String {
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("framedump").path
+        if FileManager.default.isExecutableFile(atPath: beside) { return beside }
+        return root.appendingPathComponent(".build/debug/framedump").path
+    }
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs a command to completion (bounded by `timeout` seconds: then it is killed).
+    @discardableResult
+    static func run(_ exe: String, _ args: [String], cwd: String? = nil, timeout: TimeInterval = 120) throws -> Result {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: exe)
+        p.arguments = args
+        if let cwd { p.currentDirectoryURL = URL(fileURLWithPath: cwd) }
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        // Read both pipes while the process runs, so a large output cannot block it.
+        nonisolated(unsafe) var outData = Data(), errData = Data()
+        let group = DispatchGroup()
+        group.enter()
+        DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        group.enter()
+        DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        let deadline = Date().addingTimeInterval(timeout)
+        while p.isRunning && Date() < deadline { usleep(10_000) }
+        if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+        p.waitUntilExit()
+        group.wait()
+        return Result(status: p.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                      stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    static func framedump(_ args: [String], cwd: String? = nil) throws -> Result {
+        try run(binary, args, cwd: cwd ?? root.path)
+    }
+
+    static func which(_ tool: String) -> String? {
+        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+            let p = "\(dir)/\(tool)"
+            if FileManager.default.isExecutableFile(atPath: p) { return p }
+        }
+        return nil
+    }
+
+    /// An independent tool the test compares against. CI installs them all, so there a
+    /// missing one fails the test; on a developer machine it is skipped with a reason.
+    static func oracle(_ tool: String) throws -> String {
+        if let p = which(tool) { return p }
+        if ProcessInfo.processInfo.environment["CI"] != nil {
+            XCTFail("\(tool) is required in CI (installed by .ci/run)")
+        }
+        throw XCTSkip("\(tool) not installed")
+    }
+
+    static var isRoot: Bool { geteuid() == 0 }
+
+    /// Runs the pipeline in-process over a capture file and returns what it printed.
+    static func pipeline(_ file: String, configure: (inout PipelineOptions) -> Void = { _ in }) throws -> String {
+        var o = PipelineOptions()
+        o.dissectorPaths = [dissectors]
+        configure(&o)
+        let out = OutputBuffer(fd: nil)
+        let p = try Pipeline(options: o, output: out)
+        let src = try PacketSource(.file(file))
+        try p.run(src, limit: nil, dumper: nil, lineBuffered: false)
+        p.finish()
+        return out.text
+    }
+
+    static func tempDir() -> String {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("framedump-test-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+        return d.path
+    }
+}
+
+/// A small seeded generator, so property tests are repeatable.
+struct SeededRandom: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
