@@ -16,7 +16,8 @@ public final class Deframer {
 
     let layout: FrameLayout
     let dir: Direction
-    unowned let consumer: FrameConsumer
+    // The session owns this deframer and outlives it; unowned(unsafe) skips a check per frame.
+    unowned(unsafe) let consumer: FrameConsumer
     /// Plausibility of a message id while hunting (nil: any id goes).
     let knownID: ((UInt64) -> Bool)?
 

@@ -52,6 +52,32 @@ struct Cursor {
 
     @inline(__always) mutating func decimal(_ v: Int32) { decimal(Int64(v)) }
 
+    /// `.NNNNNNNNN`: nanoseconds after the seconds.
+    @inline(__always) mutating func nanos(_ n: UInt32) {
+        p[0] = 0x2e
+        var x = n
+        var i = 9
+        while i >= 1 {
+            p[i] = 0x30 &+ UInt8(truncatingIfNeeded: x % 10)
+            x /= 10
+            i -= 1
+        }
+        p += 10
+    }
+
+    /// `.NNNNNN`: microseconds after the seconds (tcpdump's -tt).
+    @inline(__always) mutating func micros(_ n: UInt32) {
+        p[0] = 0x2e
+        var x = n / 1000
+        var i = 6
+        while i >= 1 {
+            p[i] = 0x30 &+ UInt8(truncatingIfNeeded: x % 10)
+            x /= 10
+            i -= 1
+        }
+        p += 7
+    }
+
     @inline(__always) mutating func hex(_ b: UInt8) {
         let d = OutputBuffer.hexDigits.utf8Start
         p[0] = d[Int(b >> 4)]

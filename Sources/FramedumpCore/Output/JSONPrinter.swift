@@ -1,7 +1,7 @@
 /// `-T json`: one complete JSON object per line. Message lines have no `type` key; gaps,
 /// malformed frames, conflicts and connection open/close are lines with a `type` key.
 ///
-/// Keys come in a fixed order: conn, dir, ts, pkts, offset, protocol, id, message, length,
+/// Keys come in a fixed order: conn, dir, ts, protocol, pkts, offset, id, message, length,
 /// header, fields, warnings. Integers are exact JSON numbers (64-bit values included),
 /// byte strings are lowercase hex, text with invalid UTF-8 gets U+FFFD in place of the bad
 /// bytes. `--diffable` leaves out ts, pkts and offset, and writes the client's port as `*`.
@@ -46,38 +46,51 @@ public final class JSONPrinter: MessageSink {
 
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
         let f = m.frame!
-        common(c, m.direction, f.lastPacket.ts, p)
-        if !diffable {
-            out.write(",\"pkts\":["); out.decimal(f.firstPacket.number); out.byte(0x2c)
-            out.decimal(f.lastPacket.number); out.write("],\"offset\":"); out.decimal(f.offset)
-        }
-        out.write(",\"id\":")
-        if let id = m.id { out.decimal(id) } else { out.write("null") }
-        out.write(",\"message\":")
-        if let mi = m.message { out.byte(0x22); out.write(p.names.message(mi)); out.byte(0x22) } else { out.write("null") }
-        out.write(",\"length\":"); out.decimal(f.bytes.count)
+        let names = p.names
         let ft = FieldText(p, frame: f.bytes)
-        out.write(",\"header\":{")
-        for (i, h) in m.headerFields.enumerated() {
-            if i > 0 { out.byte(0x2c) }
-            out.byte(0x22); ft.name(h.name, to: out); out.write("\":")
-            scalar(h, ft)
+        // One reservation for the whole line: every piece below is bounded by it.
+        let fieldCount = m.fields.count + m.headerFields.count
+        var k = out.cursor(reserving: 512 + names.longest + 6 * f.bytes.count + fieldCount * (names.longest + 48))
+        k.write(ConnectionText.of(c).jsonOpening(m.direction, diffable: diffable))
+        if !diffable {
+            k.write(",\"ts\":\"")
+            k.write(out.secondsText(f.lastPacket.ts))
+            k.nanos(f.lastPacket.ts.nanos)
+            k.byte(0x22)
         }
-        out.write("},\"fields\":")
-        let topIsArray = m.fields.first.map { if case .element = $0.name { return true } else { return false } } ?? false
-        out.byte(topIsArray ? 0x5b : 0x7b)
-        var i = 0
-        var first = true
-        while i < m.fields.count {
-            if !first { out.byte(0x2c) }
-            first = false
-            i = member(m.fields, i, ft, inArray: topIsArray)
+        k.write(names.jsonProtocolPiece)
+        if !diffable {
+            k.write(",\"pkts\":["); k.decimal(f.firstPacket.number); k.byte(0x2c)
+            k.decimal(f.lastPacket.number); k.write("],\"offset\":"); k.decimal(f.offset)
         }
-        out.byte(topIsArray ? 0x5d : 0x7d)
+        k.write(",\"id\":")
+        if let id = m.id { k.decimal(id) } else { k.write("null") }
+        if let mi = m.message { k.write(names.jsonMessage(mi)) } else { k.write(",\"message\":null,\"length\":") }
+        k.decimal(UInt64(f.bytes.count))
+        k.write(",\"header\":{")
+        m.headerFields.withUnsafeBufferPointer { hs in
+            for (i, h) in hs.enumerated() {
+                if i > 0 { k.byte(0x2c) }
+                if case .header(let hi) = h.name { k.write(names.jsonHeader(hi)) }
+                scalar(h, ft, &k)
+            }
+        }
+        k.write("},\"fields\":")
+        m.fields.withUnsafeBufferPointer { fs in
+            let topIsArray = fs.first.map { if case .element = $0.name { return true } else { return false } } ?? false
+            k.byte(topIsArray ? 0x5b : 0x7b)
+            var i = 0
+            while i < fs.count {
+                if i > 0 { k.byte(0x2c) }
+                i = member(fs, i, ft, inArray: topIsArray, &k)
+            }
+            k.byte(topIsArray ? 0x5d : 0x7d)
+        }
+        out.commit(k)
         if !m.warnings.isEmpty {
             out.write(",\"warnings\":[")
-            for (k, w) in m.warnings.enumerated() {
-                if k > 0 { out.byte(0x2c) }
+            for (n, w) in m.warnings.enumerated() {
+                if n > 0 { out.byte(0x2c) }
                 JSONText.string(w.text, to: out)
             }
             out.byte(0x5d)
@@ -87,47 +100,60 @@ public final class JSONPrinter: MessageSink {
     }
 
     /// Writes the field at `i` (and its children); returns the index after them.
-    func member(_ fs: [DecodedField], _ i: Int, _ ft: FieldText, inArray: Bool) -> Int {
+    func member(_ fs: UnsafeBufferPointer<DecodedField>, _ i: Int, _ ft: FieldText, inArray: Bool, _ k: inout Cursor) -> Int {
         let x = fs[i]
-        if !inArray { out.byte(0x22); ft.name(x.name, to: out); out.write("\":") }
+        if !inArray {
+            switch x.name {
+            case .field(let mi, let fi): k.write(ft.names.jsonField(mi, fi))
+            case .key(let s, let l): k.byte(0x22); k.write(ft.frame.slice(Int(s), Int(l))); k.write("\":")
+            case .builtin(let s): k.byte(0x22); k.write(s); k.write("\":")
+            case .header(let h): k.write(ft.names.jsonHeader(h))
+            case .element: k.write("\"\":")
+            }
+        }
         switch x.value {
         case .object(let n), .array(let n):
             var isArray = false
             if case .array = x.value { isArray = true }
-            out.byte(isArray ? 0x5b : 0x7b)
+            k.byte(isArray ? 0x5b : 0x7b)
             var j = i + 1
-            var k: Int32 = 0
-            while k < n && j < fs.count && fs[j].depth > x.depth {
-                if k > 0 { out.byte(0x2c) }
-                j = member(fs, j, ft, inArray: isArray)
-                k += 1
+            var c: Int32 = 0
+            while c < n && j < fs.count && fs[j].depth > x.depth {
+                if c > 0 { k.byte(0x2c) }
+                j = member(fs, j, ft, inArray: isArray, &k)
+                c += 1
             }
-            out.byte(isArray ? 0x5d : 0x7d)
+            k.byte(isArray ? 0x5d : 0x7d)
             return j
         default:
-            scalar(x, ft)
+            scalar(x, ft, &k)
             return i + 1
         }
     }
 
-    func scalar(_ x: DecodedField, _ ft: FieldText) {
+    @inline(__always)
+    func scalar(_ x: DecodedField, _ ft: FieldText, _ k: inout Cursor) {
         let b = ft.frame
         switch x.value {
-        case .unsigned(let v): out.decimal(v)
-        case .signed(let v): out.decimal(v)
-        case .float(let d): FieldText.float(d, to: out, json: true)
-        case .bool(let v): out.write(v ? "true" : "false")
-        case .string: JSONText.utf8(b.slice(Int(x.offset), Int(x.width)), to: out)
+        case .unsigned(let v): k.decimal(v)
+        case .signed(let v): k.decimal(v)
+        case .float(let d):
+            // Rare: format through the buffer (reserve was generous, so commit and resume).
+            out.commit(k)
+            FieldText.float(d, to: out, json: true)
+            k = out.cursor(reserving: 64 + 6 * b.count + 48 * 64)
+        case .bool(let v): k.write(v ? "true" : "false")
+        case .string: k.jsonString(b.slice(Int(x.offset), Int(x.width)))
         case .jsonString:
             // Already-valid JSON string content (validated by the flattener): copy as is.
-            out.byte(0x22); out.write(b.slice(Int(x.offset), Int(x.width))); out.byte(0x22)
+            k.byte(0x22); k.write(b.slice(Int(x.offset), Int(x.width))); k.byte(0x22)
         case .bytes:
-            out.byte(0x22)
+            k.byte(0x22)
             let s = b.slice(Int(x.offset), Int(x.width))
-            for k in 0..<s.count { out.hex(s[k]) }
-            out.byte(0x22)
-        case .jsonNumber, .jsonLiteral: out.write(b.slice(Int(x.offset), Int(x.width)))
-        case .object, .array: out.write("null")
+            for i in 0..<s.count { k.hex(s[i]) }
+            k.byte(0x22)
+        case .jsonNumber, .jsonLiteral: k.write(b.slice(Int(x.offset), Int(x.width)))
+        case .object, .array: k.write("null")
         }
     }
 

@@ -10,6 +10,14 @@ public final class NameTable {
     let fieldBase: UnsafeMutableBufferPointer<Int>
     /// Whether a field has value labels (checked before any dictionary lookup).
     let hasLabels: UnsafeMutableBufferPointer<Bool>
+    /// JSON pieces: `"name":` per field and header field, `,"message":"Name","length":` per
+    /// message, `,"protocol":"name"` once.
+    let jsonFieldBase: Int
+    let jsonHeaderBase: Int
+    let jsonMessageBase: Int
+    let jsonProtocol: Int
+    /// The longest piece, for reserving output space.
+    let longest: Int
 
     init(_ s: ProtocolSchema) {
         var bytes: [UInt8] = []
@@ -31,6 +39,16 @@ public final class NameTable {
         for m in s.messages { add(m.nameBytes) }
         headerBase = spans.count
         for h in s.header { add(h.nameBytes) }
+        func key(_ b: [UInt8]) -> [UInt8] { [0x22] + b + [0x22, 0x3a] }
+        jsonFieldBase = spans.count
+        for m in s.messages { for f in m.fields { add(key(f.nameBytes)) } }
+        jsonHeaderBase = spans.count
+        for h in s.header { add(key(h.nameBytes)) }
+        jsonMessageBase = spans.count
+        for m in s.messages { add(Array(",\"message\":\"".utf8) + m.nameBytes + Array("\",\"length\":".utf8)) }
+        jsonProtocol = spans.count
+        add(Array(",\"protocol\":\"".utf8) + s.nameBytes + [0x22])
+        longest = spans.map { Int($0.1) }.max() ?? 0
         fieldBase = .allocate(capacity: max(1, bases.count))
         _ = fieldBase.initialize(from: bases)
         storage = .allocate(capacity: max(1, bytes.count))
@@ -56,5 +74,12 @@ public final class NameTable {
     @inline(__always) func field(_ mi: Int32, _ fi: Int32) -> UnsafeRawBufferPointer { bytes(fieldBase[Int(mi)] + Int(fi)) }
     @inline(__always) func message(_ mi: Int) -> UnsafeRawBufferPointer { bytes(messageBase + mi) }
     @inline(__always) func header(_ i: Int32) -> UnsafeRawBufferPointer { bytes(headerBase + Int(i)) }
+    @inline(__always) func jsonField(_ mi: Int32, _ fi: Int32) -> UnsafeRawBufferPointer {
+        bytes(jsonFieldBase + fieldBase[Int(mi)] + Int(fi))
+    }
+    @inline(__always) func jsonHeader(_ i: Int32) -> UnsafeRawBufferPointer { bytes(jsonHeaderBase + Int(i)) }
+    @inline(__always) func jsonMessage(_ mi: Int) -> UnsafeRawBufferPointer { bytes(jsonMessageBase + mi) }
+    var jsonProtocolPiece: UnsafeRawBufferPointer { bytes(jsonProtocol) }
+
     @inline(__always) func labelled(_ mi: Int32, _ fi: Int32) -> Bool { hasLabels[fieldBase[Int(mi)] + Int(fi)] }
 }

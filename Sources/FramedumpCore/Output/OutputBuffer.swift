@@ -141,26 +141,24 @@ public final class OutputBuffer {
         }
     }
 
-    /// `seconds.micros` like tcpdump's -tt.
-    public func timestamp(_ ts: Timestamp) {
-        var c = cursor(reserving: 32)
+    /// The seconds of a timestamp as text; consecutive packets share their second, so it is
+    /// formatted once per second of capture.
+    @inline(__always)
+    func secondsText(_ ts: Timestamp) -> UnsafeRawBufferPointer {
         if ts.seconds != lastSecond {
-            // Consecutive packets share their second: format it once.
             var t = Cursor(p: secondText.baseAddress!)
             t.decimal(ts.seconds)
-            t.byte(0x2e)
             secondLength = t.p - secondText.baseAddress!
             lastSecond = ts.seconds
         }
-        c.write(UnsafeRawBufferPointer(start: secondText.baseAddress, count: secondLength))
-        var us = ts.nanos / 1000
-        var i = 5
-        while i >= 0 {
-            c.p[i] = 0x30 &+ UInt8(truncatingIfNeeded: us % 10)
-            us /= 10
-            i -= 1
-        }
-        c.p += 6
+        return UnsafeRawBufferPointer(start: secondText.baseAddress, count: secondLength)
+    }
+
+    /// `seconds.micros` like tcpdump's -tt.
+    public func timestamp(_ ts: Timestamp) {
+        var c = cursor(reserving: 32)
+        c.write(secondsText(ts))
+        c.micros(ts.nanos)
         commit(c)
     }
 

@@ -27,6 +27,8 @@ public final class Connection {
 
     /// Room for the next stage to hang its per-connection state.
     public var context: AnyObject?
+    /// The outputs' per-connection text (endpoints formatted once).
+    public var outputCache: AnyObject?
     /// The stream export's per-connection state.
     var exportEntry: AnyObject?
 

@@ -1,7 +1,8 @@
 /// One connection's dissection: which protocol it speaks, and a deframer per direction.
 final class Session: FrameConsumer {
-    unowned let manager: SessionManager
-    unowned let connection: Connection
+    // Both outlive the session (the connection holds it; the manager holds every connection).
+    unowned(unsafe) let manager: SessionManager
+    unowned(unsafe) let connection: Connection
     var proto: ProtocolRuntime?
     var deframers: [Deframer?] = [nil, nil]
     /// Set once detection has given up on this connection.
@@ -26,12 +27,21 @@ final class Session: FrameConsumer {
 
     func frame(_ f: Frame, _ dir: Direction) {
         guard let p = proto else { return }
+        guard let sink = manager.sink else {
+            // Summary only (-q): the header says which message it is; the body is not needed.
+            p.bytes += UInt64(f.bytes.count)
+            let id = p.layout.messageID(f.bytes, at: 0)
+            let mi = id.flatMap { p.decoder.program.message(dir, $0) }
+            p.messageCounts[mi ?? p.messageCounts.count - 1] += 1
+            if mi == nil, let id { p.unknownIDs[id, default: 0] += 1 }
+            return
+        }
         p.decoder.decode(f, dir, into: decoded)
         p.bytes += UInt64(f.bytes.count)
         p.messageCounts[decoded.message ?? p.messageCounts.count - 1] += 1
         if decoded.message == nil, let id = decoded.id { p.unknownIDs[id, default: 0] += 1 }
         if !decoded.warnings.isEmpty { p.warnings += 1 }
-        manager.sink?.message(decoded, connection, p)
+        sink.message(decoded, connection, p)
     }
 
     func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef) {
