@@ -79,19 +79,16 @@ public final class DecodedMessage {
     public var id: UInt64?
     /// Index into the schema's messages, nil when the id is unknown.
     public var message: Int?
-    public var headerFields: [DecodedField] = []
-    public var fields: [DecodedField] = []
+    public let headerFields = FieldList(capacity: 8)
+    public let fields = FieldList(capacity: 32)
     public var warnings: [DecodeWarning] = []
     public var bodyOffset = 0
 
-    public init() {
-        headerFields.reserveCapacity(8)
-        fields.reserveCapacity(32)
-    }
+    public init() {}
 
     func reset() {
-        headerFields.removeAll(keepingCapacity: true)
-        fields.removeAll(keepingCapacity: true)
+        headerFields.removeAll()
+        fields.removeAll()
         if !warnings.isEmpty { warnings.removeAll(keepingCapacity: true) }
         message = nil
         id = nil

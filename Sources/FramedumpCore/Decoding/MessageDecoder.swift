@@ -45,7 +45,7 @@ public final class MessageDecoder {
             if b.count > body {
                 var parser = JSONFlattener(bytes: b, start: body, into: m)
                 if !parser.run() {
-                    m.fields.removeAll(keepingCapacity: true)
+                    m.fields.removeAll()
                     m.warnings.append(.invalidJSON(at: parser.errorAt))
                     m.fields.append(DecodedField(name: .builtin("text"), value: .string, offset: Int32(body),
                                                  width: Int32(b.count - body), depth: 0))
@@ -183,7 +183,7 @@ public final class MessageDecoder {
             if !ok {
                 // Count only the children that were decoded.
                 var c: Int32 = 0
-                for f in m.fields[(idx + 1)...] where f.depth == Int16(depth + 1) { c += 1 }
+                for j in (idx + 1)..<m.fields.count where m.fields[j].depth == Int16(depth + 1) { c += 1 }
                 m.fields[idx].value = .object(count: c)
             }
             return ok

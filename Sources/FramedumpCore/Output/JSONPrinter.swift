@@ -8,6 +8,8 @@
 public final class JSONPrinter: MessageSink {
     let out: OutputBuffer
     let diffable: Bool
+    /// What the message being written may take at most (see `message`).
+    var lineBound = 0
 
     public init(output: OutputBuffer, diffable: Bool) {
         out = output
@@ -50,7 +52,8 @@ public final class JSONPrinter: MessageSink {
         let ft = FieldText(p, frame: f.bytes)
         // One reservation for the whole line: every piece below is bounded by it.
         let fieldCount = m.fields.count + m.headerFields.count
-        var k = out.cursor(reserving: 512 + names.longest + 6 * f.bytes.count + fieldCount * (names.longest + 48))
+        lineBound = 512 + names.longest + 6 * f.bytes.count + fieldCount * (names.longest + 48)
+        var k = out.cursor(reserving: lineBound)
         k.write(ConnectionText.of(c).jsonOpening(m.direction, diffable: diffable))
         if !diffable {
             k.write(",\"ts\":\"")
@@ -141,7 +144,7 @@ public final class JSONPrinter: MessageSink {
             // Rare: format through the buffer (reserve was generous, so commit and resume).
             out.commit(k)
             FieldText.float(d, to: out, json: true)
-            k = out.cursor(reserving: 64 + 6 * b.count + 48 * 64)
+            k = out.cursor(reserving: lineBound)
         case .bool(let v): k.write(v ? "true" : "false")
         case .string: k.jsonString(b.slice(Int(x.offset), Int(x.width)))
         case .jsonString:

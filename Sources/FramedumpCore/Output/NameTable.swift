@@ -16,8 +16,14 @@ public final class NameTable {
     let jsonHeaderBase: Int
     let jsonMessageBase: Int
     let jsonProtocol: Int
+    let protocolNameIndex: Int
     /// The longest piece, for reserving output space.
     let longest: Int
+    /// Tree pieces: per message ` Name (id N) "Title"` (without the colour codes around the name).
+    let treeMessageBase: Int
+    /// Value labels as bytes, per field span index.
+    let labelBytes: [Int: [Int64: [UInt8]]]
+    let longestLabel: Int
 
     init(_ s: ProtocolSchema) {
         var bytes: [UInt8] = []
@@ -48,7 +54,27 @@ public final class NameTable {
         for m in s.messages { add(Array(",\"message\":\"".utf8) + m.nameBytes + Array("\",\"length\":".utf8)) }
         jsonProtocol = spans.count
         add(Array(",\"protocol\":\"".utf8) + s.nameBytes + [0x22])
+        protocolNameIndex = spans.count
+        add(s.nameBytes)
+        treeMessageBase = spans.count
+        for m in s.messages {
+            var t = ""
+            if let id = m.id { t += " (id \(id))" }
+            if let title = m.title { t += " \"\(title)\"" }
+            add(Array(t.utf8))
+        }
         longest = spans.map { Int($0.1) }.max() ?? 0
+        var lb: [Int: [Int64: [UInt8]]] = [:]
+        var ll = 0
+        for (mi, m) in s.messages.enumerated() {
+            for (fi, f) in m.fields.enumerated() {
+                guard let labels = f.labels else { continue }
+                lb[bases[mi] + fi] = labels.mapValues { Array($0.utf8) }
+                ll = Swift.max(ll, labels.values.map(\.utf8.count).max() ?? 0)
+            }
+        }
+        labelBytes = lb
+        longestLabel = ll
         fieldBase = .allocate(capacity: max(1, bases.count))
         _ = fieldBase.initialize(from: bases)
         storage = .allocate(capacity: max(1, bytes.count))
@@ -80,6 +106,13 @@ public final class NameTable {
     @inline(__always) func jsonHeader(_ i: Int32) -> UnsafeRawBufferPointer { bytes(jsonHeaderBase + Int(i)) }
     @inline(__always) func jsonMessage(_ mi: Int) -> UnsafeRawBufferPointer { bytes(jsonMessageBase + mi) }
     var jsonProtocolPiece: UnsafeRawBufferPointer { bytes(jsonProtocol) }
+    var protocolName: UnsafeRawBufferPointer { bytes(protocolNameIndex) }
+
+    @inline(__always) func treeMessage(_ mi: Int) -> UnsafeRawBufferPointer { bytes(treeMessageBase + mi) }
+
+    @inline(__always) func label(_ mi: Int32, _ fi: Int32, _ v: Int64) -> [UInt8]? {
+        labelBytes[fieldBase[Int(mi)] + Int(fi)]?[v]
+    }
 
     @inline(__always) func labelled(_ mi: Int32, _ fi: Int32) -> Bool { hasLabels[fieldBase[Int(mi)] + Int(fi)] }
 }

@@ -5,6 +5,8 @@ public final class TreePrinter: MessageSink {
     let hexDump: Bool
     let verbose: Bool
     let color: Bool
+    /// What the message being written may take at most (see `message`).
+    var lineBound = 0
 
     public init(output: OutputBuffer, hexDump: Bool, verbose: Bool, color: Bool) {
         out = output
@@ -58,35 +60,47 @@ public final class TreePrinter: MessageSink {
 
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
         let f = m.frame!
-        lead(f.lastPacket.ts, c, m.direction, p)
-        paint("\u{1b}[1;36m")
-        if let mi = m.message {
-            out.write(p.names.message(mi))
-        } else {
-            out.write("?")
-        }
-        reset()
-        if let id = m.id { out.write(" (id "); out.decimal(id); out.byte(0x29) }
-        if let mi = m.message, let t = p.schema.messages[mi].title {
-            out.write(" \""); out.write(t); out.byte(0x22)
-        }
-        out.write(", "); out.decimal(f.bytes.count); out.write(" bytes")
-        if f.firstPacket.number != f.lastPacket.number {
-            out.write(" [split over pkts "); out.decimal(f.firstPacket.number); out.byte(0x2d)
-            out.decimal(f.lastPacket.number); out.byte(0x5d)
-        } else if f.coalesced > 1 {
-            out.write(" [coalesced "); out.decimal(f.coalesced); out.write(" in pkt ")
-            out.decimal(f.lastPacket.number); out.byte(0x5d)
-        }
-        out.newline()
+        let names = p.names
         let ft = FieldText(p, frame: f.bytes)
         let out = self.out
+        // One reservation for the summary line and every field line (strings may expand 6×
+        // when escaped); the -v descriptions and warnings are written after it.
+        // Per field: indentation (JSON nests up to 64 deep), the byte range, name, number or
+        // hex preview, label.
+        let perField = 160 + 2 * 64 + names.longest + names.longestLabel
+        lineBound = 512 + names.longest + 6 * f.bytes.count + (m.fields.count + m.headerFields.count) * perField
+        var k = out.cursor(reserving: lineBound)
+        k.write(out.secondsText(f.lastPacket.ts))
+        k.micros(f.lastPacket.ts.nanos)
+        k.byte(0x20)
+        k.write(ConnectionText.of(c).arrow(m.direction))
+        k.byte(0x20)
+        k.write(names.protocolName)
+        k.byte(0x20)
+        if color { k.write("\u{1b}[1;36m") }
+        if let mi = m.message { k.write(names.message(mi)) } else { k.byte(0x3f) }
+        if color { k.write("\u{1b}[0m") }
+        if let mi = m.message {
+            k.write(names.treeMessage(mi))
+        } else if let id = m.id {
+            k.write(" (id "); k.decimal(id); k.byte(0x29)
+        }
+        k.write(", "); k.decimal(UInt64(f.bytes.count)); k.write(" bytes")
+        if f.firstPacket.number != f.lastPacket.number {
+            k.write(" [split over pkts "); k.decimal(f.firstPacket.number); k.byte(0x2d)
+            k.decimal(f.lastPacket.number); k.byte(0x5d)
+        } else if f.coalesced > 1 {
+            k.write(" [coalesced "); k.decimal(UInt64(f.coalesced)); k.write(" in pkt ")
+            k.decimal(f.lastPacket.number); k.byte(0x5d)
+        }
+        k.byte(0x0a)
         m.headerFields.withUnsafeBufferPointer { hs in
-            for h in hs { field(h, ft, depth: 0, out) }
+            for h in hs { field(h, ft, depth: 0, &k, out) }
         }
         m.fields.withUnsafeBufferPointer { fs in
-            for x in fs { field(x, ft, depth: Int(x.depth), out) }
+            for x in fs { field(x, ft, depth: Int(x.depth), &k, out) }
         }
+        out.commit(k)
         for w in m.warnings {
             out.write("    ")
             paint("\u{1b}[1;31m")
@@ -96,87 +110,83 @@ public final class TreePrinter: MessageSink {
             out.newline()
         }
         if hexDump { HexDump.write(f.bytes, base: 0, indent: 4, to: out) }
+        if out.lineBuffered || out.count >= 1 << 16 { out.flush() }
     }
 
     @inline(__always)
-    func field(_ x: DecodedField, _ ft: FieldText, depth: Int, _ out: OutputBuffer) {
-        // Reserve the most this line can take, then write through a cursor.
-        let name: UnsafeRawBufferPointer
-        switch x.name {
-        case .field(let mi, let fi): name = ft.names.field(mi, fi)
-        case .header(let i): name = ft.names.header(i)
-        case .key(let s, let l): name = ft.frame.slice(Int(s), Int(l))
-        default: name = UnsafeRawBufferPointer(start: nil, count: 0)
-        }
-        var valueRoom = 32
-        switch x.value {
-        case .string, .jsonString, .jsonNumber, .jsonLiteral: valueRoom = Int(x.width) * 6 + 2
-        case .bytes: valueRoom = 96
-        default: break
-        }
-        var c = out.cursor(reserving: 64 + depth * 2 + name.count + valueRoom)
-        c.write("    ")
-        c.spaces(depth * 2)
-        if color { c.write("\u{1b}[2m") }
-        let start = c.p
-        c.byte(0x5b); c.decimal(x.offset); c.byte(0x2b); c.decimal(x.width); c.byte(0x5d)
+    func field(_ x: DecodedField, _ ft: FieldText, depth: Int, _ k: inout Cursor, _ out: OutputBuffer) {
+        k.write("    ")
+        k.spaces(depth * 2)
+        if color { k.write("\u{1b}[2m") }
+        let start = k.p
+        k.byte(0x5b); k.decimal(x.offset); k.byte(0x2b); k.decimal(x.width); k.byte(0x5d)
         // Byte ranges in a column of their own, so names line up.
-        c.spaces(10 - (c.p - start))
-        if color { c.write("\u{1b}[0m") }
+        k.spaces(10 - (k.p - start))
+        if color { k.write("\u{1b}[0m") }
         switch x.name {
-        case .field, .header, .key: c.write(name)
-        case .element(let i): c.byte(0x5b); c.decimal(i); c.byte(0x5d)
-        case .builtin(let s): out.commit(c); out.write(s); c = out.cursor(reserving: 64 + valueRoom)
+        case .field(let mi, let fi): k.write(ft.names.field(mi, fi))
+        case .header(let i): k.write(ft.names.header(i))
+        case .key(let s, let l): k.write(ft.frame.slice(Int(s), Int(l)))
+        case .element(let i): k.byte(0x5b); k.decimal(i); k.byte(0x5d)
+        case .builtin(let s): k.write(s)
         }
         switch x.value {
         case .object(let n):
-            c.write(" {"); c.decimal(n); c.write(n == 1 ? " field}" : " fields}")
-            out.commit(c)
+            k.write(" {"); k.decimal(n); k.write(n == 1 ? " field}" : " fields}")
         case .array(let n):
-            c.write(" ["); c.decimal(n); c.write(n == 1 ? " element]" : " elements]")
-            out.commit(c)
+            k.write(" ["); k.decimal(n); k.write(n == 1 ? " element]" : " elements]")
         default:
-            c.write(": ")
-            value(x, ft, &c, out)
-            out.commit(c)
-            if let l = ft.label(x.name, x.value) {
-                out.write(" ("); out.write(l); out.byte(0x29)
+            k.write(": ")
+            value(x, ft, &k, out)
+            if case .field(let mi, let fi) = x.name, ft.names.labelled(mi, fi) {
+                var v: Int64?
+                switch x.value {
+                case .unsigned(let u): v = u <= UInt64(Int64.max) ? Int64(u) : nil
+                case .signed(let s): v = s
+                default: v = nil
+                }
+                if let v, let l = ft.names.label(mi, fi, v) {
+                    k.write(" ("); l.withUnsafeBytes { k.write($0) }; k.byte(0x29)
+                }
             }
         }
         if verbose, let d = ft.def(x.name)?.description {
+            // Descriptions are unbounded: leave the cursor, write them, take a new one.
+            out.commit(k)
             paint("\u{1b}[2m")
             out.write("  // "); out.write(d)
             reset()
+            k = out.cursor(reserving: lineBound)
         }
-        out.newline()
+        k.byte(0x0a)
     }
 
     @inline(__always)
-    func value(_ x: DecodedField, _ ft: FieldText, _ c: inout Cursor, _ out: OutputBuffer) {
+    func value(_ x: DecodedField, _ ft: FieldText, _ k: inout Cursor, _ out: OutputBuffer) {
         let b = ft.frame
         switch x.value {
-        case .unsigned(let v): c.decimal(v)
-        case .signed(let v): c.decimal(v)
+        case .unsigned(let v): k.decimal(v)
+        case .signed(let v): k.decimal(v)
         case .float(let d):
-            out.commit(c)
+            out.commit(k)
             FieldText.float(d, to: out, json: false)
-            c = out.cursor(reserving: 8)
-        case .bool(let v): c.write(v ? "true" : "false")
+            k = out.cursor(reserving: lineBound)
+        case .bool(let v): k.write(v ? "true" : "false")
         case .string:
-            c.jsonString(b.slice(Int(x.offset), Int(x.width)))
+            k.jsonString(b.slice(Int(x.offset), Int(x.width)))
         case .jsonString:
             // Already a valid JSON string's content: show it as written.
-            c.byte(0x22); c.write(b.slice(Int(x.offset), Int(x.width))); c.byte(0x22)
+            k.byte(0x22); k.write(b.slice(Int(x.offset), Int(x.width))); k.byte(0x22)
         case .bytes:
             let s = b.slice(Int(x.offset), Int(x.width))
-            c.decimal(UInt64(s.count)); c.write(s.count == 1 ? " byte" : " bytes")
+            k.decimal(UInt64(s.count)); k.write(s.count == 1 ? " byte" : " bytes")
             if !s.isEmpty {
-                c.byte(0x20)
-                for k in 0..<min(s.count, 32) { c.hex(s[k]) }
-                if s.count > 32 { c.write("…") }
+                k.byte(0x20)
+                for i in 0..<Swift.min(s.count, 32) { k.hex(s[i]) }
+                if s.count > 32 { k.write("…") }
             }
         case .jsonNumber, .jsonLiteral:
-            c.write(b.slice(Int(x.offset), Int(x.width)))
+            k.write(b.slice(Int(x.offset), Int(x.width)))
         case .object, .array: break
         }
     }
