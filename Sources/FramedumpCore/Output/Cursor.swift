@@ -3,6 +3,21 @@
 /// most they can write first (`OutputBuffer.cursor(reserving:)`), then `commit`.
 struct Cursor {
     var p: UnsafeMutablePointer<UInt8>
+    /// "00".."99" and "0123456789abcdef", passed in so the hot loops read no globals.
+    let pairs: UnsafePointer<UInt8>
+    let hexDigits: UnsafePointer<UInt8>
+
+    init(p: UnsafeMutablePointer<UInt8>) {
+        self.p = p
+        pairs = UnsafePointer(OutputBuffer.pairTable)
+        hexDigits = OutputBuffer.hexDigits.utf8Start
+    }
+
+    init(p: UnsafeMutablePointer<UInt8>, pairs: UnsafePointer<UInt8>, hexDigits: UnsafePointer<UInt8>) {
+        self.p = p
+        self.pairs = pairs
+        self.hexDigits = hexDigits
+    }
 
     @inline(__always) mutating func byte(_ b: UInt8) { p.pointee = b; p += 1 }
 
@@ -16,10 +31,16 @@ struct Cursor {
         write(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 
+    /// Eight spaces per store; may write up to 7 bytes past `n` inside the reserved space.
     @inline(__always) mutating func spaces(_ n: Int) {
+        guard n > 0 else { return }
+        let raw = UnsafeMutableRawPointer(p)
         var i = 0
-        while i < n { p[i] = 0x20; i += 1 }
-        if n > 0 { p += n }
+        while i < n {
+            raw.storeBytes(of: 0x2020_2020_2020_2020 as UInt64, toByteOffset: i, as: UInt64.self)
+            i += 8
+        }
+        p += n
     }
 
     @inline(__always) mutating func decimal(_ v: UInt64) {
@@ -27,7 +48,6 @@ struct Cursor {
         var digits = 2
         var limit: UInt64 = 100
         while digits < 20 && v >= limit { digits += 1; limit = limit &* 10 }
-        let pairs = OutputBuffer.pairTable
         var x = v
         var i = digits
         while x >= 100 {
@@ -79,9 +99,8 @@ struct Cursor {
     }
 
     @inline(__always) mutating func hex(_ b: UInt8) {
-        let d = OutputBuffer.hexDigits.utf8Start
-        p[0] = d[Int(b >> 4)]
-        p[1] = d[Int(b & 15)]
+        p[0] = hexDigits[Int(b >> 4)]
+        p[1] = hexDigits[Int(b & 15)]
         p += 2
     }
 
@@ -124,7 +143,7 @@ extension OutputBuffer {
     /// Space for `n` bytes, to be filled through a Cursor and committed.
     @inline(__always) func cursor(reserving n: Int) -> Cursor {
         reserve(n)
-        return Cursor(p: base + count)
+        return Cursor(p: base + count, pairs: pairs, hexDigits: hexDigitsPointer)
     }
 
     @inline(__always) func commit(_ c: Cursor) { count = c.p - base }

@@ -1,12 +1,12 @@
 /// Pieces both renderers share: a field's name and its schema definition.
 struct FieldText {
     unowned(unsafe) let runtime: ProtocolRuntime
-    unowned(unsafe) let names: NameTable
+    let names: Names
     let frame: UnsafeRawBufferPointer
 
     init(_ p: ProtocolRuntime, frame: UnsafeRawBufferPointer) {
         runtime = p
-        names = p.names
+        names = p.names.view
         self.frame = frame
     }
 

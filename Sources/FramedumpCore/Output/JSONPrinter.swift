@@ -48,7 +48,7 @@ public final class JSONPrinter: MessageSink {
 
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
         let f = m.frame!
-        let names = p.names
+        let names = p.names.view
         let ft = FieldText(p, frame: f.bytes)
         // One reservation for the whole line: every piece below is bounded by it.
         let fieldCount = m.fields.count + m.headerFields.count

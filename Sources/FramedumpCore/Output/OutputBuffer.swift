@@ -13,7 +13,10 @@ public final class OutputBuffer {
     public internal(set) var count = 0
     let fd: Int32?
     public var lineBuffered = false
-    private let limit = 1 << 16
+    /// The digit tables, looked up once per buffer rather than through globals per number.
+    let pairs = UnsafePointer(OutputBuffer.pairTable)
+    let hexDigitsPointer = OutputBuffer.hexDigits.utf8Start
+    private let limit = 1 << 18
 
     /// Writes to `fd` (1 for stdout); `nil` collects in memory (tests).
     public init(fd: Int32?) {
@@ -172,6 +175,11 @@ public final class OutputBuffer {
     /// Ends a line; flushes when the buffer is full or in line-buffered mode.
     @inline(__always) public func newline() {
         byte(0x0a)
+        if lineBuffered || count >= limit { flush() }
+    }
+
+    /// After a record written through a cursor: flush when full, or per record with `-l`.
+    @inline(__always) public func endOfRecord() {
         if lineBuffered || count >= limit { flush() }
     }
 

@@ -60,7 +60,7 @@ public final class TreePrinter: MessageSink {
 
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
         let f = m.frame!
-        let names = p.names
+        let names = p.names.view
         let ft = FieldText(p, frame: f.bytes)
         let out = self.out
         // One reservation for the summary line and every field line (strings may expand 6×
@@ -110,7 +110,7 @@ public final class TreePrinter: MessageSink {
             out.newline()
         }
         if hexDump { HexDump.write(f.bytes, base: 0, indent: 4, to: out) }
-        if out.lineBuffered || out.count >= 1 << 16 { out.flush() }
+        out.endOfRecord()
     }
 
     @inline(__always)
@@ -145,8 +145,12 @@ public final class TreePrinter: MessageSink {
                 case .signed(let s): v = s
                 default: v = nil
                 }
-                if let v, let l = ft.names.label(mi, fi, v) {
-                    k.write(" ("); l.withUnsafeBytes { k.write($0) }; k.byte(0x29)
+                if let v {
+                    if let l = ft.names.smallLabel(mi, fi, v) {
+                        k.write(" ("); k.write(l); k.byte(0x29)
+                    } else if (v < 0 || v >= 256), let l = ft.runtime.names.label(mi, fi, v) {
+                        k.write(" ("); l.withUnsafeBytes { k.write($0) }; k.byte(0x29)
+                    }
                 }
             }
         }
