@@ -173,7 +173,7 @@ struct Dump: ParsableCommand {
         let dumper = try writeFile.map { path throws -> PacketDumper in try source.openDumper(path) }
         if source.isLive {
             let target = user ?? (Privileges.isRoot ? "nobody" : nil)
-            if let target, target != "root" { try Privileges.drop(to: target) }
+            if let target, target != "root" { try Privileges.drop(to: target, handOver: streams.map { [$0] } ?? []) }
         }
         StopSignal.install(source)
         defer { StopSignal.clear() }

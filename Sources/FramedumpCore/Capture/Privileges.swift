@@ -8,10 +8,15 @@ import Darwin
 public enum Privileges {
     public static var isRoot: Bool { geteuid() == 0 }
 
-    public static func drop(to user: String) throws(CaptureError) {
+    /// `handOver` are paths the run still writes after the drop (the `--streams` folder):
+    /// they are given to the user first.
+    public static func drop(to user: String, handOver: [String] = []) throws(CaptureError) {
         guard let pw = getpwnam(user) else { throw .privilegeDrop("no such user '\(user)'") }
         let uid = pw.pointee.pw_uid, gid = pw.pointee.pw_gid
         if uid == geteuid() { return }
+        for path in handOver where chown(path, uid, gid) != 0 {
+            throw .privilegeDrop("cannot hand \(path) to \(user): \(String(cString: strerror(errno)))")
+        }
         guard initgroups(user, gid) == 0, setgid(gid) == 0, setuid(uid) == 0 else {
             throw .privilegeDrop(String(cString: strerror(errno)))
         }
