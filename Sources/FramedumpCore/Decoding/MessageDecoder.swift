@@ -17,11 +17,14 @@ public final class MessageDecoder {
         m.frame = frame
         m.direction = dir
         let b = frame.bytes
-        for (i, f) in layout.fields.enumerated() where !f.isPadding {
+        var i = 0
+        while i < layout.fieldCount {
+            defer { i += 1 }
+            if layout.isPadding(i) { continue }
             let v = layout.value(i, in: b, at: 0) ?? 0
             m.headerFields.append(DecodedField(
-                name: .header(Int32(i)), value: f.signed ? .signed(Int64(bitPattern: v)) : .unsigned(v),
-                offset: Int32(f.offset), width: Int32(f.width), depth: 0))
+                name: .header(Int32(i)), value: layout.isSigned(i) ? .signed(Int64(bitPattern: v)) : .unsigned(v),
+                offset: Int32(layout.offset(i)), width: Int32(layout.width(i)), depth: 0))
         }
         m.bodyOffset = layout.headerSize
         m.id = layout.messageID(b, at: 0)

@@ -63,15 +63,7 @@ public final class Deframer {
             hunt(final: true, packet: packet)
         }
         flushSkipped()
-        if !buffer.isEmpty {
-            let need: Int? = {
-                if case .ok(let n) = buffer.withUnsafeBytes({ layout.check($0, at: 0) }) { return n }
-                return nil
-            }()
-            consumer.malformed(dir, offset: bufferOffset, length: UInt64(buffer.count),
-                               reason: .cutByGap(have: buffer.count, need: need), packet: bufferPacket)
-            buffer.removeAll(keepingCapacity: true)
-        }
+        reportUnfinished { .cutByGap(have: $0, need: $1) }
         state = .hunting
     }
 
@@ -79,15 +71,17 @@ public final class Deframer {
     public func finish(packet: PacketRef) {
         if state == .hunting { hunt(final: true, packet: packet) }
         flushSkipped()
-        if !buffer.isEmpty {
-            let need: Int? = {
-                if case .ok(let n) = buffer.withUnsafeBytes({ layout.check($0, at: 0) }) { return n }
-                return nil
-            }()
-            consumer.malformed(dir, offset: bufferOffset, length: UInt64(buffer.count),
-                               reason: .incompleteAtEnd(have: buffer.count, need: need), packet: bufferPacket)
-            buffer.removeAll()
-        }
+        reportUnfinished { .incompleteAtEnd(have: $0, need: $1) }
+    }
+
+    /// A frame that will never complete: report what we had (and how long it said it was).
+    func reportUnfinished(_ reason: (_ have: Int, _ need: Int?) -> MalformedReason) {
+        guard !buffer.isEmpty else { return }
+        var need: Int?
+        if case .ok(let n) = buffer.withUnsafeBytes({ layout.check($0, at: 0) }) { need = n }
+        consumer.malformed(dir, offset: bufferOffset, length: UInt64(buffer.count),
+                           reason: reason(buffer.count, need), packet: bufferPacket)
+        buffer.removeAll(keepingCapacity: true)
     }
 
     // MARK: - Synced: the fast path

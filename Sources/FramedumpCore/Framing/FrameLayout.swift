@@ -1,36 +1,90 @@
 /// The header of a length-prefixed frame, compiled from a protocol's schema: how to read
-/// each header field, how long the frame is, and whether a header is plausible.
+/// each header field, how long the frame is, and whether a header is plausible. Checked for
+/// every frame, so everything it reads per frame is a plain value behind a pointer.
 ///
 /// Netty's LengthFieldBasedFrameDecoder maps onto it: lengthFieldOffset = the header fields
 /// (or `pad N`) before the length field; lengthFieldLength = that field's width (1, 2, 3, 4,
 /// 8); lengthAdjustment = `+ N`/`- N` in the expression; initialBytesToStrip = the header,
 /// which is never part of the body; maxFrameLength = `max_frame`.
-public struct FrameLayout: Sendable {
+public final class FrameLayout: @unchecked Sendable {
+    /// One header field as the hot path needs it.
+    struct Slot {
+        var offset: Int
+        var width: Int
+        var bigEndian: Bool
+        var signed: Bool
+        var padding: Bool
+        var constant: UInt64
+        var hasConstant: Bool
+    }
+
+    struct Term {
+        var field: Int  // -1: a constant
+        var constant: Int64
+        var negative: Bool
+    }
+
+    /// The schema's header fields (names, for reports).
     public let fields: [HeaderField]
     public let headerSize: Int
-    public let length: LengthRule
     public let idField: Int?
     public let maxFrame: Int
+    let countsWholeFrame: Bool
+    let slots: UnsafeMutableBufferPointer<Slot>
+    let terms: UnsafeMutableBufferPointer<Term>
+    /// Indexes of the fields with a constant value.
+    let constants: UnsafeMutableBufferPointer<Int>
 
     public init(_ s: ProtocolSchema) {
         fields = s.header
         headerSize = s.headerSize
-        length = s.length ?? LengthRule(terms: [], countsWholeFrame: true)
         idField = s.idField
         maxFrame = max(s.maxFrame, s.headerSize)
+        let length = s.length ?? LengthRule(terms: [], countsWholeFrame: true)
+        countsWholeFrame = length.countsWholeFrame
+        let sl = s.header.map {
+            Slot(offset: $0.offset, width: $0.width, bigEndian: $0.order == .big, signed: $0.signed,
+                 padding: $0.isPadding, constant: $0.constant ?? 0, hasConstant: $0.constant != nil)
+        }
+        slots = .allocate(capacity: max(1, sl.count))
+        _ = slots.initialize(from: sl)
+        let ts = length.terms.map { Term(field: $0.field ?? -1, constant: $0.constant, negative: $0.negative) }
+        terms = .allocate(capacity: max(1, ts.count))
+        _ = terms.initialize(from: ts)
+        let cs = s.header.indices.filter { s.header[$0].constant != nil }
+        constants = .allocate(capacity: max(1, cs.count))
+        _ = constants.initialize(from: cs)
+        termCount = ts.count
+        constantCount = cs.count
+        fieldCount = sl.count
+    }
+
+    let termCount: Int
+    let constantCount: Int
+    public let fieldCount: Int
+
+    deinit {
+        slots.deallocate()
+        terms.deallocate()
+        constants.deallocate()
     }
 
     /// A header field's value as stored (signed values as their bit pattern).
     @inline(__always)
     public func value(_ i: Int, in b: UnsafeRawBufferPointer, at base: Int) -> UInt64? {
-        let f = fields[i]
-        guard let raw = b.uint(base + f.offset, width: f.width, bigEndian: f.order == .big) else { return nil }
+        let f = slots[i]
+        guard let raw = b.uint(base + f.offset, width: f.width, bigEndian: f.bigEndian) else { return nil }
         if f.signed && f.width < 8 {
             let shift = UInt64(64 - f.width * 8)
             return UInt64(bitPattern: Int64(bitPattern: raw << shift) >> Int64(shift))
         }
         return raw
     }
+
+    @inline(__always) func isPadding(_ i: Int) -> Bool { slots[i].padding }
+    @inline(__always) func isSigned(_ i: Int) -> Bool { slots[i].signed }
+    @inline(__always) func offset(_ i: Int) -> Int { slots[i].offset }
+    @inline(__always) func width(_ i: Int) -> Int { slots[i].width }
 
     public enum Check: Equatable, Sendable {
         case ok(frameLength: Int)
@@ -44,28 +98,34 @@ public struct FrameLayout: Sendable {
     @inline(__always)
     public func check(_ b: UnsafeRawBufferPointer, at base: Int) -> Check {
         guard b.count - base >= headerSize else { return .needMoreData }
-        for (i, f) in fields.enumerated() where f.constant != nil {
+        var c = 0
+        while c < constantCount {
+            let i = constants[c]
             let v = value(i, in: b, at: base)!
-            if v != f.constant! { return .constantMismatch(field: i, value: v) }
+            if v != slots[i].constant { return .constantMismatch(field: i, value: v) }
+            c += 1
         }
         var total: Int64 = 0
-        for t in length.terms {
+        var t = 0
+        while t < termCount {
+            let term = terms[t]
+            t += 1
             var v: Int64
-            if let fi = t.field {
-                let raw = value(fi, in: b, at: base)!
-                if fields[fi].signed { v = Int64(bitPattern: raw) } else {
+            if term.field >= 0 {
+                let raw = value(term.field, in: b, at: base)!
+                if slots[term.field].signed { v = Int64(bitPattern: raw) } else {
                     guard raw <= UInt64(Int64.max / 4) else { return .tooLong(Int64.max) }
                     v = Int64(raw)
                 }
             } else {
-                v = t.constant
+                v = term.constant
             }
-            if t.negative { v = 0 &- v }
+            if term.negative { v = 0 &- v }
             let (sum, overflow) = total.addingReportingOverflow(v)
             if overflow { return .tooLong(Int64.max) }
             total = sum
         }
-        if !length.countsWholeFrame {
+        if !countsWholeFrame {
             let (sum, overflow) = total.addingReportingOverflow(Int64(headerSize))
             if overflow { return .tooLong(Int64.max) }
             total = sum

@@ -1,6 +1,6 @@
 /// A connection's endpoints, formatted once for every line the outputs write about it:
 /// `client > server` / `server > client` for the tree, and the JSON line openings
-/// `{"conn":"C-S","dir":"c2s"` (plain and `--diffable`).
+/// `{"conn":"C-S","dir":"c2s"` (plain and `--diffable`), and the same without `dir`.
 final class ConnectionText {
     let arena: UnsafeMutableBufferPointer<UInt8>
     var spans: [(Int, Int)] = []
@@ -12,6 +12,7 @@ final class ConnectionText {
             "\(client) > \(server)", "\(server) > \(client)",
             "{\"conn\":\"\(client)-\(server)\",\"dir\":\"c2s\"", "{\"conn\":\"\(client)-\(server)\",\"dir\":\"s2c\"",
             "{\"conn\":\"\(clientAddr):*-\(server)\",\"dir\":\"c2s\"", "{\"conn\":\"\(clientAddr):*-\(server)\",\"dir\":\"s2c\"",
+            "{\"conn\":\"\(client)-\(server)\"", "{\"conn\":\"\(clientAddr):*-\(server)\"",
         ]
         let bytes = pieces.flatMap { Array($0.utf8) }
         arena = .allocate(capacity: bytes.count)
@@ -34,6 +35,9 @@ final class ConnectionText {
     @inline(__always) func jsonOpening(_ d: Direction, diffable: Bool) -> UnsafeRawBufferPointer {
         piece(2 + (diffable ? 2 : 0) + d.rawValue)
     }
+
+    /// `{"conn":"C-S"` for lines about the whole connection (open, close).
+    @inline(__always) func jsonConnection(diffable: Bool) -> UnsafeRawBufferPointer { piece(diffable ? 7 : 6) }
 
     /// The connection's text, made on first use.
     @inline(__always) static func of(_ c: Connection) -> ConnectionText {

@@ -6,25 +6,41 @@ struct Cursor {
     /// "00".."99" and "0123456789abcdef", passed in so the hot loops read no globals.
     let pairs: UnsafePointer<UInt8>
     let hexDigits: UnsafePointer<UInt8>
+    /// 10^0 ... 10^19.
+    let powers: UnsafePointer<UInt64>
 
     init(p: UnsafeMutablePointer<UInt8>) {
         self.p = p
         pairs = UnsafePointer(OutputBuffer.pairTable)
         hexDigits = OutputBuffer.hexDigits.utf8Start
+        powers = UnsafePointer(Cursor.powersOfTen)
     }
 
-    init(p: UnsafeMutablePointer<UInt8>, pairs: UnsafePointer<UInt8>, hexDigits: UnsafePointer<UInt8>) {
+    init(p: UnsafeMutablePointer<UInt8>, pairs: UnsafePointer<UInt8>, hexDigits: UnsafePointer<UInt8>,
+         powers: UnsafePointer<UInt64>) {
         self.p = p
         self.pairs = pairs
         self.hexDigits = hexDigits
+        self.powers = powers
     }
 
     @inline(__always) mutating func byte(_ b: UInt8) { p.pointee = b; p += 1 }
 
     @inline(__always) mutating func write(_ b: UnsafeRawBufferPointer) {
         guard let src = b.baseAddress else { return }
-        UnsafeMutableRawPointer(p).copyMemory(from: src, byteCount: b.count)
-        p += b.count
+        let n = b.count
+        let dst = UnsafeMutableRawPointer(p)
+        // Names and keys are short: two overlapping 8-byte moves beat a call to memcpy.
+        if n >= 8 && n <= 16 {
+            dst.storeBytes(of: src.loadUnaligned(as: UInt64.self), as: UInt64.self)
+            dst.storeBytes(of: src.loadUnaligned(fromByteOffset: n - 8, as: UInt64.self), toByteOffset: n - 8, as: UInt64.self)
+        } else if n < 8 {
+            var i = 0
+            while i < n { dst.storeBytes(of: src.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self); i += 1 }
+        } else {
+            dst.copyMemory(from: src, byteCount: n)
+        }
+        p += n
     }
 
     @inline(__always) mutating func write(_ s: StaticString) {
@@ -45,9 +61,11 @@ struct Cursor {
 
     @inline(__always) mutating func decimal(_ v: UInt64) {
         if v < 10 { p.pointee = 0x30 &+ UInt8(truncatingIfNeeded: v); p += 1; return }
-        var digits = 2
-        var limit: UInt64 = 100
-        while digits < 20 && v >= limit { digits += 1; limit = limit &* 10 }
+        // Digits from the bit length (log10(2) ≈ 1233/4096), corrected by one comparison.
+        let bits = 64 - v.leadingZeroBitCount
+        var digits = (bits &* 1233) >> 12
+        if v >= powers[digits] { digits += 1 }
+        digits = Swift.max(digits, 2)
         var x = v
         var i = digits
         while x >= 100 {
@@ -66,6 +84,14 @@ struct Cursor {
         p += digits
     }
 
+    /// 10^0 ... 10^19, in memory that is never freed.
+    nonisolated(unsafe) static let powersOfTen: UnsafeMutablePointer<UInt64> = {
+        let t = UnsafeMutablePointer<UInt64>.allocate(capacity: 20)
+        var x: UInt64 = 1
+        for i in 0..<20 { t[i] = x; x = x &* 10 }
+        return t
+    }()
+
     @inline(__always) mutating func decimal(_ v: Int64) {
         if v < 0 { byte(0x2d); decimal(UInt64(bitPattern: 0 &- v)) } else { decimal(UInt64(v)) }
     }
@@ -73,29 +99,21 @@ struct Cursor {
     @inline(__always) mutating func decimal(_ v: Int32) { decimal(Int64(v)) }
 
     /// `.NNNNNNNNN`: nanoseconds after the seconds.
-    @inline(__always) mutating func nanos(_ n: UInt32) {
-        p[0] = 0x2e
-        var x = n
-        var i = 9
-        while i >= 1 {
-            p[i] = 0x30 &+ UInt8(truncatingIfNeeded: x % 10)
-            x /= 10
-            i -= 1
-        }
-        p += 10
-    }
+    @inline(__always) mutating func nanos(_ n: UInt32) { fraction(n, digits: 9) }
 
     /// `.NNNNNN`: microseconds after the seconds (tcpdump's -tt).
-    @inline(__always) mutating func micros(_ n: UInt32) {
+    @inline(__always) mutating func micros(_ n: UInt32) { fraction(n / 1000, digits: 6) }
+
+    @inline(__always) mutating func fraction(_ value: UInt32, digits: Int) {
         p[0] = 0x2e
-        var x = n / 1000
-        var i = 6
+        var x = value
+        var i = digits
         while i >= 1 {
             p[i] = 0x30 &+ UInt8(truncatingIfNeeded: x % 10)
             x /= 10
             i -= 1
         }
-        p += 7
+        p += digits + 1
     }
 
     @inline(__always) mutating func hex(_ b: UInt8) {
@@ -143,7 +161,7 @@ extension OutputBuffer {
     /// Space for `n` bytes, to be filled through a Cursor and committed.
     @inline(__always) func cursor(reserving n: Int) -> Cursor {
         reserve(n)
-        return Cursor(p: base + count, pairs: pairs, hexDigits: hexDigitsPointer)
+        return Cursor(p: base + count, pairs: pairs, hexDigits: hexDigitsPointer, powers: powers)
     }
 
     @inline(__always) func commit(_ c: Cursor) { count = c.p - base }

@@ -16,17 +16,9 @@ public final class JSONPrinter: MessageSink {
         self.diffable = diffable
     }
 
-    func conn(_ c: Connection) {
-        out.write("{\"conn\":\"")
-        if diffable { out.write(c.clientAddressText); out.write(":*") } else { out.write(c.clientText) }
-        out.byte(0x2d)
-        out.write(c.serverText)
-        out.byte(0x22)
-    }
-
     func common(_ c: Connection, _ d: Direction?, _ ts: Timestamp, _ p: ProtocolRuntime?) {
-        conn(c)
-        if let d { out.write(",\"dir\":\""); out.write(d.name); out.byte(0x22) }
+        let text = ConnectionText.of(c)
+        out.write(d.map { text.jsonOpening($0, diffable: diffable) } ?? text.jsonConnection(diffable: diffable))
         if !diffable { out.write(",\"ts\":"); JSONText.timestamp(ts, to: out) }
         out.write(",\"protocol\":")
         if let p { out.byte(0x22); out.write(p.nameBytes); out.byte(0x22) } else { out.write("null") }
@@ -85,6 +77,18 @@ public final class JSONPrinter: MessageSink {
             var i = 0
             while i < fs.count {
                 if i > 0 { k.byte(0x2c) }
+                // The common case, a top-level scalar field of the schema, without a call.
+                let x = fs[i]
+                if !topIsArray, case .field(let mi, let fi) = x.name {
+                    switch x.value {
+                    case .object, .array: break
+                    default:
+                        k.write(names.jsonField(mi, fi))
+                        scalar(x, ft, &k)
+                        i += 1
+                        continue
+                    }
+                }
                 i = member(fs, i, ft, inArray: topIsArray, &k)
             }
             k.byte(topIsArray ? 0x5d : 0x7d)

@@ -16,6 +16,7 @@ public final class OutputBuffer {
     /// The digit tables, looked up once per buffer rather than through globals per number.
     let pairs = UnsafePointer(OutputBuffer.pairTable)
     let hexDigitsPointer = OutputBuffer.hexDigits.utf8Start
+    let powers = UnsafePointer(Cursor.powersOfTen)
     private let limit = 1 << 18
 
     /// Writes to `fd` (1 for stdout); `nil` collects in memory (tests).
@@ -168,9 +169,6 @@ public final class OutputBuffer {
     var lastSecond: Int64 = .min
     var secondText = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 24)
     var secondLength = 0
-
-    /// Drops the last `n` bytes written.
-    public func removeLast(_ n: Int) { count = max(0, count - n) }
 
     /// Ends a line; flushes when the buffer is full or in line-buffered mode.
     @inline(__always) public func newline() {

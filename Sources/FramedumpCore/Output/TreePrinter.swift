@@ -19,7 +19,7 @@ public final class TreePrinter: MessageSink {
     func reset() { if color { out.write("\u{1b}[0m") } }
 
     func endpoints(_ c: Connection, _ d: Direction) {
-        c.arrows[d.rawValue].withUnsafeBytes { out.write($0) }
+        out.write(ConnectionText.of(c).arrow(d))
     }
 
     func lead(_ ts: Timestamp, _ c: Connection, _ d: Direction, _ p: ProtocolRuntime?) {
@@ -34,7 +34,7 @@ public final class TreePrinter: MessageSink {
     public func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {
         out.timestamp(packet.ts)
         out.write(" ")
-        out.write(c.clientText); out.write(" > "); out.write(c.serverText)
+        out.write(ConnectionText.of(c).arrow(.c2s))
         out.write(" ")
         if let p { out.write(p.nameBytes) } else { out.write("tcp") }
         paint("\u{1b}[2m")
@@ -46,7 +46,7 @@ public final class TreePrinter: MessageSink {
     public func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {
         out.timestamp(packet.ts)
         out.write(" ")
-        out.write(c.clientText); out.write(" > "); out.write(c.serverText)
+        out.write(ConnectionText.of(c).arrow(.c2s))
         out.write(" ")
         if let p { out.write(p.nameBytes) } else { out.write("tcp") }
         paint("\u{1b}[2m")

@@ -12,19 +12,6 @@ public final class Connection {
     var clientISN: UInt32?
     var rstSeen = false
 
-    /// `ip:port` of each side as bytes, formatted once for the outputs.
-    public private(set) lazy var clientText: [UInt8] = Array(client.text.utf8)
-    public private(set) lazy var serverText: [UInt8] = Array(server.text.utf8)
-    /// The client's address alone (`::1` in brackets), for `--diffable`.
-    public private(set) lazy var clientAddressText: [UInt8] =
-        Array((client.address.isV6 ? "[\(client.address.text)]" : client.address.text).utf8)
-
-    /// `client > server` and `server > client`, for one copy per output line.
-    public private(set) lazy var arrows: [[UInt8]] = [
-        clientText + Array(" > ".utf8) + serverText,
-        serverText + Array(" > ".utf8) + clientText,
-    ]
-
     /// Room for the next stage to hang its per-connection state.
     public var context: AnyObject?
     /// The outputs' per-connection text (endpoints formatted once).

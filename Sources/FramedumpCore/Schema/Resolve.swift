@@ -132,10 +132,8 @@ struct Resolver {
             guard n >= 0 && n <= 1 << 20 else { throw err(t, "size out of range") }
             return .fixed(Int(n))
         case .ident(let r):
+            if let w = Self.prefixWidth(r) { return .prefixed(width: w) }
             switch r.lowercased() {
-            case "u8", "uint8": return .prefixed(width: 1)
-            case "u16", "uint16": return .prefixed(width: 2)
-            case "u32", "uint32": return .prefixed(width: 4)
             case "nul", "null", "cstring": return .nulTerminated
             case "rest": return .rest
             default: break
@@ -145,25 +143,30 @@ struct Resolver {
         throw err(t, "expected u8, u16, u32, nul, rest or a size")
     }
 
+    /// `u8`/`u16`/`u32` (or `uint8`...) as a length or count prefix width.
+    static func prefixWidth(_ name: String) -> Int? {
+        switch name.lowercased() {
+        case "u8", "uint8": return 1
+        case "u16", "uint16": return 2
+        case "u32", "uint32": return 4
+        default: return nil
+        }
+    }
+
     func arrayCount(_ t: Token, earlier: [FieldDef]) throws(DissectorError) -> ArrayCount {
         switch t.kind {
         case .number(let n):
             guard n >= 0 && n <= 1 << 16 else { throw err(t, "array size out of range 0-65536") }
             return .fixed(Int(n))
         case .ident(let r):
-            switch r.lowercased() {
-            case "u8", "uint8": return .prefixed(width: 1)
-            case "u16", "uint16": return .prefixed(width: 2)
-            case "u32", "uint32": return .prefixed(width: 4)
-            default:
-                guard let i = earlier.firstIndex(where: { $0.name == r }) else {
-                    throw err(t, "array count '\(r)' is not u8/u16/u32 or an earlier field of this message")
-                }
-                guard earlier[i].type.isInteger, earlier[i].array == nil else {
-                    throw err(t, "array count field '\(r)' must be a single integer")
-                }
-                return .field(i)
+            if let w = Self.prefixWidth(r) { return .prefixed(width: w) }
+            guard let i = earlier.firstIndex(where: { $0.name == r }) else {
+                throw err(t, "array count '\(r)' is not u8/u16/u32 or an earlier field of this message")
             }
+            guard earlier[i].type.isInteger, earlier[i].array == nil else {
+                throw err(t, "array count field '\(r)' must be a single integer")
+            }
+            return .field(i)
         default:
             throw err(t, "expected an array count: a number, u8/u16/u32, or an earlier field")
         }
