@@ -7,6 +7,8 @@ public final class Connection {
     /// True when a SYN told us the roles; false when guessed (port claim or lower port).
     public let rolesFromSYN: Bool
     public let firstPacket: PacketRef
+    /// The table key (both endpoints in a fixed order).
+    let key: ConnectionKey
     public internal(set) var lastSeen: Timestamp
     var halves: [HalfStream] = [HalfStream(), HalfStream()]
     var clientISN: UInt32?
@@ -19,9 +21,12 @@ public final class Connection {
     /// The stream export's per-connection state.
     var exportEntry: AnyObject?
 
-    // Least-recently-used list links (the table owns the list).
+    // Least-recently-used list links (the table owns the list). The list is kept lazily:
+    // a packet only stamps `lastTouch`; the order is fixed when the old end is examined.
     var newer: Connection?
     unowned(unsafe) var older: Connection?
+    var lastTouch: UInt64 = 0
+    var linkedAt: UInt64 = 0
 
     init(number: UInt64, client: Endpoint, server: Endpoint, rolesFromSYN: Bool, packet: PacketRef) {
         self.number = number
@@ -30,6 +35,7 @@ public final class Connection {
         self.rolesFromSYN = rolesFromSYN
         self.firstPacket = packet
         self.lastSeen = packet.ts
+        key = ConnectionKey(client, server)
     }
 
     /// `CLIENTIP:CPORT-SERVERIP:SPORT`.

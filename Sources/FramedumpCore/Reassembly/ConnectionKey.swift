@@ -6,4 +6,5 @@ struct ConnectionKey: Hashable {
     init(_ x: Endpoint, _ y: Endpoint) {
         if x < y { a = x; b = y } else { a = y; b = x }
     }
+
 }

@@ -10,10 +10,15 @@ public final class Reassembler {
     /// Which ports a dissector claims as server ports (for connections seen without a SYN).
     let isServerPort: (UInt16) -> Bool
 
-    var table: [ConnectionKey: Connection] = [:]
+    var table = ConnectionTable()
+    // Ends of the least-recently-used list.
     var newest: Connection?
     var oldest: Connection?
+    /// Counts packets: the clock of the lazy LRU order.
+    var tick: UInt64 = 0
     var nextNumber: UInt64 = 1
+    /// The connection of the previous packet (cleared when it closes).
+    var lastConnection: Connection?
     var lastPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
 
     public init(options: ReassemblyOptions, consumer: StreamConsumer,
@@ -29,10 +34,13 @@ public final class Reassembler {
 
     public func add(_ s: TCPSegment, packet: PacketRef) {
         lastPacket = packet
+        tick &+= 1
         expireIdle(now: packet.ts)
         let key = ConnectionKey(s.src, s.dst)
         let syn = s.flags.contains(.syn), ackFlag = s.flags.contains(.ack)
-        var conn = table[key]
+        // Consecutive packets are usually of the same connection: skip the table then.
+        var conn: Connection?
+        if let last = lastConnection, last.key == key { conn = last } else { conn = table.find(key) }
 
         if let c = conn, syn, !ackFlag, s.src == c.client {
             // A new SYN with another ISN, or after the old connection ended: port reuse.
@@ -50,6 +58,7 @@ public final class Reassembler {
             conn = open(s, packet: packet)
         }
         guard let c = conn else { return }
+        if lastConnection !== c { lastConnection = c }
         touch(c, packet.ts)
 
         let dir: Direction = s.src == c.client ? .c2s : .s2c
@@ -86,14 +95,14 @@ public final class Reassembler {
 
     /// Ends every connection still open (end of capture), in order of first appearance.
     public func finish() {
-        let all = table.values.sorted { $0.number < $1.number }
+        let all = table.all.sorted { $0.number < $1.number }
         for c in all { close(c, reason: .captureEnd, packet: lastPacket) }
     }
 
     // MARK: - Connection table
 
     func open(_ s: TCPSegment, packet: PacketRef) -> Connection {
-        if table.count >= options.maxConnections, let victim = oldest {
+        if table.count >= options.maxConnections, let victim = leastRecentlyUsed() {
             stats.evicted += 1
             close(victim, reason: .evicted, packet: packet)
         }
@@ -106,14 +115,15 @@ public final class Reassembler {
                            server: srcIsClient ? s.dst : s.src, rolesFromSYN: syn, packet: packet)
         nextNumber += 1
         stats.connections += 1
-        table[ConnectionKey(s.src, s.dst)] = c
+        table.insert(c)
         link(c)
         consumer.opened(c, packet: packet)
         return c
     }
 
     func close(_ c: Connection, reason: CloseReason, packet: PacketRef) {
-        guard table.removeValue(forKey: ConnectionKey(c.client, c.server)) != nil else { return }
+        guard table.remove(c.key) else { return }
+        if lastConnection === c { lastConnection = nil }
         unlink(c)
         let gapReason: GapReason = reason == .captureEnd ? .captureEnd : .closed
         for d in Direction.allCases { flushPending(c, d, reason: gapReason, packet: packet) }
@@ -123,19 +133,38 @@ public final class Reassembler {
 
     func expireIdle(now: Timestamp) {
         while let c = oldest, now.seconds(since: c.lastSeen) > options.idleTimeoutSeconds {
+            // A connection that saw packets since it was placed is moved up, not closed.
+            if c.lastTouch > c.linkedAt && now.seconds(since: c.lastSeen) <= options.idleTimeoutSeconds {
+                relink(c)
+                continue
+            }
             stats.idleClosed += 1
             close(c, reason: .idle, packet: lastPacket)
         }
     }
 
+    /// The connection used longest ago: the old end of the list, after moving up the ones
+    /// touched since they were placed (each moves at most once per examination).
+    func leastRecentlyUsed() -> Connection? {
+        while let c = oldest {
+            if c.lastTouch > c.linkedAt && c !== newest { relink(c) } else { return c }
+        }
+        return nil
+    }
+
+    @inline(__always)
     func touch(_ c: Connection, _ ts: Timestamp) {
         if ts > c.lastSeen { c.lastSeen = ts }
-        guard newest !== c else { return }
+        c.lastTouch = tick
+    }
+
+    func relink(_ c: Connection) {
         unlink(c)
         link(c)
     }
 
     func link(_ c: Connection) {
+        c.linkedAt = tick
         c.older = newest
         c.newer = nil
         newest?.newer = c
