@@ -1,39 +1,63 @@
 /// One line per TCP segment, in the form of `tcpdump -nn -tt -S`:
 /// `1700000000.000007 IP 10.0.1.2.40000 > 10.0.0.1.8000: Flags [P.], seq 1:101, ack 1, win 512, length 100`
 public struct SegmentPrinter {
+    /// tcpdump's flag strings for every combination of the 8 flag bits.
+    let flagText: [[UInt8]] = (0..<256).map { Array(TCPFlags(rawValue: UInt8($0)).tcpdumpText.utf8) }
+
     public init() {}
 
     public func print(_ s: TCPSegment, at ts: Timestamp, to out: OutputBuffer) {
-        out.timestamp(ts)
-        out.write(s.src.address.isV6 ? " IP6 " : " IP ")
-        out.write(s.src.dotted)
-        out.write(" > ")
-        out.write(s.dst.dotted)
-        out.write(": Flags [")
-        out.write(s.flags.tcpdumpText)
-        out.write("]")
+        var k = out.cursor(reserving: 256)
+        k.write(out.secondsText(ts))
+        k.micros(ts.nanos)
+        k.write(s.src.address.isV6 ? " IP6 " : " IP ")
+        endpoint(s.src, &k)
+        k.write(" > ")
+        endpoint(s.dst, &k)
+        k.write(": Flags [")
+        flagText[Int(s.flags.rawValue)].withUnsafeBytes { k.write($0) }
+        k.byte(0x5d)
         let len = s.payloadLength
         if len > 0 || s.flags.contains(.syn) || s.flags.contains(.fin) || s.flags.contains(.rst) {
-            out.write(", seq ")
-            out.decimal(UInt64(s.seq))
+            k.write(", seq ")
+            k.decimal(UInt64(s.seq))
             if len > 0 {
-                out.byte(0x3a)
-                out.decimal(UInt64(s.seq &+ UInt32(truncatingIfNeeded: len)))
+                k.byte(0x3a)
+                k.decimal(UInt64(s.seq &+ UInt32(truncatingIfNeeded: len)))
             }
         }
         if s.flags.contains(.ack) {
-            out.write(", ack ")
-            out.decimal(UInt64(s.ack))
+            k.write(", ack ")
+            k.decimal(UInt64(s.ack))
         }
-        out.write(", win ")
-        out.decimal(UInt64(s.window))
-        out.write(", length ")
-        out.decimal(len)
+        k.write(", win ")
+        k.decimal(UInt64(s.window))
+        k.write(", length ")
+        k.decimal(UInt64(len))
         if s.isTruncated {
-            out.write(" [truncated: ")
-            out.decimal(s.payload.count)
-            out.write(" captured]")
+            k.write(" [truncated: ")
+            k.decimal(UInt64(s.payload.count))
+            k.write(" captured]")
         }
-        out.newline()
+        k.byte(0x0a)
+        out.commit(k)
+        out.endOfRecord()
+    }
+
+    /// `a.b.c.d.port` without building a String (IPv6 goes through its text form).
+    @inline(__always)
+    func endpoint(_ e: Endpoint, _ k: inout Cursor) {
+        if e.address.isV6 {
+            var t = e.address.text
+            t.withUTF8 { k.write(UnsafeRawBufferPointer($0)) }
+        } else {
+            let v = UInt32(truncatingIfNeeded: e.address.lo)
+            k.decimal(UInt64(v >> 24)); k.byte(0x2e)
+            k.decimal(UInt64((v >> 16) & 0xff)); k.byte(0x2e)
+            k.decimal(UInt64((v >> 8) & 0xff)); k.byte(0x2e)
+            k.decimal(UInt64(v & 0xff))
+        }
+        k.byte(0x2e)
+        k.decimal(UInt64(e.port))
     }
 }
