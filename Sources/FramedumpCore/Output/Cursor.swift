@@ -104,15 +104,19 @@ struct Cursor {
     /// `.NNNNNN`: microseconds after the seconds (tcpdump's -tt).
     @inline(__always) mutating func micros(_ n: UInt32) { fraction(n / 1000, digits: 6) }
 
+    /// `.` and exactly `digits` digits, zero-padded, two at a time.
     @inline(__always) mutating func fraction(_ value: UInt32, digits: Int) {
         p[0] = 0x2e
-        var x = value
+        var x = Int(value)
         var i = digits
-        while i >= 1 {
-            p[i] = 0x30 &+ UInt8(truncatingIfNeeded: x % 10)
-            x /= 10
-            i -= 1
+        while i >= 2 {
+            let r = x % 100
+            x /= 100
+            p[i - 1] = pairs[2 &* r]
+            p[i] = pairs[2 &* r + 1]
+            i -= 2
         }
+        if i == 1 { p[1] = 0x30 &+ UInt8(truncatingIfNeeded: x % 10) }
         p += digits + 1
     }
 

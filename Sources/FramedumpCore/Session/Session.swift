@@ -1,43 +1,69 @@
 /// One connection's dissection: which protocol it speaks, and a deframer per direction.
-final class Session: FrameConsumer {
+final class Session {
     // Both outlive the session (the connection holds it; the manager holds every connection).
     unowned(unsafe) let manager: SessionManager
     unowned(unsafe) let connection: Connection
     var proto: ProtocolRuntime?
     var deframers: [Deframer?] = [nil, nil]
+    /// Receives the deframers' frames once a protocol is chosen.
+    var frames: SessionFrames?
     /// Set once detection has given up on this connection.
     var undissected = false
-    let decoded: DecodedMessage
 
     init(manager: SessionManager, connection: Connection, proto: ProtocolRuntime?) {
         self.manager = manager
         self.connection = connection
-        self.decoded = manager.decoded
         if let proto { attach(proto) }
     }
 
     func attach(_ p: ProtocolRuntime) {
         proto = p
         p.connections += 1
+        let f = SessionFrames(runtime: p, sink: manager.sink, decoded: manager.decoded, connection: connection)
+        frames = f
         for d in Direction.allCases {
-            deframers[d.rawValue] = Deframer(layout: p.layout, direction: d, consumer: self,
+            deframers[d.rawValue] = Deframer(layout: p.layout, direction: d, consumer: f,
                                              startsAtBoundary: connection.startsAtSYN(d), knownID: p.knownID(d))
         }
     }
 
+    /// Ends the dissection (the connection closed): also breaks the frames → connection link.
+    func end() {
+        deframers = [nil, nil]
+        frames = nil
+    }
+}
+
+/// Decodes a connection's frames and hands them to the sink. Everything it touches per
+/// frame is a `let`, so the hot path takes no extra references.
+final class SessionFrames: FrameConsumer {
+    let runtime: ProtocolRuntime
+    let decoder: MessageDecoder
+    let sink: MessageSink?
+    let decoded: DecodedMessage
+    /// Held until the session ends (which drops this object), so never a lasting cycle.
+    let connection: Connection
+
+    init(runtime: ProtocolRuntime, sink: MessageSink?, decoded: DecodedMessage, connection: Connection) {
+        self.runtime = runtime
+        decoder = runtime.decoder
+        self.sink = sink
+        self.decoded = decoded
+        self.connection = connection
+    }
+
     func frame(_ f: Frame, _ dir: Direction) {
-        guard let p = proto else { return }
-        guard let sink = manager.sink else {
+        let p = runtime
+        p.bytes += UInt64(f.bytes.count)
+        guard let sink else {
             // Summary only (-q): the header says which message it is; the body is not needed.
-            p.bytes += UInt64(f.bytes.count)
             let id = p.layout.messageID(f.bytes, at: 0)
-            let mi = id.flatMap { p.decoder.program.message(dir, $0) }
+            let mi = id.flatMap { decoder.program.message(dir, $0) }
             p.messageCounts[mi ?? p.messageCounts.count - 1] += 1
             if mi == nil, let id { p.unknownIDs[id, default: 0] += 1 }
             return
         }
-        p.decoder.decode(f, dir, into: decoded)
-        p.bytes += UInt64(f.bytes.count)
+        decoder.decode(f, dir, into: decoded)
         p.messageCounts[decoded.message ?? p.messageCounts.count - 1] += 1
         if decoded.message == nil, let id = decoded.id { p.unknownIDs[id, default: 0] += 1 }
         if !decoded.warnings.isEmpty { p.warnings += 1 }
@@ -45,10 +71,9 @@ final class Session: FrameConsumer {
     }
 
     func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef) {
-        guard let p = proto else { return }
-        p.malformed += 1
-        p.malformedBytes += length
-        manager.sink?.malformed(connection, p, dir, offset: offset, length: length, reason: reason, packet: packet)
+        runtime.malformed += 1
+        runtime.malformedBytes += length
+        sink?.malformed(connection, runtime, dir, offset: offset, length: length, reason: reason, packet: packet)
     }
 }
 
@@ -120,6 +145,6 @@ public final class SessionManager: StreamConsumer {
         guard let s = session(c) else { return }
         for d in Direction.allCases { s.deframers[d.rawValue]?.finish(packet: packet) }
         sink?.closed(c, s.proto, reason: reason, packet: packet)
-        s.deframers = [nil, nil]
+        s.end()
     }
 }
