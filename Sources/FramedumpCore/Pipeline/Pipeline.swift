@@ -45,6 +45,7 @@ public final class Pipeline {
         let link = LinkDecoder(linkType: source.linkType)
         let printSegments = options.segments && !options.quiet
         let seg = SegmentPrinter()
+        let reassembler = self.reassembler
         try source.forEach(limit: limit) { p in
             capture.packets += 1
             capture.bytes += UInt64(p.wireLength)

@@ -16,6 +16,7 @@ public final class Reassembler {
     var oldest: Connection?
     /// Counts packets: the clock of the lazy LRU order.
     var tick: UInt64 = 0
+    var lastExpiryCheck: Int64 = .min
     var nextNumber: UInt64 = 1
     /// The connection of the previous packet (cleared when it closes).
     var lastConnection: Connection?
@@ -35,7 +36,11 @@ public final class Reassembler {
     public func add(_ s: TCPSegment, packet: PacketRef) {
         lastPacket = packet
         tick &+= 1
-        expireIdle(now: packet.ts)
+        // Timeouts are in whole seconds: look once per second of capture time.
+        if packet.ts.seconds != lastExpiryCheck {
+            lastExpiryCheck = packet.ts.seconds
+            expireIdle(now: packet.ts)
+        }
         let key = ConnectionKey(s.src, s.dst)
         let syn = s.flags.contains(.syn), ackFlag = s.flags.contains(.ack)
         // Consecutive packets are usually of the same connection: skip the table then.
@@ -83,7 +88,10 @@ public final class Reassembler {
             c.halves[dir.rawValue].finOffset = UInt64(max(0, end))
         }
         // The peer acknowledging bytes we never saw: the capture missed them.
-        if ackFlag && !s.flags.contains(.rst) { ackedUnseen(c, dir.opposite, ack: s.ack, packet: packet) }
+        // (Most ACKs acknowledge exactly what was delivered: nothing to check then.)
+        if ackFlag && !s.flags.contains(.rst) && s.ack != c.halves[dir.opposite.rawValue].nextSeq {
+            ackedUnseen(c, dir.opposite, ack: s.ack, packet: packet)
+        }
         if s.flags.contains(.rst) {
             c.rstSeen = true
             close(c, reason: .rst, packet: packet)
@@ -204,7 +212,7 @@ public final class Reassembler {
                 // The snaplen cut this segment: the tail was on the wire, not in the capture.
                 emitGap(c, d, length: UInt64(missing), reason: .truncated, packet: packet)
             }
-            drain(c, d)
+            if !c.halves[h].pending.isEmpty { drain(c, d) }
             return
         }
         // A hole before this segment: keep a copy until it fills.

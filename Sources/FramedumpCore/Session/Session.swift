@@ -97,8 +97,12 @@ public final class SessionManager: StreamConsumer {
 
     public func isServerPort(_ port: UInt16) -> Bool { byPort[port] != nil }
 
+    /// The session this manager hung on the connection (it is the only one that sets `context`).
     @inline(__always)
-    func session(_ c: Connection) -> Session? { c.context as? Session }
+    func session(_ c: Connection) -> Session? {
+        guard let s = c.context else { return nil }
+        return unsafeDowncast(s, to: Session.self)
+    }
 
     public func opened(_ c: Connection, packet: PacketRef) {
         let p = byPort[c.server.port]
