@@ -40,7 +40,19 @@ public final class Deframer {
 
     // MARK: - Input
 
+    /// Whether any byte has arrived yet.
+    public private(set) var started = false
+
+    /// Before the first byte: whether the stream starts at a frame boundary (it began with a
+    /// SYN) or mid-frame (capture started late). Known only once that direction has begun.
+    public func start(atBoundary: Bool) {
+        guard !started else { return }
+        started = true
+        state = atBoundary ? .synced : .hunting
+    }
+
     public func data(_ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+        started = true
         var b = bytes
         var off = offset
         if state == .synced && !buffer.isEmpty {
@@ -87,7 +99,16 @@ public final class Deframer {
     // MARK: - Synced: the fast path
 
     /// Frames straight out of the segment; a trailing partial frame is copied aside.
-    func scan(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef, fromHunt: Bool = false) {
+    ///
+    /// `spans` (after a resync) says which packet carried which bytes of `b`; without it, the
+    /// whole of `b` came in `packet`.
+    func scan(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef,
+              spans: [(end: UInt64, packet: PacketRef)]? = nil) {
+        let fromHunt = spans != nil
+        func packetAt(_ o: UInt64) -> PacketRef {
+            guard let spans else { return packet }
+            return Self.packet(at: o, in: spans) ?? packet
+        }
         var i = 0
         found.removeAll(keepingCapacity: true)
         var bad: (Int, MalformedReason)?
@@ -104,23 +125,40 @@ public final class Deframer {
             break
         }
         for f in found {
+            let start = offset + UInt64(f.start)
+            let first = packetAt(start), last = packetAt(start + UInt64(f.length) - 1)
             consumer.frame(Frame(bytes: UnsafeRawBufferPointer(rebasing: b[f.start..<(f.start + f.length)]),
-                                 offset: offset + UInt64(f.start), firstPacket: packet, lastPacket: packet,
-                                 coalesced: found.count), dir)
+                                 offset: start, firstPacket: first, lastPacket: last,
+                                 coalesced: fromHunt ? 1 : found.count), dir)
         }
         if let (at, why) = bad {
             flushSkipped()
             // Report the bad header's first byte, then hunt from the next one.
-            consumer.malformed(dir, offset: offset + UInt64(at), length: 1, reason: why, packet: packet)
+            consumer.malformed(dir, offset: offset + UInt64(at), length: 1, reason: why, packet: packetAt(offset + UInt64(at)))
             state = .hunting
-            appendForHunt(UnsafeRawBufferPointer(rebasing: b[(at + 1)...]), offset: offset + UInt64(at + 1), packet: packet)
-            if !fromHunt { hunt(final: false, packet: packet) }
+            let restStart = offset + UInt64(at + 1)
+            if let spans {
+                // Keep where each remaining byte came from.
+                var from = at + 1
+                for sp in spans where sp.end > restStart {
+                    let to = Int(sp.end - offset)
+                    if to > from {
+                        appendForHunt(UnsafeRawBufferPointer(rebasing: b[from..<min(to, b.count)]),
+                                      offset: offset + UInt64(from), packet: sp.packet)
+                        from = min(to, b.count)
+                    }
+                }
+                if from < b.count { appendForHunt(UnsafeRawBufferPointer(rebasing: b[from...]), offset: offset + UInt64(from), packet: packet) }
+            } else {
+                appendForHunt(UnsafeRawBufferPointer(rebasing: b[(at + 1)...]), offset: restStart, packet: packet)
+                hunt(final: false, packet: packet)
+            }
             return
         }
         if i < b.count {
             buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[i...]))
             bufferOffset = offset + UInt64(i)
-            bufferPacket = packet
+            bufferPacket = packetAt(bufferOffset)
         }
     }
 
@@ -169,12 +207,26 @@ public final class Deframer {
 
     // MARK: - Hunting: the rare path
 
+    /// Which packet carried which bytes of the hunting buffer: (end offset, packet), in order.
+    var huntSpans: [(end: UInt64, packet: PacketRef)] = []
+
     func appendForHunt(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
         if buffer.isEmpty {
             bufferOffset = offset
             bufferPacket = packet
+            huntSpans.removeAll(keepingCapacity: true)
         }
         buffer.append(contentsOf: b)
+        if !b.isEmpty { huntSpans.append((offset + UInt64(b.count), packet)) }
+    }
+
+    static func packet(at o: UInt64, in spans: [(end: UInt64, packet: PacketRef)]) -> PacketRef? {
+        var lo = 0, hi = spans.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if spans[mid].end > o { hi = mid } else { lo = mid + 1 }
+        }
+        return lo < spans.count ? spans[lo].packet : nil
     }
 
     /// Whether a frame could start at `i`: a sane header whose id we know.
@@ -205,10 +257,11 @@ public final class Deframer {
                 state = .synced
                 let rest = buffer
                 let off = bufferOffset
-                let firstPacket = bufferPacket
+                let spans = huntSpans
                 buffer.removeAll(keepingCapacity: true)
+                huntSpans.removeAll(keepingCapacity: true)
                 rest.withUnsafeBytes { b in
-                    scan(b, offset: off, packet: firstPacket, fromHunt: true)
+                    scan(b, offset: off, packet: packet, spans: spans)
                 }
             }
         }
@@ -252,7 +305,11 @@ public final class Deframer {
         }
         buffer.removeFirst(n)
         bufferOffset += UInt64(n)
-        bufferPacket = packet
+        // Forget the packets whose bytes are all gone.
+        var drop = 0
+        while drop < huntSpans.count && huntSpans[drop].end <= bufferOffset { drop += 1 }
+        if drop > 0 { huntSpans.removeFirst(drop) }
+        bufferPacket = huntSpans.first?.packet ?? packet
     }
 
     var skipped: (offset: UInt64, length: UInt64, packet: PacketRef)?

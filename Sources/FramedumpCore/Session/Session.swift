@@ -117,6 +117,9 @@ public final class SessionManager: StreamConsumer {
             undissectedBytes += UInt64(bytes.count)
             return
         }
+        // A direction's start is known only once it has begun (the SYN-ACK comes after the
+        // connection opened).
+        if !f.started { f.start(atBoundary: c.startsAtSYN(d) && offset == 0) }
         f.data(bytes, offset: offset, packet: packet)
     }
 
@@ -138,7 +141,10 @@ public final class SessionManager: StreamConsumer {
         }
         // The gap first, then what it did to the frame in progress.
         sink?.gap(c, s.proto, d, offset: offset, length: length, reason: reason, packet: packet)
-        s.deframers[d.rawValue]?.gap(offset: offset, length: length, packet: packet)
+        if let f = s.deframers[d.rawValue] {
+            if !f.started { f.start(atBoundary: false) }
+            f.gap(offset: offset, length: length, packet: packet)
+        }
     }
 
     public func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
