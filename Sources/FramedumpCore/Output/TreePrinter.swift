@@ -18,38 +18,30 @@ public final class TreePrinter: MessageSink {
     func paint(_ code: StaticString) { if color { out.write(code) } }
     func reset() { if color { out.write("\u{1b}[0m") } }
 
-    func endpoints(_ c: Connection, _ d: Direction) {
-        out.write(ConnectionText.of(c).arrow(d))
-    }
-
+    /// `time src > dst protocol` (no space after): how every event line starts.
     func lead(_ ts: Timestamp, _ c: Connection, _ d: Direction, _ p: ProtocolRuntime?) {
         out.timestamp(ts)
         out.byte(0x20)
-        endpoints(c, d)
+        out.write(ConnectionText.of(c).arrow(d))
         out.byte(0x20)
         if let p { out.write(p.nameBytes) } else { out.write("tcp") }
-        out.byte(0x20)
+    }
+
+    /// `time client > server protocol`, then the dimmed start of a connection event.
+    func connectionLead(_ c: Connection, _ p: ProtocolRuntime?, _ ts: Timestamp) {
+        lead(ts, c, .c2s, p)
+        paint("\u{1b}[2m")
     }
 
     public func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {
-        out.timestamp(packet.ts)
-        out.write(" ")
-        out.write(ConnectionText.of(c).arrow(.c2s))
-        out.write(" ")
-        if let p { out.write(p.nameBytes) } else { out.write("tcp") }
-        paint("\u{1b}[2m")
+        connectionLead(c, p, packet.ts)
         out.write(c.rolesFromSYN ? " connection opened" : " connection picked up mid-stream (no SYN seen)")
         reset()
         out.newline()
     }
 
     public func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {
-        out.timestamp(packet.ts)
-        out.write(" ")
-        out.write(ConnectionText.of(c).arrow(.c2s))
-        out.write(" ")
-        if let p { out.write(p.nameBytes) } else { out.write("tcp") }
-        paint("\u{1b}[2m")
+        connectionLead(c, p, packet.ts)
         out.write(" connection closed (")
         out.write(reason.rawValue)
         out.write("): "); out.decimal(c.bytesDelivered(.c2s)); out.write(" bytes c2s, ")
@@ -198,6 +190,7 @@ public final class TreePrinter: MessageSink {
     public func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
                           reason: MalformedReason, packet: PacketRef) {
         lead(packet.ts, c, d, p)
+        out.byte(0x20)
         paint("\u{1b}[1;31m")
         out.write("MALFORMED")
         reset()
@@ -210,6 +203,7 @@ public final class TreePrinter: MessageSink {
     public func gap(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, offset: UInt64, length: UInt64,
                     reason: GapReason, packet: PacketRef) {
         lead(packet.ts, c, d, p)
+        out.byte(0x20)
         paint("\u{1b}[1;33m")
         out.write("GAP")
         reset()
@@ -220,6 +214,7 @@ public final class TreePrinter: MessageSink {
 
     public func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
         lead(packet.ts, c, d, nil)
+        out.byte(0x20)
         out.write("CONFLICT "); out.decimal(length); out.write(" bytes at stream offset "); out.decimal(offset)
         out.write(" retransmitted with different content (first copy kept)")
         out.newline()
