@@ -169,6 +169,9 @@ struct Dump: ParsableCommand {
     func capture(input: CaptureInput, options: PipelineOptions, out: OutputBuffer) throws -> Error? {
         let pipeline = try Pipeline(options: options, output: out)
         let source = try PacketSource(input)
+        if !LinkDecoder(linkType: source.linkType).isSupported {
+            FileHandleErr.write("framedump: warning: link type \(source.linkType) is not decoded; its packets are counted and skipped\n")
+        }
         if !filter.isEmpty { try source.setFilter(filter.joined(separator: " ")) }
         let dumper = try writeFile.map { path throws -> PacketDumper in try source.openDumper(path) }
         if source.isLive {
