@@ -76,6 +76,18 @@ final class CaptureTests: XCTestCase {
         XCTAssertTrue(json.contains("\"reason\":\"truncated\""), json)
     }
 
+    func testStandardInput() throws {
+        let r = try TestSupport.run(TestSupport.binary, ["-r", "-", "--segments"], stdin: TestSupport.sample("game.pcap"))
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdout.split(separator: "\n").count, 60)
+    }
+
+    func testListInterfaces() throws {
+        let r = try TestSupport.framedump(["-D"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.split(separator: "\n").contains { $0.hasSuffix(".lo") || $0.contains(".lo ") }, r.stdout)
+    }
+
     func testCountLimit() throws {
         let r = try TestSupport.framedump(["-r", TestSupport.fixture("vlan.pcap"), "--segments", "-c", "3"])
         XCTAssertEqual(r.status, 0, r.stderr)

@@ -58,6 +58,31 @@ final class GoldenTests: XCTestCase {
         XCTAssertTrue(r.stdout.contains("\"conn\":\"127.0.0.1:*-127.0.0.1:8000\""))
     }
 
+    func testFollowShowsBytesAndGaps() throws {
+        let r = try TestSupport.framedump(["-r", TestSupport.fixture("lost_segment.pcap"), "--follow"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        // lost_segment.pcap: bytes 41..<90 of the client's stream were never sent.
+        XCTAssertTrue(r.stdout.contains("c2s gap: 49 bytes missing at offset 41 (acked-unseen)"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("  00000000  00 00 00 12 4e 21 07 00  00 00 02 00 05           |....N!.......|"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("c2s offset 90, 60 bytes, pkt 6"), r.stdout)
+    }
+
+    func testColourOnlyWhenAsked() throws {
+        let plain = try TestSupport.framedump(["-r", "samples/game.pcap", "-c", "6"])
+        XCTAssertFalse(plain.stdout.contains("\u{1b}["), "piped output has no colour by default")
+        let coloured = try TestSupport.framedump(["-r", "samples/game.pcap", "-c", "6", "--color", "always"])
+        XCTAssertTrue(coloured.stdout.contains("\u{1b}[1;36mCs_20001\u{1b}[0m"), coloured.stdout)
+    }
+
+    func testDissectorsFromTheEnvironment() throws {
+        let elsewhere = TestSupport.tempDir()
+        let r = try TestSupport.run(TestSupport.binary, ["dissectors"], cwd: elsewhere,
+                                    environment: ["FRAMEDUMP_DISSECTORS": TestSupport.dissectors + "/svc.dissector:" + TestSupport.dissectors + "/im.dissector"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.contains("svc  (") && r.stdout.contains("im  ("), r.stdout)
+        XCTAssertFalse(r.stdout.contains("game  ("), "no ./Dissectors there")
+    }
+
     func testSummaryCountsEveryMessage() throws {
         let r = try TestSupport.framedump(["-r", "samples/game.pcap", "-q"])
         XCTAssertEqual(r.status, 0, r.stderr)

@@ -64,7 +64,8 @@ final class LiveCaptureTests: XCTestCase {
         // framedump as a subprocess; it stops by itself after 40 packets or 20 seconds.
         let p = Process()
         p.executableURL = URL(fileURLWithPath: TestSupport.binary)
-        p.arguments = ["-i", "lo", "-l", "--segments", "-c", "40", "-w", saved, "-Z", "root", "tcp", "port", String(port)]
+        // No -Z: as root it drops to 'nobody' once the handle is open, as tcpdump does.
+        p.arguments = ["-i", "lo", "-l", "--segments", "-c", "40", "-w", saved, "tcp", "port", String(port)]
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err

@@ -27,10 +27,15 @@ enum TestSupport {
 
     /// Runs a command to completion (bounded by `timeout` seconds: then it is killed).
     @discardableResult
-    static func run(_ exe: String, _ args: [String], cwd: String? = nil, timeout: TimeInterval = 120) throws -> Result {
+    static func run(_ exe: String, _ args: [String], cwd: String? = nil, timeout: TimeInterval = 120,
+                    environment: [String: String]? = nil, stdin: String? = nil) throws -> Result {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: exe)
         p.arguments = args
+        if let environment {
+            p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
+        if let stdin { p.standardInput = FileHandle(forReadingAtPath: stdin) }
         if let cwd { p.currentDirectoryURL = URL(fileURLWithPath: cwd) }
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
