@@ -10,16 +10,20 @@ public enum FieldName: Sendable, Equatable {
     case element(Int32)
     /// A JSON object key: its raw bytes in the frame (between the quotes).
     case key(Int32, Int32)
-    /// A fixed name of the decoder's own: "body", "text", ...
-    case builtin(StaticString)
+    /// A name of the decoder's own: "body", "text", ...
+    case builtin(BuiltinName)
+}
 
-    public static func == (a: FieldName, b: FieldName) -> Bool {
-        switch (a, b) {
-        case let (.field(x, y), .field(u, v)): return x == u && y == v
-        case let (.header(x), .header(y)), let (.element(x), .element(y)): return x == y
-        case let (.key(x, y), .key(u, v)): return x == u && y == v
-        case let (.builtin(x), .builtin(y)): return x.description == y.description
-        default: return false
+/// The decoder's own field names (a byte each, so a decoded field stays small).
+public enum BuiltinName: UInt8, Sendable {
+    case body, text, trailing, json
+
+    public var text: StaticString {
+        switch self {
+        case .body: return "body"
+        case .text: return "text"
+        case .trailing: return "trailing"
+        case .json: return "json"
         }
     }
 }

@@ -16,7 +16,7 @@ struct JSONFlattener {
 
     mutating func run() -> Bool {
         skipSpace()
-        guard value(name: .builtin("json"), depth: 0) else { errorAt = pos; return false }
+        guard value(name: .builtin(.json), depth: 0) else { errorAt = pos; return false }
         skipSpace()
         if pos != b.count { errorAt = pos; return false }
         return true

@@ -41,7 +41,7 @@ public final class MessageDecoder {
             if !decodeFields(mi, b, &pos, depth: 0, into: m) { return }
             if pos < b.count {
                 m.warnings.append(.trailingBytes(b.count - pos, at: pos))
-                m.fields.append(DecodedField(name: .builtin("trailing"), value: .bytes, offset: Int32(pos),
+                m.fields.append(DecodedField(name: .builtin(.trailing), value: .bytes, offset: Int32(pos),
                                              width: Int32(b.count - pos), depth: 0))
             }
         case .json:
@@ -50,12 +50,12 @@ public final class MessageDecoder {
                 if !parser.run() {
                     m.fields.removeAll()
                     m.warnings.append(.invalidJSON(at: parser.errorAt))
-                    m.fields.append(DecodedField(name: .builtin("text"), value: .string, offset: Int32(body),
+                    m.fields.append(DecodedField(name: .builtin(.text), value: .string, offset: Int32(body),
                                                  width: Int32(b.count - body), depth: 0))
                 }
             }
         case .text:
-            m.fields.append(DecodedField(name: .builtin("text"), value: .string, offset: Int32(body),
+            m.fields.append(DecodedField(name: .builtin(.text), value: .string, offset: Int32(body),
                                          width: Int32(b.count - body), depth: 0))
         case .raw, .protobuf:
             raw(b, from: body, into: m)
@@ -64,7 +64,7 @@ public final class MessageDecoder {
 
     func raw(_ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage) {
         if b.count > body {
-            m.fields.append(DecodedField(name: .builtin("body"), value: .bytes, offset: Int32(body),
+            m.fields.append(DecodedField(name: .builtin(.body), value: .bytes, offset: Int32(body),
                                          width: Int32(b.count - body), depth: 0))
         }
     }

@@ -113,7 +113,7 @@ public final class JSONPrinter: MessageSink {
             switch x.name {
             case .field(let mi, let fi): k.write(ft.names.jsonField(mi, fi))
             case .key(let s, let l): k.byte(0x22); k.write(ft.frame.slice(Int(s), Int(l))); k.write("\":")
-            case .builtin(let s): k.byte(0x22); k.write(s); k.write("\":")
+            case .builtin(let s): k.byte(0x22); k.write(s.text); k.write("\":")
             case .header(let h): k.write(ft.names.jsonHeader(h))
             case .element: k.write("\"\":")
             }

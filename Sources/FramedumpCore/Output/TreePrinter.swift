@@ -120,7 +120,7 @@ public final class TreePrinter: MessageSink {
         case .header(let i): k.write(ft.names.header(i))
         case .key(let s, let l): k.write(ft.frame.slice(Int(s), Int(l)))
         case .element(let i): k.byte(0x5b); k.decimal(i); k.byte(0x5d)
-        case .builtin(let s): k.write(s)
+        case .builtin(let s): k.write(s.text)
         }
         switch x.value {
         case .object(let n):
