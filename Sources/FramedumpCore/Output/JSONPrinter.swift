@@ -2,7 +2,7 @@
 /// malformed frames, conflicts and connection open/close are lines with a `type` key.
 ///
 /// Keys come in a fixed order: conn, dir, ts, protocol, pkts, offset, id, message, length,
-/// header, fields, warnings. Integers are exact JSON numbers (64-bit values included),
+/// header (fields not already given as id or length; left out when none), fields, warnings. Integers are exact JSON numbers (64-bit values included),
 /// byte strings are lowercase hex, text with invalid UTF-8 gets U+FFFD in place of the bad
 /// bytes. `--diffable` leaves out ts, pkts and offset, and writes the client's port as `*`.
 public final class JSONPrinter: MessageSink {
@@ -62,15 +62,21 @@ public final class JSONPrinter: MessageSink {
         if let id = m.id { k.decimal(id) } else { k.write("null") }
         if let mi = m.message { k.write(names.jsonMessage(mi)) } else { k.write(",\"message\":null,\"length\":") }
         k.decimal(UInt64(f.bytes.count))
-        k.write(",\"header\":{")
+        // Header fields that only repeat `id` or `length` are left out; the rest (version,
+        // sequence numbers, a body length...) are kept. No such field: no `header` key.
+        let shown = p.jsonHeaderShown
+        var opened = false
         m.headerFields.withUnsafeBufferPointer { hs in
-            for (i, h) in hs.enumerated() {
-                if i > 0 { k.byte(0x2c) }
-                if case .header(let hi) = h.name { k.write(names.jsonHeader(hi)) }
+            for h in hs {
+                guard case .header(let hi) = h.name, shown[Int(hi)] else { continue }
+                k.write(opened ? "," : ",\"header\":{")
+                opened = true
+                k.write(names.jsonHeader(hi))
                 scalar(h, ft, &k)
             }
         }
-        k.write("},\"fields\":")
+        if opened { k.byte(0x7d) }
+        k.write(",\"fields\":")
         m.fields.withUnsafeBufferPointer { fs in
             let topIsArray = fs.first.map { if case .element = $0.name { return true } else { return false } } ?? false
             k.byte(topIsArray ? 0x5b : 0x7b)

@@ -5,6 +5,9 @@ public final class ProtocolRuntime {
     public let layout: FrameLayout
     public let decoder: MessageDecoder
     public let names: NameTable
+    /// Per header field: whether NDJSON shows it (the id field and a length field that alone
+    /// gives the frame length only repeat `id` and `length`).
+    let jsonHeaderShown: [Bool]
     public let nameBytes: [UInt8]
     /// Messages decoded, per schema message index; the last slot counts unknown ids.
     public var messageCounts: [UInt64]
@@ -22,6 +25,12 @@ public final class ProtocolRuntime {
         layout = FrameLayout(schema)
         decoder = MessageDecoder(schema: schema)
         names = NameTable(schema)
+        var shown = schema.header.map { !$0.isPadding }
+        if let id = schema.idField { shown[id] = false }
+        if let l = schema.length, l.countsWholeFrame, l.terms.count == 1, let f = l.terms[0].field, !l.terms[0].negative {
+            shown[f] = false
+        }
+        jsonHeaderShown = shown
         nameBytes = schema.nameBytes
         messageCounts = [UInt64](repeating: 0, count: schema.messages.count + 1)
     }
