@@ -56,6 +56,17 @@ final class LiveCaptureTests: XCTestCase {
         _ = done.wait(timeout: .now() + 5)
     }
 
+    /// A connection attempt to a port nobody listens on: a SYN and a RST on lo.
+    static func knock(port: UInt16) {
+        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(s) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = port.bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, UInt32(MemoryLayout<sockaddr_in>.size)) } }
+    }
+
     func testLiveCaptureOnLoopbackThenReadBack() throws {
         guard TestSupport.isRoot else { throw XCTSkip("live capture needs root or CAP_NET_RAW") }
         let dir = TestSupport.tempDir()
@@ -65,13 +76,25 @@ final class LiveCaptureTests: XCTestCase {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: TestSupport.binary)
         // No -Z: as root it drops to 'nobody' once the handle is open, as tcpdump does.
-        p.arguments = ["-i", "lo", "-l", "--segments", "-c", "40", "-w", saved, "tcp", "port", String(port)]
+        p.arguments = ["-i", "lo", "-l", "--segments", "-c", "200", "-w", saved, "tcp", "port", String(port)]
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err
         try p.run()
         defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
-        usleep(1_000_000)  // let libpcap open the interface
+        // Wait until the capture really runs: knock on the (still closed) port until framedump
+        // prints the SYN it saw. Bounded: 100 tries, 0.1 s apart.
+        var early = Data()
+        var ready = false
+        for _ in 0..<100 where !ready {
+            Self.knock(port: port)
+            var pfd = pollfd(fd: out.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            if poll(&pfd, 1, 100) > 0 {
+                early.append(out.fileHandleForReading.availableData)
+                ready = !early.isEmpty
+            }
+        }
+        XCTAssertTrue(ready, "framedump never saw traffic on lo")
         let messages: [[UInt8]] = [Array("hello".utf8), Array("sticky and split".utf8), [UInt8](repeating: 0x41, count: 300)]
         try Self.exchange(port: port, messages: messages)
         // Ctrl-C equivalent: the capture must stop cleanly and print its summary.
@@ -80,7 +103,7 @@ final class LiveCaptureTests: XCTestCase {
         let deadline = Date().addingTimeInterval(10)
         while p.isRunning && Date() < deadline { usleep(10_000) }
         XCTAssertFalse(p.isRunning, "framedump did not stop on SIGINT")
-        let live = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let live = String(decoding: early + out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let summary = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(p.terminationStatus, 0, summary)
 
