@@ -121,6 +121,22 @@ final class DissectorTests: XCTestCase {
         XCTAssertEqual(m.warnings, [.arrayTooLong(field: "many", count: 0xffff_ffff)])
     }
 
+    func testBodyShorterThanTheSchemaIsShownRawWithAWarning() throws {
+        let s = try parse(header + "Message Cs_1 { Uint16 a = 1; Uint32 b = 2; }")[0]
+        let d = MessageDecoder(schema: s)
+        let m = DecodedMessage()
+        let bytes: [UInt8] = [0, 8, 1, 0, 7, 0xaa, 0xbb, 0xcc]  // b needs 4 bytes, 3 are left
+        bytes.withUnsafeBytes { b in
+            d.decode(Frame(bytes: b, offset: 0, firstPacket: PacketRef(number: 1, ts: Timestamp(seconds: 0, nanos: 0)),
+                           lastPacket: PacketRef(number: 1, ts: Timestamp(seconds: 0, nanos: 0)), coalesced: 1), .c2s, into: m)
+        }
+        XCTAssertEqual(m.warnings, [.bodyTooShort(field: "b", at: 5)])
+        XCTAssertEqual(m.fields.map(\.value), [.unsigned(7), .bytes])
+        XCTAssertEqual(m.fields.last?.name, .builtin(.undecoded))
+        XCTAssertEqual(m.fields.last?.offset, 5)
+        XCTAssertEqual(m.fields.last?.width, 3)
+    }
+
     func testCheckCommandReportsErrorsWithExitCode2() throws {
         let dir = TestSupport.tempDir()
         let bad = dir + "/bad.dissector"

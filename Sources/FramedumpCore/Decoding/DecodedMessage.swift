@@ -16,7 +16,7 @@ public enum FieldName: Sendable, Equatable {
 
 /// The decoder's own field names (a byte each, so a decoded field stays small).
 public enum BuiltinName: UInt8, Sendable {
-    case body, text, trailing, json
+    case body, text, trailing, json, undecoded
 
     public var text: StaticString {
         switch self {
@@ -24,6 +24,7 @@ public enum BuiltinName: UInt8, Sendable {
         case .text: return "text"
         case .trailing: return "trailing"
         case .json: return "json"
+        case .undecoded: return "undecoded"
         }
     }
 }

@@ -38,7 +38,14 @@ public final class MessageDecoder {
                 return
             }
             var pos = body
-            if !decodeFields(mi, b, &pos, depth: 0, into: m) { return }
+            if !decodeFields(mi, b, &pos, depth: 0, into: m) {
+                // The body ran out (or lied about a count): what could not be decoded is shown raw.
+                if pos < b.count {
+                    m.fields.append(DecodedField(name: .builtin(.undecoded), value: .bytes, offset: Int32(pos),
+                                                 width: Int32(b.count - pos), depth: 0))
+                }
+                return
+            }
             if pos < b.count {
                 m.warnings.append(.trailingBytes(b.count - pos, at: pos))
                 m.fields.append(DecodedField(name: .builtin(.trailing), value: .bytes, offset: Int32(pos),
