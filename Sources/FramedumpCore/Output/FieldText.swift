@@ -15,6 +15,29 @@ struct FieldText {
         return nil
     }
 
+    /// Writes a value both outputs show the same way (numbers, booleans, text, raw JSON
+    /// tokens); false for bytes, objects and arrays, which each output shows its own way.
+    /// A float is formatted through `out`, so the cursor is committed and taken anew.
+    @inline(__always)
+    func sharedScalar(_ x: DecodedField, _ k: inout Cursor, json: Bool, out: OutputBuffer, bound: Int) -> Bool {
+        switch x.value {
+        case .unsigned(let v): k.decimal(v)
+        case .signed(let v): k.decimal(v)
+        case .float(let d):
+            out.commit(k)
+            FieldText.float(d, to: out, json: json)
+            k = out.cursor(reserving: bound)
+        case .bool(let v): k.write(v ? "true" : "false")
+        case .string: k.jsonString(frame.slice(Int(x.offset), Int(x.width)))
+        case .jsonString:
+            // Already a valid JSON string's content (checked by the flattener): written as is.
+            k.byte(0x22); k.write(frame.slice(Int(x.offset), Int(x.width))); k.byte(0x22)
+        case .jsonNumber, .jsonLiteral: k.write(frame.slice(Int(x.offset), Int(x.width)))
+        case .bytes, .object, .array: return false
+        }
+        return true
+    }
+
     static func float(_ d: Double, to out: OutputBuffer, json: Bool) {
         if d.isNaN || d.isInfinite { out.write(json ? "null" : d.description); return }
         if d == d.rounded(.towardZero) && abs(d) < 1e15 {

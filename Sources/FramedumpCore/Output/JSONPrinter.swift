@@ -146,27 +146,14 @@ public final class JSONPrinter: MessageSink {
 
     @inline(__always)
     func scalar(_ x: DecodedField, _ ft: FieldText, _ k: inout Cursor) {
-        let b = ft.frame
+        if ft.sharedScalar(x, &k, json: true, out: out, bound: lineBound) { return }
         switch x.value {
-        case .unsigned(let v): k.decimal(v)
-        case .signed(let v): k.decimal(v)
-        case .float(let d):
-            // Rare: format through the buffer (reserve was generous, so commit and resume).
-            out.commit(k)
-            FieldText.float(d, to: out, json: true)
-            k = out.cursor(reserving: lineBound)
-        case .bool(let v): k.write(v ? "true" : "false")
-        case .string: k.jsonString(b.slice(Int(x.offset), Int(x.width)))
-        case .jsonString:
-            // Already-valid JSON string content (validated by the flattener): copy as is.
-            k.byte(0x22); k.write(b.slice(Int(x.offset), Int(x.width))); k.byte(0x22)
         case .bytes:
             k.byte(0x22)
-            let s = b.slice(Int(x.offset), Int(x.width))
+            let s = ft.frame.slice(Int(x.offset), Int(x.width))
             for i in 0..<s.count { k.hex(s[i]) }
             k.byte(0x22)
-        case .jsonNumber, .jsonLiteral: k.write(b.slice(Int(x.offset), Int(x.width)))
-        case .object, .array: k.write("null")
+        default: k.write("null")  // objects and arrays are written by member()
         }
     }
 

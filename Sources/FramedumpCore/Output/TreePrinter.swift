@@ -159,42 +159,32 @@ public final class TreePrinter: MessageSink {
 
     @inline(__always)
     func value(_ x: DecodedField, _ ft: FieldText, _ k: inout Cursor, _ out: OutputBuffer) {
-        let b = ft.frame
-        switch x.value {
-        case .unsigned(let v): k.decimal(v)
-        case .signed(let v): k.decimal(v)
-        case .float(let d):
-            out.commit(k)
-            FieldText.float(d, to: out, json: false)
-            k = out.cursor(reserving: lineBound)
-        case .bool(let v): k.write(v ? "true" : "false")
-        case .string:
-            k.jsonString(b.slice(Int(x.offset), Int(x.width)))
-        case .jsonString:
-            // Already a valid JSON string's content: show it as written.
-            k.byte(0x22); k.write(b.slice(Int(x.offset), Int(x.width))); k.byte(0x22)
-        case .bytes:
-            let s = b.slice(Int(x.offset), Int(x.width))
-            k.decimal(UInt64(s.count)); k.write(s.count == 1 ? " byte" : " bytes")
-            if !s.isEmpty {
-                k.byte(0x20)
-                for i in 0..<Swift.min(s.count, 32) { k.hex(s[i]) }
-                if s.count > 32 { k.write("…") }
-            }
-        case .jsonNumber, .jsonLiteral:
-            k.write(b.slice(Int(x.offset), Int(x.width)))
-        case .object, .array: break
+        if ft.sharedScalar(x, &k, json: false, out: out, bound: lineBound) { return }
+        guard case .bytes = x.value else { return }  // objects and arrays have no value
+        let s = ft.frame.slice(Int(x.offset), Int(x.width))
+        k.decimal(UInt64(s.count)); k.write(s.count == 1 ? " byte" : " bytes")
+        if !s.isEmpty {
+            k.byte(0x20)
+            for i in 0..<Swift.min(s.count, 32) { k.hex(s[i]) }
+            if s.count > 32 { k.write("…") }
         }
+    }
+
+    /// `lead TAG ` with the tag in its colour: how gap, malformed and conflict lines start.
+    func eventStart(_ ts: Timestamp, _ c: Connection, _ d: Direction, _ p: ProtocolRuntime?,
+                    _ tag: StaticString, colour: StaticString?) {
+        lead(ts, c, d, p)
+        out.byte(0x20)
+        if let colour { paint(colour) }
+        out.write(tag)
+        if colour != nil { reset() }
+        out.byte(0x20)
     }
 
     public func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
                           reason: MalformedReason, packet: PacketRef) {
-        lead(packet.ts, c, d, p)
-        out.byte(0x20)
-        paint("\u{1b}[1;31m")
-        out.write("MALFORMED")
-        reset()
-        out.write(" "); out.decimal(length); out.write(length == 1 ? " byte" : " bytes")
+        eventStart(packet.ts, c, d, p, "MALFORMED", colour: "\u{1b}[1;31m")
+        out.decimal(length); out.write(length == 1 ? " byte" : " bytes")
         out.write(" at stream offset "); out.decimal(offset); out.write(": ")
         out.write(reason.text)
         out.newline()
@@ -202,20 +192,15 @@ public final class TreePrinter: MessageSink {
 
     public func gap(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, offset: UInt64, length: UInt64,
                     reason: GapReason, packet: PacketRef) {
-        lead(packet.ts, c, d, p)
-        out.byte(0x20)
-        paint("\u{1b}[1;33m")
-        out.write("GAP")
-        reset()
-        out.write(" "); out.decimal(length); out.write(" bytes missing at stream offset "); out.decimal(offset)
+        eventStart(packet.ts, c, d, p, "GAP", colour: "\u{1b}[1;33m")
+        out.decimal(length); out.write(" bytes missing at stream offset "); out.decimal(offset)
         out.write(" ("); out.write(reason.rawValue); out.byte(0x29)
         out.newline()
     }
 
     public func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
-        lead(packet.ts, c, d, nil)
-        out.byte(0x20)
-        out.write("CONFLICT "); out.decimal(length); out.write(" bytes at stream offset "); out.decimal(offset)
+        eventStart(packet.ts, c, d, nil, "CONFLICT", colour: nil)
+        out.decimal(length); out.write(" bytes at stream offset "); out.decimal(offset)
         out.write(" retransmitted with different content (first copy kept)")
         out.newline()
     }
