@@ -11,6 +11,8 @@ let package = Package(
     dependencies: [
         // The command line: options, subcommands, help text and validation.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // SHA-1 for verifying the WebSocket handshake's Sec-WebSocket-Accept.
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // libpcap, through the system's headers and pkg-config.
@@ -19,10 +21,17 @@ let package = Package(
             pkgConfig: "libpcap",
             providers: [.apt(["libpcap-dev"]), .brew(["libpcap"])]
         ),
+        // zlib, for permessage-deflate (RFC 7692): the system's library, as every WebSocket
+        // stack uses it.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
         // The pipeline: Capture → Link → Reassembly → Session (Framing, Decoding) → Output.
         .target(
             name: "FramedumpCore",
-            dependencies: ["CPcap"],
+            dependencies: ["CPcap", "CZlib", .product(name: "Crypto", package: "swift-crypto")],
             // Per-message hot paths touch class state millions of times a second; the dynamic
             // exclusivity checks cost more than the work itself. Static checks still apply.
             swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"])]

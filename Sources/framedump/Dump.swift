@@ -96,6 +96,9 @@ struct Dump: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Reassembly: seconds without packets before a connection is closed.", valueName: "seconds"))
     var idleTimeout: Int = 300
 
+    @Option(name: .long, help: ArgumentHelp("WebSocket: the largest message assembled or inflated; larger ones (a deflate bomb) are reported and skipped.", valueName: "bytes"))
+    var wsMaxMessage: Int = 16 << 20
+
     @Argument(help: ArgumentHelp("A BPF filter expression, compiled by libpcap.", valueName: "filter"))
     var filter: [String] = []
 
@@ -111,6 +114,7 @@ struct Dump: ParsableCommand {
             throw ValidationError("--max-buffer must be ≥ 0, --max-connections and --idle-timeout ≥ 1.")
         }
         if count == 0 { throw ValidationError("-c must be at least 1.") }
+        if wsMaxMessage < 1 || wsMaxMessage > 1 << 30 { throw ValidationError("--ws-max-message must be between 1 and 1073741824.") }
     }
 
     func run() throws {
@@ -136,6 +140,7 @@ struct Dump: ParsableCommand {
         options.reassembly.maxConnections = maxConnections
         options.reassembly.idleTimeoutSeconds = Int64(idleTimeout)
         options.dissectorPaths = dissectors
+        options.maxWebSocketMessage = wsMaxMessage
 
         let input: CaptureInput
         if let iface = interface {

@@ -16,7 +16,7 @@ public enum FieldName: Sendable, Equatable {
 
 /// The decoder's own field names (a byte each, so a decoded field stays small).
 public enum BuiltinName: UInt8, Sendable {
-    case body, text, trailing, json, undecoded
+    case body, text, trailing, json, undecoded, code, reason, payload
 
     public var text: StaticString {
         switch self {
@@ -25,6 +25,9 @@ public enum BuiltinName: UInt8, Sendable {
         case .trailing: return "trailing"
         case .json: return "json"
         case .undecoded: return "undecoded"
+        case .code: return "code"
+        case .reason: return "reason"
+        case .payload: return "payload"
         }
     }
 }
@@ -63,6 +66,7 @@ public enum DecodeWarning: Sendable, Equatable {
     case nestingTooDeep
     case invalidJSON(at: Int)
     case invalidUTF8(field: String)
+    case webSocket(WebSocketViolation)
 
     public var text: String {
         switch self {
@@ -73,6 +77,7 @@ public enum DecodeWarning: Sendable, Equatable {
         case .nestingTooDeep: return "messages nested deeper than 32 levels"
         case .invalidJSON(let at): return "body is not valid JSON (at byte \(at)): shown as text"
         case .invalidUTF8(let f): return "field '\(f)' is not valid UTF-8"
+        case .webSocket(let v): return "websocket: " + v.text
         }
     }
 }
@@ -88,6 +93,9 @@ public final class DecodedMessage {
     public let fields = FieldList(capacity: 32)
     public var warnings: [DecodeWarning] = []
     public var bodyOffset = 0
+    /// The WebSocket message this one came in (nil on plain TCP). Set by the WebSocket layer,
+    /// kept apart from `reset()` so decoding does not touch it.
+    public var webSocket: WebSocketInfo?
 
     public init() {}
 

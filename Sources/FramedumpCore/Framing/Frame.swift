@@ -21,6 +21,8 @@ public enum MalformedReason: Sendable, Equatable {
     case cutByGap(have: Int, need: Int?)
     /// The stream ended inside a frame.
     case incompleteAtEnd(have: Int, need: Int?)
+    /// A WebSocket frame header whose 64-bit length has its top bit set (RFC 6455 §5.2).
+    case webSocketLengthTopBit
 
     public var text: String {
         switch self {
@@ -33,6 +35,7 @@ public enum MalformedReason: Sendable, Equatable {
             return "frame cut by a gap in the stream (had \(h)" + (n.map { " of \($0)" } ?? "") + " bytes)"
         case .incompleteAtEnd(let h, let n):
             return "stream ended inside a frame (had \(h)" + (n.map { " of \($0)" } ?? "") + " bytes)"
+        case .webSocketLengthTopBit: return "WebSocket frame length has its most significant bit set"
         }
     }
 
@@ -44,6 +47,7 @@ public enum MalformedReason: Sendable, Equatable {
         case .skipped: return "skipped"
         case .cutByGap: return "cut-by-gap"
         case .incompleteAtEnd: return "incomplete"
+        case .webSocketLengthTopBit: return "websocket-length"
         }
     }
 }

@@ -60,7 +60,7 @@ public final class TreePrinter: MessageSink {
         // Per field: indentation (JSON nests up to 64 deep), the byte range, name, number or
         // hex preview, label.
         let perField = 160 + 2 * 64 + names.longest + names.longestLabel
-        lineBound = 512 + names.longest + 6 * f.bytes.count + (m.fields.count + m.headerFields.count) * perField
+        lineBound = 640 + names.longest + 6 * f.bytes.count + (m.fields.count + m.headerFields.count) * perField
         var k = out.cursor(reserving: lineBound)
         k.write(out.secondsText(f.lastPacket.ts))
         k.micros(f.lastPacket.ts.nanos)
@@ -70,7 +70,13 @@ public final class TreePrinter: MessageSink {
         k.write(names.protocolName)
         k.byte(0x20)
         if color { k.write("\u{1b}[1;36m") }
-        if let mi = m.message { k.write(names.message(mi)) } else { k.byte(0x3f) }
+        if let mi = m.message {
+            k.write(names.message(mi))
+        } else if let ws = m.webSocket, m.id == nil {
+            k.write(ws.opcode.name)
+        } else {
+            k.byte(0x3f)
+        }
         if color { k.write("\u{1b}[0m") }
         if let mi = m.message {
             k.write(names.treeMessage(mi))
@@ -86,6 +92,7 @@ public final class TreePrinter: MessageSink {
             k.decimal(f.lastPacket.number); k.byte(0x5d)
         }
         k.byte(0x0a)
+        if let ws = m.webSocket { webSocketLine(ws, f, &k) }
         m.headerFields.withUnsafeBufferPointer { hs in
             for h in hs { field(h, ft, depth: 0, &k, out) }
         }
@@ -103,6 +110,55 @@ public final class TreePrinter: MessageSink {
         }
         if hexDump { HexDump.write(f.bytes, base: 0, indent: 4, to: out) }
         out.endOfRecord()
+    }
+
+    /// `websocket: binary, FIN, masked, compressed 52 → 120 bytes, 3 frames`: the layer the
+    /// message came in, above its own fields.
+    func webSocketLine(_ ws: WebSocketInfo, _ f: Frame, _ k: inout Cursor) {
+        k.write("    ")
+        if color { k.write("\u{1b}[2m") }
+        k.write("websocket: "); k.write(ws.opcode.name)
+        if !ws.opcode.isKnown { k.write(" ("); k.decimal(UInt64(ws.opcode.rawValue)); k.byte(0x29) }
+        k.write(ws.fin ? ", FIN" : ", no FIN")
+        k.write(ws.masked ? ", masked" : ", unmasked")
+        if ws.compressed {
+            k.write(", compressed "); k.decimal(ws.wireLength); k.write(" → "); k.decimal(UInt64(f.bytes.count))
+            k.write(" bytes")
+        }
+        if ws.frames > 1 { k.write(", "); k.decimal(UInt64(ws.frames)); k.write(" frames") }
+        if color { k.write("\u{1b}[0m") }
+        k.byte(0x0a)
+    }
+
+    public func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
+                          deflate: DeflateParameters?, packet: PacketRef) {
+        lead(packet.ts, c, d, p)
+        out.write(" websocket handshake: ")
+        writeText(h.startLine)
+        out.write(", "); out.decimal(UInt64(h.length)); out.write(" bytes")
+        out.newline()
+        for x in h.headers {
+            out.write("    "); writeText(x.name); out.write(": "); writeText(x.value)
+            if x.name.lowercased() == "sec-websocket-accept", let ok = h.acceptValid {
+                if !ok { paint("\u{1b}[1;31m") }
+                out.write(ok ? " (valid)" : " (does not match the key)")
+                if !ok { reset() }
+            }
+            out.newline()
+        }
+        if d == .s2c {
+            out.write("    negotiated: "); out.write(deflate?.text ?? "no compression"); out.newline()
+        }
+        out.endOfRecord()
+    }
+
+    /// Text from the wire, with control characters escaped so they cannot drive the terminal.
+    func writeText(_ s: String) {
+        var t = ""
+        for u in s.unicodeScalars {
+            if u.value < 0x20 || u.value == 0x7f { t += "\\x" + String(u.value, radix: 16) } else { t.unicodeScalars.append(u) }
+        }
+        out.write(t)
     }
 
     @inline(__always)

@@ -24,6 +24,7 @@ public final class Pipeline {
                 : options.format == .json ? JSONPrinter(output: output, diffable: options.diffable) as MessageSink
                 : TreePrinter(output: output, hexDump: options.hexDump, verbose: options.verbose > 0, color: options.color)
             let m = SessionManager(protocols: schemas, sink: sink)
+            m.maxWebSocketMessage = options.maxWebSocketMessage
             sessions = m
             consumers.append(m)
         }

@@ -13,6 +13,8 @@ public struct PipelineOptions: Sendable {
     public var follow = false
     public var reassembly = ReassemblyOptions()
     public var dissectorPaths: [String] = []
+    /// The largest WebSocket message assembled or inflated; larger ones are reported and skipped.
+    public var maxWebSocketMessage = 16 << 20
     /// Where to look when no `-d` is given: `./Dissectors` and `$FRAMEDUMP_DISSECTORS`.
     public var defaultDissectorPaths: [String] = ["Dissectors"]
     public init() {}

@@ -64,6 +64,12 @@ struct Parser {
         return (s, t)
     }
 
+    mutating func quoted(_ what: String) throws(DissectorError) -> String {
+        guard case .string(let v) = tok.kind else { throw err(tok, "expected \(what) in double quotes, found \(describe(tok))") }
+        _ = next()
+        return v
+    }
+
     mutating func number(_ what: String) throws(DissectorError) -> Int64 {
         let neg = accept("-")
         let t = tok
@@ -162,8 +168,22 @@ struct Parser {
                 p.schema.body = e
             case "labels_from_comments":
                 p.schema.labelsFromComments = true
+            case "websocket":
+                // `websocket;` or `websocket "/path", "/other";`: messages of a WebSocket.
+                p.schema.transport = .websocket
+                if case .string = tok.kind {
+                    repeat { p.schema.webSocketPaths.append(try quoted("a request path")) } while accept(",")
+                }
+            case "subprotocol":
+                repeat { p.schema.webSocketSubprotocols.append(try quoted("a subprotocol name")) } while accept(",")
+            case "text":
+                let (b, bt) = try ident("json, text or raw")
+                guard let e = BodyEncoding(rawValue: b.lowercased()), e == .json || e == .text || e == .raw else {
+                    throw err(bt, "text messages are json, text or raw")
+                }
+                p.schema.textBody = e
             default:
-                throw err(kt, "unknown protocol setting '\(key)' (expected port, any_port, byte_order, strings, header, frame_length, body_length, message_id, max_frame, body, labels_from_comments)")
+                throw err(kt, "unknown protocol setting '\(key)' (expected port, any_port, byte_order, strings, header, frame_length, body_length, message_id, max_frame, body, labels_from_comments, websocket, subprotocol, text)")
             }
             _ = accept(";")
         }

@@ -39,6 +39,9 @@ struct Resolver {
 
     func resolve(_ p: PendingProtocol) throws(DissectorError) -> ProtocolSchema {
         var s = p.schema
+        // On WebSocket a message is a frame already: a length rule is only for a stream tunnelled
+        // inside binary messages.
+        if p.lengthToken == nil && s.transport == .websocket { return try resolveRest(p, s) }
         guard let lt = p.lengthToken, let pt = p.token else {
             throw err(p.token ?? Token(kind: .end, line: p.line, column: 1),
                       "protocol '\(s.name)' needs 'frame_length = FIELD;' or 'body_length = FIELD;'")
@@ -57,6 +60,12 @@ struct Resolver {
         }
         _ = lt
         s.length = LengthRule(terms: terms, countsWholeFrame: p.lengthWholeFrame)
+        return try resolveRest(p, s)
+    }
+
+    /// The message id, enums and messages.
+    func resolveRest(_ p: PendingProtocol, _ s0: ProtocolSchema) throws(DissectorError) -> ProtocolSchema {
+        var s = s0
         if let (name, t) = p.idName {
             guard let i = s.header.firstIndex(where: { $0.name == name && !$0.isPadding }) else {
                 throw err(t, "'\(name)' is not a header field")

@@ -112,6 +112,15 @@ public enum BodyEncoding: String, Sendable {
     case fields, json, text, raw, protobuf
 }
 
+/// What carries a protocol's frames: the TCP stream itself, or WebSocket messages on it.
+public enum Transport: Sendable, Equatable {
+    case tcp
+    /// Each binary message is one frame (header + body), unless the protocol has a length
+    /// rule: then binary payloads are joined into a stream for the length deframer. Text
+    /// messages are decoded with `textBody`.
+    case websocket
+}
+
 public struct ProtocolSchema: Sendable {
     public var name: String
     public var file: String
@@ -126,6 +135,13 @@ public struct ProtocolSchema: Sendable {
     public var idField: Int?
     public var maxFrame = 1 << 20
     public var body: BodyEncoding = .fields
+    public var transport: Transport = .tcp
+    /// WebSocket: the request paths and subprotocols that select this protocol at the
+    /// handshake (empty: any).
+    public var webSocketPaths: [String] = []
+    public var webSocketSubprotocols: [String] = []
+    /// WebSocket: how text messages are decoded (json, text or raw).
+    public var textBody: BodyEncoding = .text
     public var labelsFromComments = false
     public var messages: [MessageDef] = []
     public var enums: [EnumDef] = []
@@ -134,5 +150,26 @@ public struct ProtocolSchema: Sendable {
     public var nameBytes: [UInt8] = []
 
     public func message(_ d: Direction, _ id: UInt64) -> Int? { byID[d]?[id] }
+    /// How a WebSocket protocol's text messages are read: no header, the `text` rule as body.
+    public var textSchema: ProtocolSchema {
+        var s = ProtocolSchema(name: name, file: file)
+        s.body = textBody
+        s.nameBytes = nameBytes
+        return s
+    }
+
+    /// The built-in dissector for WebSocket messages no file claims: binary shown as hex,
+    /// text as text.
+    public static var webSocketDefault: ProtocolSchema {
+        var s = ProtocolSchema(name: "websocket", file: "(built in)")
+        s.transport = .websocket
+        s.body = .raw
+        s.textBody = .text
+        s.nameBytes = Array("websocket".utf8)
+        return s
+    }
+
+    /// WebSocket binary messages joined into a stream for the length deframer.
+    public var webSocketStream: Bool { transport == .websocket && length != nil }
     public var hasMessageIDs: Bool { !(byID[.c2s]?.isEmpty ?? true) || !(byID[.s2c]?.isEmpty ?? true) }
 }

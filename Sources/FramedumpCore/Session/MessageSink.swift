@@ -9,4 +9,13 @@ public protocol MessageSink: AnyObject {
     func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef)
     func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef)
     func finish()
+    /// The HTTP request or response that opened a WebSocket (`deflate`: what the response
+    /// negotiated).
+    func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
+                   deflate: DeflateParameters?, packet: PacketRef)
+}
+
+extension MessageSink {
+    public func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
+                          deflate: DeflateParameters?, packet: PacketRef) {}
 }

@@ -19,6 +19,9 @@ public final class ProtocolRuntime {
     public var connections: UInt64 = 0
     public var warnings: UInt64 = 0
     public var unknownIDs: [UInt64: UInt64] = [:]
+    /// WebSocket protocols: how text messages are decoded (no header, the `text` rule).
+    public let textDecoder: MessageDecoder?
+    public let webSocket = WebSocketCounters()
 
     public init(_ schema: ProtocolSchema) {
         self.schema = schema
@@ -33,6 +36,7 @@ public final class ProtocolRuntime {
         jsonHeaderShown = shown
         nameBytes = schema.nameBytes
         messageCounts = [UInt64](repeating: 0, count: schema.messages.count + 1)
+        textDecoder = schema.transport == .websocket ? MessageDecoder(schema: schema.textSchema) : nil
     }
 
     /// Whether a header at the start of `b` looks like this protocol (for any-port detection).

@@ -1,12 +1,15 @@
-/// One connection's dissection: which protocol it speaks, and a deframer per direction.
+/// One connection's dissection: which protocol it speaks, and the bottom layer of its stack
+/// per direction (see `StreamLayer`).
 final class Session {
     // Both outlive the session (the connection holds it; the manager holds every connection).
     unowned(unsafe) let manager: SessionManager
     unowned(unsafe) let connection: Connection
     var proto: ProtocolRuntime?
-    var deframers: [Deframer?] = [nil, nil]
+    var layers: [StreamLayer?] = [nil, nil]
     /// Receives the deframers' frames once a protocol is chosen.
     var frames: SessionFrames?
+    /// The WebSocket layer's shared state, on a WebSocket connection.
+    var webSocket: WebSocketConnection?
     /// Set once detection has given up on this connection.
     var undissected = false
 
@@ -17,20 +20,33 @@ final class Session {
     }
 
     func attach(_ p: ProtocolRuntime) {
+        if p.schema.transport == .websocket { return attachWebSocket(p) }
         proto = p
         p.connections += 1
         let f = SessionFrames(runtime: p, sink: manager.sink, decoded: manager.decoded, connection: connection)
         frames = f
         for d in Direction.allCases {
-            deframers[d.rawValue] = Deframer(layout: p.layout, direction: d, consumer: f,
-                                             startsAtBoundary: connection.startsAtSYN(d), knownID: p.knownID(d))
+            layers[d.rawValue] = Deframer(layout: p.layout, direction: d, consumer: f,
+                                          startsAtBoundary: connection.startsAtSYN(d), knownID: p.knownID(d))
         }
+    }
+
+    /// A WebSocket stack: the handshake and frames below, `p`'s messages above (the built-in
+    /// `websocket` dissector until the handshake names a better one).
+    func attachWebSocket(_ p: ProtocolRuntime) {
+        proto = p
+        p.connections += 1
+        let ws = WebSocketConnection(session: self, inner: p, maxMessage: manager.maxWebSocketMessage)
+        webSocket = ws
+        frames = ws.frames
+        layers = ws.streams
     }
 
     /// Ends the dissection (the connection closed): also breaks the frames → connection link.
     func end() {
-        deframers = [nil, nil]
+        layers = [nil, nil]
         frames = nil
+        webSocket = nil
     }
 }
 
@@ -64,10 +80,57 @@ final class SessionFrames: FrameConsumer {
             return
         }
         decoder.decode(f, dir, into: decoded)
+        if decoded.webSocket != nil { decoded.webSocket = nil }
         p.messageCounts[decoded.message ?? p.messageCounts.count - 1] += 1
         if decoded.message == nil, let id = decoded.id { p.unknownIDs[id, default: 0] += 1 }
         if !decoded.warnings.isEmpty { p.warnings += 1 }
         sink.message(decoded, connection, p)
+    }
+
+    /// A WebSocket message: decoded by `decoder` (the inner protocol's binary or text rule), or,
+    /// without one, shown as the WebSocket layer's own (control frames, payloads that could not
+    /// be inflated or were cut).
+    func deliver(_ f: Frame, _ dir: Direction, decoder: MessageDecoder?, ws: WebSocketInfo) {
+        let p = runtime
+        p.bytes += UInt64(f.bytes.count)
+        let isData = ws.opcode == .text || ws.opcode == .binary || ws.opcode == .continuation
+        guard let sink else {
+            guard isData else { return }
+            let id = decoder === p.decoder ? p.layout.messageID(f.bytes, at: 0) : nil
+            let mi = id.flatMap { p.decoder.program.message(dir, $0) }
+            p.messageCounts[mi ?? p.messageCounts.count - 1] += 1
+            if mi == nil, let id { p.unknownIDs[id, default: 0] += 1 }
+            return
+        }
+        let m = decoded
+        if let decoder {
+            decoder.decode(f, dir, into: m)
+        } else {
+            m.reset()
+            m.frame = f
+            m.direction = dir
+            m.bodyOffset = 0
+            let b = f.bytes
+            if ws.opcode == .close && b.count >= 2 && !ws.violations.contains(where: WebSocketConnection.undecodable) {
+                m.fields.append(DecodedField(name: .builtin(.code), value: .unsigned(UInt64(b.u16be(0)!)),
+                                             offset: 0, width: 2, depth: 0))
+                m.fields.append(DecodedField(name: .builtin(.reason), value: .string, offset: 2,
+                                             width: Int32(b.count - 2), depth: 0))
+            } else if !b.isEmpty {
+                m.fields.append(DecodedField(name: .builtin(.payload), value: ws.opcode == .text ? .string : .bytes,
+                                             offset: 0, width: Int32(b.count), depth: 0))
+            }
+        }
+        m.webSocket = ws
+        var ws = ws
+        if ws.opcode == .close && f.bytes.count == 1 { ws.violations.append(.closePayloadOneByte); m.webSocket = ws }
+        for v in ws.violations { m.warnings.append(.webSocket(v)) }
+        if isData {
+            p.messageCounts[m.message ?? p.messageCounts.count - 1] += 1
+            if m.message == nil, let id = m.id { p.unknownIDs[id, default: 0] += 1 }
+        }
+        if !m.warnings.isEmpty { p.warnings += 1 }
+        sink.message(m, connection, p)
     }
 
     func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef) {
@@ -88,11 +151,48 @@ public final class SessionManager: StreamConsumer {
     public private(set) var undissectedConnections: UInt64 = 0
     public private(set) var undissectedBytes: UInt64 = 0
 
+    /// WebSocket messages no dissector claims: shown by opcode, as text or hex.
+    let webSocketDefault: ProtocolRuntime
+    let webSocketProtocols: [ProtocolRuntime]
+    /// The largest WebSocket message assembled or inflated (`--ws-max-message`).
+    public var maxWebSocketMessage = 16 << 20
+    /// Connections that began as HTTP and were not upgraded to WebSocket (passed over).
+    public internal(set) var httpPassedOver: UInt64 = 0
+
     public init(protocols: [ProtocolSchema], sink: MessageSink?) {
-        self.protocols = protocols.map(ProtocolRuntime.init)
+        var runtimes = protocols.map(ProtocolRuntime.init)
+        webSocketProtocols = runtimes.filter { $0.schema.transport == .websocket }
+        webSocketDefault = ProtocolRuntime(ProtocolSchema.webSocketDefault)
+        runtimes.append(webSocketDefault)
+        self.protocols = runtimes
         for p in self.protocols { for port in p.schema.ports where byPort[port] == nil { byPort[port] = p } }
         anyPort = self.protocols.filter { $0.schema.anyPort }
         self.sink = sink
+    }
+
+    /// The WebSocket protocol for a handshake: by path and subprotocol first, then by port.
+    func webSocketProtocol(path: String, subprotocols: [String], port: UInt16) -> ProtocolRuntime? {
+        let pathOnly = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
+        func score(_ p: ProtocolRuntime) -> Int {
+            let s = p.schema
+            var n = 0
+            if !s.webSocketPaths.isEmpty {
+                guard s.webSocketPaths.contains(pathOnly) else { return -1 }
+                n += 4
+            }
+            if !s.webSocketSubprotocols.isEmpty {
+                guard s.webSocketSubprotocols.contains(where: subprotocols.contains) else { return -1 }
+                n += 2
+            }
+            if s.ports.contains(port) { n += 1 } else if !s.ports.isEmpty && n == 0 { return -1 }
+            return n
+        }
+        var best: (ProtocolRuntime, Int)?
+        for p in webSocketProtocols {
+            let n = score(p)
+            if n >= 0 && n > (best?.1 ?? -1) { best = (p, n) }
+        }
+        return best?.0 ?? byPort[port].flatMap { $0.schema.transport == .websocket ? $0 : nil } ?? webSocketDefault
     }
 
     public func isServerPort(_ port: UInt16) -> Bool { byPort[port] != nil }
@@ -112,8 +212,8 @@ public final class SessionManager: StreamConsumer {
 
     public func data(_ c: Connection, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
         guard let s = session(c) else { return }
-        if s.proto == nil && !s.undissected { detect(s, d, bytes) }
-        guard let f = s.deframers[d.rawValue] else {
+        if s.proto == nil && !s.undissected { detect(s, d, bytes, offset: offset) }
+        guard let f = s.layers[d.rawValue] else {
             undissectedBytes += UInt64(bytes.count)
             return
         }
@@ -124,7 +224,12 @@ public final class SessionManager: StreamConsumer {
     }
 
     /// Any-port protocols: the first one whose header fits the first bytes takes the connection.
-    func detect(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer) {
+    func detect(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64) {
+        // An HTTP request may be a WebSocket handshake, on any port: the handshake decides.
+        if d == .c2s && offset == 0 && HTTPHandshake.looksLikeHTTP(bytes, request: true) && bytes.count >= 4 {
+            s.attachWebSocket(webSocketDefault)
+            return
+        }
         for p in anyPort where p.recognises(bytes, d) {
             s.attach(p)
             return
@@ -141,7 +246,7 @@ public final class SessionManager: StreamConsumer {
         }
         // The gap first, then what it did to the frame in progress.
         sink?.gap(c, s.proto, d, offset: offset, length: length, reason: reason, packet: packet)
-        if let f = s.deframers[d.rawValue] {
+        if let f = s.layers[d.rawValue] {
             if !f.started { f.start(atBoundary: false) }
             f.gap(offset: offset, length: length, packet: packet)
         }
@@ -153,7 +258,7 @@ public final class SessionManager: StreamConsumer {
 
     public func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {
         guard let s = session(c) else { return }
-        for d in Direction.allCases { s.deframers[d.rawValue]?.finish(packet: packet) }
+        for d in Direction.allCases { s.layers[d.rawValue]?.finish(packet: packet) }
         sink?.closed(c, s.proto, reason: reason, packet: packet)
         s.end()
     }

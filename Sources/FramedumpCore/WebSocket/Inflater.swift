@@ -1,0 +1,81 @@
+import CZlib
+
+/// One direction's permessage-deflate decompressor (RFC 7692 §7.2.2): raw DEFLATE, each
+/// message ending with the 4 bytes 00 00 ff ff that the sender removed. With context takeover
+/// the window carries over from message to message; without it every message starts fresh.
+final class Inflater {
+    enum Result: Equatable {
+        case ok
+        /// The output would pass the cap (a deflate bomb): the message is skipped.
+        case tooLarge
+        case failed(String)
+    }
+
+    private var stream = z_stream()
+    private var ready = false
+    /// Keep the window between messages.
+    var contextTakeover = true
+
+    init() {
+        // A 15-bit window reads data written with any smaller window as well.
+        ready = inflateInit2_(&stream, -15, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK
+    }
+
+    deinit { if ready { inflateEnd(&stream) } }
+
+    func reset() { if ready { inflateReset(&stream) } }
+
+    private static let tail: [UInt8] = [0x00, 0x00, 0xff, 0xff]
+
+    /// Inflates one message's payload into `out` (replacing its contents), never past `cap` bytes.
+    func inflate(_ input: UnsafeRawBufferPointer, into out: inout [UInt8], cap: Int) -> Result {
+        guard ready else { return .failed("zlib could not start") }
+        out.removeAll(keepingCapacity: true)
+        var result = run(input, into: &out, cap: cap)
+        if result == .ok {
+            result = Self.tail.withUnsafeBytes { run($0, into: &out, cap: cap) }
+        }
+        if !contextTakeover || result != .ok { reset() }
+        return result
+    }
+
+    private func run(_ input: UnsafeRawBufferPointer, into out: inout [UInt8], cap: Int) -> Result {
+        guard let base = input.baseAddress, !input.isEmpty else { return .ok }
+        stream.next_in = UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: UInt8.self))
+        stream.avail_in = UInt32(input.count)
+        defer { stream.next_in = nil; stream.avail_in = 0 }
+        var chunk = 16 * 1024
+        while true {
+            if out.count >= cap { return .tooLarge }
+            let room = min(chunk, cap - out.count)
+            let before = out.count
+            let inBefore = stream.avail_in
+            out.append(contentsOf: repeatElement(0, count: room))
+            var code: Int32 = Z_OK
+            out.withUnsafeMutableBytes { o in
+                stream.next_out = o.baseAddress!.assumingMemoryBound(to: UInt8.self) + before
+                stream.avail_out = UInt32(room)
+                code = CZlib.inflate(&stream, Z_SYNC_FLUSH)
+            }
+            let produced = room - Int(stream.avail_out)
+            out.removeLast(room - produced)
+            stream.next_out = nil
+            switch code {
+            case Z_OK, Z_BUF_ERROR:
+                if produced == 0 && stream.avail_in == inBefore {
+                    // No progress: all input taken and all output given (or nothing can move).
+                    return .ok
+                }
+            case Z_STREAM_END:
+                // A final block: the next message starts a new deflate stream.
+                reset()
+                if stream.avail_in == 0 { return .ok }
+            default:
+                return .failed(stream.msg.map { String(cString: $0) } ?? "zlib error \(code)")
+            }
+            // Done when the input is used up and zlib had room to spare (nothing held back).
+            if stream.avail_in == 0 && stream.avail_out > 0 { return .ok }
+            chunk = min(chunk * 2, 1 << 20)
+        }
+    }
+}

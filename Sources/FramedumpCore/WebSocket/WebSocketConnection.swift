@@ -1,0 +1,160 @@
+/// A WebSocket connection's state shared by its two directions: the handshake, the negotiated
+/// permessage-deflate parameters, and the protocol its messages are handed to (chosen by path,
+/// subprotocol or port, or the built-in `websocket` dissector when nothing claims them).
+final class WebSocketConnection {
+    unowned(unsafe) let session: Session
+    var streams: [WebSocketStream] = []
+    /// The protocol that decodes the messages, and its decoding parts.
+    var inner: ProtocolRuntime
+    var frames: SessionFrames
+    /// Binary payloads as a stream, per direction (protocols with a length rule).
+    var tunnel: [Deframer?] = [nil, nil]
+    var tunnelOffset: [UInt64] = [0, 0]
+
+    var request: HTTPHandshake?
+    /// Set once the server's 101 response was read: nil there means no compression.
+    var deflate: DeflateParameters?
+    var handshakeDone = false
+    /// RFC 6455 requires every client frame to be masked.
+    let expectMasking = true
+    /// Bytes of an HTTP exchange that was not an upgrade.
+    var passedOver: UInt64 = 0
+
+    /// Without a handshake (capture started later) RSV1 is taken as permessage-deflate.
+    var deflateAllowed: Bool { handshakeDone ? deflate != nil : true }
+
+    init(session: Session, inner: ProtocolRuntime, maxMessage: Int) {
+        self.session = session
+        self.inner = inner
+        frames = SessionFrames(runtime: inner, sink: session.manager.sink, decoded: session.manager.decoded,
+                               connection: session.connection)
+        streams = Direction.allCases.map { WebSocketStream(owner: self, direction: $0, maxMessage: maxMessage, mode: .head) }
+        makeTunnel()
+    }
+
+    func makeTunnel() {
+        guard inner.schema.webSocketStream else { tunnel = [nil, nil]; return }
+        tunnel = Direction.allCases.map {
+            Deframer(layout: inner.layout, direction: $0, consumer: frames, startsAtBoundary: true, knownID: inner.knownID($0))
+        }
+    }
+
+    /// The protocol changes at the handshake (path, subprotocol): messages go to it from then on.
+    func select(_ p: ProtocolRuntime) {
+        guard p !== inner else { return }
+        inner.connections -= 1
+        inner = p
+        p.connections += 1
+        session.proto = p
+        frames = SessionFrames(runtime: p, sink: session.manager.sink, decoded: session.manager.decoded,
+                               connection: session.connection)
+        session.frames = frames
+        makeTunnel()
+    }
+
+    // MARK: - From the streams
+
+    func head(_ h: HTTPHandshake, _ d: Direction, packet: PacketRef) {
+        var h = h
+        let m = session.manager
+        if d == .c2s {
+            request = h
+            guard h.isWebSocketUpgrade else { return ignore() }
+            if let p = m.webSocketProtocol(path: h.path, subprotocols: h.list("Sec-WebSocket-Protocol"),
+                                           port: session.connection.server.port) {
+                select(p)
+            }
+        } else {
+            guard h.status == 101, request?.isWebSocketUpgrade ?? true else { return ignore() }
+            if let key = request?.header("Sec-WebSocket-Key"), let accept = h.header("Sec-WebSocket-Accept") {
+                h.acceptValid = HTTPHandshake.accept(forKey: key) == accept
+            }
+            deflate = DeflateParameters(extensions: h.list("Sec-WebSocket-Extensions"))
+            for s in streams { s.inflater.contextTakeover = deflate?.contextTakeover(s.dir) ?? true }
+            handshakeDone = true
+            if let chosen = h.header("Sec-WebSocket-Protocol"),
+               let p = m.webSocketProtocol(path: request?.path ?? "", subprotocols: [chosen], port: session.connection.server.port) {
+                select(p)
+            }
+            inner.webSocket.handshakes += 1
+        }
+        m.sink?.handshake(h, session.connection, inner, d, deflate: d == .s2c ? deflate : nil, packet: packet)
+    }
+
+    /// An HTTP exchange that is not a WebSocket: passed over quietly, both ways.
+    func ignore() {
+        for s in streams { s.mode = .ignored }
+        session.manager.httpPassedOver += 1
+    }
+
+    /// A gap or the end in direction `d`: the tunnelled stream has the same hole or end.
+    func streamGap(_ d: Direction, packet: PacketRef) {
+        guard let t = tunnel[d.rawValue] else { return }
+        t.gap(offset: tunnelOffset[d.rawValue], length: 0, packet: packet)
+    }
+
+    func streamFinished(_ d: Direction, packet: PacketRef) {
+        tunnel[d.rawValue]?.finish(packet: packet)
+    }
+
+    func malformed(_ d: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef) {
+        frames.malformed(d, offset: offset, length: length, reason: reason, packet: packet)
+    }
+
+    /// One whole message (or control frame) of direction `d`.
+    func message(_ info: WebSocketInfo, _ payload: UnsafeRawBufferPointer, _ d: Direction,
+                 offset: UInt64, first: PacketRef, last: PacketRef) {
+        var info = info
+        let counters = inner.webSocket
+        counters.opcodes[Int(info.opcode.rawValue & 0x0f)] += 1
+        if info.compressed {
+            counters.compressed += 1
+            counters.compressedBytes += info.wireLength
+            counters.inflatedBytes += UInt64(payload.count)
+        }
+        if info.opcode == .text && !info.violations.contains(where: Self.undecodable) && !UTF8Check.isValid(payload) {
+            info.violations.append(.invalidUTF8)
+        }
+        if !info.violations.isEmpty { counters.violations += 1 }
+        let f = Frame(bytes: payload, offset: offset, firstPacket: first, lastPacket: last, coalesced: 1)
+        // What kind of message decides the decoder: control frames and undecodable payloads are
+        // the WebSocket layer's own; text and binary go to the inner protocol.
+        if info.violations.contains(where: Self.undecodable) {
+            frames.deliver(f, d, decoder: nil, ws: info)
+        } else if info.opcode == .text {
+            frames.deliver(f, d, decoder: inner.textDecoder, ws: info)
+        } else if info.opcode == .binary || info.opcode == .continuation {
+            if let t = tunnel[d.rawValue] {
+                // A length-framed protocol inside binary messages: their payloads are its stream.
+                t.data(payload, offset: tunnelOffset[d.rawValue], packet: last)
+                tunnelOffset[d.rawValue] += UInt64(payload.count)
+            } else if payload.count < inner.layout.headerSize {
+                info.violations.append(.shorterThanHeader(payload.count, header: inner.layout.headerSize))
+                frames.deliver(f, d, decoder: nil, ws: info)
+            } else {
+                frames.deliver(f, d, decoder: inner.decoder, ws: info)
+            }
+        } else {
+            frames.deliver(f, d, decoder: nil, ws: info)
+        }
+    }
+
+    /// Payloads shown raw rather than decoded: not inflated, or cut.
+    static func undecodable(_ v: WebSocketViolation) -> Bool {
+        switch v {
+        case .inflateFailed, .inflatedTooLarge, .messageTooLarge, .unfinishedMessage, .continuationWithoutStart: return true
+        default: return false
+        }
+    }
+}
+
+/// Per protocol: what the WebSocket layer saw, for the summary.
+public final class WebSocketCounters {
+    public var opcodes = [UInt64](repeating: 0, count: 16)
+    public var handshakes: UInt64 = 0
+    public var compressed: UInt64 = 0
+    public var compressedBytes: UInt64 = 0
+    public var inflatedBytes: UInt64 = 0
+    public var violations: UInt64 = 0
+    public init() {}
+}

@@ -1,0 +1,515 @@
+/// One direction of a WebSocket connection: the HTTP head, then RFC 6455 frames, cut from the
+/// reassembled byte stream and put back together into messages (fragments joined, payloads
+/// unmasked, compressed messages inflated). Control frames between fragments come out at once.
+///
+/// It streams: a frame's header (at most 14 bytes) is the only thing ever held back from a
+/// segment; payload bytes go straight into the message being built, and an unmasked,
+/// unfragmented, uncompressed message that lies whole in one segment is handed on without a
+/// copy. Nothing is allocated beyond `maxMessage` whatever a length field announces.
+final class WebSocketStream: StreamLayer {
+    enum Mode {
+        /// Reading the HTTP request or response that opens the connection.
+        case head
+        case frames
+        /// Looking for a plausible frame header (after a gap, a bad header, or a mid-stream start).
+        case hunting
+        /// Not a WebSocket (an HTTP exchange that was not an upgrade): passed over.
+        case ignored
+    }
+
+    unowned(unsafe) let owner: WebSocketConnection
+    let dir: Direction
+    let maxMessage: Int
+    var mode: Mode
+    private(set) var started = false
+
+    // The HTTP head being read.
+    var head: [UInt8] = []
+    var headOffset: UInt64 = 0
+    var headPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
+
+    // The frame being read.
+    var headerBytes: [UInt8] = []
+    var headerOffset: UInt64 = 0
+    var headerPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
+    var inFrame = false
+    var frame = WebSocketFrameHeader(fin: true, rsv: 0, opcode: .binary, masked: false, length: 0, maskKey: 0,
+                                     headerSize: 2, nonMinimalLength: false)
+    var remaining: UInt64 = 0
+    var maskPhase = 0
+    var frameOffset: UInt64 = 0
+    var framePacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
+
+    /// The data message being built (its fragments so far).
+    struct Building {
+        var info: WebSocketInfo
+        var offset: UInt64
+        var firstPacket: PacketRef
+        var oversize = false
+    }
+    var building: Building?
+    var payload: [UInt8] = []
+    /// A control frame's payload (they may come between fragments).
+    var control: [UInt8] = []
+    var controlInfo = WebSocketInfo(opcode: .ping, fin: true, masked: false, compressed: false, frames: 1, wireLength: 0)
+    var controlOversize = false
+
+    /// Inflated payloads and this direction's compression context.
+    var inflated: [UInt8] = []
+    let inflater = Inflater()
+    var contextLost = false
+
+    // Hunting.
+    var hunt: [UInt8] = []
+    var huntOffset: UInt64 = 0
+    var huntPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
+    var skipped: (offset: UInt64, length: UInt64, packet: PacketRef)?
+
+    init(owner: WebSocketConnection, direction: Direction, maxMessage: Int, mode: Mode) {
+        self.owner = owner
+        self.dir = direction
+        self.maxMessage = maxMessage
+        self.mode = mode
+    }
+
+    // MARK: - StreamLayer
+
+    func start(atBoundary: Bool) {
+        guard !started else { return }
+        started = true
+        if !atBoundary && mode != .ignored { mode = .hunting }
+    }
+
+    func data(_ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+        started = true
+        var b = bytes
+        var off = offset
+        if mode == .head {
+            let used = readHead(b, offset: off, packet: packet)
+            b = UnsafeRawBufferPointer(rebasing: b[used...])
+            off += UInt64(used)
+            if b.isEmpty { return }
+        }
+        switch mode {
+        case .head: return
+        case .ignored: owner.passedOver += UInt64(b.count)
+        case .hunting:
+            appendForHunt(b, offset: off, packet: packet)
+            huntBoundary(final: false, packet: packet)
+        case .frames: frames(b, offset: off, packet: packet)
+        }
+    }
+
+    func gap(offset: UInt64, length: UInt64, packet: PacketRef) {
+        switch mode {
+        case .ignored: return
+        case .head:
+            // The head was cut: what we have is not a handshake we can read.
+            if !head.isEmpty {
+                owner.malformed(dir, offset: headOffset, length: UInt64(head.count), reason: .cutByGap(have: head.count, need: nil), packet: headPacket)
+                head.removeAll()
+            }
+        case .hunting: huntBoundary(final: true, packet: packet)
+        case .frames: break
+        }
+        flushSkipped()
+        cutMessage(packet: packet) { .cutByGap(have: $0, need: $1) }
+        owner.streamGap(dir, packet: packet)
+        // Back-references into the lost bytes cannot be resolved any more.
+        inflater.reset()
+        contextLost = owner.deflate != nil && owner.deflate!.contextTakeover(dir)
+        mode = .hunting
+    }
+
+    func finish(packet: PacketRef) {
+        switch mode {
+        case .head:
+            if !head.isEmpty {
+                owner.malformed(dir, offset: headOffset, length: UInt64(head.count),
+                                reason: .incompleteAtEnd(have: head.count, need: nil), packet: headPacket)
+            }
+        case .hunting: huntBoundary(final: true, packet: packet)
+        default: break
+        }
+        flushSkipped()
+        cutMessage(packet: packet) { .incompleteAtEnd(have: $0, need: $1) }
+        owner.streamFinished(dir, packet: packet)
+    }
+
+    /// A frame or message that will never complete: its bytes are reported as malformed.
+    func cutMessage(packet: PacketRef, _ reason: (_ have: Int, _ need: Int?) -> MalformedReason) {
+        var start: UInt64?
+        var startPacket = packet
+        var end: UInt64 = 0
+        var need: Int?
+        if let m = building { start = m.offset; startPacket = m.firstPacket }
+        if inFrame {
+            if start == nil { start = frameOffset; startPacket = framePacket }
+            end = frameOffset + UInt64(frame.headerSize) + (frame.length - remaining)
+            let total = UInt64(frame.headerSize) + frame.length
+            need = total <= UInt64(Int.max) ? Int(total) : nil
+        } else if !headerBytes.isEmpty {
+            if start == nil { start = headerOffset; startPacket = headerPacket }
+            end = headerOffset + UInt64(headerBytes.count)
+        } else if let m = building {
+            end = m.offset + m.info.wireLength  // approximate: the fragments' payloads
+        }
+        if let s = start, end > s {
+            owner.malformed(dir, offset: s, length: end - s, reason: reason(Int(clamping: end - s), need), packet: startPacket)
+        }
+        building = nil
+        inFrame = false
+        headerBytes.removeAll(keepingCapacity: true)
+        payload.removeAll(keepingCapacity: true)
+        control.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: - The HTTP head
+
+    /// Takes bytes of the head; returns how many of `b` it used.
+    func readHead(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) -> Int {
+        if head.isEmpty {
+            headOffset = offset
+            headPacket = packet
+            // The whole head in one segment (the usual case): no copy.
+            if case .complete(var h) = HTTPHandshake.parse(b, request: dir == .c2s) {
+                h.offset = offset
+                owner.head(h, dir, packet: packet)
+                return h.length
+            }
+        }
+        let before = head.count
+        let take = min(b.count, HTTPHandshake.maxLength - before)
+        head.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[0..<take]))
+        let parsed = head.withUnsafeBytes { HTTPHandshake.parse($0, request: dir == .c2s) }
+        switch parsed {
+        case .complete(var h):
+            h.offset = headOffset
+            head.removeAll()
+            owner.head(h, dir, packet: headPacket)
+            return h.length - before
+        case .needMoreData:
+            return take
+        case .notHTTP:
+            // Not a head after all: read the bytes as frames.
+            let bytes = head
+            head.removeAll()
+            mode = .hunting
+            bytes.withUnsafeBytes { appendForHunt(UnsafeRawBufferPointer(rebasing: $0[0..<before]), offset: headOffset, packet: headPacket) }
+            return 0
+        }
+    }
+
+    // MARK: - Frames: the common path
+
+    func frames(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+        var i = 0
+        while i < b.count {
+            if !inFrame {
+                if headerBytes.isEmpty {
+                    switch WebSocketFrameHeader.parse(b, at: i) {
+                    case .header(let h):
+                        // Fast path: a whole unmasked, unfragmented, uncompressed data message here.
+                        if !h.masked && h.fin && h.rsv == 0 && building == nil && h.opcode.rawValue & 0x0e != 0
+                            && h.opcode.rawValue <= 2 && UInt64(b.count - i - h.headerSize) >= h.length
+                            && h.length <= UInt64(maxMessage) && !(dir == .c2s && owner.expectMasking) {
+                            let s = i + h.headerSize
+                            let info = WebSocketInfo(opcode: h.opcode, fin: true, masked: false, compressed: false,
+                                                     frames: 1, wireLength: h.length,
+                                                     violations: h.nonMinimalLength ? [.nonMinimalLength] : [])
+                            owner.message(info, UnsafeRawBufferPointer(rebasing: b[s..<(s + Int(h.length))]), dir,
+                                          offset: offset + UInt64(i), first: packet, last: packet)
+                            i = s + Int(h.length)
+                            continue
+                        }
+                        begin(h, offset: offset + UInt64(i), packet: packet)
+                        i += h.headerSize
+                    case .needMoreData:
+                        headerOffset = offset + UInt64(i)
+                        headerPacket = packet
+                        headerBytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[i...]))
+                        return
+                    case .lengthTopBitSet:
+                        badHeader(offset: offset + UInt64(i), packet: packet)
+                        appendForHunt(UnsafeRawBufferPointer(rebasing: b[(i + 1)...]), offset: offset + UInt64(i + 1), packet: packet)
+                        huntBoundary(final: false, packet: packet)
+                        return
+                    }
+                } else {
+                    let before = headerBytes.count
+                    let take = min(WebSocketFrameHeader.maxSize - before, b.count - i)
+                    headerBytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[i..<(i + take)]))
+                    let parsed = headerBytes.withUnsafeBytes { WebSocketFrameHeader.parse($0, at: 0) }
+                    switch parsed {
+                    case .header(let h):
+                        headerBytes.removeAll(keepingCapacity: true)
+                        begin(h, offset: headerOffset, packet: headerPacket)
+                        i += h.headerSize - before
+                    case .needMoreData:
+                        i += take
+                    case .lengthTopBitSet:
+                        let rest = Array(headerBytes.dropFirst())
+                        let restOffset = headerOffset + 1
+                        badHeader(offset: headerOffset, packet: headerPacket)
+                        headerBytes.removeAll(keepingCapacity: true)
+                        rest.withUnsafeBytes { appendForHunt($0, offset: restOffset, packet: packet) }
+                        appendForHunt(UnsafeRawBufferPointer(rebasing: b[(i + take)...]), offset: offset + UInt64(i + take), packet: packet)
+                        huntBoundary(final: false, packet: packet)
+                        return
+                    }
+                }
+                if inFrame && remaining == 0 { endFrame(packet: packet) }
+                continue
+            }
+            let take = Int(min(UInt64(b.count - i), remaining))
+            consume(UnsafeRawBufferPointer(rebasing: b[i..<(i + take)]))
+            i += take
+            remaining -= UInt64(take)
+            if remaining == 0 { endFrame(packet: packet) }
+        }
+    }
+
+    /// A header no frame can have: its first byte is reported, and we hunt from the next.
+    func badHeader(offset: UInt64, packet: PacketRef) {
+        flushSkipped()
+        owner.malformed(dir, offset: offset, length: 1, reason: .webSocketLengthTopBit, packet: packet)
+        mode = .hunting
+    }
+
+    /// A frame header has been read: check it against the rules, then take its payload.
+    func begin(_ h: WebSocketFrameHeader, offset: UInt64, packet: PacketRef) {
+        frame = h
+        inFrame = true
+        remaining = h.length
+        maskPhase = 0
+        frameOffset = offset
+        framePacket = packet
+        var v: [WebSocketViolation] = []
+        if h.nonMinimalLength { v.append(.nonMinimalLength) }
+        if dir == .c2s && !h.masked && owner.expectMasking { v.append(.unmaskedClientFrame) }
+        if dir == .s2c && h.masked { v.append(.maskedServerFrame) }
+        let rsv1 = h.rsv & 0x40 != 0
+        let deflate = owner.deflateAllowed
+        if h.rsv & 0x30 != 0 || (rsv1 && !deflate) { v.append(.reservedBits(h.rsv)) }
+        if !h.opcode.isKnown { v.append(.reservedOpcode(h.opcode.rawValue)) }
+        if h.opcode.isControl {
+            if !h.fin { v.append(.fragmentedControlFrame) }
+            if h.length > 125 { v.append(.longControlFrame(h.length)) }
+            if rsv1 && deflate { v.append(.compressedControlOrContinuation) }
+            control.removeAll(keepingCapacity: true)
+            controlOversize = h.length > UInt64(maxMessage)
+            controlInfo = WebSocketInfo(opcode: h.opcode, fin: h.fin, masked: h.masked, compressed: false, frames: 1,
+                                        wireLength: h.length, violations: v)
+            return
+        }
+        if h.opcode == .continuation {
+            if rsv1 && deflate { v.append(.compressedControlOrContinuation) }
+            if building == nil {
+                v.append(.continuationWithoutStart)
+                building = Building(info: WebSocketInfo(opcode: .continuation, fin: h.fin, masked: h.masked, compressed: false,
+                                                        frames: 0, wireLength: 0), offset: offset, firstPacket: packet)
+                payload.removeAll(keepingCapacity: true)
+            }
+        } else {
+            if building != nil {
+                // The open message will never get its FIN: hand on what it had, flagged.
+                building!.info.violations.append(.unfinishedMessage)
+                building!.info.fin = false
+                deliver(last: packet)
+            }
+            building = Building(info: WebSocketInfo(opcode: h.opcode, fin: h.fin, masked: h.masked,
+                                                    compressed: rsv1 && deflate, frames: 0, wireLength: 0),
+                                offset: offset, firstPacket: packet)
+            payload.removeAll(keepingCapacity: true)
+        }
+        building!.info.violations += v
+        building!.info.frames += 1
+        building!.info.wireLength &+= h.length
+        if UInt64(payload.count) + h.length > UInt64(maxMessage) && !building!.oversize {
+            building!.oversize = true
+            building!.info.violations.append(.messageTooLarge(building!.info.wireLength, max: maxMessage))
+        }
+    }
+
+    /// Payload bytes of the current frame: unmasked into the message (or control) buffer.
+    @inline(__always)
+    func consume(_ b: UnsafeRawBufferPointer) {
+        if frame.opcode.isControl {
+            if controlOversize { return }
+            appendUnmasked(b, to: &control)
+        } else {
+            if building!.oversize { return }
+            appendUnmasked(b, to: &payload)
+        }
+    }
+
+    @inline(__always)
+    func appendUnmasked(_ b: UnsafeRawBufferPointer, to buf: inout [UInt8]) {
+        guard frame.masked else { buf.append(contentsOf: b); return }
+        let start = buf.count
+        buf.append(contentsOf: b)
+        let key = frame.maskKey
+        var phase = maskPhase
+        buf.withUnsafeMutableBytes { o in
+            var i = start
+            // Four bytes at a time once aligned to the key.
+            while phase != 0 && i < o.count {
+                o[i] ^= UInt8(truncatingIfNeeded: key >> (8 * UInt32(phase)))
+                phase = (phase + 1) & 3
+                i += 1
+            }
+            let k64 = UInt64(key) | UInt64(key) << 32
+            while i + 8 <= o.count {
+                let w = o.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                o.storeBytes(of: w ^ UInt64(littleEndian: k64), toByteOffset: i, as: UInt64.self)
+                i += 8
+            }
+            while i < o.count {
+                o[i] ^= UInt8(truncatingIfNeeded: key >> (8 * UInt32(phase)))
+                phase = (phase + 1) & 3
+                i += 1
+            }
+        }
+        maskPhase = phase
+    }
+
+    func endFrame(packet: PacketRef) {
+        inFrame = false
+        if frame.opcode.isControl {
+            let info = controlInfo
+            if controlOversize {
+                var i = info
+                i.violations.append(.messageTooLarge(frame.length, max: maxMessage))
+                control.removeAll(keepingCapacity: true)
+                control.withUnsafeBytes { owner.message(i, $0, dir, offset: frameOffset, first: framePacket, last: packet) }
+            } else {
+                control.withUnsafeBytes { owner.message(info, $0, dir, offset: frameOffset, first: framePacket, last: packet) }
+            }
+            return
+        }
+        if frame.fin {
+            building!.info.fin = true
+            deliver(last: packet)
+        }
+    }
+
+    /// Hands on the message in `building`: inflated and checked.
+    func deliver(last: PacketRef) {
+        guard var m = building else { return }
+        building = nil
+        if m.oversize {
+            payload.removeAll(keepingCapacity: true)
+            payload.withUnsafeBytes { owner.message(m.info, $0, dir, offset: m.offset, first: m.firstPacket, last: last) }
+            return
+        }
+        if m.info.compressed {
+            let r = payload.withUnsafeBytes { inflater.inflate($0, into: &inflated, cap: maxMessage) }
+            switch r {
+            case .ok:
+                contextLost = false
+                inflated.withUnsafeBytes { owner.message(m.info, $0, dir, offset: m.offset, first: m.firstPacket, last: last) }
+                return
+            case .tooLarge:
+                m.info.violations.append(.inflatedTooLarge(max: maxMessage))
+                inflated.removeAll(keepingCapacity: true)
+                contextLost = owner.deflate?.contextTakeover(dir) ?? true
+                inflated.withUnsafeBytes { owner.message(m.info, $0, dir, offset: m.offset, first: m.firstPacket, last: last) }
+                return
+            case .failed(let why):
+                if contextLost { m.info.violations.append(.compressionContextLost) }
+                m.info.violations.append(.inflateFailed(why))
+            }
+        }
+        payload.withUnsafeBytes { owner.message(m.info, $0, dir, offset: m.offset, first: m.firstPacket, last: last) }
+    }
+
+    // MARK: - Hunting: the rare path
+
+    func appendForHunt(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+        if hunt.isEmpty {
+            huntOffset = offset
+            huntPacket = packet
+        }
+        hunt.append(contentsOf: b)
+    }
+
+    /// Whether a header could start a frame of this direction.
+    func plausible(_ h: WebSocketFrameHeader) -> Bool {
+        guard h.opcode.isKnown, !h.nonMinimalLength, h.length <= UInt64(maxMessage) else { return false }
+        if h.rsv & 0x30 != 0 { return false }
+        if h.rsv & 0x40 != 0 && (!owner.deflateAllowed || h.opcode.isControl || h.opcode == .continuation) { return false }
+        if h.opcode.isControl && (!h.fin || h.length > 125) { return false }
+        if owner.expectMasking && h.masked != (dir == .c2s) { return false }
+        return true
+    }
+
+    enum Boundary { case found(Int), wait(Int), none }
+
+    func findBoundary(final: Bool) -> Boundary {
+        hunt.withUnsafeBytes { b -> Boundary in
+            var p = 0
+            while b.count - p >= 2 {
+                switch WebSocketFrameHeader.parse(b, at: p) {
+                case .needMoreData:
+                    return final ? .none : .wait(p)
+                case .lengthTopBitSet: break
+                case .header(let h):
+                    guard plausible(h) else { break }
+                    let end = UInt64(p + h.headerSize) + h.length
+                    if end == UInt64(b.count) { return .found(p) }
+                    if end > UInt64(b.count) {
+                        // The frame is still arriving: wait for it, up to a bound.
+                        return final || b.count > (1 << 20) ? .found(p) : .wait(p)
+                    }
+                    switch WebSocketFrameHeader.parse(b, at: Int(end)) {
+                    case .header(let next) where plausible(next): return .found(p)
+                    case .needMoreData: return final ? .found(p) : .wait(p)
+                    default: break
+                    }
+                }
+                p += 1
+            }
+            return .none
+        }
+    }
+
+    func huntBoundary(final: Bool, packet: PacketRef) {
+        while mode == .hunting && !hunt.isEmpty {
+            switch findBoundary(final: final) {
+            case .wait(let p):
+                if p > 0 { skip(p, packet: packet) }
+                return
+            case .none:
+                let excess = final ? hunt.count : hunt.count - 1
+                if excess > 0 { skip(excess, packet: packet) }
+                return
+            case .found(let p):
+                if p > 0 { skip(p, packet: packet) }
+                flushSkipped()
+                mode = .frames
+                let rest = hunt
+                let off = huntOffset
+                hunt.removeAll(keepingCapacity: true)
+                rest.withUnsafeBytes { frames($0, offset: off, packet: packet) }
+            }
+        }
+    }
+
+    func skip(_ n: Int, packet: PacketRef) {
+        if let s = skipped, s.offset + s.length == huntOffset {
+            skipped!.length += UInt64(n)
+        } else {
+            flushSkipped()
+            skipped = (huntOffset, UInt64(n), huntPacket)
+        }
+        hunt.removeFirst(n)
+        huntOffset += UInt64(n)
+        huntPacket = packet
+    }
+
+    func flushSkipped() {
+        guard let s = skipped else { return }
+        skipped = nil
+        owner.malformed(dir, offset: s.offset, length: s.length, reason: .skipped, packet: s.packet)
+    }
+}
