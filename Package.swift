@@ -46,7 +46,7 @@ let package = Package(
         .testTarget(
             name: "FramedumpCoreTests",
             // Depends on the executable so `swift test` builds it: the CLI tests run it.
-            dependencies: ["FramedumpCore", "framedump"],
+            dependencies: ["FramedumpCore", "framedump", "CZlib"],
             exclude: ["Fixtures", "Golden"]
         ),
     ],

@@ -22,6 +22,15 @@ from websockets.asyncio.server import serve
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TIMEOUT = 10
+# Every data message as the library sent it, per direction: written beside the capture
+# (NAME.messages.json) so tests can check the decoded payloads against the peers' own view.
+LOG = {"c2s": [], "s2c": []}
+
+
+async def send(ws, direction, msg):
+    LOG[direction].append({"opcode": "text" if isinstance(msg, str) else "binary",
+                           "payload": (msg.encode() if isinstance(msg, str) else msg).hex()})
+    await ws.send(msg)
 
 
 def app(app_id, text):
@@ -34,28 +43,28 @@ async def handler(ws):
         if isinstance(msg, str):
             body = json.loads(msg)
             if body.get("messageType") == "heartBeat":
-                await ws.send(json.dumps({"messageType": "heartBeatAck", "time": 1700000000 + len(msg)}))
+                await send(ws, "s2c", json.dumps({"messageType": "heartBeatAck", "time": 1700000000 + len(msg)}))
             else:
-                await ws.send(json.dumps({"messageType": "ack", "of": body.get("messageType"), "ok": True}))
+                await send(ws, "s2c", json.dumps({"messageType": "ack", "of": body.get("messageType"), "ok": True}))
         else:
             app_id = struct.unpack("<I", msg[:4])[0] if len(msg) >= 4 else 0
-            await ws.send(app(app_id + 1000, "ok: %d bytes" % len(msg)))
+            await send(ws, "s2c", app(app_id + 1000, "ok: %d bytes" % len(msg)))
 
 
 async def client(port, compression):
     async with connect("ws://127.0.0.1:%d/service" % port, compression=compression,
                        origin="http://localhost", open_timeout=TIMEOUT, max_size=None) as ws:
         for i in range(3):
-            await ws.send(json.dumps({"messageType": "heartBeat"}))
+            await send(ws, "c2s", json.dumps({"messageType": "heartBeat"}))
             await ws.recv()
-        await ws.send(app(7, "打开页面 open page /home"))
+        await send(ws, "c2s", app(7, "打开页面 open page /home"))
         await ws.recv()
-        await ws.send(json.dumps({"messageType": "openUrl", "url": "https://example.invalid/a?b=c", "tab": 2}))
+        await send(ws, "c2s", json.dumps({"messageType": "openUrl", "url": "https://example.invalid/a?b=c", "tab": 2}))
         await ws.recv()
         # 16-bit length (126..65535) and 64-bit length (> 65535).
-        await ws.send(app(8, "medium " + "m" * 3000))
+        await send(ws, "c2s", app(8, "medium " + "m" * 3000))
         await ws.recv()
-        await ws.send(app(9, "large " + "".join(chr(0x61 + (i * 7) % 26) for i in range(70000))))
+        await send(ws, "c2s", app(9, "large " + "".join(chr(0x61 + (i * 7) % 26) for i in range(70000))))
         await ws.recv()
 
         # A fragmented text message with a ping between its fragments.
@@ -64,10 +73,11 @@ async def client(port, compression):
             await ws.ping(b"mid-message")
             yield '"lines":["one","two",'
             yield '"three"]}'
+        LOG["c2s"].append({"opcode": "text", "payload": '{"messageType":"report","lines":["one","two","three"]}'.encode().hex()})
         await ws.send(fragments())
         await ws.recv()
         for i in range(2):
-            await ws.send(json.dumps({"messageType": "heartBeat"}))
+            await send(ws, "c2s", json.dumps({"messageType": "heartBeat"}))
             await ws.recv()
         await ws.close(code=1000, reason="bye")
 
@@ -100,8 +110,13 @@ def record(name):
                 raise SystemExit("tcpdump did not start: " + open(log).read())
             time.sleep(0.05)
         time.sleep(1.0)
+        LOG["c2s"].clear()
+        LOG["s2c"].clear()
         asyncio.run(scenario(port, compression))
         time.sleep(1.0)
+        with open(os.path.join(HERE, name + ".messages.json"), "w") as f:
+            json.dump(LOG, f, indent=1)
+            f.write("\n")
     finally:
         dump.terminate()
         dump.wait(TIMEOUT)

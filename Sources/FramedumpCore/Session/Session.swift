@@ -148,8 +148,8 @@ public final class SessionManager: StreamConsumer {
     let anyPort: [ProtocolRuntime]
     public var sink: MessageSink?
     let decoded = DecodedMessage()
-    public private(set) var undissectedConnections: UInt64 = 0
-    public private(set) var undissectedBytes: UInt64 = 0
+    public internal(set) var undissectedConnections: UInt64 = 0
+    public internal(set) var undissectedBytes: UInt64 = 0
 
     /// WebSocket messages no dissector claims: shown by opcode, as text or hex.
     let webSocketDefault: ProtocolRuntime
@@ -158,6 +158,8 @@ public final class SessionManager: StreamConsumer {
     public var maxWebSocketMessage = 16 << 20
     /// Connections that began as HTTP and were not upgraded to WebSocket (passed over).
     public internal(set) var httpPassedOver: UInt64 = 0
+    /// permessage-deflate's output block, shared by every connection.
+    let inflateScratch = Inflater.Scratch()
 
     public init(protocols: [ProtocolSchema], sink: MessageSink?) {
         var runtimes = protocols.map(ProtocolRuntime.init)
@@ -226,14 +228,27 @@ public final class SessionManager: StreamConsumer {
     /// Any-port protocols: the first one whose header fits the first bytes takes the connection.
     func detect(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64) {
         // An HTTP request may be a WebSocket handshake, on any port: the handshake decides.
-        if d == .c2s && offset == 0 && HTTPHandshake.looksLikeHTTP(bytes, request: true) && bytes.count >= 4 {
+        if d == .c2s && offset == 0 && HTTPHandshake.looksLikeHTTP(bytes, request: true) {
             s.attachWebSocket(webSocketDefault)
+            // Not a request after all (a first segment of "G"...): no WebSocket to hunt for.
+            s.webSocket?.detected = true
             return
         }
         for p in anyPort where p.recognises(bytes, d) {
             s.attach(p)
             return
         }
+        s.undissected = true
+        undissectedConnections += 1
+    }
+
+    /// A connection taken as a possible WebSocket whose first bytes were no HTTP request.
+    func notHTTP(_ s: Session) {
+        s.proto?.connections -= 1
+        s.proto = nil
+        s.layers = [nil, nil]
+        s.frames = nil
+        s.webSocket = nil
         s.undissected = true
         undissectedConnections += 1
     }

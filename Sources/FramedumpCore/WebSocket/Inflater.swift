@@ -16,12 +16,25 @@ final class Inflater {
     /// Keep the window between messages.
     var contextTakeover = true
 
-    init() {
+    /// Where zlib writes before the bytes are appended to the message: one block for the whole
+    /// run (`Scratch`), so a connection costs only zlib's own state.
+    static let scratchSize = 64 * 1024
+    private let shared: Scratch
+    private var scratch: UnsafeMutablePointer<UInt8> { shared.bytes }
+
+    init(scratch: Scratch) {
+        shared = scratch
         // A 15-bit window reads data written with any smaller window as well.
         ready = inflateInit2_(&stream, -15, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK
     }
 
     deinit { if ready { inflateEnd(&stream) } }
+
+    /// The shared output block (the pipeline runs on one thread).
+    final class Scratch {
+        let bytes = UnsafeMutablePointer<UInt8>.allocate(capacity: Inflater.scratchSize)
+        deinit { bytes.deallocate() }
+    }
 
     func reset() { if ready { inflateReset(&stream) } }
 
@@ -44,21 +57,16 @@ final class Inflater {
         stream.next_in = UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: UInt8.self))
         stream.avail_in = UInt32(input.count)
         defer { stream.next_in = nil; stream.avail_in = 0 }
-        var chunk = 16 * 1024
         while true {
             if out.count >= cap { return .tooLarge }
-            let room = min(chunk, cap - out.count)
-            let before = out.count
+            let room = min(Self.scratchSize, cap - out.count)
             let inBefore = stream.avail_in
-            out.append(contentsOf: repeatElement(0, count: room))
-            var code: Int32 = Z_OK
-            out.withUnsafeMutableBytes { o in
-                stream.next_out = o.baseAddress!.assumingMemoryBound(to: UInt8.self) + before
-                stream.avail_out = UInt32(room)
-                code = CZlib.inflate(&stream, Z_SYNC_FLUSH)
-            }
+            stream.next_out = scratch
+            stream.avail_out = UInt32(room)
+            let code = CZlib.inflate(&stream, Z_SYNC_FLUSH)
             let produced = room - Int(stream.avail_out)
-            out.removeLast(room - produced)
+            // A copy out of the scratch block: the message buffer grows by what was produced only.
+            out.append(contentsOf: UnsafeBufferPointer(start: scratch, count: produced))
             stream.next_out = nil
             switch code {
             case Z_OK, Z_BUF_ERROR:
@@ -75,7 +83,6 @@ final class Inflater {
             }
             // Done when the input is used up and zlib had room to spare (nothing held back).
             if stream.avail_in == 0 && stream.avail_out > 0 { return .ok }
-            chunk = min(chunk * 2, 1 << 20)
         }
     }
 }

@@ -17,8 +17,9 @@ final class WebSocketConnection {
     var handshakeDone = false
     /// RFC 6455 requires every client frame to be masked.
     let expectMasking = true
-    /// Bytes of an HTTP exchange that was not an upgrade.
-    var passedOver: UInt64 = 0
+    /// Taken by its first bytes looking like an HTTP request (no dissector named its port): if
+    /// they are not a request after all, the connection is not a WebSocket.
+    var detected = false
 
     /// Without a handshake (capture started later) RSV1 is taken as permessage-deflate.
     var deflateAllowed: Bool { handshakeDone ? deflate != nil : true }
@@ -70,7 +71,7 @@ final class WebSocketConnection {
                 h.acceptValid = HTTPHandshake.accept(forKey: key) == accept
             }
             deflate = DeflateParameters(extensions: h.list("Sec-WebSocket-Extensions"))
-            for s in streams { s.inflater.contextTakeover = deflate?.contextTakeover(s.dir) ?? true }
+            for s in streams where s.inflaterMade { s.inflater.contextTakeover = deflate?.contextTakeover(s.dir) ?? true }
             handshakeDone = true
             if let chosen = h.header("Sec-WebSocket-Protocol"),
                let p = m.webSocketProtocol(path: request?.path ?? "", subprotocols: [chosen], port: session.connection.server.port) {
@@ -85,6 +86,15 @@ final class WebSocketConnection {
     func ignore() {
         for s in streams { s.mode = .ignored }
         session.manager.httpPassedOver += 1
+    }
+
+    /// The client's first bytes were not an HTTP request: without a dissector for the port this
+    /// is not a WebSocket, and its bytes count as undissected.
+    func notARequest() -> Bool {
+        guard detected else { return false }
+        for s in streams { s.mode = .ignored }
+        session.manager.notHTTP(session)
+        return true
     }
 
     /// A gap or the end in direction `d`: the tunnelled stream has the same hole or end.

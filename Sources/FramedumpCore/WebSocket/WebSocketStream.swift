@@ -56,7 +56,12 @@ final class WebSocketStream: StreamLayer {
 
     /// Inflated payloads and this direction's compression context.
     var inflated: [UInt8] = []
-    let inflater = Inflater()
+    /// Made at the first compressed message (zlib's state and window are ~40 KiB).
+    lazy var inflater: Inflater = {
+        let i = Inflater(scratch: owner.session.manager.inflateScratch)
+        i.contextTakeover = owner.deflate?.contextTakeover(dir) ?? true
+        return i
+    }()
     var contextLost = false
 
     // Hunting.
@@ -92,7 +97,7 @@ final class WebSocketStream: StreamLayer {
         }
         switch mode {
         case .head: return
-        case .ignored: owner.passedOver += UInt64(b.count)
+        case .ignored: owner.session.manager.undissectedBytes += UInt64(b.count)
         case .hunting:
             appendForHunt(b, offset: off, packet: packet)
             huntBoundary(final: false, packet: packet)
@@ -116,10 +121,14 @@ final class WebSocketStream: StreamLayer {
         cutMessage(packet: packet) { .cutByGap(have: $0, need: $1) }
         owner.streamGap(dir, packet: packet)
         // Back-references into the lost bytes cannot be resolved any more.
-        inflater.reset()
+        resetInflater()
         contextLost = owner.deflate != nil && owner.deflate!.contextTakeover(dir)
         mode = .hunting
     }
+
+    var inflaterMade = false
+
+    func resetInflater() { if inflaterMade { inflater.reset() } }
 
     func finish(packet: PacketRef) {
         switch mode {
@@ -174,6 +183,7 @@ final class WebSocketStream: StreamLayer {
             // The whole head in one segment (the usual case): no copy.
             if case .complete(var h) = HTTPHandshake.parse(b, request: dir == .c2s) {
                 h.offset = offset
+                mode = .frames  // unless the head says this is no WebSocket
                 owner.head(h, dir, packet: packet)
                 return h.length
             }
@@ -186,14 +196,19 @@ final class WebSocketStream: StreamLayer {
         case .complete(var h):
             h.offset = headOffset
             head.removeAll()
+            mode = .frames
             owner.head(h, dir, packet: headPacket)
             return h.length - before
         case .needMoreData:
             return take
         case .notHTTP:
-            // Not a head after all: read the bytes as frames.
             let bytes = head
             head.removeAll()
+            if dir == .c2s && owner.notARequest() {
+                owner.session.manager.undissectedBytes += UInt64(before)
+                return 0
+            }
+            // Not a head after all: read the bytes as frames.
             mode = .hunting
             bytes.withUnsafeBytes { appendForHunt(UnsafeRawBufferPointer(rebasing: $0[0..<before]), offset: headOffset, packet: headPacket) }
             return 0
@@ -403,6 +418,7 @@ final class WebSocketStream: StreamLayer {
             return
         }
         if m.info.compressed {
+            inflaterMade = true
             let r = payload.withUnsafeBytes { inflater.inflate($0, into: &inflated, cap: maxMessage) }
             switch r {
             case .ok:
@@ -449,9 +465,16 @@ final class WebSocketStream: StreamLayer {
         hunt.withUnsafeBytes { b -> Boundary in
             var p = 0
             while b.count - p >= 2 {
+                // The first two bytes alone rule most positions out.
+                let b0 = b[p], b1 = b[p + 1]
+                let op = WebSocketOpcode(rawValue: b0 & 0x0f)
+                if !op.isKnown || b0 & 0x30 != 0 || (owner.expectMasking && (b1 & 0x80 != 0) != (dir == .c2s)) {
+                    p += 1
+                    continue
+                }
                 switch WebSocketFrameHeader.parse(b, at: p) {
                 case .needMoreData:
-                    return final ? .none : .wait(p)
+                    if !final { return .wait(p) }
                 case .lengthTopBitSet: break
                 case .header(let h):
                     guard plausible(h) else { break }
