@@ -5,7 +5,7 @@
 # RUNS runs.
 #
 # Usage: bench/run.sh [YARDSTICK_DIR]   (default: ../shared/bench beside the repository)
-#   RUNS=3 SIZES="100000 1000000 5000000" SKIP_TSHARK=1 bench/run.sh
+#   RUNS=3 SIZES="100000 1000000 5000000" WS_SIZES="200000 1000000" SKIP_TSHARK=1 bench/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 yard=${1:-../shared/bench}
@@ -44,5 +44,21 @@ for n in $sizes; do
   if [ "$n" = 1000000 ] && [ -z "${SKIP_TSHARK:-}" ]; then
     label="tshark + game.lua -V"; row tshark -r "$cap" -X "lua_script:$yard/game.lua" -V
     label="tshark + game.lua -T json"; row tshark -r "$cap" -X "lua_script:$yard/game.lua" -T json
+  fi
+done
+
+# WebSocket with permessage-deflate (the bridge dissector: JSON text, appId + text binary),
+# against tshark's own WebSocket dissector on the same file. bench/genws.py writes it.
+ws_sizes=${WS_SIZES:-"200000 1000000"}
+for n in $ws_sizes; do
+  cap="$out/ws-$n.pcap"
+  [ -f "$cap" ] || python3 bench/genws.py "$cap" "$n" >/dev/null
+  row() { read -r w m < <(measure "$@"); printf '| %s ws msgs | `%s` | %s s | %s MiB |\n' "$n" "$label" "$w" "$m"; }
+  label="framedump -q"; row "$bin" -r "$cap" -q
+  label="framedump (tree)"; row "$bin" -r "$cap"
+  label="framedump -T json"; row "$bin" -r "$cap" -T json
+  if [ "$n" = 200000 ] && [ -z "${SKIP_TSHARK:-}" ]; then
+    label="tshark -d tcp.port==8080,http -V"; row tshark -r "$cap" -d tcp.port==8080,http -V
+    label="tshark -d tcp.port==8080,http -T json"; row tshark -r "$cap" -d tcp.port==8080,http -T json
   fi
 done

@@ -21,8 +21,14 @@ final class WebSocketCollector: MessageSink {
     var byDirection: [[Message]] { [messages.filter { $0.dir == .c2s }, messages.filter { $0.dir == .s2c }] }
 
     func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {}
+    /// Messages of a protocol tunnelled as a stream inside binary messages: (direction, id).
+    var tunnelled: [(Direction, UInt64?, String)] = []
+
     func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
-        guard let ws = m.webSocket else { return }
+        guard let ws = m.webSocket else {
+            tunnelled.append((m.direction, m.id, p.schema.name))
+            return
+        }
         messages.append(Message(dir: m.direction, opcode: ws.opcode.rawValue, payload: Array(m.frame.bytes),
                                 frames: ws.frames, compressed: ws.compressed, violations: ws.violations,
                                 protocolName: p.schema.name))
@@ -121,18 +127,20 @@ enum WS {
         frame(opcode, payload, fin: fin, rsv: rsv, mask: key)
     }
 
-    static func request(path: String = "/service", extensions: String? = nil) -> [UInt8] {
+    static func request(path: String = "/service", extensions: String? = nil, protocols: String? = nil) -> [UInt8] {
         var s = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:12345\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
         if let extensions { s += "Sec-WebSocket-Extensions: \(extensions)\r\n" }
+        if let protocols { s += "Sec-WebSocket-Protocol: \(protocols)\r\n" }
         return Array((s + "\r\n").utf8)
     }
 
-    static func response(extensions: String? = nil) -> [UInt8] {
+    static func response(extensions: String? = nil, protocol chosen: String? = nil) -> [UInt8] {
         // The accept value of RFC 6455 §1.3's own example key.
         var s = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
         if let extensions { s += "Sec-WebSocket-Extensions: \(extensions)\r\n" }
+        if let chosen { s += "Sec-WebSocket-Protocol: \(chosen)\r\n" }
         return Array((s + "\r\n").utf8)
     }
 
@@ -476,6 +484,52 @@ final class WebSocketTests: XCTestCase {
                     XCTAssertLessThanOrEqual(h.headerSize, n)
                 }
             }
+        }
+    }
+
+    func loadDissector(_ text: String) throws -> [ProtocolSchema] {
+        let path = TestSupport.tempDir() + "/t.dissector"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return try DissectorLoader.loadFile(path)
+    }
+
+    /// A length-framed protocol inside binary messages: the payloads are joined into a stream,
+    /// so frames cut across messages, and several in one message, all come out.
+    func testLengthFramedProtocolTunnelledInBinaryMessages() throws {
+        let tun = try loadDissector("""
+            protocol tun {
+                websocket "/tun";
+                header { uint16 len; uint16 id; }
+                frame_length = len;
+                message_id = id;
+            }
+            Message A = 1 { Uint16 x = 1; }
+            Message B = 2 { Uint8 y = 1; }
+            """)
+        let stream: [UInt8] = [0, 6, 0, 1, 0, 7] + [0, 5, 0, 2, 9] + [0, 6, 0, 1, 0, 8] + [0, 5, 0, 2, 1]
+        let c2s = WS.request(path: "/tun") + WS.client(2, Array(stream[0..<3])) + WS.client(2, Array(stream[3..<14]))
+            + WS.client(2, Array(stream[14...]))
+        let (s, _) = StreamFeeder.run(c2s: c2s, s2c: WS.response(), protocols: tun)
+        XCTAssertEqual(s.tunnelled.map(\.1), [1, 2, 1, 2])
+        XCTAssertEqual(s.tunnelled.map(\.2), ["tun", "tun", "tun", "tun"])
+        XCTAssertTrue(s.malformed.isEmpty)
+    }
+
+    /// The handshake picks the dissector: by subprotocol, by path, else the built-in one.
+    func testHandshakeChoosesTheDissector() throws {
+        let chat = try loadDissector("""
+            protocol chat { websocket; subprotocol "chat.v2"; text json; }
+            protocol feed { websocket "/feed"; text text; }
+            """)
+        let text = WS.client(1, Array("{\"a\":1}".utf8))
+        let cases: [([UInt8], [UInt8], String)] = [
+            (WS.request(path: "/x", protocols: "chat.v1, chat.v2"), WS.response(protocol: "chat.v2"), "chat"),
+            (WS.request(path: "/feed"), WS.response(), "feed"),
+            (WS.request(path: "/other"), WS.response(), "websocket"),
+        ]
+        for (req, resp, name) in cases {
+            let (s, _) = StreamFeeder.run(c2s: req + text, s2c: resp, port: 9999, protocols: chat)
+            XCTAssertEqual(s.messages.map(\.protocolName), [name])
         }
     }
 }

@@ -122,8 +122,12 @@ public final class TreePrinter: MessageSink {
         k.write(ws.fin ? ", FIN" : ", no FIN")
         k.write(ws.masked ? ", masked" : ", unmasked")
         if ws.compressed {
-            k.write(", compressed "); k.decimal(ws.wireLength); k.write(" → "); k.decimal(UInt64(f.bytes.count))
-            k.write(" bytes")
+            k.write(", compressed "); k.decimal(ws.wireLength)
+            if ws.violations.contains(where: WebSocketConnection.undecodable) {
+                k.write(" bytes (not inflated)")
+            } else {
+                k.write(" → "); k.decimal(UInt64(f.bytes.count)); k.write(" bytes")
+            }
         }
         if ws.frames > 1 { k.write(", "); k.decimal(UInt64(ws.frames)); k.write(" frames") }
         if color { k.write("\u{1b}[0m") }

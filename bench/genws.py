@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Write a seeded synthetic pcap of WebSocket traffic with permessage-deflate, for the
+WebSocket row of bench/run.sh (the seed 003 bridge: JSON text heartbeats and
+[u32 LE appId][UTF-8] binary messages, both ways).
+
+Each connection opens with a real RFC 6455 handshake (key and accept computed), negotiates
+permessage-deflate with context takeover both ways, then exchanges messages compressed by
+zlib (raw DEFLATE, Z_SYNC_FLUSH, tail removed, RFC 7692 §7.2.1); client frames are masked.
+Frames are coalesced into and split across TCP segments (MSS 1448).
+
+Usage: genws.py OUT.pcap [MESSAGES] [CONNECTIONS]
+"""
+import base64, hashlib, json, random, struct, sys, zlib
+
+out = sys.argv[1]
+total = int(sys.argv[2]) if len(sys.argv) > 2 else 200_000
+nconn = int(sys.argv[3]) if len(sys.argv) > 3 else 32
+rng = random.Random(6455)
+MSS = 1448
+PORT = 8080
+SERVER = bytes([10, 0, 0, 1])
+WORDS = ["open page /home", "打开页面", "heartBeat", "scan", "pay 12.50", "share to friends", "ok", "retry"]
+
+
+def ws_frame(opcode, payload, mask, rsv1):
+    b0 = 0x80 | (0x40 if rsv1 else 0) | opcode
+    n = len(payload)
+    m = 0x80 if mask else 0
+    if n < 126:
+        head = struct.pack(">BB", b0, m | n)
+    elif n <= 0xFFFF:
+        head = struct.pack(">BBH", b0, m | 126, n)
+    else:
+        head = struct.pack(">BBQ", b0, m | 127, n)
+    if not mask:
+        return head + payload
+    key = bytes(rng.randrange(256) for _ in range(4))
+    return head + key + bytes(c ^ key[i & 3] for i, c in enumerate(payload))
+
+
+def eth_ip_tcp(src, dst, sport, dport, seq, ack, flags, payload):
+    tcp = struct.pack(">HHIIBBHHH", sport, dport, seq & 0xffffffff, ack & 0xffffffff, 5 << 4, flags, 65535, 0, 0)
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 40 + len(payload), 0, 0x4000, 64, 6, 0, src, dst)
+    return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + tcp + payload
+
+
+f = open(out, "wb")
+f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 262144, 1))
+ts = [1700000000, 0]
+
+
+def write(pkt):
+    ts[1] += 9
+    if ts[1] >= 1_000_000:
+        ts[0] += 1
+        ts[1] -= 1_000_000
+    f.write(struct.pack("<IIII", ts[0], ts[1], len(pkt), len(pkt)) + pkt)
+
+
+def send(c, d, data):
+    """One direction's bytes as segments of at most MSS."""
+    src, dst, sport, dport = (c["cli"], SERVER, c["cport"], PORT) if d == 0 else (SERVER, c["cli"], PORT, c["cport"])
+    for i in range(0, len(data), MSS):
+        chunk = data[i:i + MSS]
+        write(eth_ip_tcp(src, dst, sport, dport, c["seq"][d], c["seq"][1 - d], 0x18, chunk))
+        c["seq"][d] += len(chunk)
+
+
+conns = []
+for i in range(nconn):
+    cli = bytes([10, 0, 1 + i // 200, 2 + i % 200])
+    c = {"cli": cli, "cport": 40000 + i, "seq": [rng.randrange(1 << 32), rng.randrange(1 << 32)], "pend": [b"", b""],
+         "z": [zlib.compressobj(6, zlib.DEFLATED, -15), zlib.compressobj(6, zlib.DEFLATED, -15)]}
+    conns.append(c)
+    write(eth_ip_tcp(cli, SERVER, c["cport"], PORT, c["seq"][0], 0, 0x02, b""))
+    write(eth_ip_tcp(SERVER, cli, PORT, c["cport"], c["seq"][1], c["seq"][0] + 1, 0x12, b""))
+    c["seq"][0] += 1
+    c["seq"][1] += 1
+    key = base64.b64encode(bytes(rng.randrange(256) for _ in range(16))).decode()
+    accept = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+    send(c, 0, ("GET /service HTTP/1.1\r\nHost: 10.0.0.1:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n"
+                "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n" % (PORT, key)).encode())
+    send(c, 1, ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                "Sec-WebSocket-Accept: %s\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n" % accept).encode())
+
+
+def message(c, d):
+    kind = rng.randrange(4)
+    if kind == 0:
+        text = json.dumps({"messageType": "heartBeat" if d == 0 else "heartBeatAck", "seq": rng.randrange(1 << 31)})
+        opcode, payload = 1, text.encode()
+    elif kind == 1:
+        text = json.dumps({"messageType": "openUrl", "url": "https://example.invalid/p/%d" % rng.randrange(1000),
+                           "tab": rng.randrange(8), "note": rng.choice(WORDS)})
+        opcode, payload = 1, text.encode()
+    else:
+        opcode = 2
+        payload = struct.pack("<I", rng.randrange(1 << 32)) + " ".join(rng.choice(WORDS) for _ in range(rng.randrange(1, 12))).encode()
+    z = c["z"][d].compress(payload) + c["z"][d].flush(zlib.Z_SYNC_FLUSH)
+    return ws_frame(opcode, z[:-4], mask=(d == 0), rsv1=True)
+
+
+sent = 0
+while sent < total:
+    c = rng.choice(conns)
+    d = rng.randrange(2)
+    c["pend"][d] += message(c, d)
+    sent += 1
+    # Several messages per segment (sticky) or one message over several (split).
+    if len(c["pend"][d]) > rng.choice([60, 400, 1448, 3000]):
+        send(c, d, c["pend"][d])
+        c["pend"][d] = b""
+for c in conns:
+    for d in (0, 1):
+        if c["pend"][d]:
+            send(c, d, c["pend"][d])
+    write(eth_ip_tcp(c["cli"], SERVER, c["cport"], PORT, c["seq"][0], c["seq"][1], 0x11, b""))
+    write(eth_ip_tcp(SERVER, c["cli"], PORT, c["cport"], c["seq"][1], c["seq"][0] + 1, 0x11, b""))
+f.close()
+print("wrote %s: %d messages on %d connections" % (out, sent, nconn))
