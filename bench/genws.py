@@ -6,7 +6,8 @@ WebSocket row of bench/run.sh (the seed 003 bridge: JSON text heartbeats and
 Each connection opens with a real RFC 6455 handshake (key and accept computed), negotiates
 permessage-deflate with context takeover both ways, then exchanges messages compressed by
 zlib (raw DEFLATE, Z_SYNC_FLUSH, tail removed, RFC 7692 §7.2.1); client frames are masked.
-Frames are coalesced into and split across TCP segments (MSS 1448).
+Most segments carry one message, as real peers write them (the recorded samples show it);
+some carry several (sticky), and messages longer than the MSS (1448) are split.
 
 Usage: genws.py OUT.pcap [MESSAGES] [CONNECTIONS]
 """
@@ -107,8 +108,9 @@ while sent < total:
     d = rng.randrange(2)
     c["pend"][d] += message(c, d)
     sent += 1
-    # Several messages per segment (sticky) or one message over several (split).
-    if len(c["pend"][d]) > rng.choice([60, 400, 1448, 3000]):
+    # Real peers (see samples/) write each message as it is made: mostly one message per
+    # segment; now and then a few in one segment (sticky), and long ones split by the MSS.
+    if rng.random() < 0.85:
         send(c, d, c["pend"][d])
         c["pend"][d] = b""
 for c in conns:

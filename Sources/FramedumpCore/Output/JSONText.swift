@@ -55,6 +55,11 @@ public enum UTF8Check {
     public static func isValid(_ b: UnsafeRawBufferPointer) -> Bool {
         var i = 0
         while i < b.count {
+            // ASCII eight bytes at a time (most text on the wire).
+            while i + 8 <= b.count && b.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
+                i += 8
+            }
+            if i >= b.count { break }
             let l = sequenceLength(b, i)
             if l == 0 { return false }
             i += l

@@ -123,7 +123,7 @@ public final class TreePrinter: MessageSink {
         k.write(ws.masked ? ", masked" : ", unmasked")
         if ws.compressed {
             k.write(", compressed "); k.decimal(ws.wireLength)
-            if ws.violations.contains(where: WebSocketConnection.undecodable) {
+            if ws.undecodable {
                 k.write(" bytes (not inflated)")
             } else {
                 k.write(" → "); k.decimal(UInt64(f.bytes.count)); k.write(" bytes")

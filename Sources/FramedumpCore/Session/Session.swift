@@ -111,7 +111,7 @@ final class SessionFrames: FrameConsumer {
             m.direction = dir
             m.bodyOffset = 0
             let b = f.bytes
-            if ws.opcode == .close && b.count >= 2 && !ws.violations.contains(where: WebSocketConnection.undecodable) {
+            if ws.opcode == .close && b.count >= 2 && !ws.undecodable {
                 m.fields.append(DecodedField(name: .builtin(.code), value: .unsigned(UInt64(b.u16be(0)!)),
                                              offset: 0, width: 2, depth: 0))
                 m.fields.append(DecodedField(name: .builtin(.reason), value: .string, offset: 2,
@@ -123,8 +123,8 @@ final class SessionFrames: FrameConsumer {
         }
         m.webSocket = ws
         var ws = ws
-        if ws.opcode == .close && f.bytes.count == 1 { ws.violations.append(.closePayloadOneByte); m.webSocket = ws }
-        for v in ws.violations { m.warnings.append(.webSocket(v)) }
+        if ws.opcode == .close && f.bytes.count == 1 { ws.add(.closePayloadOneByte); m.webSocket = ws }
+        if ws.hasViolations { for v in ws.violations { m.warnings.append(.webSocket(v)) } }
         if isData {
             p.messageCounts[m.message ?? p.messageCounts.count - 1] += 1
             if m.message == nil, let id = m.id { p.unknownIDs[id, default: 0] += 1 }

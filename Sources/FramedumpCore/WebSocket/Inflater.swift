@@ -41,18 +41,18 @@ final class Inflater {
     private static let tail: [UInt8] = [0x00, 0x00, 0xff, 0xff]
 
     /// Inflates one message's payload into `out` (replacing its contents), never past `cap` bytes.
-    func inflate(_ input: UnsafeRawBufferPointer, into out: inout [UInt8], cap: Int) -> Result {
+    func inflate(_ input: UnsafeRawBufferPointer, into out: ByteBlock, cap: Int) -> Result {
         guard ready else { return .failed("zlib could not start") }
-        out.removeAll(keepingCapacity: true)
-        var result = run(input, into: &out, cap: cap)
-        if result == .ok {
-            result = Self.tail.withUnsafeBytes { run($0, into: &out, cap: cap) }
+        out.removeAll()
+        var result = run(input, into: out, cap: cap)
+        if case .ok = result {
+            result = Self.tail.withUnsafeBytes { run($0, into: out, cap: cap) }
         }
-        if !contextTakeover || result != .ok { reset() }
+        if case .ok = result, contextTakeover {} else { reset() }
         return result
     }
 
-    private func run(_ input: UnsafeRawBufferPointer, into out: inout [UInt8], cap: Int) -> Result {
+    private func run(_ input: UnsafeRawBufferPointer, into out: ByteBlock, cap: Int) -> Result {
         guard let base = input.baseAddress, !input.isEmpty else { return .ok }
         stream.next_in = UnsafeMutablePointer(mutating: base.assumingMemoryBound(to: UInt8.self))
         stream.avail_in = UInt32(input.count)
@@ -61,12 +61,15 @@ final class Inflater {
             if out.count >= cap { return .tooLarge }
             let room = min(Self.scratchSize, cap - out.count)
             let inBefore = stream.avail_in
-            stream.next_out = scratch
+            // Straight into the message block when it has room; through the scratch block otherwise,
+            // so the block grows by what was produced, not by what might be.
+            let direct = out.capacity - out.count >= room
+            let target = direct ? out.reserve(room).assumingMemoryBound(to: UInt8.self) : scratch
+            stream.next_out = target
             stream.avail_out = UInt32(room)
             let code = CZlib.inflate(&stream, Z_SYNC_FLUSH)
             let produced = room - Int(stream.avail_out)
-            // A copy out of the scratch block: the message buffer grows by what was produced only.
-            out.append(contentsOf: UnsafeBufferPointer(start: scratch, count: produced))
+            if direct { out.commit(produced) } else { out.append(UnsafeRawBufferPointer(start: scratch, count: produced)) }
             stream.next_out = nil
             switch code {
             case Z_OK, Z_BUF_ERROR:

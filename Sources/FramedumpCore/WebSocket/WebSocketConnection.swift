@@ -10,6 +10,10 @@ final class WebSocketConnection {
     /// Binary payloads as a stream, per direction (protocols with a length rule).
     var tunnel: [Deframer?] = [nil, nil]
     var tunnelOffset: [UInt64] = [0, 0]
+    var tunnelled = false
+    // The same two as plain references for the per-message path (kept alive by the two above).
+    unowned(unsafe) var fastInner: ProtocolRuntime
+    unowned(unsafe) var fastFrames: SessionFrames
 
     var request: HTTPHandshake?
     /// Set once the server's 101 response was read: nil there means no compression.
@@ -27,14 +31,18 @@ final class WebSocketConnection {
     init(session: Session, inner: ProtocolRuntime, maxMessage: Int) {
         self.session = session
         self.inner = inner
-        frames = SessionFrames(runtime: inner, sink: session.manager.sink, decoded: session.manager.decoded,
-                               connection: session.connection)
+        let f = SessionFrames(runtime: inner, sink: session.manager.sink, decoded: session.manager.decoded,
+                              connection: session.connection)
+        frames = f
+        fastInner = inner
+        fastFrames = f
         streams = Direction.allCases.map { WebSocketStream(owner: self, direction: $0, maxMessage: maxMessage, mode: .head) }
         makeTunnel()
     }
 
     func makeTunnel() {
-        guard inner.schema.webSocketStream else { tunnel = [nil, nil]; return }
+        tunnelled = inner.schema.webSocketStream
+        guard tunnelled else { tunnel = [nil, nil]; return }
         tunnel = Direction.allCases.map {
             Deframer(layout: inner.layout, direction: $0, consumer: frames, startsAtBoundary: true, knownID: inner.knownID($0))
         }
@@ -50,6 +58,8 @@ final class WebSocketConnection {
         frames = SessionFrames(runtime: p, sink: session.manager.sink, decoded: session.manager.decoded,
                                connection: session.connection)
         session.frames = frames
+        fastInner = p
+        fastFrames = frames
         makeTunnel()
     }
 
@@ -71,7 +81,7 @@ final class WebSocketConnection {
                 h.acceptValid = HTTPHandshake.accept(forKey: key) == accept
             }
             deflate = DeflateParameters(extensions: h.list("Sec-WebSocket-Extensions"))
-            for s in streams where s.inflaterMade { s.inflater.contextTakeover = deflate?.contextTakeover(s.dir) ?? true }
+            for s in streams { s.inflater?.contextTakeover = deflate?.contextTakeover(s.dir) ?? true }
             handshakeDone = true
             if let chosen = h.header("Sec-WebSocket-Protocol"),
                let p = m.webSocketProtocol(path: request?.path ?? "", subprotocols: [chosen], port: session.connection.server.port) {
@@ -115,56 +125,60 @@ final class WebSocketConnection {
     func message(_ info: WebSocketInfo, _ payload: UnsafeRawBufferPointer, _ d: Direction,
                  offset: UInt64, first: PacketRef, last: PacketRef) {
         var info = info
-        let counters = inner.webSocket
-        counters.opcodes[Int(info.opcode.rawValue & 0x0f)] += 1
-        if info.compressed {
-            counters.compressed += 1
-            counters.compressedBytes += info.wireLength
-            counters.inflatedBytes += UInt64(payload.count)
+        // Plain references for the per-message path (both are held strongly by `inner`/`frames`).
+        let p = fastInner
+        let out = fastFrames
+        if info.opcode == .text && !info.undecodable && !UTF8Check.isValid(payload) {
+            info.add(.invalidUTF8)
         }
-        if info.opcode == .text && !info.violations.contains(where: Self.undecodable) && !UTF8Check.isValid(payload) {
-            info.violations.append(.invalidUTF8)
-        }
-        if !info.violations.isEmpty { counters.violations += 1 }
+        p.webSocket.count(info, inflated: payload.count)
         let f = Frame(bytes: payload, offset: offset, firstPacket: first, lastPacket: last, coalesced: 1)
         // What kind of message decides the decoder: control frames and undecodable payloads are
         // the WebSocket layer's own; text and binary go to the inner protocol.
-        if info.violations.contains(where: Self.undecodable) {
-            frames.deliver(f, d, decoder: nil, ws: info)
+        if info.undecodable {
+            out.deliver(f, d, decoder: nil, ws: info)
         } else if info.opcode == .text {
-            frames.deliver(f, d, decoder: inner.textDecoder, ws: info)
+            out.deliver(f, d, decoder: p.textDecoder, ws: info)
         } else if info.opcode == .binary || info.opcode == .continuation {
-            if let t = tunnel[d.rawValue] {
+            if tunnelled, let t = tunnel[d.rawValue] {
                 // A length-framed protocol inside binary messages: their payloads are its stream.
                 t.data(payload, offset: tunnelOffset[d.rawValue], packet: last)
                 tunnelOffset[d.rawValue] += UInt64(payload.count)
-            } else if payload.count < inner.layout.headerSize {
-                info.violations.append(.shorterThanHeader(payload.count, header: inner.layout.headerSize))
-                frames.deliver(f, d, decoder: nil, ws: info)
+            } else if payload.count < p.layout.headerSize {
+                info.add(.shorterThanHeader(payload.count, header: p.layout.headerSize))
+                out.deliver(f, d, decoder: nil, ws: info)
             } else {
-                frames.deliver(f, d, decoder: inner.decoder, ws: info)
+                out.deliver(f, d, decoder: p.decoder, ws: info)
             }
         } else {
-            frames.deliver(f, d, decoder: nil, ws: info)
-        }
-    }
-
-    /// Payloads shown raw rather than decoded: not inflated, or cut.
-    static func undecodable(_ v: WebSocketViolation) -> Bool {
-        switch v {
-        case .inflateFailed, .inflatedTooLarge, .messageTooLarge, .unfinishedMessage, .continuationWithoutStart: return true
-        default: return false
+            out.deliver(f, d, decoder: nil, ws: info)
         }
     }
 }
 
 /// Per protocol: what the WebSocket layer saw, for the summary.
 public final class WebSocketCounters {
-    public var opcodes = [UInt64](repeating: 0, count: 16)
+    /// Messages per opcode (16 slots: a plain block, counted without copy-on-write checks).
+    let perOpcode = UnsafeMutablePointer<UInt64>.allocate(capacity: 16)
     public var handshakes: UInt64 = 0
     public var compressed: UInt64 = 0
     public var compressedBytes: UInt64 = 0
     public var inflatedBytes: UInt64 = 0
     public var violations: UInt64 = 0
-    public init() {}
+
+    public init() { perOpcode.initialize(repeating: 0, count: 16) }
+    deinit { perOpcode.deallocate() }
+
+    public var opcodes: [UInt64] { Array(UnsafeBufferPointer(start: perOpcode, count: 16)) }
+
+    @inline(__always)
+    func count(_ info: WebSocketInfo, inflated: Int) {
+        perOpcode[Int(info.opcode.rawValue & 0x0f)] += 1
+        if info.compressed {
+            compressed += 1
+            compressedBytes += info.wireLength
+            inflatedBytes += UInt64(inflated)
+        }
+        if info.hasViolations { violations += 1 }
+    }
 }

@@ -48,20 +48,16 @@ final class WebSocketStream: StreamLayer {
         var oversize = false
     }
     var building: Building?
-    var payload: [UInt8] = []
+    let payload = ByteBlock()
     /// A control frame's payload (they may come between fragments).
-    var control: [UInt8] = []
+    let control = ByteBlock(capacity: 128)
     var controlInfo = WebSocketInfo(opcode: .ping, fin: true, masked: false, compressed: false, frames: 1, wireLength: 0)
     var controlOversize = false
 
     /// Inflated payloads and this direction's compression context.
-    var inflated: [UInt8] = []
+    let inflated = ByteBlock()
     /// Made at the first compressed message (zlib's state and window are ~40 KiB).
-    lazy var inflater: Inflater = {
-        let i = Inflater(scratch: owner.session.manager.inflateScratch)
-        i.contextTakeover = owner.deflate?.contextTakeover(dir) ?? true
-        return i
-    }()
+    var inflater: Inflater?
     var contextLost = false
 
     // Hunting.
@@ -126,9 +122,7 @@ final class WebSocketStream: StreamLayer {
         mode = .hunting
     }
 
-    var inflaterMade = false
-
-    func resetInflater() { if inflaterMade { inflater.reset() } }
+    func resetInflater() { inflater?.reset() }
 
     func finish(packet: PacketRef) {
         switch mode {
@@ -169,8 +163,8 @@ final class WebSocketStream: StreamLayer {
         building = nil
         inFrame = false
         headerBytes.removeAll(keepingCapacity: true)
-        payload.removeAll(keepingCapacity: true)
-        control.removeAll(keepingCapacity: true)
+        payload.removeAll()
+        control.removeAll()
     }
 
     // MARK: - The HTTP head
@@ -229,9 +223,9 @@ final class WebSocketStream: StreamLayer {
                             && h.opcode.rawValue <= 2 && UInt64(b.count - i - h.headerSize) >= h.length
                             && h.length <= UInt64(maxMessage) && !(dir == .c2s && owner.expectMasking) {
                             let s = i + h.headerSize
-                            let info = WebSocketInfo(opcode: h.opcode, fin: true, masked: false, compressed: false,
-                                                     frames: 1, wireLength: h.length,
-                                                     violations: h.nonMinimalLength ? [.nonMinimalLength] : [])
+                            var info = WebSocketInfo(opcode: h.opcode, fin: true, masked: false, compressed: false,
+                                                     frames: 1, wireLength: h.length)
+                            if h.nonMinimalLength { info.add(.nonMinimalLength) }
                             owner.message(info, UnsafeRawBufferPointer(rebasing: b[s..<(s + Int(h.length))]), dir,
                                           offset: offset + UInt64(i), first: packet, last: packet)
                             i = s + Int(h.length)
@@ -299,50 +293,49 @@ final class WebSocketStream: StreamLayer {
         maskPhase = 0
         frameOffset = offset
         framePacket = packet
-        var v: [WebSocketViolation] = []
-        if h.nonMinimalLength { v.append(.nonMinimalLength) }
-        if dir == .c2s && !h.masked && owner.expectMasking { v.append(.unmaskedClientFrame) }
-        if dir == .s2c && h.masked { v.append(.maskedServerFrame) }
+        var v = WebSocketInfo(opcode: h.opcode, fin: h.fin, masked: h.masked, compressed: false, frames: 1, wireLength: h.length)
+        if h.nonMinimalLength { v.add(.nonMinimalLength) }
+        if dir == .c2s && !h.masked && owner.expectMasking { v.add(.unmaskedClientFrame) }
+        if dir == .s2c && h.masked { v.add(.maskedServerFrame) }
         let rsv1 = h.rsv & 0x40 != 0
         let deflate = owner.deflateAllowed
-        if h.rsv & 0x30 != 0 || (rsv1 && !deflate) { v.append(.reservedBits(h.rsv)) }
-        if !h.opcode.isKnown { v.append(.reservedOpcode(h.opcode.rawValue)) }
+        if h.rsv & 0x30 != 0 || (rsv1 && !deflate) { v.add(.reservedBits(h.rsv)) }
+        if !h.opcode.isKnown { v.add(.reservedOpcode(h.opcode.rawValue)) }
         if h.opcode.isControl {
-            if !h.fin { v.append(.fragmentedControlFrame) }
-            if h.length > 125 { v.append(.longControlFrame(h.length)) }
-            if rsv1 && deflate { v.append(.compressedControlOrContinuation) }
-            control.removeAll(keepingCapacity: true)
+            if !h.fin { v.add(.fragmentedControlFrame) }
+            if h.length > 125 { v.add(.longControlFrame(h.length)) }
+            if rsv1 && deflate { v.add(.compressedControlOrContinuation) }
+            control.removeAll()
             controlOversize = h.length > UInt64(maxMessage)
-            controlInfo = WebSocketInfo(opcode: h.opcode, fin: h.fin, masked: h.masked, compressed: false, frames: 1,
-                                        wireLength: h.length, violations: v)
+            controlInfo = v
             return
         }
         if h.opcode == .continuation {
-            if rsv1 && deflate { v.append(.compressedControlOrContinuation) }
+            if rsv1 && deflate { v.add(.compressedControlOrContinuation) }
             if building == nil {
-                v.append(.continuationWithoutStart)
+                v.add(.continuationWithoutStart)
                 building = Building(info: WebSocketInfo(opcode: .continuation, fin: h.fin, masked: h.masked, compressed: false,
                                                         frames: 0, wireLength: 0), offset: offset, firstPacket: packet)
-                payload.removeAll(keepingCapacity: true)
+                payload.removeAll()
             }
         } else {
             if building != nil {
                 // The open message will never get its FIN: hand on what it had, flagged.
-                building!.info.violations.append(.unfinishedMessage)
+                building!.info.add(.unfinishedMessage)
                 building!.info.fin = false
                 deliver(last: packet)
             }
             building = Building(info: WebSocketInfo(opcode: h.opcode, fin: h.fin, masked: h.masked,
                                                     compressed: rsv1 && deflate, frames: 0, wireLength: 0),
                                 offset: offset, firstPacket: packet)
-            payload.removeAll(keepingCapacity: true)
+            payload.removeAll()
         }
-        building!.info.violations += v
+        building!.info.merge(v)
         building!.info.frames += 1
         building!.info.wireLength &+= h.length
         if UInt64(payload.count) + h.length > UInt64(maxMessage) && !building!.oversize {
             building!.oversize = true
-            building!.info.violations.append(.messageTooLarge(building!.info.wireLength, max: maxMessage))
+            building!.info.add(.messageTooLarge(building!.info.wireLength, max: maxMessage))
         }
     }
 
@@ -351,40 +344,40 @@ final class WebSocketStream: StreamLayer {
     func consume(_ b: UnsafeRawBufferPointer) {
         if frame.opcode.isControl {
             if controlOversize { return }
-            appendUnmasked(b, to: &control)
+            appendUnmasked(b, to: control)
         } else {
             if building!.oversize { return }
-            appendUnmasked(b, to: &payload)
+            appendUnmasked(b, to: payload)
         }
     }
 
     @inline(__always)
-    func appendUnmasked(_ b: UnsafeRawBufferPointer, to buf: inout [UInt8]) {
-        guard frame.masked else { buf.append(contentsOf: b); return }
-        let start = buf.count
-        buf.append(contentsOf: b)
+    func appendUnmasked(_ b: UnsafeRawBufferPointer, to buf: ByteBlock) {
+        guard frame.masked, let src = b.baseAddress, !b.isEmpty else { buf.append(b); return }
+        let o = buf.reserve(b.count)
         let key = frame.maskKey
         var phase = maskPhase
-        buf.withUnsafeMutableBytes { o in
-            var i = start
-            // Four bytes at a time once aligned to the key.
-            while phase != 0 && i < o.count {
-                o[i] ^= UInt8(truncatingIfNeeded: key >> (8 * UInt32(phase)))
-                phase = (phase + 1) & 3
-                i += 1
-            }
-            let k64 = UInt64(key) | UInt64(key) << 32
-            while i + 8 <= o.count {
-                let w = o.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                o.storeBytes(of: w ^ UInt64(littleEndian: k64), toByteOffset: i, as: UInt64.self)
-                i += 8
-            }
-            while i < o.count {
-                o[i] ^= UInt8(truncatingIfNeeded: key >> (8 * UInt32(phase)))
-                phase = (phase + 1) & 3
-                i += 1
-            }
+        var i = 0
+        let n = b.count
+        // Byte by byte up to the key's start, then eight bytes at a time.
+        while phase != 0 && i < n {
+            o.storeBytes(of: src.load(fromByteOffset: i, as: UInt8.self) ^ UInt8(truncatingIfNeeded: key >> (8 * UInt32(phase))),
+                         toByteOffset: i, as: UInt8.self)
+            phase = (phase + 1) & 3
+            i += 1
         }
+        let k64 = UInt64(littleEndian: UInt64(key) | UInt64(key) << 32)
+        while i + 8 <= n {
+            o.storeBytes(of: src.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ k64, toByteOffset: i, as: UInt64.self)
+            i += 8
+        }
+        while i < n {
+            o.storeBytes(of: src.load(fromByteOffset: i, as: UInt8.self) ^ UInt8(truncatingIfNeeded: key >> (8 * UInt32(phase))),
+                         toByteOffset: i, as: UInt8.self)
+            phase = (phase + 1) & 3
+            i += 1
+        }
+        buf.commit(n)
         maskPhase = phase
     }
 
@@ -394,11 +387,11 @@ final class WebSocketStream: StreamLayer {
             let info = controlInfo
             if controlOversize {
                 var i = info
-                i.violations.append(.messageTooLarge(frame.length, max: maxMessage))
-                control.removeAll(keepingCapacity: true)
-                control.withUnsafeBytes { owner.message(i, $0, dir, offset: frameOffset, first: framePacket, last: packet) }
+                i.add(.messageTooLarge(frame.length, max: maxMessage))
+                control.removeAll()
+                owner.message(i, control.bytes, dir, offset: frameOffset, first: framePacket, last: packet)
             } else {
-                control.withUnsafeBytes { owner.message(info, $0, dir, offset: frameOffset, first: framePacket, last: packet) }
+                owner.message(info, control.bytes, dir, offset: frameOffset, first: framePacket, last: packet)
             }
             return
         }
@@ -412,31 +405,31 @@ final class WebSocketStream: StreamLayer {
     func deliver(last: PacketRef) {
         guard var m = building else { return }
         building = nil
-        if m.oversize {
-            payload.removeAll(keepingCapacity: true)
-            payload.withUnsafeBytes { owner.message(m.info, $0, dir, offset: m.offset, first: m.firstPacket, last: last) }
-            return
-        }
-        if m.info.compressed {
-            inflaterMade = true
-            let r = payload.withUnsafeBytes { inflater.inflate($0, into: &inflated, cap: maxMessage) }
-            switch r {
+        if m.oversize { payload.removeAll() }
+        if m.info.compressed && !m.oversize {
+            let i: Inflater
+            if let made = inflater { i = made } else {
+                i = Inflater(scratch: owner.session.manager.inflateScratch)
+                i.contextTakeover = owner.deflate?.contextTakeover(dir) ?? true
+                inflater = i
+            }
+            switch i.inflate(payload.bytes, into: inflated, cap: maxMessage) {
             case .ok:
                 contextLost = false
-                inflated.withUnsafeBytes { owner.message(m.info, $0, dir, offset: m.offset, first: m.firstPacket, last: last) }
+                owner.message(m.info, inflated.bytes, dir, offset: m.offset, first: m.firstPacket, last: last)
                 return
             case .tooLarge:
-                m.info.violations.append(.inflatedTooLarge(max: maxMessage))
-                inflated.removeAll(keepingCapacity: true)
+                m.info.add(.inflatedTooLarge(max: maxMessage))
+                inflated.removeAll()
                 contextLost = owner.deflate?.contextTakeover(dir) ?? true
-                inflated.withUnsafeBytes { owner.message(m.info, $0, dir, offset: m.offset, first: m.firstPacket, last: last) }
+                owner.message(m.info, inflated.bytes, dir, offset: m.offset, first: m.firstPacket, last: last)
                 return
             case .failed(let why):
-                if contextLost { m.info.violations.append(.compressionContextLost) }
-                m.info.violations.append(.inflateFailed(why))
+                if contextLost { m.info.add(.compressionContextLost) }
+                m.info.add(.inflateFailed(why))
             }
         }
-        payload.withUnsafeBytes { owner.message(m.info, $0, dir, offset: m.offset, first: m.firstPacket, last: last) }
+        owner.message(m.info, payload.bytes, dir, offset: m.offset, first: m.firstPacket, last: last)
     }
 
     // MARK: - Hunting: the rare path
