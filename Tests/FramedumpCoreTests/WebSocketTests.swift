@@ -532,4 +532,24 @@ final class WebSocketTests: XCTestCase {
             XCTAssertEqual(s.messages.map(\.protocolName), [name])
         }
     }
+
+    /// Mutants of a real stream and random bytes, through the fuzz entry: no trap, no hang.
+    func testMutatedStreamsNeverTrap() throws {
+        let (c2s, s2c) = try sampleStreams("websocket-deflate")
+        let frames = Array(c2s[298...]) + Array(s2c[303...])
+        var rng = SeededRandom(seed: 7692)
+        for round in 0..<400 {
+            var b = [UInt8(round & 7), UInt8.random(in: 0...255, using: &rng), UInt8.random(in: 1...64, using: &rng)]
+            if round % 4 == 0 {
+                b += (0..<Int.random(in: 0..<300, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            } else {
+                var m = frames
+                for _ in 0..<Int.random(in: 1...6, using: &rng) {
+                    m[Int.random(in: 0..<m.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+                }
+                b += m
+            }
+            b.withUnsafeBytes { FuzzWebSocket.connection($0); FuzzWebSocket.httpHead($0) }
+        }
+    }
 }
