@@ -133,6 +133,19 @@ struct Cursor {
         var i = 0
         let n = b.count
         while i < n {
+            // Eight plain ASCII bytes at a time: no high bit, no control, no `"` or `\`.
+            while i + 8 <= n {
+                let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+                let control = (w &- 0x2020_2020_2020_2020) & ~w
+                let quote = (w ^ 0x2222_2222_2222_2222) &- ones & ~(w ^ 0x2222_2222_2222_2222)
+                let slash = (w ^ 0x5c5c_5c5c_5c5c_5c5c) &- ones & ~(w ^ 0x5c5c_5c5c_5c5c_5c5c)
+                if (w | control | quote | slash) & highs != 0 { break }
+                UnsafeMutableRawPointer(p).storeBytes(of: w, as: UInt64.self)
+                p += 8
+                i += 8
+            }
+            guard i < n else { break }
             let c = b[i]
             if c >= 0x20 && c < 0x80 {
                 if c == 0x22 || c == 0x5c { byte(0x5c) }

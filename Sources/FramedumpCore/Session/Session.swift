@@ -55,6 +55,8 @@ final class Session {
 final class SessionFrames: FrameConsumer {
     let runtime: ProtocolRuntime
     let decoder: MessageDecoder
+    /// WebSocket text messages (the protocol's `text` rule); the binary decoder elsewhere.
+    let textDecoder: MessageDecoder
     let sink: MessageSink?
     let decoded: DecodedMessage
     /// Held until the session ends (which drops this object), so never a lasting cycle.
@@ -63,6 +65,7 @@ final class SessionFrames: FrameConsumer {
     init(runtime: ProtocolRuntime, sink: MessageSink?, decoded: DecodedMessage, connection: Connection) {
         self.runtime = runtime
         decoder = runtime.decoder
+        textDecoder = runtime.textDecoder ?? runtime.decoder
         self.sink = sink
         self.decoded = decoded
         self.connection = connection
@@ -87,50 +90,69 @@ final class SessionFrames: FrameConsumer {
         sink.message(decoded, connection, p)
     }
 
-    /// A WebSocket message: decoded by `decoder` (the inner protocol's binary or text rule), or,
-    /// without one, shown as the WebSocket layer's own (control frames, payloads that could not
-    /// be inflated or were cut).
-    func deliver(_ f: Frame, _ dir: Direction, decoder: MessageDecoder?, ws: WebSocketInfo) {
+    /// How a WebSocket message's payload is read.
+    enum WebSocketBody {
+        /// The protocol's header and body (binary messages).
+        case binary
+        /// The protocol's `text` rule.
+        case text
+        /// The WebSocket layer's own: control frames, payloads that could not be inflated or were cut.
+        case layer
+    }
+
+    /// A WebSocket message, decoded as `body` says, with the layer's info above it.
+    func deliver(_ f: Frame, _ dir: Direction, body: WebSocketBody, ws: WebSocketInfo) {
         let p = runtime
         p.bytes += UInt64(f.bytes.count)
         let isData = ws.opcode == .text || ws.opcode == .binary || ws.opcode == .continuation
         guard let sink else {
             guard isData else { return }
-            let id = decoder === p.decoder ? p.layout.messageID(f.bytes, at: 0) : nil
-            let mi = id.flatMap { p.decoder.program.message(dir, $0) }
+            let id = body == .binary ? p.layout.messageID(f.bytes, at: 0) : nil
+            let mi = id.flatMap { decoder.program.message(dir, $0) }
             p.messageCounts[mi ?? p.messageCounts.count - 1] += 1
             if mi == nil, let id { p.unknownIDs[id, default: 0] += 1 }
             return
         }
-        let m = decoded
-        if let decoder {
-            decoder.decode(f, dir, into: m)
-        } else {
-            m.reset()
-            m.frame = f
-            m.direction = dir
-            m.bodyOffset = 0
-            let b = f.bytes
-            if ws.opcode == .close && b.count >= 2 && !ws.undecodable {
-                m.fields.append(DecodedField(name: .builtin(.code), value: .unsigned(UInt64(b.u16be(0)!)),
-                                             offset: 0, width: 2, depth: 0))
-                m.fields.append(DecodedField(name: .builtin(.reason), value: .string, offset: 2,
-                                             width: Int32(b.count - 2), depth: 0))
-            } else if !b.isEmpty {
-                m.fields.append(DecodedField(name: .builtin(.payload), value: ws.opcode == .text ? .string : .bytes,
-                                             offset: 0, width: Int32(b.count), depth: 0))
-            }
+        switch body {
+        case .binary: decoder.decode(f, dir, into: decoded)
+        case .text: textDecoder.decode(f, dir, into: decoded)
+        case .layer: layerBody(f, dir, ws)
         }
-        m.webSocket = ws
-        var ws = ws
-        if ws.opcode == .close && f.bytes.count == 1 { ws.add(.closePayloadOneByte); m.webSocket = ws }
-        if ws.hasViolations { for v in ws.violations { m.warnings.append(.webSocket(v)) } }
+        decoded.webSocket = ws
+        if ws.hasViolations || (ws.opcode == .close && f.bytes.count == 1) { warnings(ws, f) }
         if isData {
-            p.messageCounts[m.message ?? p.messageCounts.count - 1] += 1
-            if m.message == nil, let id = m.id { p.unknownIDs[id, default: 0] += 1 }
+            p.messageCounts[decoded.message ?? p.messageCounts.count - 1] += 1
+            if decoded.message == nil, let id = decoded.id { p.unknownIDs[id, default: 0] += 1 }
         }
-        if !m.warnings.isEmpty { p.warnings += 1 }
-        sink.message(m, connection, p)
+        if !decoded.warnings.isEmpty { p.warnings += 1 }
+        sink.message(decoded, connection, p)
+    }
+
+    /// Control frames and undecodable payloads: the close code and reason, or the bytes.
+    func layerBody(_ f: Frame, _ dir: Direction, _ ws: WebSocketInfo) {
+        let m = decoded
+        m.reset()
+        m.frame = f
+        m.direction = dir
+        m.bodyOffset = 0
+        let b = f.bytes
+        if ws.opcode == .close && b.count >= 2 && !ws.undecodable {
+            m.fields.append(DecodedField(name: .builtin(.code), value: .unsigned(UInt64(b.u16be(0)!)),
+                                         offset: 0, width: 2, depth: 0))
+            m.fields.append(DecodedField(name: .builtin(.reason), value: .string, offset: 2,
+                                         width: Int32(b.count - 2), depth: 0))
+        } else if !b.isEmpty {
+            m.fields.append(DecodedField(name: .builtin(.payload), value: ws.opcode == .text ? .string : .bytes,
+                                         offset: 0, width: Int32(b.count), depth: 0))
+        }
+    }
+
+    /// The rare path: the layer's violations as warnings on the message.
+    func warnings(_ ws: WebSocketInfo, _ f: Frame) {
+        var ws = ws
+        if ws.opcode == .close && f.bytes.count == 1 { ws.add(.closePayloadOneByte) }
+        decoded.webSocket = ws
+        for v in ws.violations { decoded.warnings.append(.webSocket(v)) }
     }
 
     func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef) {

@@ -126,8 +126,8 @@ final class WebSocketConnection {
                  offset: UInt64, first: PacketRef, last: PacketRef) {
         var info = info
         // Plain references for the per-message path (both are held strongly by `inner`/`frames`).
-        let p = fastInner
-        let out = fastFrames
+        unowned(unsafe) let p = fastInner
+        unowned(unsafe) let out = fastFrames
         if info.opcode == .text && !info.undecodable && !UTF8Check.isValid(payload) {
             info.add(.invalidUTF8)
         }
@@ -136,9 +136,9 @@ final class WebSocketConnection {
         // What kind of message decides the decoder: control frames and undecodable payloads are
         // the WebSocket layer's own; text and binary go to the inner protocol.
         if info.undecodable {
-            out.deliver(f, d, decoder: nil, ws: info)
+            out.deliver(f, d, body: .layer, ws: info)
         } else if info.opcode == .text {
-            out.deliver(f, d, decoder: p.textDecoder, ws: info)
+            out.deliver(f, d, body: .text, ws: info)
         } else if info.opcode == .binary || info.opcode == .continuation {
             if tunnelled, let t = tunnel[d.rawValue] {
                 // A length-framed protocol inside binary messages: their payloads are its stream.
@@ -146,12 +146,12 @@ final class WebSocketConnection {
                 tunnelOffset[d.rawValue] += UInt64(payload.count)
             } else if payload.count < p.layout.headerSize {
                 info.add(.shorterThanHeader(payload.count, header: p.layout.headerSize))
-                out.deliver(f, d, decoder: nil, ws: info)
+                out.deliver(f, d, body: .layer, ws: info)
             } else {
-                out.deliver(f, d, decoder: p.decoder, ws: info)
+                out.deliver(f, d, body: .binary, ws: info)
             }
         } else {
-            out.deliver(f, d, decoder: nil, ws: info)
+            out.deliver(f, d, body: .layer, ws: info)
         }
     }
 }
