@@ -30,6 +30,9 @@ final class ByteBlock {
     func commit(_ n: Int) { count += n }
 
     @inline(__always)
+    func removeLast(_ n: Int) { count -= min(n, count) }
+
+    @inline(__always)
     func append(_ b: UnsafeRawBufferPointer) {
         guard let src = b.baseAddress, !b.isEmpty else { return }
         reserve(b.count).copyMemory(from: src, byteCount: b.count)

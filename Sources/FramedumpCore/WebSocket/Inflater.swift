@@ -38,14 +38,16 @@ final class Inflater {
 
     func reset() { if ready { inflateReset(&stream) } }
 
-    private static let tail: [UInt8] = [0x00, 0x00, 0xff, 0xff]
+    static let tail: [UInt8] = [0x00, 0x00, 0xff, 0xff]
+    /// The caller appended `tail` to the input itself (one pass through zlib instead of two).
+    var tailIncluded = false
 
     /// Inflates one message's payload into `out` (replacing its contents), never past `cap` bytes.
     func inflate(_ input: UnsafeRawBufferPointer, into out: ByteBlock, cap: Int) -> Result {
         guard ready else { return .failed("zlib could not start") }
         out.removeAll()
         var result = run(input, into: out, cap: cap)
-        if case .ok = result {
+        if case .ok = result, !tailIncluded {
             result = Self.tail.withUnsafeBytes { run($0, into: out, cap: cap) }
         }
         if case .ok = result, contextTakeover {} else { reset() }

@@ -413,7 +413,12 @@ final class WebSocketStream: StreamLayer {
                 i.contextTakeover = owner.deflate?.contextTakeover(dir) ?? true
                 inflater = i
             }
-            switch i.inflate(payload.bytes, into: inflated, cap: maxMessage) {
+            // The 4 bytes the sender removed (RFC 7692 §7.2.2), then one pass through zlib.
+            Inflater.tail.withUnsafeBytes { payload.append($0) }
+            i.tailIncluded = true
+            let r = i.inflate(payload.bytes, into: inflated, cap: maxMessage)
+            payload.removeLast(4)
+            switch r {
             case .ok:
                 contextLost = false
                 owner.message(m.info, inflated.bytes, dir, offset: m.offset, first: m.firstPacket, last: last)
