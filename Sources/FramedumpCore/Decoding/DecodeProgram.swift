@@ -64,8 +64,12 @@ final class DecodeProgram {
         ranges = .allocate(capacity: max(1, r.count))
         _ = ranges.initialize(from: r)
         byID = s.byID
-        small = Direction.allCases.map { d in
-            let t = UnsafeMutableBufferPointer<Int32>.allocate(capacity: 65536)
+        // Ids below 65536 by direct index, the table only as long as the largest such id needs
+        // (a protocol with no ids costs one slot, not 256 KiB).
+        let largest = Direction.allCases.flatMap { (s.byID[$0] ?? [:]).keys.filter { $0 < 65536 } }.max() ?? 0
+        smallCount = Int(largest) + 1
+        small = Direction.allCases.map { [smallCount] d in
+            let t = UnsafeMutableBufferPointer<Int32>.allocate(capacity: smallCount)
             t.initialize(repeating: -1)
             for (id, mi) in s.byID[d] ?? [:] where id < 65536 { t[Int(id)] = Int32(mi) }
             return t
@@ -75,14 +79,16 @@ final class DecodeProgram {
     /// Message index by id for ids below 65536 (-1: none), one table per direction;
     /// larger ids fall back to the schema's dictionary.
     let small: [UnsafeMutableBufferPointer<Int32>]
+    let smallCount: Int
     let byID: [Direction: [UInt64: Int]]
 
     @inline(__always)
     func message(_ d: Direction, _ id: UInt64) -> Int? {
-        if id < 65536 {
+        if id < UInt64(smallCount) {
             let v = small[d.rawValue][Int(id)]
             return v < 0 ? nil : Int(v)
         }
+        if id < 65536 { return nil }
         return byID[d]?[id]
     }
 

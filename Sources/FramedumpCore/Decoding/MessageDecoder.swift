@@ -5,6 +5,8 @@ public final class MessageDecoder {
     let program: DecodeProgram
     static let maxDepth = 32
     static let maxArray: UInt64 = 1 << 20
+    /// Fields one message may produce (each is 24 bytes of memory): nested arrays multiply.
+    static let maxFields = 1 << 20
 
     public init(schema: ProtocolSchema) {
         self.schema = schema
@@ -107,8 +109,10 @@ public final class MessageDecoder {
             // Never trust a count beyond what the frame can hold.
             let minWidth = op.kind == .message || op.kind == .string || op.kind == .bytes ? 0 : Int(op.width)
             let room = UInt64(b.count - pos)
-            if count > Self.maxArray || (minWidth > 0 && count > room / UInt64(minWidth)) {
+            if count > Self.maxArray || (minWidth > 0 && count > room / UInt64(minWidth))
+                || UInt64(m.fields.count) + count > UInt64(Self.maxFields) {
                 m.warnings.append(.arrayTooLong(field: fieldName(op), count: count))
+                pos = start  // the count itself is shown in the undecoded rest
                 return false
             }
             let headerIndex = m.fields.count
@@ -117,6 +121,12 @@ public final class MessageDecoder {
             var i: UInt64 = 0
             while i < count {
                 let before = pos
+                if m.fields.count >= Self.maxFields {
+                    m.warnings.append(.arrayTooLong(field: fieldName(op), count: count))
+                    m.fields[headerIndex].width = Int32(pos - start)
+                    m.fields[headerIndex].value = .array(count: Int32(i))
+                    return false
+                }
                 if !decodeValue(op, .element(Int32(i)), b, &pos, depth: depth + 1, into: m) {
                     m.fields[headerIndex].width = Int32(pos - start)
                     m.fields[headerIndex].value = .array(count: Int32(i))

@@ -248,7 +248,7 @@ public final class Deframer {
                 if p > 0 { skip(p, packet: packet) }
                 return
             case .none:
-                let excess = final ? buffer.count : buffer.count - (layout.headerSize - 1)
+                let excess = final ? buffer.count : buffer.count - max(layout.headerSize - 1, 0)
                 if excess > 0 { skip(excess, packet: packet) }
                 return
             case .found(let p):
@@ -297,6 +297,7 @@ public final class Deframer {
     /// Passes over `n` bytes at the front of the buffer. Consecutive skips are reported as
     /// one run (flushed before the next frame, gap or end), not once per segment.
     func skip(_ n: Int, packet: PacketRef) {
+        let n = min(n, buffer.count)
         if let s = skipped, s.offset + s.length == bufferOffset {
             skipped!.length += UInt64(n)
         } else {

@@ -130,7 +130,8 @@ public final class FrameLayout: @unchecked Sendable {
             if overflow { return .tooLong(Int64.max) }
             total = sum
         }
-        if total < Int64(headerSize) { return .tooShort(total) }
+        // Every frame takes at least one byte, so the deframer always moves on.
+        if total < Int64(headerSize) || total < 1 { return .tooShort(total) }
         if total > Int64(maxFrame) { return .tooLong(total) }
         return .ok(frameLength: Int(total))
     }

@@ -58,8 +58,17 @@ struct Resolver {
                 terms.append((nil, c, neg))
             }
         }
-        _ = lt
         s.length = LengthRule(terms: terms, countsWholeFrame: p.lengthWholeFrame)
+        // A length made of constants only is the same for every frame: it must leave room for
+        // the header, take at least one byte (or the deframer would never move), and fit max_frame.
+        if !terms.contains(where: { $0.field != nil }) {
+            let sum = terms.reduce(Int64(0)) { $0 &+ ($1.negative ? -$1.constant : $1.constant) }
+            let total = p.lengthWholeFrame ? sum : sum &+ Int64(s.headerSize)
+            let least = max(s.headerSize, 1)
+            guard total >= Int64(least) && total <= Int64(s.maxFrame) else {
+                throw err(lt, "the frame length is always \(total) bytes: it must be at least \(least) (the header, and one byte) and at most max_frame \(s.maxFrame)")
+            }
+        }
         return try resolveRest(p, s)
     }
 
@@ -82,6 +91,7 @@ struct Resolver {
         var enumsByName: [String: Int] = [:]
         for (i, e) in p.enums.enumerated() { enumsByName[e.name.lowercased()] = i }
 
+        var fieldTokens: [[Token]] = []
         for (mi, m) in p.messages.enumerated() {
             var fields: [FieldDef] = []
             for pf in m.fields {
@@ -101,6 +111,7 @@ struct Resolver {
             }
             s.messages.append(MessageDef(name: m.name, title: m.title, id: m.id, direction: m.direction,
                                          fields: fields, nameBytes: Array(m.name.utf8), line: m.line))
+            fieldTokens.append(m.fields.map(\.token))
             if let id = m.id {
                 for d in m.direction.map({ [$0] }) ?? Direction.allCases {
                     if let other = s.byID[d]?[id] {
@@ -108,6 +119,14 @@ struct Resolver {
                     }
                     s.byID[d]?[id] = mi
                 }
+            }
+        }
+        // An array whose elements can take no bytes would let a count from the packet make the
+        // decoder produce that many fields from nothing: refused here, so it cannot happen.
+        var widths = MinimumWidths(s)
+        for (mi, m) in s.messages.enumerated() {
+            for (fi, f) in m.fields.enumerated() where f.array != nil && widths.of(f.type) == 0 {
+                throw err(fieldTokens[mi][fi], "array '\(f.name)' of elements that can take no bytes (an empty message, Bytes(0), rest): its count could make fields out of nothing")
             }
         }
         return s
@@ -216,5 +235,51 @@ enum CommentLabels {
         close()
         // One number in a sentence is not a list of labels.
         return labels.count >= 2 ? labels : [:]
+    }
+}
+
+/// The fewest bytes each type takes on the wire (a cycle of messages counts as zero).
+struct MinimumWidths {
+    let schema: ProtocolSchema
+    var known: [Int: Int] = [:]
+    var visiting: Set<Int> = []
+
+    init(_ s: ProtocolSchema) { schema = s }
+
+    mutating func of(_ t: FieldType) -> Int {
+        switch t {
+        case .unsigned(let w, _), .signed(let w, _): return w
+        case .float32: return 4
+        case .float64: return 8
+        case .bool: return 1
+        case .enumeration(_, let b): return b.width
+        case .string(let r), .bytes(let r):
+            switch r {
+            case .prefixed(let w): return w
+            case .nulTerminated: return 1
+            case .rest: return 0
+            case .fixed(let n): return n
+            }
+        case .message(let mi): return message(mi)
+        }
+    }
+
+    mutating func message(_ mi: Int) -> Int {
+        if let w = known[mi] { return w }
+        guard !visiting.contains(mi) else { return 0 }
+        visiting.insert(mi)
+        var total = 0
+        for f in schema.messages[mi].fields {
+            let w = of(f.type)
+            switch f.array {
+            case nil: total += w
+            case .fixed(let n): total += n * w
+            case .prefixed(let pw): total += pw
+            case .field: break
+            }
+        }
+        visiting.remove(mi)
+        known[mi] = total
+        return total
     }
 }

@@ -1,0 +1,70 @@
+import Foundation
+import XCTest
+@testable import FramedumpCore
+
+/// Dissector files that used to hang or exhaust the tool (found by fuzzing the language and
+/// traffic together): each is now refused where it is written, or bounded while decoding.
+final class HardeningTests: XCTestCase {
+    func loadError(_ text: String, file: StaticString = #filePath, line: UInt = #line) -> String {
+        do {
+            _ = try DissectorLoader.parse(text: text, file: "t.dissector")
+            XCTFail("loaded", file: file, line: line)
+            return ""
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// `frame_length = 0` without a header made the deframer stand still forever; a constant
+    /// longer than max_frame trapped while hunting.
+    func testConstantFrameLengthsAreCheckedWhenLoaded() {
+        XCTAssertTrue(loadError("protocol z { port 8000; frame_length = 0; }").contains("t.dissector:1:25: error: the frame length is always 0 bytes"))
+        XCTAssertTrue(loadError("protocol z { port 8000; frame_length = 2000000; }").contains("at most max_frame 1048576"))
+        XCTAssertTrue(loadError("protocol z { header { uint32 a; } frame_length = 3; }").contains("at least 4"))
+        XCTAssertNoThrow(try DissectorLoader.parse(text: "protocol z { header { uint16 a; } body_length = 6; }", file: "t"))
+    }
+
+    /// Arrays of elements that take no bytes, with counts from the packet, made a 20-byte frame
+    /// allocate gigabytes.
+    func testArraysOfZeroWidthElementsAreRefused() {
+        let head = "protocol z { port 8000; header { uint32 length; uint16 id; } frame_length = length; message_id = id; }\n"
+        XCTAssertTrue(loadError(head + "Message Empty { }\nMessage Cs_1 { Empty[u32] e; }").contains(":3:16: error: array 'e' of elements that can take no bytes"))
+        XCTAssertTrue(loadError(head + "Message Empty { }\nMessage G { Empty[65536] e; }\nMessage Cs_1 { G[u16] g; }").contains("array 'e'"))
+        XCTAssertTrue(loadError(head + "Message Cs_1 { Uint8 n; Bytes(0)[n] z; }").contains("array 'z'"))
+        XCTAssertTrue(loadError(head + "Message Cs_1 { Uint8 n; String(rest)[n] z; }").contains("array 'z'"))
+        // Elements that always take a byte are fine, however they nest.
+        XCTAssertNoThrow(try DissectorLoader.parse(text: head + "Message P { Uint8 x; }\nMessage G { P[u8] p; }\nMessage Cs_1 { G[u16] g; }", file: "t"))
+    }
+
+    /// A rejected count prefix stays visible: its bytes start the undecoded rest.
+    func testRejectedCountIsShownInTheUndecodedRest() throws {
+        let schema = try DissectorLoader.parse(text: """
+            protocol z { port 8000; header { uint32 length; uint16 id; } frame_length = length; message_id = id; }
+            Message Cs_1 { Uint8 a; Uint32[u32] big; }
+            """, file: "t")[0]
+        let decoder = MessageDecoder(schema: schema)
+        let bytes: [UInt8] = [0, 0, 0, 15, 0, 1, 7, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4]
+        let m = DecodedMessage()
+        bytes.withUnsafeBytes { b in
+            decoder.decode(Frame(bytes: b, offset: 0, firstPacket: PacketRef(number: 1, ts: Timestamp(seconds: 0, nanos: 0)),
+                                 lastPacket: PacketRef(number: 1, ts: Timestamp(seconds: 0, nanos: 0)), coalesced: 1), .c2s, into: m)
+        }
+        XCTAssertEqual(m.warnings, [.arrayTooLong(field: "big", count: 0xffff_ffff)])
+        let undecoded = try XCTUnwrap(m.fields.first { if case .builtin(.undecoded) = $0.name { return true } else { return false } })
+        XCTAssertEqual(undecoded.offset, 7, "the count's own 4 bytes are part of the undecoded rest")
+        XCTAssertEqual(undecoded.width, 8)
+    }
+
+    /// 2,000 one-line protocols took about 1 GB before a packet was read (a 64 Ki-entry id table
+    /// per direction per protocol); the table is now as long as the largest id needs.
+    func testManyProtocolsStaySmall() throws {
+        let dir = TestSupport.tempDir()
+        let text = (0..<2000).map { "protocol p\($0) { header { uint8 l; } frame_length = l; }" }.joined(separator: "\n")
+        try text.write(toFile: dir + "/many.dissector", atomically: true, encoding: .utf8)
+        let r = try TestSupport.framedump(["-r", "samples/game.pcap", "-d", dir, "-q", "-v"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let line = try XCTUnwrap(r.stdout.split(separator: "\n").first { $0.hasPrefix("peak memory: ") })
+        let mib = Int(line.split(separator: " ")[2])!
+        XCTAssertLessThan(mib, 200, String(line))
+    }
+}
