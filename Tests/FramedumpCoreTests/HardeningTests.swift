@@ -67,4 +67,30 @@ final class HardeningTests: XCTestCase {
         let mib = Int(line.split(separator: " ")[2])!
         XCTAssertLessThan(mib, 200, String(line))
     }
+
+    func decodeJSON(_ body: String) throws -> DecodedMessage {
+        let schema = try DissectorLoader.loadFile(TestSupport.dissectors + "/svc.dissector")[0]
+        let decoder = MessageDecoder(schema: schema)
+        let b = Array(body.utf8)
+        let bytes: [UInt8] = [0, 0, 0, 1] + withUnsafeBytes(of: UInt32(b.count).bigEndian, Array.init) + b
+        let m = DecodedMessage()
+        let p = PacketRef(number: 1, ts: Timestamp(seconds: 0, nanos: 0))
+        bytes.withUnsafeBytes { decoder.decode(Frame(bytes: $0, offset: 0, firstPacket: p, lastPacket: p, coalesced: 1), .c2s, into: m) }
+        return m
+    }
+
+    /// Valid JSON nested past the limit is called what it is, not "not valid JSON".
+    func testDeepJSONIsSaidToBeTooDeep() throws {
+        let m = try decodeJSON(String(repeating: "[", count: 70) + String(repeating: "]", count: 70))
+        XCTAssertEqual(m.warnings, [.jsonTooDeep(limit: 64)])
+        XCTAssertEqual(m.fields.count, 1, "shown as text")
+        XCTAssertTrue(try decodeJSON(String(repeating: "[", count: 60) + String(repeating: "]", count: 60)).warnings.isEmpty)
+    }
+
+    /// A lone surrogate escape is not copied into NDJSON: the body is shown as (escaped) text.
+    func testLoneSurrogateIsNotCopiedIntoNDJSON() throws {
+        XCTAssertEqual(try decodeJSON(#"{"a":"\ud800"}"#).warnings, [.jsonLoneSurrogate(at: 14)])
+        XCTAssertEqual(try decodeJSON(#"{"a":"x\udc00"}"#).warnings.count, 1)
+        XCTAssertTrue(try decodeJSON(#"{"a":"\ud83d\ude00"}"#).warnings.isEmpty, "a pair is fine")
+    }
 }

@@ -65,6 +65,8 @@ public enum DecodeWarning: Sendable, Equatable {
     case arrayTooLong(field: String, count: UInt64)
     case nestingTooDeep
     case invalidJSON(at: Int)
+    case jsonTooDeep(limit: Int)
+    case jsonLoneSurrogate(at: Int)
     case invalidUTF8(field: String)
     case webSocket(WebSocketViolation)
 
@@ -76,6 +78,8 @@ public enum DecodeWarning: Sendable, Equatable {
         case .arrayTooLong(let f, let c): return "array '\(f)' announces \(c) elements, more than the frame can hold"
         case .nestingTooDeep: return "messages nested deeper than 32 levels"
         case .invalidJSON(let at): return "body is not valid JSON (at byte \(at)): shown as text"
+        case .jsonTooDeep(let l): return "JSON body nested deeper than \(l) levels: shown as text"
+        case .jsonLoneSurrogate(let at): return "JSON string with a lone surrogate escape (not Unicode text) at byte \(at): shown as text"
         case .invalidUTF8(let f): return "field '\(f)' is not valid UTF-8"
         case .webSocket(let v): return "websocket: " + v.text
         }

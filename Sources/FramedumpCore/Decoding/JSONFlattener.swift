@@ -6,6 +6,10 @@ struct JSONFlattener {
     let m: DecodedMessage
     var errorAt = 0
     let start: Int
+    /// Why the body was refused, when it is valid JSON all the same.
+    var tooDeep = false
+    var loneSurrogate = false
+    static let maxDepth = 64
 
     init(bytes: UnsafeRawBufferPointer, start: Int, into m: DecodedMessage) {
         b = bytes
@@ -28,7 +32,8 @@ struct JSONFlattener {
 
     /// A top-level object's members are shown at depth 0 (the body *is* the object).
     mutating func value(name: FieldName, depth: Int) -> Bool {
-        guard pos < b.count, depth < 64 else { return false }
+        guard pos < b.count else { return false }
+        guard depth < Self.maxDepth else { tooDeep = true; return false }
         let s = pos
         switch b[pos] {
         case 0x7b: return container(name: name, depth: depth, object: true)
@@ -119,6 +124,20 @@ struct JSONFlattener {
                 if e == 0x75 {
                     guard pos + 5 < b.count else { return nil }
                     for k in 2...5 where !isHex(b[pos + k]) { return nil }
+                    // A surrogate must come as a pair (high, then low): a lone one is no
+                    // Unicode text, and copied into NDJSON it would not be strict JSON.
+                    let unit = hex4(pos + 2)
+                    if unit >= 0xD800 && unit <= 0xDBFF {
+                        guard pos + 11 < b.count, b[pos + 6] == 0x5c, b[pos + 7] == 0x75,
+                              (8...11).allSatisfy({ isHex(b[pos + $0]) }), (0xDC00...0xDFFF).contains(hex4(pos + 8)) else {
+                            loneSurrogate = true
+                            return nil
+                        }
+                        pos += 6
+                    } else if unit >= 0xDC00 && unit <= 0xDFFF {
+                        loneSurrogate = true
+                        return nil
+                    }
                     pos += 6
                 } else if [0x22, 0x5c, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74].contains(e) {
                     pos += 2
@@ -134,6 +153,15 @@ struct JSONFlattener {
             pos += 1
         }
         return nil
+    }
+
+    func hex4(_ at: Int) -> Int {
+        var v = 0
+        for k in 0..<4 {
+            let c = b[at + k]
+            v = v << 4 | Int(c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x61 + 10)
+        }
+        return v
     }
 
     func isHex(_ c: UInt8) -> Bool { (0x30...0x39).contains(c) || (0x41...0x46).contains(c) || (0x61...0x66).contains(c) }

@@ -58,7 +58,8 @@ public final class MessageDecoder {
                 var parser = JSONFlattener(bytes: b, start: body, into: m)
                 if !parser.run() {
                     m.fields.removeAll()
-                    m.warnings.append(.invalidJSON(at: parser.errorAt))
+                    m.warnings.append(parser.tooDeep ? .jsonTooDeep(limit: JSONFlattener.maxDepth)
+                                      : parser.loneSurrogate ? .jsonLoneSurrogate(at: parser.errorAt) : .invalidJSON(at: parser.errorAt))
                     m.fields.append(DecodedField(name: .builtin(.text), value: .string, offset: Int32(body),
                                                  width: Int32(b.count - body), depth: 0))
                 }
