@@ -93,4 +93,16 @@ final class HardeningTests: XCTestCase {
         XCTAssertEqual(try decodeJSON(#"{"a":"x\udc00"}"#).warnings.count, 1)
         XCTAssertTrue(try decodeJSON(#"{"a":"\ud83d\ude00"}"#).warnings.isEmpty, "a pair is fine")
     }
+
+    /// `include "./s.dissector"` from s.dissector is the same file: a cycle, said at once.
+    func testIncludeCycleThroughADotPathIsSeen() throws {
+        let dir = TestSupport.tempDir()
+        try "protocol s { port 8000; header { uint32 length; } frame_length = length; }\ninclude \"./s.dissector\";\n"
+            .write(toFile: dir + "/s.dissector", atomically: true, encoding: .utf8)
+        XCTAssertThrowsError(try DissectorLoader.loadFile(dir + "/s.dissector")) {
+            XCTAssertTrue("\($0)".contains("s.dissector:2:9: error: './s.dissector' is included twice (or includes itself)"), "\($0)")
+        }
+        XCTAssertEqual(Parser.normalized("a/./b/../c//d"), "a/c/d")
+        XCTAssertEqual(Parser.normalized("/x/../y"), "/y")
+    }
 }

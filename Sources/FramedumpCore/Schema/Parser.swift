@@ -28,13 +28,25 @@ struct Parser {
         let dir = from.contains("/") ? String(from[..<from.lastIndex(of: "/")!]) + "/" : ""
         let target = path.hasPrefix("/") ? path : dir + path
         guard lexers.count < 64 else { throw err(t, "too many includes (64 at most)") }
-        if lexers.contains(where: { $0.file == target }) {
+        // Compared in a normal form, so `./s.dissector` and `a/../s.dissector` are seen as the same file.
+        if lexers.contains(where: { Self.normalized($0.file) == Self.normalized(target) }) {
             throw err(t, "'\(path)' is included twice (or includes itself)")
         }
         guard let text = read(target) else { throw err(t, "cannot read included file '\(target)'") }
         let l = try Lexer(file: target, text: text, index: lexers.count)
         lexers.append(l)
         tokens.insert(contentsOf: l.tokens.dropLast(), at: pos)
+    }
+
+    /// A path without `.` segments, `x/..` pairs or repeated slashes.
+    static func normalized(_ path: String) -> String {
+        var out: [Substring] = []
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            if part == "." { continue }
+            if part == "..", let last = out.last, last != ".." { out.removeLast(); continue }
+            out.append(part)
+        }
+        return (path.hasPrefix("/") ? "/" : "") + out.joined(separator: "/")
     }
 
     func describe(_ t: Token) -> String {
