@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
-# The speed comparison: framedump (release build) against tshark with the hand-written Lua
-# dissector on the same synthetic capture, plus the libpcap floor and peak memory at
-# several capture sizes. Whole-process wall time and peak RSS via /usr/bin/time, median of
-# RUNS runs.
+# The speed comparison: framedump (release build) against tshark with a hand-written Lua
+# dissector on the same synthetic capture, plus the libpcap floor and peak memory at several
+# capture sizes. Whole-process wall time and peak RSS via /usr/bin/time, median of RUNS runs.
+# Everything it needs is in this folder: floor.c (the floor), gengame.py and genws.py (the
+# captures), game.lua (the Lua dissector).
 #
-# Usage: bench/run.sh [YARDSTICK_DIR]   (default: ../shared/bench beside the repository)
+# Usage: bench/run.sh [YARDSTICK_DIR]   (optional: another folder's pcapread.c, genbench.py and
+#                                        game.lua to use instead, for comparison with them)
 #   RUNS=3 SIZES="100000 1000000 5000000" WS_SIZES="200000 1000000" SKIP_TSHARK=1 bench/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-yard=${1:-../shared/bench}
 runs=${RUNS:-3}
 sizes=${SIZES:-"100000 1000000 5000000"}
 out=bench/out
 mkdir -p "$out"
+if [ $# -ge 1 ]; then
+  floor_c="$1/pcapread.c"; gen="$1/genbench.py"; lua="$1/game.lua"
+else
+  floor_c=bench/floor.c; gen=bench/gengame.py; lua=bench/game.lua
+fi
 
 swift build -c release >/dev/null
 bin=.build/release/framedump
-cc -O2 "$yard/pcapread.c" -lpcap -o "$out/pcapread"
+cc -O2 "$floor_c" -lpcap -o "$out/floor"
 
 # median wall seconds and max RSS (MiB) of a command, output discarded
 measure() {
@@ -35,15 +41,15 @@ measure() {
 printf '| capture | command | wall (median of %s) | peak memory |\n|---|---|---|---|\n' "$runs"
 for n in $sizes; do
   cap="$out/game-$n.pcap"
-  [ -f "$cap" ] || python3 "$yard/genbench.py" "$cap" "$n" >/dev/null 2>&1
+  [ -f "$cap" ] || python3 "$gen" "$cap" "$n" >/dev/null 2>&1
   row() { read -r w m < <(measure "$@"); printf '| %s msgs | `%s` | %s s | %s MiB |\n' "$n" "$label" "$w" "$m"; }
-  label="pcapread (libpcap floor)"; row "$out/pcapread" "$cap"
+  label="floor (libpcap reads every byte)"; row "$out/floor" "$cap"
   label="framedump -q"; row "$bin" -r "$cap" -q
   label="framedump (tree)"; row "$bin" -r "$cap"
   label="framedump -T json"; row "$bin" -r "$cap" -T json
   if [ "$n" = 1000000 ] && [ -z "${SKIP_TSHARK:-}" ]; then
-    label="tshark + game.lua -V"; row tshark -r "$cap" -X "lua_script:$yard/game.lua" -V
-    label="tshark + game.lua -T json"; row tshark -r "$cap" -X "lua_script:$yard/game.lua" -T json
+    label="tshark + game.lua -V"; row tshark -r "$cap" -X "lua_script:$lua" -V
+    label="tshark + game.lua -T json"; row tshark -r "$cap" -X "lua_script:$lua" -T json
   fi
 done
 
@@ -59,6 +65,7 @@ for n in $ws_sizes; do
   label="framedump -T json"; row "$bin" -r "$cap" -T json
   if [ "$n" = 200000 ] && [ -z "${SKIP_TSHARK:-}" ]; then
     label="tshark -d tcp.port==8080,http -V"; row tshark -r "$cap" -d tcp.port==8080,http -V
+    label="tshark ... -o websocket.text_type:json -V"; row tshark -r "$cap" -d tcp.port==8080,http -o websocket.text_type:json -V
     label="tshark -d tcp.port==8080,http -T json"; row tshark -r "$cap" -d tcp.port==8080,http -T json
   fi
 done

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Write a seeded synthetic capture of the game protocol (seed 000) for bench/run.sh:
+[u32 BE total length, header included][u16 BE id][body], strings [u16 BE length][UTF-8],
+server port 8000, many connections, both directions, frames coalesced into and split across
+TCP segments (MSS 1448). The messages are those of Dissectors/game_messages.txt:
+Cs_20001 {SceneId u8, Line u32, message}, Cs_10002 {ClientTime u64},
+Sc_20001 {Res u8, SceneId u32, Pos u8, Status u8, Type u8, DefaultCombat u32, message},
+Sc_30005 {Hp i32, Level u16, name}.
+
+Usage: gengame.py OUT.pcap [MESSAGES] [CONNECTIONS]
+"""
+import random, struct, sys
+
+out = sys.argv[1]
+total = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
+nconn = int(sys.argv[3]) if len(sys.argv) > 3 else 64
+rng = random.Random(20001)
+MSS = 1448
+PORT = 8000
+SERVER = bytes([10, 0, 0, 1])
+TEXT = ["enter", "boss room", "line 2", "欢迎 welcome", "captain", "retry", "ok", "scene 7"]
+
+
+def s(text):
+    b = text.encode()
+    return struct.pack(">H", len(b)) + b
+
+
+def message(d):
+    if d == 0:
+        if rng.random() < 0.5:
+            return 10002, struct.pack(">Q", rng.randrange(1 << 62))
+        return 20001, struct.pack(">BI", rng.randrange(256), rng.randrange(1 << 32)) + s(rng.choice(TEXT))
+    if rng.random() < 0.5:
+        return 30005, struct.pack(">iH", rng.randrange(-500, 90000), rng.randrange(1000)) + s(rng.choice(TEXT))
+    return 20001, struct.pack(">BIBBBI", rng.choice([0, 1, 2, 3]), rng.randrange(1 << 32), rng.randrange(256),
+                              rng.choice([0, 10]), rng.randrange(256), rng.randrange(1 << 20)) + s(rng.choice(TEXT))
+
+
+def packet(src, dst, sport, dport, seq, ack, flags, payload):
+    tcp = struct.pack(">HHIIBBHHH", sport, dport, seq & 0xffffffff, ack & 0xffffffff, 5 << 4, flags, 65535, 0, 0)
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 40 + len(payload), 0, 0x4000, 64, 6, 0, src, dst)
+    return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + tcp + payload
+
+
+f = open(out, "wb")
+f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 262144, 1))
+clock = [1700000000, 0]
+
+
+def write(pkt):
+    clock[1] += 5
+    if clock[1] >= 1_000_000:
+        clock[0] += 1
+        clock[1] -= 1_000_000
+    f.write(struct.pack("<IIII", clock[0], clock[1], len(pkt), len(pkt)) + pkt)
+
+
+def send(c, d, data):
+    ends = (c["ip"], SERVER, c["port"], PORT) if d == 0 else (SERVER, c["ip"], PORT, c["port"])
+    for i in range(0, len(data), MSS):
+        chunk = data[i:i + MSS]
+        write(packet(*ends, c["seq"][d], c["seq"][1 - d], 0x18, chunk))
+        c["seq"][d] += len(chunk)
+
+
+conns = []
+for i in range(nconn):
+    c = {"ip": bytes([10, 0, 1 + i // 200, 2 + i % 200]), "port": 41000 + i,
+         "seq": [rng.randrange(1 << 32), rng.randrange(1 << 32)], "pend": [b"", b""]}
+    conns.append(c)
+    write(packet(c["ip"], SERVER, c["port"], PORT, c["seq"][0], 0, 0x02, b""))
+    write(packet(SERVER, c["ip"], PORT, c["port"], c["seq"][1], c["seq"][0] + 1, 0x12, b""))
+    c["seq"][0] += 1
+    c["seq"][1] += 1
+
+for _ in range(total):
+    c = rng.choice(conns)
+    d = rng.randrange(2)
+    mid, body = message(d)
+    c["pend"][d] += struct.pack(">IH", len(body) + 6, mid) + body
+    # Sticky (several frames in one segment) and split (a frame over several) both happen.
+    if len(c["pend"][d]) >= rng.choice([1, 40, 200, 1448, 4000]):
+        send(c, d, c["pend"][d])
+        c["pend"][d] = b""
+for c in conns:
+    for d in (0, 1):
+        if c["pend"][d]:
+            send(c, d, c["pend"][d])
+    write(packet(c["ip"], SERVER, c["port"], PORT, c["seq"][0], c["seq"][1], 0x11, b""))
+    write(packet(SERVER, c["ip"], PORT, c["port"], c["seq"][1], c["seq"][0] + 1, 0x11, b""))
+f.close()
+print("wrote %s: %d messages on %d connections" % (out, total, nconn))
