@@ -114,6 +114,9 @@ struct Dump: ParsableCommand {
             throw ValidationError("--max-buffer must be ≥ 0, --max-connections and --idle-timeout ≥ 1.")
         }
         if count == 0 { throw ValidationError("-c must be at least 1.") }
+        if hex && (json || format == .json || diffable) {
+            throw ValidationError("-x adds a hex dump to the tree output; NDJSON has no place for it (leave out -x or -T json).")
+        }
         if wsMaxMessage < 1 || wsMaxMessage > 1 << 30 { throw ValidationError("--ws-max-message must be between 1 and 1073741824.") }
     }
 
@@ -131,7 +134,8 @@ struct Dump: ParsableCommand {
         options.hexDump = hex
         options.quiet = quiet
         options.verbose = verbose
-        options.format = (json || format == .json) ? .json : .tree
+        // --diffable is a property of the NDJSON output: asking for it asks for NDJSON.
+        options.format = (json || format == .json || diffable) ? .json : .tree
         options.diffable = diffable
         options.color = color == .always || (color == .auto && isatty(1) != 0)
         options.streamsDir = streams
@@ -153,7 +157,8 @@ struct Dump: ParsableCommand {
         } else {
             input = .file(readFile!)
         }
-        let out = OutputBuffer(fd: 1)
+        // `-w -`: stdout is the capture and nothing else (as with tcpdump); text goes to stderr.
+        let out = OutputBuffer(fd: writeFile == "-" ? 2 : 1)
         out.lineBuffered = lineBuffered
         let readError: Error?
         do {
@@ -193,10 +198,12 @@ struct Dump: ParsableCommand {
         }
         pipeline.finish()
         dumper?.flush()
+        // With NDJSON (or -w -) stdout holds the data and nothing else: the summary goes to stderr.
+        let summaryToStderr = options.format == .json || writeFile == "-"
         if source.isLive && !quiet {
             pipeline.printSummary(live: source.statistics(), to: OutputBuffer(fd: 2))
         } else if quiet || verbose > 0 {
-            pipeline.printSummary(live: source.statistics())
+            pipeline.printSummary(live: source.statistics(), to: summaryToStderr ? OutputBuffer(fd: 2) : nil)
         }
         out.flush()
         return readError

@@ -1,5 +1,8 @@
 import ArgumentParser
 import FramedumpCore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @main
 struct Framedump: ParsableCommand {
@@ -9,4 +12,19 @@ struct Framedump: ParsableCommand {
         subcommands: [Dump.self, Dissectors.self, Check.self],
         defaultSubcommand: Dump.self
     )
+
+    /// As the README says: usage errors exit with 2 (swift-argument-parser's own is 64).
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            let code = exitCode(for: error)
+            if code == .validationFailure {
+                FileHandleErr.write(fullMessage(for: error) + "\n")
+                Glibc.exit(2)
+            }
+            Framedump.exit(withError: error)
+        }
+    }
 }

@@ -1,0 +1,47 @@
+import Foundation
+import XCTest
+@testable import FramedumpCore
+
+/// What goes to stdout is one thing only, so pipes work: the capture with `-w -`, NDJSON with
+/// `-T json` (the summary goes to stderr), and usage errors exit with 2.
+final class OutputPipesTests: XCTestCase {
+    /// `-w -` writes the capture to stdout and nothing else: tcpdump reads it back whole.
+    func testWriteToStdoutIsACaptureOnly() throws {
+        let dir = TestSupport.tempDir()
+        let r = try TestSupport.run("/bin/sh", ["-c", "\(TestSupport.binary) -r samples/game.pcap -w - -q > \(dir)/out.pcap"],
+                                    cwd: TestSupport.root.path)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("packets: 60"), "the summary went to stderr: \(r.stderr)")
+        let tcpdump = try TestSupport.oracle("tcpdump")
+        let back = try TestSupport.run(tcpdump, ["-nn", "-r", dir + "/out.pcap"])
+        XCTAssertEqual(back.status, 0, back.stderr)
+        XCTAssertEqual(back.stdout.split(separator: "\n").count, 60)
+    }
+
+    /// With -T json, stdout is NDJSON only, whatever -q and -v add.
+    func testJSONOutputHoldsOnlyJSON() throws {
+        for extra in [["-q"], ["-v"], ["--diffable", "-v"]] {
+            let r = try TestSupport.framedump(["-r", "samples/game.pcap", "-T", "json"] + extra)
+            XCTAssertEqual(r.status, 0, r.stderr)
+            for line in r.stdout.split(separator: "\n") {
+                XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(line.utf8)), "\(extra): \(line)")
+            }
+            XCTAssertTrue(r.stderr.contains("connections: 3"), "\(extra): summary on stderr")
+        }
+    }
+
+    /// --diffable asks for NDJSON: alone it does not print the tree with timestamps and ports.
+    func testDiffableImpliesJSON() throws {
+        let r = try TestSupport.framedump(["-r", "samples/game.pcap", "--diffable"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let first = try XCTUnwrap(r.stdout.split(separator: "\n").first)
+        XCTAssertTrue(first.hasPrefix("{\"conn\":\"127.0.0.1:*-127.0.0.1:8000\""), String(first))
+    }
+
+    func testUsageErrorsExitWithTwo() throws {
+        let r = try TestSupport.framedump(["-r", "samples/game.pcap", "-x", "-T", "json"])
+        XCTAssertEqual(r.status, 2)
+        XCTAssertTrue(r.stderr.contains("-x adds a hex dump"), r.stderr)
+        XCTAssertEqual(try TestSupport.framedump(["-c", "0", "-r", "samples/game.pcap"]).status, 2)
+    }
+}
