@@ -96,6 +96,9 @@ struct Dump: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Reassembly: seconds without packets before a connection is closed.", valueName: "seconds"))
     var idleTimeout: Int = 300
 
+    @Option(name: [.customShort("Y"), .customLong("filter")], help: ArgumentHelp("Show only the messages this display filter selects (Wireshark's syntax: game.Res == 1 and msg.dir == \"s2c\").", valueName: "filter"))
+    var displayFilter: String?
+
     @Option(name: .long, help: ArgumentHelp("WebSocket: the largest message assembled or inflated; larger ones (a deflate bomb) are reported and skipped.", valueName: "bytes"))
     var wsMaxMessage: Int = 16 << 20
 
@@ -145,6 +148,7 @@ struct Dump: ParsableCommand {
         options.reassembly.idleTimeoutSeconds = Int64(idleTimeout)
         options.dissectorPaths = dissectors
         options.maxWebSocketMessage = wsMaxMessage
+        options.displayFilter = displayFilter
 
         let input: CaptureInput
         if let iface = interface {
@@ -164,6 +168,10 @@ struct Dump: ParsableCommand {
         do {
             readError = try capture(input: input, options: options, out: out)
         } catch let e as DissectorError {
+            out.flush()
+            FileHandleErr.write("\(e.description)\n")
+            throw ExitCode(2)
+        } catch let e as FilterError {
             out.flush()
             FileHandleErr.write("\(e.description)\n")
             throw ExitCode(2)

@@ -9,6 +9,8 @@ public final class Pipeline {
     var consumers: [StreamConsumer] = []
     public let sessions: SessionManager?
     let sink: MessageSink?
+    /// The `-Y` filter in front of the output, when one was given.
+    let filtering: FilteringSink?
 
     /// Dissector files are loaded here, before any packet is read (and before privileges drop).
     public init(options: PipelineOptions, output: OutputBuffer) throws {
@@ -16,13 +18,19 @@ public final class Pipeline {
         self.out = output
         let schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: options.dissectorPaths))
         let printsMessages = !options.segments && !options.follow && !options.quiet
+        // The filter is checked against the loaded dissectors before any packet is read.
+        let filter = try options.displayFilter.map { f throws(FilterError) in try FilterParser.parse(f, protocols: schemas) }
         if options.segments {
             sink = nil
             sessions = nil
+            filtering = nil
         } else {
-            sink = !printsMessages ? nil
+            let printer: MessageSink? = !printsMessages ? nil
                 : options.format == .json ? JSONPrinter(output: output, diffable: options.diffable) as MessageSink
                 : TreePrinter(output: output, hexDump: options.hexDump, verbose: options.verbose > 0, color: options.color)
+            // With a filter every message is decoded (even for -q, which then counts the matches).
+            filtering = filter.map { FilteringSink(printer ?? NullSink(), filter: $0) }
+            sink = filtering ?? printer
             let m = SessionManager(protocols: schemas, sink: sink)
             m.maxWebSocketMessage = options.maxWebSocketMessage
             sessions = m
@@ -80,6 +88,7 @@ public final class Pipeline {
         s.capture(capture)
         if let r = reassembler { s.reassembly(r.stats, options: r.options) }
         if let m = sessions { s.protocols(m) }
+        if let f = filtering, let text = options.displayFilter { s.line("filter \(text): \(f.matched) messages matched") }
         if let live { s.live(live) }
         if options.verbose > 0 { s.memory() }
         out.flush()

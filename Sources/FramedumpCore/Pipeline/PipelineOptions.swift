@@ -15,6 +15,8 @@ public struct PipelineOptions: Sendable {
     public var dissectorPaths: [String] = []
     /// The largest WebSocket message assembled or inflated; larger ones are reported and skipped.
     public var maxWebSocketMessage = 16 << 20
+    /// `-Y`: a display filter on decoded messages (Wireshark's syntax).
+    public var displayFilter: String?
     /// Where to look when no `-d` is given: `./Dissectors` and `$FRAMEDUMP_DISSECTORS`.
     public var defaultDissectorPaths: [String] = ["Dissectors"]
     public init() {}

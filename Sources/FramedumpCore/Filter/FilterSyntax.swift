@@ -1,0 +1,314 @@
+/// `-Y` display filters in Wireshark's syntax, parsed into an expression tree:
+///
+///     expr   := or
+///     or     := and (("or" | "||") and)*
+///     and    := not (("and" | "&&") not)*
+///     not    := ("not" | "!") not | primary
+///     primary:= "(" expr ")" | field [op value | "contains" value | "matches" string | "in" "{" value* "}"]
+///     op     := == != < <= > >= | eq ne lt le gt ge
+///     value  := integer | "string" | bare word (an address, a label, true/false)
+///
+/// `not` binds tighter than `and`, `and` tighter than `or`.
+public indirect enum FilterExpr: Sendable {
+    case or(FilterExpr, FilterExpr)
+    case and(FilterExpr, FilterExpr)
+    case not(FilterExpr)
+    /// A bare protocol or field: true when the message has it.
+    case present(FieldReference)
+    case compare(FieldReference, CompareOp, FilterValue)
+    case contains(FieldReference, FilterValue)
+    case matches(FieldReference, String)
+    case member(FieldReference, [FilterValue])
+}
+
+public enum CompareOp: String, Sendable {
+    case eq = "==", ne = "!=", lt = "<", le = "<=", gt = ">", ge = ">="
+}
+
+/// What a filter names: the message's own attributes, its endpoints, or a decoded field.
+public enum FieldReference: Sendable, Equatable {
+    case msgID, msgName, msgDir, msgLen, msgProtocol
+    case ipSrc, ipDst, ipAddr, tcpPort, tcpSrcPort, tcpDstPort
+    /// A protocol by name (true for its messages).
+    case proto(String)
+    /// `PROTOCOL.FIELD[.SUBFIELD...]`: header or body fields, nested messages, JSON keys.
+    case field(proto: String, path: [String])
+
+    var text: String {
+        switch self {
+        case .msgID: return "msg.id"
+        case .msgName: return "msg.name"
+        case .msgDir: return "msg.dir"
+        case .msgLen: return "msg.len"
+        case .msgProtocol: return "msg.protocol"
+        case .ipSrc: return "ip.src"
+        case .ipDst: return "ip.dst"
+        case .ipAddr: return "ip.addr"
+        case .tcpPort: return "tcp.port"
+        case .tcpSrcPort: return "tcp.srcport"
+        case .tcpDstPort: return "tcp.dstport"
+        case .proto(let p): return p
+        case .field(let p, let path): return ([p] + path).joined(separator: ".")
+        }
+    }
+}
+
+/// A literal: an integer exactly over both 64-bit ranges (sign and magnitude), a float, or text.
+public enum FilterValue: Sendable, Equatable {
+    case integer(negative: Bool, magnitude: UInt64)
+    case float(Double)
+    case text(String)
+}
+
+/// A filter that does not parse, with the column (1-based) it points at.
+public struct FilterError: Error, CustomStringConvertible, Sendable {
+    public var column: Int
+    public var message: String
+    public var filter: String
+
+    /// `filter: column N: message`, then the filter with a caret under the column.
+    public var description: String {
+        "framedump: filter: column \(column): \(message)\n    \(filter)\n    " + String(repeating: " ", count: max(0, column - 1)) + "^"
+    }
+}
+
+struct FilterToken {
+    enum Kind: Equatable { case word(String), string(String), number(String), punct(String), end }
+    var kind: Kind
+    var column: Int
+}
+
+enum FilterLexer {
+    static func tokens(_ s: String) throws(FilterError) -> [FilterToken] {
+        let u = Array(s.unicodeScalars)
+        var out: [FilterToken] = []
+        var i = 0
+        func err(_ m: String, _ at: Int) -> FilterError { FilterError(column: at + 1, message: m, filter: s) }
+        while i < u.count {
+            let c = u[i]
+            if c == " " || c == "\t" || c == "\n" { i += 1; continue }
+            let start = i
+            if c == "\"" {
+                var text = ""
+                i += 1
+                while true {
+                    guard i < u.count else { throw err("string not closed", start) }
+                    let d = u[i]
+                    if d == "\"" { i += 1; break }
+                    if d == "\\" {
+                        guard i + 1 < u.count else { throw err("escape at the end of the filter", i) }
+                        let e = u[i + 1]
+                        switch e {
+                        case "n": text += "\n"; i += 2
+                        case "t": text += "\t"; i += 2
+                        case "r": text += "\r"; i += 2
+                        case "\"", "\\": text.unicodeScalars.append(e); i += 2
+                        case "x":
+                            guard i + 3 < u.count, let v = UInt8(String(String.UnicodeScalarView(u[(i + 2)...(i + 3)])), radix: 16) else {
+                                throw err("\\x needs two hex digits", i)
+                            }
+                            text.unicodeScalars.append(Unicode.Scalar(v))
+                            i += 4
+                        default: throw err("unknown escape \\\(e)", i)
+                        }
+                        continue
+                    }
+                    text.unicodeScalars.append(d)
+                    i += 1
+                }
+                out.append(FilterToken(kind: .string(text), column: start + 1))
+                continue
+            }
+            for p in ["==", "!=", "<=", ">=", "&&", "||", "<", ">", "!", "(", ")", "{", "}", ","] {
+                let ps = Array(p.unicodeScalars)
+                if i + ps.count <= u.count && Array(u[i..<(i + ps.count)]) == ps {
+                    out.append(FilterToken(kind: .punct(p), column: start + 1))
+                    i += ps.count
+                    break
+                }
+            }
+            if i > start { continue }
+            // Words: field names, numbers, addresses (1.2.3.4, ::1), labels.
+            while i < u.count, u[i].properties.isAlphabetic || ("0"..."9").contains(u[i]) || "._-:+".unicodeScalars.contains(u[i]) {
+                i += 1
+            }
+            guard i > start else { throw err("unexpected character '\(c)'", start) }
+            let w = String(String.UnicodeScalarView(u[start..<i]))
+            let first = w.unicodeScalars.first!
+            let numeric = ("0"..."9").contains(first) || (first == "-" && w.count > 1)
+            out.append(FilterToken(kind: numeric ? .number(w) : .word(w), column: start + 1))
+        }
+        out.append(FilterToken(kind: .end, column: u.count + 1))
+        return out
+    }
+}
+
+/// Parses a filter and checks its names against the loaded dissectors.
+public struct FilterParser {
+    let text: String
+    var tokens: [FilterToken]
+    var pos = 0
+    let known: FilterNames
+
+    public static func parse(_ text: String, protocols: [ProtocolSchema]) throws(FilterError) -> FilterExpr {
+        var p = FilterParser(text: text, tokens: try FilterLexer.tokens(text), known: FilterNames(protocols))
+        let e = try p.or()
+        guard case .end = p.tok.kind else { throw p.err("expected 'and', 'or' or the end of the filter", p.tok) }
+        return e
+    }
+
+    var tok: FilterToken { tokens[pos] }
+    mutating func next() { if pos < tokens.count - 1 { pos += 1 } }
+    func err(_ m: String, _ t: FilterToken) -> FilterError { FilterError(column: t.column, message: m, filter: text) }
+
+    func isWord(_ w: String...) -> Bool {
+        if case .word(let x) = tok.kind { return w.contains(x.lowercased()) }
+        return false
+    }
+    func isPunct(_ p: String...) -> Bool {
+        if case .punct(let x) = tok.kind { return p.contains(x) }
+        return false
+    }
+
+    mutating func or() throws(FilterError) -> FilterExpr {
+        var e = try and()
+        while isWord("or") || isPunct("||") { next(); e = .or(e, try and()) }
+        return e
+    }
+
+    mutating func and() throws(FilterError) -> FilterExpr {
+        var e = try not()
+        while isWord("and") || isPunct("&&") { next(); e = .and(e, try not()) }
+        return e
+    }
+
+    mutating func not() throws(FilterError) -> FilterExpr {
+        if isWord("not") || isPunct("!") { next(); return .not(try not()) }
+        return try primary()
+    }
+
+    mutating func primary() throws(FilterError) -> FilterExpr {
+        if isPunct("(") {
+            let open = tok
+            next()
+            let e = try or()
+            guard isPunct(")") else { throw err("expected ')' to close the '(' at column \(open.column)", tok) }
+            next()
+            return e
+        }
+        guard case .word(let name) = tok.kind else { throw err("expected a field name, 'not' or '('", tok) }
+        let fieldToken = tok
+        let ref = try known.reference(name, at: fieldToken, text: text)
+        next()
+        let ops: [String: CompareOp] = ["==": .eq, "!=": .ne, "<": .lt, "<=": .le, ">": .gt, ">=": .ge,
+                                        "eq": .eq, "ne": .ne, "lt": .lt, "le": .le, "gt": .gt, "ge": .ge]
+        if case .punct(let p) = tok.kind, let op = ops[p] {
+            next()
+            return .compare(ref, op, try value())
+        }
+        if case .word(let w) = tok.kind {
+            if let op = ops[w.lowercased()] { next(); return .compare(ref, op, try value()) }
+            switch w.lowercased() {
+            case "contains": next(); return .contains(ref, try value())
+            case "matches":
+                next()
+                guard case .string(let re) = tok.kind else { throw err("'matches' needs a regular expression in double quotes", tok) }
+                do { _ = try Regex(re) } catch { throw err("not a regular expression: \(error)", tok) }
+                next()
+                return .matches(ref, re)
+            case "in":
+                next()
+                guard isPunct("{") else { throw err("expected '{' after 'in'", tok) }
+                next()
+                var values: [FilterValue] = []
+                while !isPunct("}") {
+                    if isPunct(",") { next(); continue }
+                    if case .end = tok.kind { throw err("expected '}' to close the set", tok) }
+                    values.append(try value())
+                }
+                next()
+                return .member(ref, values)
+            default: break
+            }
+        }
+        return .present(ref)
+    }
+
+    mutating func value() throws(FilterError) -> FilterValue {
+        let t = tok
+        switch t.kind {
+        case .string(let s): next(); return .text(s)
+        case .number(let n):
+            next()
+            let neg = n.hasPrefix("-")
+            let digits = neg ? String(n.dropFirst()) : n
+            if let m = digits.hasPrefix("0x") ? UInt64(digits.dropFirst(2), radix: 16) : UInt64(digits) {
+                if neg && m > UInt64(Int64.max) + 1 { throw err("\(n) is below the smallest 64-bit integer", t) }
+                return .integer(negative: neg && m != 0, magnitude: m)
+            }
+            if let d = Double(n) { return .float(d) }
+            // Not a number after all (an address such as 127.0.0.1): compared as text.
+            return .text(n)
+        case .word(let w): next(); return .text(w)
+        default: throw err("expected a value: a number, a \"string\" or a word", t)
+        }
+    }
+}
+
+/// The names a filter may use, from the loaded dissectors (for checking and suggestions).
+struct FilterNames {
+    let protocols: [String: ProtocolSchema]
+
+    init(_ list: [ProtocolSchema]) {
+        var p: [String: ProtocolSchema] = [:]
+        for s in list where p[s.name.lowercased()] == nil { p[s.name.lowercased()] = s }
+        protocols = p
+    }
+
+    static let builtins: [String: FieldReference] = [
+        "msg.id": .msgID, "msg.name": .msgName, "msg.dir": .msgDir, "msg.len": .msgLen, "msg.protocol": .msgProtocol,
+        "ip.src": .ipSrc, "ip.dst": .ipDst, "ip.addr": .ipAddr, "tcp.port": .tcpPort, "tcp.srcport": .tcpSrcPort,
+        "tcp.dstport": .tcpDstPort,
+    ]
+
+    func reference(_ name: String, at t: FilterToken, text: String) throws(FilterError) -> FieldReference {
+        if let b = Self.builtins[name.lowercased()] { return b }
+        let parts = name.split(separator: ".").map(String.init)
+        let protoName = parts[0].lowercased()
+        func fail(_ m: String) -> FilterError { FilterError(column: t.column, message: m, filter: text) }
+        guard let s = protocols[protoName] else {
+            let all = Array(protocols.keys) + ["msg", "ip", "tcp"]
+            throw fail("unknown protocol or field '\(name)'" + Self.suggest(parts[0], all))
+        }
+        if parts.count == 1 { return .proto(protoName) }
+        // Header fields and the fields of every message are known; JSON keys and text bodies are
+        // not (their names are in the traffic), so any name goes under such a protocol.
+        let fieldNames = Set(s.header.map(\.name) + s.messages.flatMap { $0.fields.map(\.name) })
+        let open = s.body == .json || s.textBody == .json || s.body == .protobuf
+        if !open && !fieldNames.contains(parts[1]) {
+            throw fail("'\(parts[1])' is not a field of \(s.name)" + Self.suggest(parts[1], Array(fieldNames), prefix: s.name + "."))
+        }
+        return .field(proto: protoName, path: Array(parts.dropFirst()))
+    }
+
+    /// `(did you mean x, y?)` from names within a small edit distance.
+    static func suggest(_ name: String, _ candidates: [String], prefix: String = "") -> String {
+        let close = candidates.filter { distance($0.lowercased(), name.lowercased()) <= max(2, name.count / 3) }
+            .sorted().prefix(5).map { prefix + $0 }
+        return close.isEmpty ? "" : " (did you mean \(close.joined(separator: ", "))?)"
+    }
+
+    static func distance(_ a: String, _ b: String) -> Int {
+        let x = Array(a), y = Array(b)
+        if x.isEmpty { return y.count }
+        var prev = Array(0...y.count)
+        for i in 1...x.count {
+            var cur = [i] + Array(repeating: 0, count: y.count)
+            for j in stride(from: 1, through: y.count, by: 1) {
+                cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x[i - 1] == y[j - 1] ? 0 : 1))
+            }
+            prev = cur
+        }
+        return prev[y.count]
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import XCTest
+@testable import FramedumpCore
+
+/// `-Y` display filters: the grammar, Wireshark's semantics, and the samples filtered against
+/// message lists computed independently from their NDJSON.
+final class FilterTests: XCTestCase {
+    lazy var protocols: [ProtocolSchema] = try! DissectorLoader.load(paths: [TestSupport.dissectors])
+
+    func parseError(_ f: String) -> FilterError? {
+        do { _ = try FilterParser.parse(f, protocols: protocols); return nil } catch { return error }
+    }
+
+    func testPrecedenceNotAndOr() throws {
+        // not > and > or: "not a or b and c" is "(not a) or (b and c)".
+        let e = try FilterParser.parse("not game or msg.id == 1 and msg.dir == c2s", protocols: protocols)
+        guard case .or(.not(.present(.proto("game"))), .and(.compare(.msgID, .eq, _), .compare(.msgDir, .eq, .text("c2s")))) = e else {
+            return XCTFail("\(e)")
+        }
+        let w = try FilterParser.parse("msg.len ge 10 && !(msg.id eq 5 || msg.id in {1, 2 3})", protocols: protocols)
+        guard case .and(.compare(.msgLen, .ge, .integer(false, 10)), .not(.or(_, .member(.msgID, let set)))) = w else {
+            return XCTFail("\(w)")
+        }
+        XCTAssertEqual(set.count, 3)
+    }
+
+    func testErrorsPointAtTheirColumn() {
+        XCTAssertEqual(parseError("game.Res == ")?.column, 13)
+        XCTAssertEqual(parseError("(game.Res == 1")?.column, 15)
+        XCTAssertEqual(parseError("game.Res == 1 1")?.column, 15)
+        XCTAssertEqual(parseError("msg.name == \"x")?.column, 13)
+        XCTAssertTrue(parseError("game.Rez == 1")?.message.contains("did you mean game.Res") ?? false)
+        XCTAssertTrue(parseError("gmae.Res == 1")?.message.contains("did you mean game") ?? false)
+        XCTAssertTrue(parseError("msg.name matches \"(\"")?.message.contains("not a regular expression") ?? false)
+        XCTAssertNotNil(parseError("msg.id == -9223372036854775809"))
+        XCTAssertNil(parseError("svc.anything.inside == 1"), "JSON bodies take any key")
+    }
+
+    func testIntegersCompareExactlyOverBothRanges() {
+        let e = FilterEvaluator(.compare(.msgID, .eq, .integer(negative: false, magnitude: 0)))
+        XCTAssertTrue(e.compare(.integer(negative: false, magnitude: UInt64.max, label: nil), .gt, .integer(negative: false, magnitude: UInt64(Int64.max))))
+        XCTAssertTrue(e.compare(.integer(negative: true, magnitude: 1 << 63, label: nil), .lt, .integer(negative: true, magnitude: (1 << 63) - 1)))
+        XCTAssertFalse(e.compare(.integer(negative: false, magnitude: 9_007_199_254_740_993, label: nil), .eq,
+                                 .integer(negative: false, magnitude: 9_007_199_254_740_992)), "no rounding through doubles")
+        XCTAssertTrue(e.compare(.integer(negative: true, magnitude: 5, label: nil), .lt, .integer(negative: false, magnitude: 0)))
+        XCTAssertTrue(e.compare(.integer(negative: false, magnitude: 1, label: "success"), .eq, .text("success")))
+    }
+
+    /// The messages of a sample's NDJSON, each as (dir, message, fields).
+    func ndjson(_ sample: String, _ extra: [String] = []) throws -> [[String: Any]] {
+        let r = try TestSupport.framedump(["-r", "samples/\(sample).pcap", "-T", "json"] + extra)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        return try r.stdout.split(separator: "\n").compactMap {
+            let o = try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+            return o["type"] == nil ? o : nil
+        }
+    }
+
+    func check(_ sample: String, _ filter: String, file: StaticString = #filePath, line: UInt = #line,
+               _ expected: ([String: Any]) -> Bool) throws {
+        let all = try ndjson(sample)
+        let want = all.filter(expected).map { "\($0["pkts"]!)\($0["offset"]!)\($0["dir"]!)" }
+        let got = try ndjson(sample, ["-Y", filter]).map { "\($0["pkts"]!)\($0["offset"]!)\($0["dir"]!)" }
+        XCTAssertEqual(got, want, filter, file: file, line: line)
+        XCTAssertFalse(want.isEmpty || want.count == all.count, "\(filter) should select some, not all", file: file, line: line)
+    }
+
+    func testSamplesFilteredAsTheirNDJSONSays() throws {
+        func f(_ o: [String: Any]) -> [String: Any] { o["fields"] as? [String: Any] ?? [:] }
+        try check("game", "game.Res == 1") { (f($0)["Res"] as? Int) == 1 }
+        try check("game", "game.Res != 1") { f($0)["Res"] != nil && (f($0)["Res"] as? Int) != 1 }
+        try check("game", "game.Hp < 0 or msg.id == 10002") { (f($0)["Hp"] as? Int ?? 0) < 0 || ($0["id"] as? Int) == 10002 }
+        try check("game", "msg.dir == \"s2c\" and not msg.name == \"Sc_30005\"") { ($0["dir"] as? String) == "s2c" && ($0["message"] as? String) != "Sc_30005" }
+        try check("game", "game.message contains \"welcome\"") { (f($0)["message"] as? String)?.contains("welcome") ?? false }
+        try check("svc", "svc.device.os == \"ios\"") { ((f($0)["device"] as? [String: Any])?["os"] as? String) == "ios" }
+        try check("svc", "svc.bodyLength > 60") { (($0["header"] as? [String: Any])?["bodyLength"] as? Int ?? 0) > 60 }
+        try check("bridge", "bridge.messageType matches \"^heart\"") { (f($0)["messageType"] as? String)?.hasPrefix("heart") ?? false }
+        try check("bridge", "bridge.appId in {7 8 9}") { [7, 8, 9].contains((($0["header"] as? [String: Any])?["appId"] as? Int) ?? -1) }
+        try check("game", "tcp.srcport == 8000") { ($0["dir"] as? String) == "s2c" }
+    }
+
+    func testEnumLabelsCompareByName() throws {
+        let a = try ndjson("game", ["-Y", "game.Res == \"success\""]).count
+        let b = try ndjson("game", ["-Y", "game.Res == 1"]).count
+        XCTAssertEqual(a, b)
+        XCTAssertGreaterThan(a, 0)
+    }
+
+    func testBadFilterExitsTwoWithACaret() throws {
+        let r = try TestSupport.framedump(["-r", "samples/game.pcap", "-Y", "game.Rez == 1"])
+        XCTAssertEqual(r.status, 2)
+        XCTAssertTrue(r.stderr.contains("column 1: 'Rez' is not a field of game (did you mean game.Res?)"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("\n    ^"), r.stderr)
+    }
+}
