@@ -92,4 +92,20 @@ final class FilterTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("column 1: 'Rez' is not a field of game (did you mean game.Res?)"), r.stderr)
         XCTAssertTrue(r.stderr.contains("\n    ^"), r.stderr)
     }
+
+    /// What the filter decides before decoding: only a sure "no" skips the body.
+    func testDecidedBeforeDecodingOnlyWhenSure() throws {
+        let game = ProtocolRuntime(protocols.first { $0.name == "game" }!)
+        func early(_ f: String, _ dir: Direction, _ id: UInt64) throws -> Bool? {
+            let e = FilterEvaluator(try FilterParser.parse(f, protocols: protocols))
+            return e.early(e.expr, game, dir, id, game.decoder.program.message(dir, id))
+        }
+        XCTAssertEqual(try early("msg.id == 30005", .s2c, 20001), false)
+        XCTAssertEqual(try early("msg.id == 30005", .s2c, 30005), true)
+        XCTAssertEqual(try early("svc.user == \"x\"", .c2s, 20001), false, "another protocol's field")
+        XCTAssertNil(try early("game.Res == 1", .s2c, 20001), "decoding decides")
+        XCTAssertNil(try early("msg.id == 10002 or game.Res == 1", .s2c, 20001))
+        XCTAssertEqual(try early("msg.dir == c2s and game.Res == 1", .s2c, 20001), false)
+        XCTAssertEqual(try early("not msg.name == \"Sc_30005\"", .s2c, 30005), false)
+    }
 }

@@ -1,7 +1,7 @@
 /// Evaluates a display filter on one decoded message, with Wireshark's semantics: a comparison
 /// with a field the message does not have is false, and for an array or repeated field any
 /// element that matches is enough.
-struct FilterEvaluator {
+public struct FilterEvaluator {
     let expr: FilterExpr
     /// Compiled regular expressions, by their text.
     let regexes: [String: Regex<AnyRegexOutput>]
@@ -30,6 +30,51 @@ struct FilterEvaluator {
     }
 
     func matches(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> Bool { eval(expr, m, c, p) }
+
+    /// Before decoding: whether the filter can still select a message of this protocol,
+    /// direction, id and schema message. `false` only when it surely cannot (the body is then
+    /// not decoded at all); fields make the answer "maybe".
+    func mayMatch(_ p: ProtocolRuntime, _ dir: Direction, id: UInt64?, message: Int?) -> Bool {
+        early(expr, p, dir, id, message) != false
+    }
+
+    /// Three-valued: true, false, or nil when it depends on what decoding finds.
+    func early(_ e: FilterExpr, _ p: ProtocolRuntime, _ dir: Direction, _ id: UInt64?, _ mi: Int?) -> Bool? {
+        switch e {
+        case .or(let a, let b):
+            let x = early(a, p, dir, id, mi), y = early(b, p, dir, id, mi)
+            if x == true || y == true { return true }
+            return x == false && y == false ? false : nil
+        case .and(let a, let b):
+            let x = early(a, p, dir, id, mi), y = early(b, p, dir, id, mi)
+            if x == false || y == false { return false }
+            return x == true && y == true ? true : nil
+        case .not(let a): return early(a, p, dir, id, mi).map { !$0 }
+        case .present(.proto(let name)): return p.schema.name.lowercased() == name
+        case .present(.field(let proto, _)), .compare(.field(let proto, _), _, _), .contains(.field(let proto, _), _),
+             .matches(.field(let proto, _), _), .member(.field(let proto, _), _):
+            // A field of another protocol is never there; of this one, decoding decides.
+            return p.schema.name.lowercased() == proto ? nil : false
+        case .compare(let r, let op, let v):
+            guard let o = earlyValue(r, p, dir, id, mi) else { return nil }
+            return o.contains { compare($0, op, v) }
+        case .member(let r, let vs):
+            guard let o = earlyValue(r, p, dir, id, mi) else { return nil }
+            return o.contains { x in vs.contains { compare(x, .eq, $0) } }
+        default: return nil
+        }
+    }
+
+    /// The attributes known before decoding; nil for the others.
+    func earlyValue(_ r: FieldReference, _ p: ProtocolRuntime, _ dir: Direction, _ id: UInt64?, _ mi: Int?) -> [Observed]? {
+        switch r {
+        case .msgID: return id.map { [.integer(negative: false, magnitude: $0, label: nil)] } ?? []
+        case .msgName: return mi.map { [.text(p.schema.messages[$0].name)] }
+        case .msgDir: return [.text(dir == .c2s ? "c2s" : "s2c")]
+        case .msgProtocol: return [.text(p.schema.name)]
+        default: return nil
+        }
+    }
 
     func eval(_ e: FilterExpr, _ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> Bool {
         switch e {
@@ -252,8 +297,10 @@ extension CompareOp {
 /// (as tshark's -Y shows only the packets that match).
 public final class FilteringSink: MessageSink {
     let inner: MessageSink
-    let evaluator: FilterEvaluator
+    public let evaluator: FilterEvaluator
     public private(set) var matched: UInt64 = 0
+    /// Messages left undecoded because the filter could not select them.
+    public var skipped: UInt64 = 0
 
     public init(_ inner: MessageSink, filter: FilterExpr) {
         self.inner = inner

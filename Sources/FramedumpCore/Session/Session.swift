@@ -61,6 +61,8 @@ final class SessionFrames: FrameConsumer {
     let decoded: DecodedMessage
     /// Held until the session ends (which drops this object), so never a lasting cycle.
     let connection: Connection
+    /// With `-Y`: the filter, asked before decoding whether a message can match at all.
+    let prefilter: FilteringSink?
 
     init(runtime: ProtocolRuntime, sink: MessageSink?, decoded: DecodedMessage, connection: Connection) {
         self.runtime = runtime
@@ -69,6 +71,7 @@ final class SessionFrames: FrameConsumer {
         self.sink = sink
         self.decoded = decoded
         self.connection = connection
+        prefilter = sink as? FilteringSink
     }
 
     func frame(_ f: Frame, _ dir: Direction) {
@@ -82,12 +85,26 @@ final class SessionFrames: FrameConsumer {
             if mi == nil, let id { p.unknownIDs[id, default: 0] += 1 }
             return
         }
+        if let pre = prefilter, !prefilterAllows(f, dir, pre) { return }
         decoder.decode(f, dir, into: decoded)
         if decoded.webSocket != nil { decoded.webSocket = nil }
         p.messageCounts[decoded.message ?? p.messageCounts.count - 1] += 1
         if decoded.message == nil, let id = decoded.id { p.unknownIDs[id, default: 0] += 1 }
         if !decoded.warnings.isEmpty { p.warnings += 1 }
         sink.message(decoded, connection, p)
+    }
+
+    /// The rare path of `-Y`: messages whose protocol, direction or id the filter rejects are
+    /// counted and not decoded.
+    func prefilterAllows(_ f: Frame, _ dir: Direction, _ pre: FilteringSink) -> Bool {
+        let p = runtime
+        let id = p.layout.messageID(f.bytes, at: 0)
+        let mi = id.flatMap { decoder.program.message(dir, $0) }
+        if pre.evaluator.mayMatch(p, dir, id: id, message: mi) { return true }
+        p.messageCounts[mi ?? p.messageCounts.count - 1] += 1
+        if mi == nil, let id { p.unknownIDs[id, default: 0] += 1 }
+        pre.skipped += 1
+        return false
     }
 
     /// How a WebSocket message's payload is read.
