@@ -15,8 +15,10 @@ public enum FieldName: Sendable, Equatable {
 }
 
 /// The decoder's own field names (a byte each, so a decoded field stays small).
-public enum BuiltinName: UInt8, Sendable {
+public enum BuiltinName: UInt8, Sendable, CaseIterable {
     case body, text, trailing, json, undecoded, code, reason, payload
+
+    static var allNames: [BuiltinName] { allCases }
 
     public var text: StaticString {
         switch self {

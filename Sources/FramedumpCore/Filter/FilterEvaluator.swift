@@ -5,6 +5,8 @@ public struct FilterEvaluator {
     let expr: FilterExpr
     /// Compiled regular expressions, by their text.
     let regexes: [String: Regex<AnyRegexOutput>]
+    /// Field paths resolved against each protocol's schema, made on first use.
+    let paths = PathCache()
 
     init(_ e: FilterExpr) {
         expr = e
@@ -29,39 +31,41 @@ public struct FilterEvaluator {
         case bytes([UInt8])
     }
 
-    func matches(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> Bool { eval(expr, m, c, p) }
+    func matches(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> Bool {
+        eval(paths.bound(expr, p, self), m, c, p)
+    }
 
     /// Before decoding: whether the filter can still select a message of this protocol,
     /// direction, id and schema message. `false` only when it surely cannot (the body is then
     /// not decoded at all); fields make the answer "maybe".
     func mayMatch(_ p: ProtocolRuntime, _ dir: Direction, id: UInt64?, message: Int?) -> Bool {
-        early(expr, p, dir, id, message) != false
+        early(paths.bound(expr, p, self), p, dir, id, message) != false
     }
 
     /// Three-valued: true, false, or nil when it depends on what decoding finds.
     func early(_ e: FilterExpr, _ p: ProtocolRuntime, _ dir: Direction, _ id: UInt64?, _ mi: Int?) -> Bool? {
+        early(bind(e, p), p, dir, id, mi)
+    }
+
+    func early(_ e: Bound, _ p: ProtocolRuntime, _ dir: Direction, _ id: UInt64?, _ mi: Int?) -> Bool? {
         switch e {
         case .or(let a, let b):
             let x = early(a, p, dir, id, mi), y = early(b, p, dir, id, mi)
             if x == true || y == true { return true }
             return x == false && y == false ? false : nil
         case .and(let a, let b):
-            let x = early(a, p, dir, id, mi), y = early(b, p, dir, id, mi)
-            if x == false || y == false { return false }
+            let x = early(a, p, dir, id, mi)
+            if x == false { return false }
+            let y = early(b, p, dir, id, mi)
+            if y == false { return false }
             return x == true && y == true ? true : nil
         case .not(let a): return early(a, p, dir, id, mi).map { !$0 }
-        case .present(.proto(let name)): return p.schema.name.lowercased() == name
-        case .present(.field(let proto, _)), .compare(.field(let proto, _), _, _), .contains(.field(let proto, _), _),
-             .matches(.field(let proto, _), _), .member(.field(let proto, _), _):
-            // A field of another protocol is never there; of this one, decoding decides.
-            return p.schema.name.lowercased() == proto ? nil : false
-        case .compare(let r, let op, let v):
+        case .constant(let v): return v
+        case .present: return nil
+        case .test(.path, _): return nil
+        case .test(.attribute(let r), let t):
             guard let o = earlyValue(r, p, dir, id, mi) else { return nil }
-            return o.contains { compare($0, op, v) }
-        case .member(let r, let vs):
-            guard let o = earlyValue(r, p, dir, id, mi) else { return nil }
-            return o.contains { x in vs.contains { compare(x, .eq, $0) } }
-        default: return nil
+            return o.contains { test($0, t) }
         }
     }
 
@@ -76,38 +80,100 @@ public struct FilterEvaluator {
         }
     }
 
-    func eval(_ e: FilterExpr, _ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> Bool {
+    func eval(_ e: Bound, _ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> Bool {
         switch e {
         case .or(let a, let b): return eval(a, m, c, p) || eval(b, m, c, p)
         case .and(let a, let b): return eval(a, m, c, p) && eval(b, m, c, p)
         case .not(let a): return !eval(a, m, c, p)
-        case .present(let r): return present(r, m, p)
-        case .compare(let r, let op, let v): return values(r, m, c, p).contains { compare($0, op, v) }
-        case .member(let r, let vs): return values(r, m, c, p).contains { o in vs.contains { compare(o, .eq, $0) } }
-        case .contains(let r, let v):
-            let needle: [UInt8]
-            switch v {
-            case .text(let s): needle = Array(s.utf8)
-            case .integer(let n, let mag): needle = Array(((n ? "-" : "") + String(mag)).utf8)
-            case .float(let d): needle = Array(String(d).utf8)
-            }
-            return values(r, m, c, p).contains { o in
-                switch o {
-                case .text(let s): return Self.find(Array(s.utf8), needle)
-                case .bytes(let b): return Self.find(b, needle)
-                case .integer(_, _, let label): return label.map { Self.find(Array($0.utf8), needle) } ?? false
-                case .float: return false
+        case .constant(let v): return v
+        case .present(let path):
+            var found = false
+            walk(m, p, path) { _ in found = true; return false }
+            return found
+        case .test(let source, let t):
+            switch source {
+            case .path(let path):
+                var hit = false
+                walk(m, p, path) { f in
+                    if let o = observe(f, m, p), test(o, t) { hit = true; return false }
+                    return true
                 }
+                return hit
+            case .attribute(let r):
+                return values(r, m, c, p).contains { test($0, t) }
             }
-        case .matches(let r, let re):
+        }
+    }
+
+    func test(_ o: Observed, _ t: Test) -> Bool {
+        switch t {
+        case .compare(let op, let v): return compare(o, op, v)
+        case .member(let vs): return vs.contains { compare(o, .eq, $0) }
+        case .contains(let needle):
+            switch o {
+            case .text(let s): return Self.find(Array(s.utf8), needle)
+            case .bytes(let b): return Self.find(b, needle)
+            case .integer(_, _, let label): return label.map { Self.find(Array($0.utf8), needle) } ?? false
+            case .float: return false
+            }
+        case .matches(let re):
             guard let regex = regexes[re] else { return false }
-            return values(r, m, c, p).contains { o in
-                switch o {
-                case .text(let s): return (try? regex.firstMatch(in: s)) != nil
-                case .integer(_, _, let label?): return (try? regex.firstMatch(in: label)) != nil
-                default: return false
-                }
+            switch o {
+            case .text(let s): return (try? regex.firstMatch(in: s)) != nil
+            case .integer(_, _, let label?): return (try? regex.firstMatch(in: label)) != nil
+            default: return false
             }
+        }
+    }
+
+    /// The expression for one protocol: its protocol tests made constants, its paths resolved.
+    indirect enum Bound {
+        case or(Bound, Bound), and(Bound, Bound), not(Bound), constant(Bool)
+        case present(CompiledPath)
+        case test(Source, Test)
+    }
+
+    enum Source {
+        case path(CompiledPath)
+        case attribute(FieldReference)
+    }
+
+    enum Test {
+        case compare(CompareOp, FilterValue)
+        case member([FilterValue])
+        case contains([UInt8])
+        case matches(String)
+    }
+
+    func bind(_ e: FilterExpr, _ p: ProtocolRuntime) -> Bound {
+        let name = p.schema.name.lowercased()
+        func source(_ r: FieldReference) -> Source? {
+            switch r {
+            case .field(let proto, let path): return proto == name ? .path(CompiledPath(path, p.schema)) : nil
+            case .proto(let proto): return proto == name ? .attribute(r) : nil
+            default: return .attribute(r)
+            }
+        }
+        func test(_ r: FieldReference, _ t: Test) -> Bound {
+            guard let s = source(r) else { return .constant(false) }
+            return .test(s, t)
+        }
+        switch e {
+        case .or(let a, let b): return .or(bind(a, p), bind(b, p))
+        case .and(let a, let b): return .and(bind(a, p), bind(b, p))
+        case .not(let a): return .not(bind(a, p))
+        case .present(.proto(let proto)): return .constant(proto == name)
+        case .present(.field(let proto, let path)): return proto == name ? .present(CompiledPath(path, p.schema)) : .constant(false)
+        case .present: return .constant(true)
+        case .compare(let r, let op, let v): return test(r, .compare(op, v))
+        case .member(let r, let vs): return test(r, .member(vs))
+        case .contains(let r, let v):
+            switch v {
+            case .text(let s): return test(r, .contains(Array(s.utf8)))
+            case .integer(let n, let mag): return test(r, .contains(Array(((n ? "-" : "") + String(mag)).utf8)))
+            case .float(let d): return test(r, .contains(Array(String(d).utf8)))
+            }
+        case .matches(let r, let re): return test(r, .matches(re))
         }
     }
 
@@ -166,18 +232,7 @@ public struct FilterEvaluator {
 
     // MARK: - What the message holds
 
-    func present(_ r: FieldReference, _ m: DecodedMessage, _ p: ProtocolRuntime) -> Bool {
-        switch r {
-        case .proto(let name): return p.schema.name.lowercased() == name
-        case .field(let proto, let path):
-            guard p.schema.name.lowercased() == proto else { return false }
-            var found = false
-            walk(m, p, path) { _ in found = true; return false }
-            return found
-        default: return true
-        }
-    }
-
+    /// The message's own attributes and endpoints.
     func values(_ r: FieldReference, _ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> [Observed] {
         let src = m.direction == .c2s ? c.client : c.server
         let dst = m.direction == .c2s ? c.server : c.client
@@ -197,37 +252,45 @@ public struct FilterEvaluator {
         case .tcpSrcPort: return [.integer(negative: false, magnitude: UInt64(src.port), label: nil)]
         case .tcpDstPort: return [.integer(negative: false, magnitude: UInt64(dst.port), label: nil)]
         case .proto(let name): return p.schema.name.lowercased() == name ? [.text(p.schema.name)] : []
-        case .field(let proto, let path):
-            guard p.schema.name.lowercased() == proto else { return [] }
-            var out: [Observed] = []
-            walk(m, p, path) { f in
-                if let o = observe(f, m, p) { out.append(o) }
-                return true
-            }
-            return out
+        case .field: return []
         }
     }
 
-    /// Calls `visit` with every field whose name path (elements left out) is `path`, until it
-    /// returns false.
-    func walk(_ m: DecodedMessage, _ p: ProtocolRuntime, _ path: [String], _ visit: (DecodedField) -> Bool) {
-        if path.count == 1 {
+    /// Calls `visit` with every field whose name path (elements left out) is the compiled
+    /// path, until it returns false. Names are compared as indexes, JSON keys as bytes: no
+    /// allocation per field.
+    func walk(_ m: DecodedMessage, _ p: ProtocolRuntime, _ cp: CompiledPath, _ visit: (DecodedField) -> Bool) {
+        let n = cp.count
+        if n == 1, cp.header[0] >= 0 {
+            let hi = cp.header[0]
             for h in m.headerFields {
-                if case .header(let i) = h.name, p.schema.header[Int(i)].name == path[0] {
-                    if !visit(h) { return }
-                }
+                if case .header(let i) = h.name, Int(i) == hi { if !visit(h) { return } }
             }
         }
-        var stack: [String?] = []
-        for f in m.fields {
-            let d = Int(f.depth)
-            if stack.count > d { stack.removeLast(stack.count - d) }
-            while stack.count < d { stack.append(nil) }
-            // An element has no name of its own: its path is its array's.
-            stack.append(name(f, m, p))
-            let names = stack.compactMap { $0 }
-            if names == path && (stack.last! != nil || !isContainer(f)) {
-                if !visit(f) { return }
+        let frame = m.frame.bytes
+        // matched[d]: path components matched by the ancestors of a field at depth d (-1: none).
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: 130) { matched in
+            matched[0] = 0
+            m.fields.withUnsafeBufferPointer { fs in
+                for f in fs {
+                    let d = Int(f.depth)
+                    guard d < 128 else { continue }
+                    let k = matched[d]
+                    var state = -1
+                    if k >= 0 {
+                        if case .element = f.name {
+                            state = k
+                        } else if k < n && cp.matches(k, f.name, frame) {
+                            state = k + 1
+                        }
+                    }
+                    matched[d + 1] = state
+                    if state == n {
+                        let named: Bool
+                        if case .element = f.name { named = false } else { named = true }
+                        if named || !isContainer(f) { if !visit(f) { return } }
+                    }
+                }
             }
         }
     }
@@ -334,4 +397,86 @@ final class NullSink: MessageSink {
     func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {}
     func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {}
     func finish() {}
+}
+
+/// A filter's field path resolved against one protocol's schema, laid out in plain memory so
+/// matching a decoded field costs a few compares and no reference counting.
+final class CompiledPath: @unchecked Sendable {
+    let count: Int
+    /// Per component: a header field's index (-1: none; first component only), a builtin name
+    /// (-1: none), and where its message fields and key bytes are in the blocks below.
+    let header: UnsafeMutableBufferPointer<Int>
+    let builtin: UnsafeMutableBufferPointer<Int>
+    let fieldRange: UnsafeMutableBufferPointer<(Int, Int)>
+    let keyRange: UnsafeMutableBufferPointer<(Int, Int)>
+    /// Message fields named like each component, as message << 32 | field.
+    let fields: UnsafeMutableBufferPointer<Int64>
+    let keys: UnsafeMutableBufferPointer<UInt8>
+
+    init(_ path: [String], _ s: ProtocolSchema) {
+        count = path.count
+        var h: [Int] = [], b: [Int] = [], fr: [(Int, Int)] = [], kr: [(Int, Int)] = []
+        var f: [Int64] = [], k: [UInt8] = []
+        for (i, name) in path.enumerated() {
+            h.append(i == 0 ? (s.header.firstIndex { $0.name == name && !$0.isPadding } ?? -1) : -1)
+            b.append(BuiltinName.allNames.first { String(describing: $0.text) == name }.map { Int($0.rawValue) } ?? -1)
+            let start = f.count
+            for (mi, m) in s.messages.enumerated() {
+                for (fi, x) in m.fields.enumerated() where x.name == name { f.append(Int64(mi) << 32 | Int64(fi)) }
+            }
+            fr.append((start, f.count - start))
+            kr.append((k.count, name.utf8.count))
+            k += Array(name.utf8)
+        }
+        func block<T>(_ a: [T]) -> UnsafeMutableBufferPointer<T> {
+            let p = UnsafeMutableBufferPointer<T>.allocate(capacity: max(1, a.count))
+            _ = p.initialize(from: a)
+            return p
+        }
+        header = block(h); builtin = block(b); fieldRange = block(fr); keyRange = block(kr); fields = block(f); keys = block(k)
+    }
+
+    deinit {
+        header.deallocate(); builtin.deallocate(); fieldRange.deallocate(); keyRange.deallocate()
+        fields.deallocate(); keys.deallocate()
+    }
+
+    /// Whether a decoded field's name is component `i`.
+    @inline(__always)
+    func matches(_ i: Int, _ name: FieldName, _ frame: UnsafeRawBufferPointer) -> Bool {
+        switch name {
+        case .field(let mi, let fi):
+            let v = Int64(mi) << 32 | Int64(fi)
+            let (s, n) = fieldRange[i]
+            var j = s
+            while j < s + n { if fields[j] == v { return true }; j += 1 }
+            return false
+        case .header(let x): return header[i] == Int(x)
+        case .builtin(let bn): return builtin[i] == Int(bn.rawValue)
+        case .key(let o, let l):
+            let key = frame.slice(Int(o), Int(l))
+            let (s, n) = keyRange[i]
+            let want = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(keys)[s..<(s + n)])
+            if key.count == n && key.elementsEqual(want) { return true }
+            // A key written with escapes: compared by its text (the rare path).
+            return key.contains(0x5c) && Array(JSONText.unescaped(key).utf8).elementsEqual(want)
+        case .element: return false
+        }
+    }
+}
+
+/// The filter bound to each protocol, made on first use (one evaluator serves every protocol).
+final class PathCache: @unchecked Sendable {
+    var bound: [ObjectIdentifier: FilterEvaluator.Bound] = [:]
+    /// The last protocol asked for: runs of messages of one protocol skip the lookup.
+    var last: (ObjectIdentifier, FilterEvaluator.Bound)?
+
+    func bound(_ e: FilterExpr, _ p: ProtocolRuntime, _ ev: FilterEvaluator) -> FilterEvaluator.Bound {
+        let id = ObjectIdentifier(p)
+        if let l = last, l.0 == id { return l.1 }
+        let b = bound[id] ?? ev.bind(e, p)
+        bound[id] = b
+        last = (id, b)
+        return b
+    }
 }
