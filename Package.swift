@@ -11,6 +11,10 @@ let package = Package(
     dependencies: [
         // The command line: options, subcommands, help text and validation.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // Compiled descriptor sets (`protoc -o x.desc`): the runtime's descriptor types only.
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        // AES for encrypted bodies (`_CryptoExtras`: CBC, CTR, the block function for ECB).
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"4.0.0"),
     ],
     targets: [
         // libpcap, through the system's headers and pkg-config.
@@ -22,7 +26,12 @@ let package = Package(
         // The pipeline: Capture → Link → Reassembly → Session (Framing, Decoding) → Output.
         .target(
             name: "FramedumpCore",
-            dependencies: ["CPcap"],
+            dependencies: [
+                "CPcap",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             // Per-message hot paths touch class state millions of times a second; the dynamic
             // exclusivity checks cost more than the work itself. Static checks still apply.
             swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"])]

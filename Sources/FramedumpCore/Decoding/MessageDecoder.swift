@@ -6,17 +6,21 @@ public final class MessageDecoder {
     static let maxDepth = 32
     static let maxArray: UInt64 = 1 << 20
 
+    /// Decrypts bodies when the protocol says they are encrypted (one reusable buffer).
+    let cipher: BodyCipher?
+
     public init(schema: ProtocolSchema) {
         self.schema = schema
         layout = FrameLayout(schema)
         program = DecodeProgram(schema)
+        cipher = schema.cipher.map { BodyCipher($0, maxFrame: schema.maxFrame) }
     }
 
     public func decode(_ frame: Frame, _ dir: Direction, into m: DecodedMessage) {
         m.reset()
         m.frame = frame
         m.direction = dir
-        let b = frame.bytes
+        var b = frame.bytes
         var i = 0
         while i < layout.fieldCount {
             defer { i += 1 }
@@ -30,6 +34,18 @@ public final class MessageDecoder {
         m.id = layout.messageID(b, at: 0)
         if let id = m.id { m.message = program.message(dir, id) }
         let body = layout.headerSize
+        if let cipher, b.count > body, cipherApplies(cipher.spec, b) {
+            switch cipher.decrypt(b, headerSize: body) {
+            case .plain(let p):
+                m.decrypted = p
+                m.cipherName = cipher.spec.name
+                b = p
+            case .failed(let text):
+                m.warnings.append(.cipher(text))
+                raw(b, from: body, into: m)
+                return
+            }
+        }
         switch schema.body {
         case .fields:
             guard let mi = m.message else {
@@ -64,9 +80,27 @@ public final class MessageDecoder {
         case .text:
             m.fields.append(DecodedField(name: .builtin(.text), value: .string, offset: Int32(body),
                                          width: Int32(b.count - body), depth: 0))
-        case .raw, .protobuf:
+        case .raw:
             raw(b, from: body, into: m)
+        case .protobuf:
+            decodeProtobuf(b, from: body, into: m)
         }
+    }
+
+    func cipherApplies(_ c: BodyCipherSpec, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard let (field, value) = c.condition else { return true }
+        return layout.value(field, in: b, at: 0) == value
+    }
+
+    /// A protobuf body: the message type bound to the id, or schema-less when there is none.
+    func decodeProtobuf(_ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage) {
+        let target = m.message.flatMap { schema.messages[$0].protoType } ?? -1
+        if m.message == nil && schema.hasMessageIDs && (b.count > body || m.id != nil) {
+            m.warnings.append(.protobuf("unknown message id \(m.id ?? 0): body decoded without a schema (field numbers, guessed types)"))
+        }
+        guard b.count > body || (target >= 0 && schema.protoAddDefaults) else { return }
+        var d = ProtobufDecoder(t: schema.proto, b: b, m: m, schema: schema, addDefaults: schema.protoAddDefaults)
+        _ = d.message(target, body, b.count, depth: 0)
     }
 
     func raw(_ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage) {

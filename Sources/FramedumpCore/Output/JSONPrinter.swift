@@ -41,7 +41,7 @@ public final class JSONPrinter: MessageSink {
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
         let f = m.frame!
         let names = p.names.view
-        let ft = FieldText(p, frame: f.bytes)
+        let ft = FieldText(p, frame: m.fieldBytes)
         // One reservation for the whole line: every piece below is bounded by it.
         let fieldCount = m.fields.count + m.headerFields.count
         lineBound = 512 + names.longest + 6 * f.bytes.count + fieldCount * (names.longest + 48)
@@ -76,6 +76,7 @@ public final class JSONPrinter: MessageSink {
             }
         }
         if opened { k.byte(0x7d) }
+        if let c = m.cipherName { k.write(",\"decrypted\":\""); k.write(c); k.byte(0x22) }
         k.write(",\"fields\":")
         m.fields.withUnsafeBufferPointer { fs in
             let topIsArray = fs.first.map { if case .element = $0.name { return true } else { return false } } ?? false
@@ -122,6 +123,11 @@ public final class JSONPrinter: MessageSink {
             case .builtin(let s): k.byte(0x22); k.write(s.text); k.write("\":")
             case .header(let h): k.write(ft.names.jsonHeader(h))
             case .element: k.write("\"\":")
+            case .unknown(let n, _): k.byte(0x22); k.decimal(n); k.write("\":")
+            case .stringKey(let s, let l): k.jsonString(ft.frame.slice(Int(s), Int(l))); k.byte(0x3a)
+            case .intKey(let v): k.byte(0x22); k.decimal(v); k.write("\":")
+            case .uintKey(let v): k.byte(0x22); k.decimal(v); k.write("\":")
+            case .boolKey(let v): k.write(v ? "\"true\":" : "\"false\":")
             }
         }
         switch x.value {

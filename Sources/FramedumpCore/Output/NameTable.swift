@@ -37,7 +37,7 @@ public final class NameTable {
         v.headerBase = spans.count
         for h in s.header { add(h.nameBytes) }
         v.jsonFieldBase = spans.count
-        for m in s.messages { for f in m.fields { add(key(f.nameBytes)) } }
+        for m in s.messages { for f in m.fields { add(key(f.jsonNameBytes ?? f.nameBytes)) } }
         v.jsonHeaderBase = spans.count
         for h in s.header { add(key(h.nameBytes)) }
         v.jsonMessageBase = spans.count
@@ -52,6 +52,7 @@ public final class NameTable {
             var t = ""
             if let id = m.id { t += " (id \(id))" }
             if let title = m.title { t += " \"\(title)\"" }
+            if let pt = m.protoType { t += " " + s.messages[pt].name }
             add(Array(t.utf8))
         }
         v.longest = spans.map { Int($0.1) }.max() ?? 0

@@ -17,6 +17,8 @@ struct PendingMessage {
     var id: UInt64?
     var direction: Direction?
     var fields: [PendingField] = []
+    /// `Message NAME = ID : pkg.Type;`: the protobuf type of its body.
+    var protoType: (String, Token)?
 }
 
 struct PendingProtocol {
@@ -29,11 +31,14 @@ struct PendingProtocol {
     var idName: (String, Token)?
     var messages: [PendingMessage] = []
     var enums: [EnumDef] = []
+    /// Protobuf bodies and encryption (see ProtoBinding.swift).
+    var proto = PendingProto()
 }
 
 /// Turns names into indices and checks that everything refers to something real.
 struct Resolver {
     let lexers: [Lexer]
+    var options = LoadOptions()
 
     func err(_ t: Token, _ m: String) -> DissectorError { lexers[t.file].error(t.line, t.column, m) }
 
@@ -101,6 +106,7 @@ struct Resolver {
                 }
             }
         }
+        try attachProto(p, to: &s)
         return s
     }
 

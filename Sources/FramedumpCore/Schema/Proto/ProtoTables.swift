@@ -1,0 +1,154 @@
+/// The loaded `.proto` messages compiled for the wire decoder: per message, its fields sorted
+/// by number with their type and target. Protobuf messages sit in `ProtocolSchema.messages`
+/// after the dissector's own (so outputs name their fields like any other), from `base` on.
+public final class ProtoTables: Sendable {
+    struct Op: Sendable {
+        var number: Int32
+        var type: ProtoType
+        var repeated: Bool
+        /// Schema message index for message, group and map fields; -1 otherwise.
+        var target: Int32
+        /// Index of the field in its `MessageDef`.
+        var field: Int32
+    }
+
+    let ops: [Op]
+    /// Per schema message index: (first op, count); (0, 0) for the dissector's own messages.
+    let ranges: [(Int32, Int32)]
+    let isMapEntry: [Bool]
+    /// The field's type name for warnings (`int32`, `.pkg.Msg`), per schema message and field.
+    let base: Int
+    /// Fully qualified name → schema message index.
+    public let byName: [String: Int]
+    /// Add fields at their default value when they are not on the wire (`--proto-defaults`).
+    let defaults: [[DefaultValue]]
+
+    enum DefaultValue: Sendable {
+        case none
+        case value(FieldValue)
+    }
+
+    init(ops: [Op], ranges: [(Int32, Int32)], isMapEntry: [Bool], base: Int, byName: [String: Int],
+         defaults: [[DefaultValue]]) {
+        self.ops = ops
+        self.ranges = ranges
+        self.isMapEntry = isMapEntry
+        self.base = base
+        self.byName = byName
+        self.defaults = defaults
+    }
+
+    /// The op index of field `number` in message `mi`, or nil.
+    @inline(__always)
+    func find(_ mi: Int, _ number: Int32, hint: inout Int) -> Int? {
+        let (first, n) = ranges[mi]
+        let lo = Int(first), hi = Int(first) + Int(n)
+        if hint >= lo && hint < hi && ops[hint].number == number { return hint }
+        var a = lo, b = hi
+        while a < b {
+            let mid = (a + b) >> 1
+            let v = ops[mid].number
+            if v == number { hint = mid + 1; return mid }
+            if v < number { a = mid + 1 } else { b = mid }
+        }
+        return nil
+    }
+
+    /// Appends the registry's messages to `schema.messages` and builds the tables.
+    static func attach(_ reg: ProtoRegistry, to s: inout ProtocolSchema) -> ProtoTables {
+        let base = s.messages.count
+        var byName: [String: Int] = [:]
+        for (i, n) in reg.messageOrder.enumerated() { byName[n] = base + i }
+        var ops: [Op] = []
+        var ranges = [(Int32, Int32)](repeating: (0, 0), count: base)
+        var mapEntry = [Bool](repeating: false, count: base)
+        var defaults = [[DefaultValue]](repeating: [], count: base)
+        for full in reg.messageOrder {
+            let m = reg.messages[full]!
+            var fields: [FieldDef] = []
+            var fieldDefaults: [DefaultValue] = []
+            let proto3 = reg.syntax(of: full) == "proto3"
+            for f in m.fields {
+                var labels: [Int64: String]?
+                if f.type == .enumeration, let e = reg.enums[String(f.typeName.dropFirst())] {
+                    var l: [Int64: String] = [:]
+                    for v in e.values where l[Int64(v.number)] == nil { l[Int64(v.number)] = v.name }
+                    labels = l
+                }
+                var fd = FieldDef(name: f.name, type: .bytes(.rest), array: nil, tag: Int(f.number),
+                                  description: f.type == .message || f.type == .enumeration || f.type == .group
+                                      ? String(f.typeName.dropFirst()) : f.type.name,
+                                  labels: labels, nameBytes: Array(f.name.utf8))
+                fd.jsonNameBytes = Array(f.jsonName.utf8)
+                fields.append(fd)
+                fieldDefaults.append(f.label == .repeated || f.oneofIndex != nil && !f.proto3Optional
+                                     ? .none : defaultValue(f, proto3: proto3, reg))
+            }
+            let order = m.fields.indices.sorted { m.fields[$0].number < m.fields[$1].number }
+            ranges.append((Int32(ops.count), Int32(order.count)))
+            for i in order {
+                let f = m.fields[i]
+                let target = f.type == .message || f.type == .group ? Int32(byName[String(f.typeName.dropFirst())] ?? -1) : -1
+                ops.append(Op(number: f.number, type: f.type, repeated: f.label == .repeated, target: target, field: Int32(i)))
+            }
+            mapEntry.append(m.isMapEntry)
+            defaults.append(fieldDefaults)
+            let short = m.name
+            s.messages.append(MessageDef(name: full, title: nil, id: nil, direction: nil, fields: fields,
+                                         nameBytes: Array(full.utf8), line: 0))
+            _ = short
+        }
+        return ProtoTables(ops: ops, ranges: ranges, isMapEntry: mapEntry, base: base, byName: byName, defaults: defaults)
+    }
+
+    /// The value a field has when it is not on the wire (proto2 `[default = ...]`, else zero).
+    static func defaultValue(_ f: ProtoFieldModel, proto3: Bool, _ reg: ProtoRegistry) -> DefaultValue {
+        let d = f.defaultValue
+        switch f.type {
+        case .int32, .int64, .sint32, .sint64, .sfixed32, .sfixed64:
+            return .value(.signed(d.flatMap { Int64($0) } ?? 0))
+        case .uint32, .uint64, .fixed32, .fixed64:
+            return .value(.unsigned(d.flatMap { UInt64($0) } ?? 0))
+        case .float, .double:
+            let v: Double
+            switch d {
+            case "inf"?: v = .infinity
+            case "-inf"?: v = -.infinity
+            case "nan"?: v = .nan
+            default: v = d.flatMap { Double($0) } ?? 0
+            }
+            return .value(.float(v))
+        case .bool: return .value(.bool(d == "true"))
+        case .enumeration:
+            if let d, let e = reg.enums[String(f.typeName.dropFirst())], let v = e.values.first(where: { $0.name == d }) {
+                return .value(.signed(Int64(v.number)))
+            }
+            let first = reg.enums[String(f.typeName.dropFirst())]?.values.first?.number ?? 0
+            return .value(.signed(Int64(first)))
+        case .string: return d == nil || d == "" ? .value(.string) : .none
+        case .bytes: return d == nil || d == "" ? .value(.bytes) : .none
+        case .message, .group: return .none
+        }
+    }
+}
+
+extension ProtoRegistry {
+    /// The syntax of the file that declares a message.
+    func syntax(of fullName: String) -> String {
+        for f in files {
+            let prefix = f.package.isEmpty ? "" : f.package + "."
+            guard fullName.hasPrefix(prefix) else { continue }
+            var found = false
+            func walk(_ ms: [ProtoMessageModel], _ scope: String) {
+                for m in ms {
+                    let n = scope + m.name
+                    if n == fullName { found = true; return }
+                    walk(m.nested, n + ".")
+                }
+            }
+            walk(f.messages, prefix)
+            if found { return f.syntax }
+        }
+        return "proto3"
+    }
+}
