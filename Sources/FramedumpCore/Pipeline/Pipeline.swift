@@ -14,7 +14,9 @@ public final class Pipeline {
     public init(options: PipelineOptions, output: OutputBuffer) throws {
         self.options = options
         self.out = output
-        let schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: options.dissectorPaths))
+        var schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: options.dissectorPaths),
+                                               options: options.load)
+        if options.protoDefaults { for i in schemas.indices { schemas[i].protoAddDefaults = true } }
         let printsMessages = !options.segments && !options.follow && !options.quiet
         if options.segments {
             sink = nil
