@@ -108,7 +108,8 @@ struct ProtobufDecoder {
             if wire == 4 {
                 close(tagAt)
                 if group != 0 && number == group { return (count, pos) }
-                warn("malformed protobuf at byte \(tagAt): group end for field \(number) without its start")
+                warn(group != 0 ? "malformed protobuf at byte \(tagAt): group end \(number) does not match group \(group)"
+                                : "malformed protobuf at byte \(tagAt): group end for field \(number) without its start")
                 return (count + rest(tagAt, end, depth: depth), end)
             }
             guard wire <= 5 && wire != 4 else {
