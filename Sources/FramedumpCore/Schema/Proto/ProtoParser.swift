@@ -437,15 +437,16 @@ struct ProtoParser {
     mutating func fieldOptions(_ f: inout ProtoFieldModel?) throws(DissectorError) {
         try expect("[")
         repeat {
+            let at = tok
             let (n, v) = try option()
             guard f != nil else { continue }
             switch n {
             case "packed": f!.packed = try bool(v, "packed")
             case "json_name":
-                guard case .string(let s, _) = v else { throw err(tok, "json_name must be a string") }
+                guard case .string(let s, _) = v else { throw err(at, "json_name must be a string") }
                 f!.jsonName = String(decoding: s, as: UTF8.self)
             case "default":
-                if file.syntax == "proto3" { throw err(tok, "default values are not allowed in proto3") }
+                if file.syntax == "proto3" { throw err(at, "default values are not allowed in proto3") }
                 switch v {
                 case .ident(let s, _): f!.defaultValue = s
                 case .number(let s, let t):
@@ -456,7 +457,7 @@ struct ProtoParser {
                     } else { throw err(t, "'\(s)' is not a number") }
                 case .string(let s, _):
                     f!.defaultValue = f!.type == .bytes ? Self.cEscape(s) : String(decoding: s, as: UTF8.self)
-                case .aggregate: throw err(tok, "a default value cannot be an aggregate")
+                case .aggregate: throw err(at, "a default value cannot be an aggregate")
                 }
             default: break
             }
