@@ -43,6 +43,12 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // scripts/fuzz.sh: an in-process mutation fuzzer over the untrusted-input parsers.
+        .executableTarget(
+            name: "framedump-fuzz",
+            dependencies: ["FramedumpCore"],
+            path: "Sources/framedump-fuzz"
+        ),
         .testTarget(
             name: "FramedumpCoreTests",
             // Depends on the executable so `swift test` builds it: the CLI tests run it.
