@@ -14,7 +14,20 @@ public final class MessageDecoder {
         layout = FrameLayout(schema)
         program = DecodeProgram(schema)
         cipher = schema.cipher.map { BodyCipher($0, maxFrame: schema.maxFrame) }
+        protoTarget = .allocate(capacity: max(1, schema.messages.count))
+        for (i, md) in schema.messages.enumerated() { protoTarget[i] = Int32(md.protoType ?? -1) }
+        hasIDs = schema.hasMessageIDs
+        protoDefaults = schema.protoAddDefaults
     }
+
+    deinit { protoTarget.deallocate() }
+
+    /// Per schema message: the protobuf message its body is (-1: none).
+    let protoTarget: UnsafeMutableBufferPointer<Int32>
+    let hasIDs: Bool
+    let protoDefaults: Bool
+    lazy var protobuf = ProtobufDecoder(tables: schema.proto ?? ProtoTables.empty, owner: self,
+                                        addDefaults: protoDefaults, scratch: DecodedMessage())
 
     public func decode(_ frame: Frame, _ dir: Direction, into m: DecodedMessage) {
         m.reset()
@@ -94,13 +107,12 @@ public final class MessageDecoder {
 
     /// A protobuf body: the message type bound to the id, or schema-less when there is none.
     func decodeProtobuf(_ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage) {
-        let target = m.message.flatMap { schema.messages[$0].protoType } ?? -1
-        if m.message == nil && schema.hasMessageIDs && (b.count > body || m.id != nil) {
+        let target = m.message.map { Int(protoTarget[$0]) } ?? -1
+        if m.message == nil && hasIDs && (b.count > body || m.id != nil) {
             m.warnings.append(.protobuf("unknown message id \(m.id ?? 0): body decoded without a schema (field numbers, guessed types)"))
         }
-        guard b.count > body || (target >= 0 && schema.protoAddDefaults) else { return }
-        var d = ProtobufDecoder(t: schema.proto, b: b, m: m, schema: schema, addDefaults: schema.protoAddDefaults)
-        _ = d.message(target, body, b.count, depth: 0)
+        guard b.count > body || (target >= 0 && protoDefaults) else { return }
+        protobuf.decode(target, b, from: body, into: m)
     }
 
     func raw(_ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage) {

@@ -5,13 +5,33 @@
 /// left before it is used, nothing is allocated from what the input announces, nesting is
 /// capped. Malformed data ends the decoding of the message it is in with a warning giving
 /// its offset; what was decoded stays, the rest is shown raw, and the next frame goes on.
-struct ProtobufDecoder {
-    let t: ProtoTables?
-    let b: UnsafeRawBufferPointer
-    let m: DecodedMessage
-    let schema: ProtocolSchema
+final class ProtobufDecoder {
+    unowned(unsafe) let t: ProtoTables
+    /// The bytes offsets refer to, and the message being filled: set for each frame.
+    var b = UnsafeRawBufferPointer(start: nil, count: 0)
+    unowned(unsafe) var m: DecodedMessage
+    /// `m.fields`, held without reference counting on the per-field path.
+    unowned(unsafe) var fl: FieldList
+    /// The schema (for names in warnings only); owned by the MessageDecoder that owns us.
+    unowned(unsafe) let owner: MessageDecoder
     let addDefaults: Bool
     static let maxDepth = 64
+
+    init(tables: ProtoTables, owner: MessageDecoder, addDefaults: Bool, scratch: DecodedMessage) {
+        t = tables
+        self.owner = owner
+        self.addDefaults = addDefaults
+        m = scratch
+        fl = scratch.fields
+    }
+
+    /// Decodes `[from, b.count)` of `bytes` as message `mi` (-1: schema-less) into `m`.
+    func decode(_ mi: Int, _ bytes: UnsafeRawBufferPointer, from: Int, into m: DecodedMessage) {
+        b = bytes
+        self.m = m
+        fl = m.fields
+        _ = message(mi, from, bytes.count, depth: 0)
+    }
 
     /// Wire types by name, for warnings and the tree.
     static func wireName(_ w: UInt8) -> String {
@@ -57,80 +77,81 @@ struct ProtobufDecoder {
     func warn(_ text: String) { m.warnings.append(.protobuf(text)) }
 
     func fieldName(_ mi: Int, _ fi: Int32) -> String {
-        let md = schema.messages[mi]
+        let md = owner.schema.messages[mi]
         return md.name + "." + md.fields[Int(fi)].name
     }
 
     /// Shows `[from, end)` raw after a problem.
     func rest(_ from: Int, _ end: Int, depth: Int) -> Int32 {
         guard from < end else { return 0 }
-        m.fields.append(DecodedField(name: .builtin(.undecoded), value: .bytes, offset: Int32(from),
+        fl.append(DecodedField(name: .builtin(.undecoded), value: .bytes, offset: Int32(from),
                                      width: Int32(end - from), depth: Int16(depth)))
         return 1
     }
 
     // MARK: - Messages
 
+    /// Ends the array (or map) whose header is at `header`: its element count and width.
+    @inline(__always)
+    func closeArray(_ open: inout Int, _ header: Int, _ count: Int32, _ pos: Int) {
+        guard open >= 0 else { return }
+        let f = fl.base + header
+        f.pointee.width = Int32(pos) - f.pointee.offset
+        if case .object = f.pointee.value { f.pointee.value = .object(count: count) } else { f.pointee.value = .array(count: count) }
+        open = -1
+    }
+
     /// Appends the fields of message `mi` (-1: schema-less) found in `[start, end)` at `depth`.
     /// In a group, stops after the END_GROUP tag of `group`. Returns the number of direct
     /// children added and the position after what was read.
-    mutating func message(_ mi: Int, _ start: Int, _ end: Int, depth: Int, group: Int32 = 0) -> (Int32, Int) {
+    func message(_ mi: Int, _ start: Int, _ end: Int, depth: Int, group: Int32 = 0) -> (Int32, Int) {
         var pos = start
         var count: Int32 = 0
-        var hint = mi >= 0 ? Int(t!.ranges[mi].0) : 0
+        var hint = mi >= 0 ? Int(t.rangesP[mi].0) : 0
         // The repeated field being collected (contiguous records of one number form one array).
         var open = -1, openHeader = 0, openCount: Int32 = 0
         var seen: [Bool] = []
-        if addDefaults && mi >= 0 { seen = [Bool](repeating: false, count: schema.messages[mi].fields.count) }
-        func close(_ pos: Int) {
-            guard open >= 0 else { return }
-            m.fields[openHeader].width = Int32(pos) - m.fields[openHeader].offset
-            switch m.fields[openHeader].value {
-            case .object: m.fields[openHeader].value = .object(count: openCount)
-            default: m.fields[openHeader].value = .array(count: openCount)
-            }
-            open = -1
-        }
+        if addDefaults && mi >= 0 { seen = [Bool](repeating: false, count: t.defaults[mi].count) }
         while pos < end {
             let tagAt = pos
             guard let key = varint(&pos, end) else {
-                close(tagAt)
+                closeArray(&open, openHeader, openCount, tagAt)
                 warn("malformed protobuf at byte \(tagAt): truncated or overlong varint in a field tag")
                 return (count + rest(tagAt, end, depth: depth), end)
             }
             let wire = UInt8(key & 7)
             guard key >> 3 <= UInt64(ProtoParser.maxFieldNumber), key >> 3 >= 1 else {
-                close(tagAt)
+                closeArray(&open, openHeader, openCount, tagAt)
                 warn("malformed protobuf at byte \(tagAt): field number \(key >> 3) is out of range")
                 return (count + rest(tagAt, end, depth: depth), end)
             }
             let number = Int32(key >> 3)
             if wire == 4 {
-                close(tagAt)
+                closeArray(&open, openHeader, openCount, tagAt)
                 if group != 0 && number == group { return (count, pos) }
                 warn(group != 0 ? "malformed protobuf at byte \(tagAt): group end \(number) does not match group \(group)"
                                 : "malformed protobuf at byte \(tagAt): group end for field \(number) without its start")
                 return (count + rest(tagAt, end, depth: depth), end)
             }
             guard wire <= 5 && wire != 4 else {
-                close(tagAt)
+                closeArray(&open, openHeader, openCount, tagAt)
                 warn("malformed protobuf at byte \(tagAt): invalid wire type \(wire) (field \(number))")
                 return (count + rest(tagAt, end, depth: depth), end)
             }
             var opIndex: Int? = nil
-            if mi >= 0 { opIndex = t!.find(mi, number, hint: &hint) }
+            if mi >= 0 { opIndex = t.find(mi, number, hint: &hint) }
             if let oi = opIndex {
-                let op = t!.ops[oi]
+                let op = t.opsP[oi]
                 let packed = op.repeated && wire == 2 && op.type.packable
                 if wire == op.type.wireType || packed {
                     if !seen.isEmpty { seen[Int(op.field)] = true }
                     let valueAt = pos
                     if op.repeated {
                         if open != oi {
-                            close(tagAt)
-                            let isMap = op.target >= 0 && t!.isMapEntry[Int(op.target)]
-                            openHeader = m.fields.count
-                            m.fields.append(DecodedField(name: .field(Int32(mi), op.field),
+                            closeArray(&open, openHeader, openCount, tagAt)
+                            let isMap = op.target >= 0 && t.mapEntryP[Int(op.target)]
+                            openHeader = fl.count
+                            fl.append(DecodedField(name: .field(Int32(mi), op.field),
                                                          value: isMap ? .object(count: 0) : .array(count: 0),
                                                          offset: Int32(tagAt), width: 0, depth: Int16(depth)))
                             open = oi
@@ -139,7 +160,7 @@ struct ProtobufDecoder {
                         }
                         if packed {
                             guard let (s, e) = lengthDelimited(&pos, end, at: tagAt) else {
-                                close(tagAt)
+                                closeArray(&open, openHeader, openCount, tagAt)
                                 return (count + rest(tagAt, end, depth: depth), end)
                             }
                             var p = s
@@ -150,21 +171,21 @@ struct ProtobufDecoder {
                                     openCount += rest(elementAt, e, depth: depth + 1)
                                     break
                                 }
-                                m.fields.append(DecodedField(name: .element(openCount), value: v, offset: Int32(elementAt),
+                                fl.append(DecodedField(name: .element(openCount), value: v, offset: Int32(elementAt),
                                                              width: Int32(p - elementAt), depth: Int16(depth + 1)))
                                 openCount += 1
                             }
                             _ = valueAt
                             continue
                         }
-                        let isMap = op.target >= 0 && t!.isMapEntry[Int(op.target)]
+                        let isMap = op.target >= 0 && t.mapEntryP[Int(op.target)]
                         let ok = isMap ? mapEntry(op, tagAt, &pos, end, depth: depth + 1)
                                        : value(op, mi, name: .element(openCount), tagAt, &pos, end, depth: depth + 1, group: number)
                         openCount += 1
-                        if !ok { close(pos); return (count, end) }
+                        if !ok { closeArray(&open, openHeader, openCount, pos); return (count, end) }
                         continue
                     }
-                    close(tagAt)
+                    closeArray(&open, openHeader, openCount, tagAt)
                     count += 1
                     if !value(op, mi, name: .field(Int32(mi), op.field), tagAt, &pos, end, depth: depth, group: number) {
                         return (count, end)
@@ -174,18 +195,18 @@ struct ProtobufDecoder {
                 warn("field '\(fieldName(mi, op.field))' (\(op.type.name)) arrived as \(Self.wireName(wire)) at byte \(tagAt): shown as an unknown field")
             }
             // Unknown to the schema, or schema-less: shown by number and wire type.
-            close(tagAt)
+            closeArray(&open, openHeader, openCount, tagAt)
             count += 1
             if !unknown(number, wire, tagAt, &pos, end, depth: depth) { return (count, end) }
         }
-        close(pos)
+        closeArray(&open, openHeader, openCount, pos)
         if group != 0 {
             warn("malformed protobuf at byte \(end): group \(group) is not closed")
         }
-        if addDefaults && mi >= 0, case let defs = t!.defaults[mi], !defs.isEmpty {
+        if addDefaults && mi >= 0, case let defs = t.defaults[mi], !defs.isEmpty {
             for (fi, d) in defs.enumerated() where !seen[fi] {
                 if case .value(let v) = d {
-                    m.fields.append(DecodedField(name: .field(Int32(mi), Int32(fi)), value: v, offset: Int32(pos),
+                    fl.append(DecodedField(name: .field(Int32(mi), Int32(fi)), value: v, offset: Int32(pos),
                                                  width: 0, depth: Int16(depth)))
                     count += 1
                 }
@@ -195,7 +216,7 @@ struct ProtobufDecoder {
     }
 
     /// Reads a length and checks it against what is left: the payload's range.
-    mutating func lengthDelimited(_ pos: inout Int, _ end: Int, at tagAt: Int) -> (Int, Int)? {
+    func lengthDelimited(_ pos: inout Int, _ end: Int, at tagAt: Int) -> (Int, Int)? {
         let lenAt = pos
         guard let n = varint(&pos, end) else {
             warn("malformed protobuf at byte \(lenAt): truncated length (field tag at byte \(tagAt))")
@@ -260,7 +281,7 @@ struct ProtobufDecoder {
     }
 
     /// One value of a known field (its tag already read); false after a malformed value.
-    mutating func value(_ op: ProtoTables.Op, _ mi: Int, name: FieldName, _ tagAt: Int, _ pos: inout Int, _ end: Int,
+    func value(_ op: ProtoTables.Op, _ mi: Int, name: FieldName, _ tagAt: Int, _ pos: inout Int, _ end: Int,
                         depth: Int, group: Int32) -> Bool {
         let at = pos
         switch op.type {
@@ -272,7 +293,7 @@ struct ProtobufDecoder {
             if op.type == .string && !validUTF8(s, e) {
                 m.warnings.append(.invalidUTF8(field: fieldName(mi, op.field)))
             }
-            m.fields.append(DecodedField(name: name, value: op.type == .string ? .string : .bytes, offset: Int32(s),
+            fl.append(DecodedField(name: name, value: op.type == .string ? .string : .bytes, offset: Int32(s),
                                          width: Int32(e - s), depth: Int16(depth)))
             return true
         case .message:
@@ -283,17 +304,17 @@ struct ProtobufDecoder {
             nested(Int(op.target), name: name, s, e, depth: depth)
             return true
         case .group:
-            let idx = m.fields.count
-            m.fields.append(DecodedField(name: name, value: .object(count: 0), offset: Int32(at), width: 0, depth: Int16(depth)))
+            let idx = fl.count
+            fl.append(DecodedField(name: name, value: .object(count: 0), offset: Int32(at), width: 0, depth: Int16(depth)))
             guard depth + 1 < Self.maxDepth else {
                 warn("protobuf messages nested deeper than \(Self.maxDepth) levels at byte \(at): the rest shown raw")
-                m.fields[idx].value = .object(count: rest(at, end, depth: depth + 1))
-                m.fields[idx].width = Int32(end - at)
+                fl[idx].value = .object(count: rest(at, end, depth: depth + 1))
+                fl[idx].width = Int32(end - at)
                 return false
             }
             let (n, next) = message(Int(op.target), pos, end, depth: depth + 1, group: group)
-            m.fields[idx].value = .object(count: n)
-            m.fields[idx].width = Int32(next - at)
+            fl[idx].value = .object(count: n)
+            fl[idx].width = Int32(next - at)
             pos = next
             return next < end || n >= 0
         default:
@@ -302,35 +323,35 @@ struct ProtobufDecoder {
                 _ = rest(tagAt, end, depth: depth)
                 return false
             }
-            m.fields.append(DecodedField(name: name, value: v, offset: Int32(at), width: Int32(pos - at), depth: Int16(depth)))
+            fl.append(DecodedField(name: name, value: v, offset: Int32(at), width: Int32(pos - at), depth: Int16(depth)))
             return true
         }
     }
 
     /// A nested message (or a schema-less one when `mi` is -1) in `[s, e)`.
-    mutating func nested(_ mi: Int, name: FieldName, _ s: Int, _ e: Int, depth: Int) {
-        let idx = m.fields.count
-        m.fields.append(DecodedField(name: name, value: .object(count: 0), offset: Int32(s), width: Int32(e - s),
+    func nested(_ mi: Int, name: FieldName, _ s: Int, _ e: Int, depth: Int) {
+        let idx = fl.count
+        fl.append(DecodedField(name: name, value: .object(count: 0), offset: Int32(s), width: Int32(e - s),
                                      depth: Int16(depth)))
         guard depth + 1 < Self.maxDepth else {
             warn("protobuf messages nested deeper than \(Self.maxDepth) levels at byte \(s): the rest shown raw")
-            m.fields[idx].value = .object(count: rest(s, e, depth: depth + 1))
+            fl[idx].value = .object(count: rest(s, e, depth: depth + 1))
             return
         }
         let (n, _) = message(mi, s, e, depth: depth + 1)
-        m.fields[idx].value = .object(count: n)
+        fl[idx].value = .object(count: n)
     }
 
     /// A map entry (`key = 1`, `value = 2`), shown as one field named by its key.
-    mutating func mapEntry(_ op: ProtoTables.Op, _ tagAt: Int, _ pos: inout Int, _ end: Int, depth: Int) -> Bool {
+    func mapEntry(_ op: ProtoTables.Op, _ tagAt: Int, _ pos: inout Int, _ end: Int, depth: Int) -> Bool {
         guard let (s, e) = lengthDelimited(&pos, end, at: tagAt) else {
             _ = rest(tagAt, end, depth: depth)
             return false
         }
         let entry = Int(op.target)
-        var hint = Int(t!.ranges[entry].0)
-        guard let ki = t!.find(entry, 1, hint: &hint), let vi = t!.find(entry, 2, hint: &hint) else { return true }
-        let kop = t!.ops[ki], vop = t!.ops[vi]
+        var hint = Int(t.rangesP[entry].0)
+        guard let ki = t.find(entry, 1, hint: &hint), let vi = t.find(entry, 2, hint: &hint) else { return true }
+        let kop = t.opsP[ki], vop = t.opsP[vi]
         var keyName = FieldName.stringKey(Int32(s), 0)
         switch kop.type {
         case .string: keyName = .stringKey(Int32(s), 0)
@@ -386,7 +407,7 @@ struct ProtobufDecoder {
             case .bool: v = .bool(false)
             default: v = .signed(0)
             }
-            m.fields.append(DecodedField(name: keyName, value: v, offset: Int32(e), width: 0, depth: Int16(depth)))
+            fl.append(DecodedField(name: keyName, value: v, offset: Int32(e), width: 0, depth: Int16(depth)))
             return true
         }
         var q = valueAt
@@ -396,7 +417,7 @@ struct ProtobufDecoder {
     }
 
     /// Skips one value of wire type `w` (groups to their matching end).
-    mutating func skip(_ w: UInt8, _ number: Int32, _ p: inout Int, _ e: Int, depth: Int) -> Bool {
+    func skip(_ w: UInt8, _ number: Int32, _ p: inout Int, _ e: Int, depth: Int) -> Bool {
         let at = p
         switch w {
         case 0: if varint(&p, e) != nil { return true }
@@ -429,7 +450,7 @@ struct ProtobufDecoder {
 
     /// A field the schema does not describe: its raw value, a length-delimited one guessed as
     /// text, a nested message or bytes (as `protoc --decode_raw` does).
-    mutating func unknown(_ number: Int32, _ wire: UInt8, _ tagAt: Int, _ pos: inout Int, _ end: Int, depth: Int) -> Bool {
+    func unknown(_ number: Int32, _ wire: UInt8, _ tagAt: Int, _ pos: inout Int, _ end: Int, depth: Int) -> Bool {
         let name = FieldName.unknown(number: number, wire: wire)
         let at = pos
         switch wire {
@@ -441,7 +462,7 @@ struct ProtobufDecoder {
                 _ = rest(tagAt, end, depth: depth)
                 return false
             }
-            m.fields.append(DecodedField(name: name, value: .unsigned(v), offset: Int32(at), width: Int32(pos - at),
+            fl.append(DecodedField(name: name, value: .unsigned(v), offset: Int32(at), width: Int32(pos - at),
                                          depth: Int16(depth)))
             return true
         case 2:
@@ -450,25 +471,25 @@ struct ProtobufDecoder {
                 return false
             }
             if s < e && printableText(s, e) {
-                m.fields.append(DecodedField(name: name, value: .string, offset: Int32(s), width: Int32(e - s), depth: Int16(depth)))
+                fl.append(DecodedField(name: name, value: .string, offset: Int32(s), width: Int32(e - s), depth: Int16(depth)))
             } else if s < e && depth + 1 < Self.maxDepth && looksLikeMessage(s, e) {
                 nested(-1, name: name, s, e, depth: depth)
             } else {
-                m.fields.append(DecodedField(name: name, value: .bytes, offset: Int32(s), width: Int32(e - s), depth: Int16(depth)))
+                fl.append(DecodedField(name: name, value: .bytes, offset: Int32(s), width: Int32(e - s), depth: Int16(depth)))
             }
             return true
         default:  // 3: a group the schema does not know: its fields, schema-less
-            let idx = m.fields.count
-            m.fields.append(DecodedField(name: name, value: .object(count: 0), offset: Int32(at), width: 0, depth: Int16(depth)))
+            let idx = fl.count
+            fl.append(DecodedField(name: name, value: .object(count: 0), offset: Int32(at), width: 0, depth: Int16(depth)))
             guard depth + 1 < Self.maxDepth else {
                 warn("protobuf messages nested deeper than \(Self.maxDepth) levels at byte \(at): the rest shown raw")
-                m.fields[idx].value = .object(count: rest(at, end, depth: depth + 1))
-                m.fields[idx].width = Int32(end - at)
+                fl[idx].value = .object(count: rest(at, end, depth: depth + 1))
+                fl[idx].width = Int32(end - at)
                 return false
             }
             let (n, next) = message(-1, pos, end, depth: depth + 1, group: number)
-            m.fields[idx].value = .object(count: n)
-            m.fields[idx].width = Int32(next - at)
+            fl[idx].value = .object(count: n)
+            fl[idx].width = Int32(next - at)
             pos = next
             return true
         }

@@ -1,7 +1,7 @@
 /// The loaded `.proto` messages compiled for the wire decoder: per message, its fields sorted
 /// by number with their type and target. Protobuf messages sit in `ProtocolSchema.messages`
 /// after the dissector's own (so outputs name their fields like any other), from `base` on.
-public final class ProtoTables: Sendable {
+public final class ProtoTables: @unchecked Sendable {
     struct Op: Sendable {
         var number: Int32
         var type: ProtoType
@@ -36,18 +36,38 @@ public final class ProtoTables: Sendable {
         self.base = base
         self.byName = byName
         self.defaults = defaults
+        // The decoder reads these per field: plain pointers, no reference counting.
+        opsP = .allocate(capacity: max(1, ops.count))
+        _ = opsP.initialize(from: ops)
+        rangesP = .allocate(capacity: max(1, ranges.count))
+        _ = rangesP.initialize(from: ranges)
+        mapEntryP = .allocate(capacity: max(1, isMapEntry.count))
+        _ = mapEntryP.initialize(from: isMapEntry)
     }
+
+    /// Immutable after init (hence @unchecked Sendable).
+    let opsP: UnsafeMutableBufferPointer<Op>
+    let rangesP: UnsafeMutableBufferPointer<(Int32, Int32)>
+    let mapEntryP: UnsafeMutableBufferPointer<Bool>
+
+    deinit {
+        opsP.deallocate()
+        rangesP.deallocate()
+        mapEntryP.deallocate()
+    }
+
+    static let empty = ProtoTables(ops: [], ranges: [], isMapEntry: [], base: 0, byName: [:], defaults: [])
 
     /// The op index of field `number` in message `mi`, or nil.
     @inline(__always)
     func find(_ mi: Int, _ number: Int32, hint: inout Int) -> Int? {
-        let (first, n) = ranges[mi]
+        let (first, n) = rangesP[mi]
         let lo = Int(first), hi = Int(first) + Int(n)
-        if hint >= lo && hint < hi && ops[hint].number == number { return hint }
+        if hint >= lo && hint < hi && opsP[hint].number == number { hint += 1; return hint - 1 }
         var a = lo, b = hi
         while a < b {
             let mid = (a + b) >> 1
-            let v = ops[mid].number
+            let v = opsP[mid].number
             if v == number { hint = mid + 1; return mid }
             if v < number { a = mid + 1 } else { b = mid }
         }
