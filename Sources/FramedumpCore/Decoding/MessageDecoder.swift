@@ -26,8 +26,8 @@ public final class MessageDecoder {
     let protoTarget: UnsafeMutableBufferPointer<Int32>
     let hasIDs: Bool
     let protoDefaults: Bool
-    lazy var protobuf = ProtobufDecoder(tables: schema.proto ?? ProtoTables.empty, owner: self,
-                                        addDefaults: protoDefaults, scratch: DecodedMessage())
+    /// The protobuf decoder for the DecodedMessage last decoded into (a session uses one).
+    var protobuf: ProtobufDecoder?
 
     public func decode(_ frame: Frame, _ dir: Direction, into m: DecodedMessage) {
         m.reset()
@@ -112,7 +112,10 @@ public final class MessageDecoder {
             m.warnings.append(.protobuf("unknown message id \(m.id ?? 0): body decoded without a schema (field numbers, guessed types)"))
         }
         guard b.count > body || (target >= 0 && protoDefaults) else { return }
-        protobuf.decode(target, b, from: body, into: m)
+        if protobuf?.m !== m {
+            protobuf = ProtobufDecoder(tables: schema.proto ?? ProtoTables.empty, owner: self, addDefaults: protoDefaults, into: m)
+        }
+        protobuf!.decode(target, b, from: body)
     }
 
     func raw(_ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage) {

@@ -6,30 +6,29 @@
 /// capped. Malformed data ends the decoding of the message it is in with a warning giving
 /// its offset; what was decoded stays, the rest is shown raw, and the next frame goes on.
 final class ProtobufDecoder {
-    unowned(unsafe) let t: ProtoTables
-    /// The bytes offsets refer to, and the message being filled: set for each frame.
+    // Constant references (`let`), so the per-field path reads them without reference counting.
+    let t: ProtoTables
+    /// The message this decoder fills (a session reuses one for every frame) and its fields.
+    let m: DecodedMessage
+    let fl: FieldList
+    /// The bytes offsets refer to: set for each frame.
     var b = UnsafeRawBufferPointer(start: nil, count: 0)
-    unowned(unsafe) var m: DecodedMessage
-    /// `m.fields`, held without reference counting on the per-field path.
-    unowned(unsafe) var fl: FieldList
     /// The schema (for names in warnings only); owned by the MessageDecoder that owns us.
     unowned(unsafe) let owner: MessageDecoder
     let addDefaults: Bool
     static let maxDepth = 64
 
-    init(tables: ProtoTables, owner: MessageDecoder, addDefaults: Bool, scratch: DecodedMessage) {
+    init(tables: ProtoTables, owner: MessageDecoder, addDefaults: Bool, into m: DecodedMessage) {
         t = tables
         self.owner = owner
         self.addDefaults = addDefaults
-        m = scratch
-        fl = scratch.fields
+        self.m = m
+        fl = m.fields
     }
 
     /// Decodes `[from, b.count)` of `bytes` as message `mi` (-1: schema-less) into `m`.
-    func decode(_ mi: Int, _ bytes: UnsafeRawBufferPointer, from: Int, into m: DecodedMessage) {
+    func decode(_ mi: Int, _ bytes: UnsafeRawBufferPointer, from: Int) {
         b = bytes
-        self.m = m
-        fl = m.fields
         _ = message(mi, from, bytes.count, depth: 0)
     }
 
