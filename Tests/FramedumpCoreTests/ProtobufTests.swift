@@ -93,6 +93,29 @@ final class ProtobufTests: XCTestCase {
         XCTAssertThrowsError(try ProtoRegistry(searchPaths: []).loadDescriptorSet(path: "x.desc", bytes: [0x0a, 0xff]))
     }
 
+    /// A dissector naming a compiled descriptor set decodes like one naming the .proto text.
+    func testDissectorWithDescriptorSetDecodesLikeText() throws {
+        let desc = NSTemporaryDirectory() + "framedump-kinds-\(getpid()).desc"
+        _ = try protoc(["--descriptor_set_out=" + desc, "--include_imports", "-I", Self.protoDir, "kinds.proto"])
+        let fromSet = try DissectorLoader.parse(text: """
+            protocol t {
+                header { uint16 len; uint16 id; }
+                frame_length = len;
+                message_id = id;
+                body protobuf;
+                proto_descriptor "\(desc)";
+            }
+            Message K = 1 : test.kinds.Kinds;
+            """, file: "/nonexistent/t.dissector")[0]
+        let bin = try protoc(["-I", Self.protoDir, "--encode=test.kinds.Kinds", "kinds.proto"], stdin: Array(Self.kindsText.utf8))
+        var a = "", b2 = ""
+        let text = try kindsSchema()
+        decode(fromSet, id: 1, bin) { m, b in a = TextFormat.render(m, fromSet, b) }
+        decode(text, id: 1, bin) { m, b in b2 = TextFormat.render(m, text, b) }
+        XCTAssertEqual(a, b2)
+        XCTAssertTrue(a.contains("color: NEGATIVE"), a)
+    }
+
     static let kindsText = """
         i32: -7
         i64: -9000000000

@@ -101,7 +101,9 @@ public final class ProtoTables: @unchecked Sendable {
                                   labels: labels, nameBytes: Array(f.name.utf8))
                 fd.jsonNameBytes = Array(f.jsonName.utf8)
                 fields.append(fd)
-                fieldDefaults.append(f.label == .repeated || f.oneofIndex != nil && !f.proto3Optional
+                // Repeated fields, oneof members and proto3 `optional` fields (which have presence)
+                // have no default to show.
+                fieldDefaults.append(f.label == .repeated || f.oneofIndex != nil
                                      ? .none : defaultValue(f, proto3: proto3, reg))
             }
             let order = m.fields.indices.sorted { m.fields[$0].number < m.fields[$1].number }
