@@ -161,7 +161,7 @@ final class ProtobufTests: XCTestCase {
         let expected = String(decoding: try protoc(["-I", Self.protoDir, "--decode=test.kinds.Kinds", "kinds.proto"], stdin: bin),
                               as: UTF8.self)
         let s = try kindsSchema()
-        try decode(s, id: 1, bin) { m, b in
+        decode(s, id: 1, bin) { m, b in
             XCTAssertEqual(m.warnings, [])
             XCTAssertEqual(TextFormat.render(m, s, b), expected)
         }
@@ -174,7 +174,7 @@ final class ProtobufTests: XCTestCase {
         let body: [UInt8] = [0x90, 0x01, 0x05, 0x90, 0x01, 0x06, 0x9a, 0x01, 0x02, 0x07, 0x08]
         let expected = String(decoding: try protoc(["-I", Self.protoDir, "--decode=test.kinds.Kinds", "kinds.proto"], stdin: body),
                               as: UTF8.self)
-        try decode(s, id: 1, body) { m, b in
+        decode(s, id: 1, body) { m, b in
             XCTAssertEqual(TextFormat.render(m, s, b), expected)
             XCTAssertEqual(m.fields.map(\.value), [.array(count: 2), .signed(5), .signed(6), .array(count: 2), .signed(7), .signed(8)])
         }
@@ -185,7 +185,7 @@ final class ProtobufTests: XCTestCase {
         let text = "id: 5\nItem { key: \"k\" count: 2 }\nplain_list: 1\nplain_list: 2\n"
         var bin = try protoc(["-I", Self.protoDir, "--encode=test.legacy.Legacy", "legacy.proto"], stdin: Array(text.utf8))
         bin += [0xa8, 0x1f, 0x2a]  // field 501 = 42, not in the schema
-        try decode(s, id: 2, bin) { m, b in
+        decode(s, id: 2, bin) { m, b in
             let names = m.fields.map { f -> String in
                 switch f.name {
                 case .field(let mi, let fi): return s.messages[Int(mi)].fields[Int(fi)].name

@@ -88,7 +88,7 @@ final class BodyCipher {
                 }
                 let iv = try AES._CBC.IV(ivBytes: spec.iv)
                 let d = try AES._CBC.decrypt(body, using: key, iv: iv, noPadding: true)
-                _ = d.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[headerSize...]).copyMemory(from: $0) }
+                d.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[headerSize...]).copyMemory(from: $0) }
                 guard let n = unpad(headerSize, body.count) else { return .failed(badPadding) }
                 plainLength = n
             case .ecb:
@@ -107,7 +107,7 @@ final class BodyCipher {
             case .ctr:
                 let nonce = try AES._CTR.Nonce(nonceBytes: spec.iv)
                 let d = try AES._CTR.decrypt(body, using: key, nonce: nonce)
-                _ = d.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[headerSize...]).copyMemory(from: $0) }
+                d.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[headerSize...]).copyMemory(from: $0) }
             }
         } catch {
             return .failed("\(spec.name) decryption failed (\(error)): body shown raw")
