@@ -91,7 +91,7 @@ public final class JSONPrinter: MessageSink {
                     case .object, .array: break
                     default:
                         k.write(names.jsonField(mi, fi))
-                        scalar(x, ft, &k)
+                        if names.jsonEnum(mi, fi) { enumValue(x, mi, fi, ft, &k) } else { scalar(x, ft, &k) }
                         i += 1
                         continue
                     }
@@ -114,7 +114,8 @@ public final class JSONPrinter: MessageSink {
     }
 
     /// Writes the field at `i` (and its children); returns the index after them.
-    func member(_ fs: UnsafeBufferPointer<DecodedField>, _ i: Int, _ ft: FieldText, inArray: Bool, _ k: inout Cursor) -> Int {
+    func member(_ fs: UnsafeBufferPointer<DecodedField>, _ i: Int, _ ft: FieldText, inArray: Bool, _ k: inout Cursor,
+                enumOf: (Int32, Int32)? = nil) -> Int {
         let x = fs[i]
         if !inArray {
             switch x.name {
@@ -137,17 +138,41 @@ public final class JSONPrinter: MessageSink {
             k.byte(isArray ? 0x5b : 0x7b)
             var j = i + 1
             var c: Int32 = 0
+            // Elements of a repeated protobuf enum are written as labels too.
+            var elementsOf: (Int32, Int32)? = nil
+            if isArray, case .field(let mi, let fi) = x.name, ft.names.jsonEnum(mi, fi) { elementsOf = (mi, fi) }
             while c < n && j < fs.count && fs[j].depth > x.depth {
                 if c > 0 { k.byte(0x2c) }
-                j = member(fs, j, ft, inArray: isArray, &k)
+                j = member(fs, j, ft, inArray: isArray, &k, enumOf: elementsOf)
                 c += 1
             }
             k.byte(isArray ? 0x5d : 0x7d)
             return j
         default:
-            scalar(x, ft, &k)
+            if let (mi, fi) = enumOf {
+                enumValue(x, mi, fi, ft, &k)
+            } else if case .field(let mi, let fi) = x.name, ft.names.jsonEnum(mi, fi) {
+                enumValue(x, mi, fi, ft, &k)
+            } else {
+                scalar(x, ft, &k)
+            }
             return i + 1
         }
+    }
+
+    /// A protobuf enum as its label (protobuf's JSON mapping); a number the enum does not know stays a number.
+    func enumValue(_ x: DecodedField, _ mi: Int32, _ fi: Int32, _ ft: FieldText, _ k: inout Cursor) {
+        if case .signed(let v) = x.value {
+            if let l = ft.names.smallLabel(mi, fi, v) {
+                k.byte(0x22); k.write(l); k.byte(0x22)
+                return
+            }
+            if v < 0 || v >= 256, let l = ft.runtime.names.label(mi, fi, v) {
+                k.byte(0x22); l.withUnsafeBytes { k.write($0) }; k.byte(0x22)
+                return
+            }
+        }
+        scalar(x, ft, &k)
     }
 
     @inline(__always)

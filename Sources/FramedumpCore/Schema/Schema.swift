@@ -69,6 +69,8 @@ public struct FieldDef: Sendable {
     public var nameBytes: [UInt8]
     /// The NDJSON key when it differs from the name (protobuf's lowerCamelCase json_name).
     public var jsonNameBytes: [UInt8]? = nil
+    /// NDJSON writes the value's label rather than its number (protobuf enums).
+    public var jsonEnumNames = false
 }
 
 public struct MessageDef: Sendable {

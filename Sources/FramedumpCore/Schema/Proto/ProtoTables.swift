@@ -100,6 +100,7 @@ public final class ProtoTables: @unchecked Sendable {
                                       ? String(f.typeName.dropFirst()) : f.type.name,
                                   labels: labels, nameBytes: Array(f.name.utf8))
                 fd.jsonNameBytes = Array(f.jsonName.utf8)
+                fd.jsonEnumNames = f.type == .enumeration
                 fields.append(fd)
                 // Repeated fields, oneof members and proto3 `optional` fields (which have presence)
                 // have no default to show.
