@@ -209,6 +209,41 @@ final class ProtobufTests: XCTestCase {
         }
     }
 
+    /// Both outputs of one message covering every kind: NDJSON with json names, exact 64-bit
+    /// integers, enums by name (repeated ones too, unknown numbers kept), maps as objects;
+    /// the tree with enum labels and map keys.
+    func testOutputsOfEveryKind() throws {
+        let bin = try protoc(["-I", Self.protoDir, "--encode=test.kinds.Kinds", "kinds.proto"], stdin: Array(Self.kindsText.utf8))
+        let runtime = ProtocolRuntime(try kindsSchema())
+        let frame = [UInt8((bin.count + 4) >> 8), UInt8((bin.count + 4) & 0xff), 0, 1] + bin
+        let p = PacketRef(number: 1, ts: Timestamp(seconds: 0, nanos: 0))
+        let c = Connection(number: 1, client: Endpoint(IPAddress(v4: 0x7f00_0001), 40000),
+                           server: Endpoint(IPAddress(v4: 0x7f00_0001), 9000), rolesFromSYN: true, packet: p)
+        let m = DecodedMessage()
+        var json = "", tree = ""
+        frame.withUnsafeBytes { b in
+            runtime.decoder.decode(Frame(bytes: b, offset: 0, firstPacket: p, lastPacket: p, coalesced: 1), .c2s, into: m)
+            let jo = OutputBuffer(fd: nil)
+            JSONPrinter(output: jo, diffable: true).message(m, c, runtime)
+            json = jo.text
+            let to = OutputBuffer(fd: nil)
+            TreePrinter(output: to, hexDump: false, verbose: false, color: false).message(m, c, runtime)
+            tree = to.text
+        }
+        for piece in ["\"i64\":-9000000000", "\"u64\":18446744073709551615", "\"s64\":-9223372036854775808",
+                      "\"blob\":\"0001ff\"", "\"color\":\"NEGATIVE\"", "\"packedInts\":[1,150,-1]",
+                      "\"scores\":{\"x\":1,\"y\":-2}", "\"byId\":{\"-5\":{\"label\":\"five\"}}",
+                      "\"colors\":[\"RED\",\"GREEN\",7]", "\"flags\":{\"true\":\"yes\"}", "\"customName\":\"j\"",
+                      "\"shared\":{\"version\":3,\"level\":\"HIGH\"}", "\"text\":\"hello \\\"world\\\"\\n\""] {
+            XCTAssertTrue(json.contains(piece), "\(piece) not in \(json)")
+        }
+        XCTAssertNotNil(try JSONSerialization.jsonObject(with: Data(json.utf8)))
+        for piece in ["color: -3 (NEGATIVE)", "scores {2 fields}", "[\"x\"]: 1", "[-5] {1 field}", "[true]: \"yes\"",
+                      "packed_ints [3 elements]", "K (id 1) test.kinds.Kinds"] {
+            XCTAssertTrue(tree.contains(piece), "\(piece) not in \(tree)")
+        }
+    }
+
     // MARK: - Hostile and malformed wire data
 
     func warnings(_ body: [UInt8], id: UInt16 = 1) throws -> ([String], [FieldValue]) {
