@@ -53,7 +53,7 @@ public final class ProtoRegistry {
         guard files.count < Self.maxFiles else { throw fail("more than \(Self.maxFiles) .proto files") }
         guard let (path, text) = find(name) else {
             let where_ = searchPaths.isEmpty ? "no search path" : "searched " + searchPaths.joined(separator: ", ")
-            throw fail("cannot find '\(name)' (\(where_); use --proto-path DIR)")
+            throw fail("cannot find '\(name)' (missing, unreadable or over 4 MiB; \(where_); use --proto-path DIR)")
         }
         loading.append(name)
         defer { loading.removeLast() }

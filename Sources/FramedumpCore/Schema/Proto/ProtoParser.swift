@@ -329,9 +329,11 @@ struct ProtoParser {
             }
         }
         // proto3 `optional` fields each get a synthetic oneof, after the real ones (as protoc does).
+        var taken = Set(m.oneofs)
         for i in m.fields.indices where m.fields[i].proto3Optional {
             var n = "_" + m.fields[i].name
-            while m.oneofs.contains(n) { n = "X" + n }
+            while taken.contains(n) { n = "X" + n }
+            taken.insert(n)
             m.fields[i].oneofIndex = Int32(m.oneofs.count)
             m.oneofs.append(n)
         }
@@ -343,6 +345,20 @@ struct ProtoParser {
     func check(_ m: ProtoMessageModel, _ ts: [ProtoToken]) throws(DissectorError) {
         var numbers: [Int32: String] = [:]
         var names: Set<String> = []
+        let reservedNames = Set(m.reservedNames)
+        // Reserved ranges sorted by start, merged: a binary search per field.
+        var ranges: [ProtoRange] = []
+        for r in m.reservedRanges.sorted(by: { $0.start < $1.start }) {
+            if let last = ranges.last, r.start <= last.end { ranges[ranges.count - 1].end = max(last.end, r.end) } else { ranges.append(r) }
+        }
+        func reserved(_ n: Int32) -> Bool {
+            var a = 0, b = ranges.count
+            while a < b {
+                let mid = (a + b) / 2
+                if ranges[mid].end <= n { a = mid + 1 } else { b = mid }
+            }
+            return a < ranges.count && ranges[a].start <= n
+        }
         for (i, f) in m.fields.enumerated() {
             let t = i < ts.count ? ts[i] : tok
             if let other = numbers[f.number] {
@@ -351,10 +367,10 @@ struct ProtoParser {
             numbers[f.number] = f.name
             if names.contains(f.name) { throw err(t, "field '\(f.name)' is declared twice in '\(m.name)'") }
             names.insert(f.name)
-            if m.reservedRanges.contains(where: { f.number >= $0.start && f.number < $0.end }) {
+            if reserved(f.number) {
                 throw err(t, "field '\(f.name)' uses reserved number \(f.number)")
             }
-            if m.reservedNames.contains(f.name) { throw err(t, "field name '\(f.name)' is reserved") }
+            if reservedNames.contains(f.name) { throw err(t, "field name '\(f.name)' is reserved") }
         }
     }
 
@@ -546,6 +562,8 @@ struct ProtoParser {
         var e = ProtoEnumModel(name: n)
         try expect("{", "to open enum '\(n)'")
         var allowAlias = false
+        var valueNames: Set<String> = []
+        var byNumber: [Int32: String] = [:]
         while !accept("}") {
             let t = tok
             switch t.kind {
@@ -579,10 +597,12 @@ struct ProtoParser {
                 }
                 if isPunct("[") { var none: ProtoFieldModel? = nil; try fieldOptions(&none) }
                 try expect(";", "after enum value '\(vn)'")
-                if e.values.contains(where: { $0.name == vn }) { throw err(vt, "enum value '\(vn)' is declared twice") }
-                if !allowAlias, let other = e.values.first(where: { $0.number == Int32(v) }) {
-                    throw err(vt, "'\(vn)' reuses the number \(v) of '\(other.name)' (set option allow_alias = true to allow it)")
+                if valueNames.contains(vn) { throw err(vt, "enum value '\(vn)' is declared twice") }
+                valueNames.insert(vn)
+                if !allowAlias, let other = byNumber[Int32(v)] {
+                    throw err(vt, "'\(vn)' reuses the number \(v) of '\(other)' (set option allow_alias = true to allow it)")
                 }
+                if byNumber[Int32(v)] == nil { byNumber[Int32(v)] = vn }
                 e.values.append(ProtoEnumValueModel(name: vn, number: Int32(v)))
             }
         }

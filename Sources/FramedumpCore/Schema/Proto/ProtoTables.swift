@@ -83,17 +83,30 @@ public final class ProtoTables: @unchecked Sendable {
         var ranges = [(Int32, Int32)](repeating: (0, 0), count: base)
         var mapEntry = [Bool](repeating: false, count: base)
         var defaults = [[DefaultValue]](repeating: [], count: base)
+        let syntaxOf = reg.syntaxByMessage()
+        // Enum labels are built once per enum, and copied into fields only up to a budget,
+        // so a hostile .proto (a huge enum used by many fields) cannot blow up loading.
+        var labelsOf: [String: [Int64: String]] = [:]
+        var labelBudget = 1 << 20
+        var numbersOf: [String: [String: Int32]] = [:]
         for full in reg.messageOrder {
             let m = reg.messages[full]!
             var fields: [FieldDef] = []
             var fieldDefaults: [DefaultValue] = []
-            let proto3 = reg.syntax(of: full) == "proto3"
+            let proto3 = syntaxOf[full] == "proto3"
             for f in m.fields {
                 var labels: [Int64: String]?
-                if f.type == .enumeration, let e = reg.enums[String(f.typeName.dropFirst())] {
-                    var l: [Int64: String] = [:]
-                    for v in e.values where l[Int64(v.number)] == nil { l[Int64(v.number)] = v.name }
-                    labels = l
+                let enumName = String(f.typeName.dropFirst())
+                if f.type == .enumeration, let e = reg.enums[enumName], e.values.count <= labelBudget {
+                    labelBudget -= e.values.count
+                    if let l = labelsOf[enumName] {
+                        labels = l
+                    } else {
+                        var l: [Int64: String] = [:]
+                        for v in e.values where l[Int64(v.number)] == nil { l[Int64(v.number)] = v.name }
+                        labelsOf[enumName] = l
+                        labels = l
+                    }
                 }
                 var fd = FieldDef(name: f.name, type: .bytes(.rest), array: nil, tag: Int(f.number),
                                   description: f.type == .message || f.type == .enumeration || f.type == .group
@@ -105,7 +118,7 @@ public final class ProtoTables: @unchecked Sendable {
                 // Repeated fields, oneof members and proto3 `optional` fields (which have presence)
                 // have no default to show.
                 fieldDefaults.append(f.label == .repeated || f.oneofIndex != nil
-                                     ? .none : defaultValue(f, proto3: proto3, reg))
+                                     ? .none : defaultValue(f, proto3: proto3, reg, &numbersOf))
             }
             let order = m.fields.indices.sorted { m.fields[$0].number < m.fields[$1].number }
             ranges.append((Int32(ops.count), Int32(order.count)))
@@ -125,7 +138,8 @@ public final class ProtoTables: @unchecked Sendable {
     }
 
     /// The value a field has when it is not on the wire (proto2 `[default = ...]`, else zero).
-    static func defaultValue(_ f: ProtoFieldModel, proto3: Bool, _ reg: ProtoRegistry) -> DefaultValue {
+    static func defaultValue(_ f: ProtoFieldModel, proto3: Bool, _ reg: ProtoRegistry,
+                             _ numbersOf: inout [String: [String: Int32]]) -> DefaultValue {
         let d = f.defaultValue
         switch f.type {
         case .int32, .int64, .sint32, .sint64, .sfixed32, .sfixed64:
@@ -143,8 +157,14 @@ public final class ProtoTables: @unchecked Sendable {
             return .value(.float(v))
         case .bool: return .value(.bool(d == "true"))
         case .enumeration:
-            if let d, let e = reg.enums[String(f.typeName.dropFirst())], let v = e.values.first(where: { $0.name == d }) {
-                return .value(.signed(Int64(v.number)))
+            let name = String(f.typeName.dropFirst())
+            if let d, let e = reg.enums[name] {
+                if numbersOf[name] == nil {
+                    var byName: [String: Int32] = [:]
+                    for v in e.values where byName[v.name] == nil { byName[v.name] = v.number }
+                    numbersOf[name] = byName
+                }
+                if let v = numbersOf[name]?[d] { return .value(.signed(Int64(v))) }
             }
             let first = reg.enums[String(f.typeName.dropFirst())]?.values.first?.number ?? 0
             return .value(.signed(Int64(first)))
@@ -156,22 +176,19 @@ public final class ProtoTables: @unchecked Sendable {
 }
 
 extension ProtoRegistry {
-    /// The syntax of the file that declares a message.
-    func syntax(of fullName: String) -> String {
+    /// The syntax of the file that declares each message, by fully qualified name.
+    func syntaxByMessage() -> [String: String] {
+        var out: [String: String] = [:]
         for f in files {
-            let prefix = f.package.isEmpty ? "" : f.package + "."
-            guard fullName.hasPrefix(prefix) else { continue }
-            var found = false
             func walk(_ ms: [ProtoMessageModel], _ scope: String) {
                 for m in ms {
-                    let n = scope + m.name
-                    if n == fullName { found = true; return }
-                    walk(m.nested, n + ".")
+                    let n = scope.isEmpty ? m.name : scope + "." + m.name
+                    out[n] = f.syntax
+                    walk(m.nested, n)
                 }
             }
-            walk(f.messages, prefix)
-            if found { return f.syntax }
+            walk(f.messages, f.package)
         }
-        return "proto3"
+        return out
     }
 }
