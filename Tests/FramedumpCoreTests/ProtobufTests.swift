@@ -382,6 +382,22 @@ final class ProtobufTests: XCTestCase {
         }
     }
 
+    /// A big enum used by many fields: labels are copied only up to a budget (1M entries), so
+    /// loading stays linear; the fields past it show numbers.
+    func testHostileEnumFanOutIsBounded() throws {
+        let values = (0..<2000).map { "V\($0) = \($0);" }.joined(separator: " ")
+        let fields = (0..<1000).map { "E f\($0) = \($0 + 1);" }.joined(separator: " ")
+        let text = "syntax = \"proto3\"; enum E { \(values) } message M { \(fields) }"
+        let reg = ProtoRegistry(searchPaths: ["/p"]) { $0 == "/p/big.proto" ? text : nil }
+        try reg.load("big.proto")
+        var s = ProtocolSchema(name: "t", file: "t")
+        let t = ProtoTables.attach(reg, to: &s)
+        let m = s.messages[t.byName["M"]!]
+        XCTAssertEqual(m.fields.filter { $0.labels != nil }.count, (1 << 20) / 2000)
+        XCTAssertEqual(m.fields[0].labels?[1999], "V1999")
+        XCTAssertNil(m.fields[999].labels)
+    }
+
     func testImportCycleIsAnError() throws {
         let files = ["/p/a.proto": "syntax = \"proto3\";\nimport \"b.proto\";", "/p/b.proto": "syntax = \"proto3\";\nimport \"a.proto\";"]
         let reg = ProtoRegistry(searchPaths: ["/p"]) { files[$0] }
