@@ -8,17 +8,37 @@
 # Each builds the `framedump-fuzz` harness (an in-process mutation fuzzer), seeds it with
 # the inputs below, and runs it. A crash or hang leaves the input in fuzz-crash-TARGET
 # (copy it to Tests/FramedumpCoreTests/Fixtures/fuzz/ as a regression input) and exits 1.
+#
+# FUZZ_ENGINE=libfuzzer builds the same harness with `-sanitize=fuzzer` (coverage-guided
+# libFuzzer, in .build-fuzz; the first build takes minutes) and runs it with
+# -max_total_time=SECONDS; libFuzzer writes crash-* / timeout-* files itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${1:-all}"
 seconds="${2:-60}"
 
-swift build --product framedump-fuzz >/dev/null
-bin="$(swift build --show-bin-path)/framedump-fuzz"
+engine="${FUZZ_ENGINE:-harness}"
+if [ "$engine" = libfuzzer ]; then
+  flags=(--scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer -Xswiftc -DLIBFUZZER -Xswiftc -use-ld=lld)
+else
+  flags=()
+fi
+swift build "${flags[@]}" --product framedump-fuzz >/dev/null
+bin="$(swift build "${flags[@]}" --show-bin-path)/framedump-fuzz"
 
 run() {
   local t="$1"; shift
-  "$bin" "$t" "$seconds" "$@"
+  if [ "$engine" = libfuzzer ]; then
+    # libFuzzer takes corpus folders: gather the seeds into one.
+    local corpus; corpus="$(mktemp -d)"
+    for s in "$@"; do
+      if [ -d "$s" ]; then find "$s" -type f -exec cp {} "$corpus/" \; ; else cp "$s" "$corpus/"; fi
+    done
+    FRAMEDUMP_FUZZ_TARGET="$t" "$bin" -max_total_time="$seconds" -timeout=10 "$corpus"
+    rm -rf "$corpus"
+  else
+    "$bin" "$t" "$seconds" "$@"
+  fi
 }
 
 fuzz_one() {

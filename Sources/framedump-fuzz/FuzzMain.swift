@@ -17,6 +17,12 @@ struct FuzzMain {
     ]
 
     static func main() {
+        #if LIBFUZZER
+        // libFuzzer's driver with our callback; its command line (-max_total_time=N CORPUS...).
+        var argc = CommandLine.argc
+        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+        exit(LLVMFuzzerRunDriver(&argc, &argv, fuzzOneInput))
+        #endif
         let args = CommandLine.arguments
         guard args.count >= 3, let target = targets[args[1]], let seconds = Double(args[2]) else {
             print("usage: framedump-fuzz TARGET SECONDS [SEEDS...]; targets: \(targets.keys.sorted().joined(separator: ", "))")
@@ -44,6 +50,7 @@ struct FuzzMain {
         }
         print("\(args[1]): \(runs) inputs in \(Int(seconds)) s, no crash, no hang")
     }
+
 
     static func run(_ target: @Sendable (UnsafeRawBufferPointer) -> Void, _ input: [UInt8]) {
         Crash.current(input)
@@ -135,3 +142,23 @@ enum Crash {
         input.withUnsafeBufferPointer { buffer.update(from: $0.baseAddress!, count: length) }
     }
 }
+
+#if LIBFUZZER
+/// Built by `scripts/fuzz.sh` with `-sanitize=fuzzer -DLIBFUZZER`: libFuzzer's driver runs
+/// the target named by `$FRAMEDUMP_FUZZ_TARGET`.
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<Int32>,
+                         _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+                         _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    let name = getenv("FRAMEDUMP_FUZZ_TARGET").map { String(cString: $0) } ?? ""
+    guard let target = FuzzMain.targets[name] else {
+        print("set FRAMEDUMP_FUZZ_TARGET to one of: \(FuzzMain.targets.keys.sorted().joined(separator: ", "))")
+        exit(2)
+    }
+    target(UnsafeRawBufferPointer(start: data, count: size))
+    return 0
+}
+#endif
