@@ -44,13 +44,6 @@ public final class FieldList: RandomAccessCollection {
         capacity *= 2
     }
 
-    /// Drops the fields from index `n` on.
-    func truncate(to n: Int) {
-        guard n < count else { return }
-        (base + n).deinitialize(count: count - n)
-        count = n
-    }
-
     @inline(__always)
     func removeAll() {
         base.deinitialize(count: count)
