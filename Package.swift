@@ -11,8 +11,11 @@ let package = Package(
     dependencies: [
         // The command line: options, subcommands, help text and validation.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        // SHA-1 for verifying the WebSocket handshake's Sec-WebSocket-Accept.
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        // Compiled descriptor sets (`protoc -o x.desc`): the runtime's descriptor types only.
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
+        // AES for encrypted bodies (`_CryptoExtras`: CBC, CTR, the block function for ECB), and
+        // SHA-1 for checking the WebSocket handshake's Sec-WebSocket-Accept.
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"4.0.0"),
     ],
     targets: [
         // libpcap, through the system's headers and pkg-config.
@@ -31,7 +34,13 @@ let package = Package(
         // The pipeline: Capture → Link → Reassembly → Session (Framing, Decoding) → Output.
         .target(
             name: "FramedumpCore",
-            dependencies: ["CPcap", "CZlib", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "CPcap",
+                "CZlib",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             // Per-message hot paths touch class state millions of times a second; the dynamic
             // exclusivity checks cost more than the work itself. Static checks still apply.
             swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"])]
@@ -42,6 +51,12 @@ let package = Package(
                 "FramedumpCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        // scripts/fuzz.sh: an in-process mutation fuzzer over the untrusted-input parsers.
+        .executableTarget(
+            name: "framedump-fuzz",
+            dependencies: ["FramedumpCore"],
+            path: "Sources/framedump-fuzz"
         ),
         .testTarget(
             name: "FramedumpCoreTests",

@@ -8,6 +8,7 @@
 # Usage: bench/run.sh [YARDSTICK_DIR]   (optional: another folder's pcapread.c, genbench.py and
 #                                        game.lua to use instead, for comparison with them)
 #   RUNS=3 SIZES="100000 1000000 5000000" WS_SIZES="200000 1000000" SKIP_TSHARK=1 bench/run.sh
+#   IM_MESSAGES=500000 (the im row: protobuf bodies; 0 leaves it out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
@@ -69,3 +70,22 @@ for n in $ws_sizes; do
     label="tshark -d tcp.port==8080,http -T json"; row tshark -r "$cap" -d tcp.port==8080,http -T json
   fi
 done
+
+# im (seed 002): protobuf bodies decoded against Dissectors/im.proto, framedump against
+# tshark's protobuf dissector given the same .proto (bench/im.lua cuts the 12-byte header).
+im_n=${IM_MESSAGES:-500000}
+if [ "$im_n" != 0 ]; then
+  cap="$out/im-$im_n.pcap"
+  [ -f "$cap" ] || python3 bench/genim.py "$cap" "$im_n" >/dev/null
+  n=$im_n
+  row() { read -r w m < <(measure "$@"); printf '| %s im msgs | `%s` | %s s | %s MiB |\n' "$n" "$label" "$w" "$m"; }
+  label="framedump -q (im)"; row "$bin" -r "$cap" -q
+  label="framedump (tree, im)"; row "$bin" -r "$cap"
+  label="framedump -T json (im)"; row "$bin" -r "$cap" -T json
+  if [ -z "${SKIP_TSHARK:-}" ]; then
+    pb=(-X lua_script:bench/im.lua -o "uat:protobuf_search_paths:\"$PWD/Dissectors\",\"TRUE\""
+        -o 'uat:protobuf_search_paths:"/usr/include","FALSE"')
+    label="tshark + im.lua + protobuf -V"; row tshark -r "$cap" "${pb[@]}" -V
+    label="tshark + im.lua + protobuf -T json"; row tshark -r "$cap" "${pb[@]}" -T json
+  fi
+fi

@@ -87,6 +87,15 @@ struct Dump: ParsableCommand {
     @Option(name: .customShort("d"), help: ArgumentHelp("Load a dissector file or folder (repeatable); default ./Dissectors and $FRAMEDUMP_DISSECTORS.", valueName: "path"))
     var dissectors: [String] = []
 
+    @Option(name: .long, help: ArgumentHelp("Also look for .proto files and their imports in this folder (repeatable; searched before the dissector file's folder).", valueName: "dir"))
+    var protoPath: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("An AES key a dissector names, as hex (repeatable; overrides the file's value; never printed).", valueName: "name=hex"))
+    var key: [String] = []
+
+    @Flag(name: .long, help: "Protobuf: also show fields that are not on the wire, at their default value.")
+    var protoDefaults = false
+
     @Option(name: .long, help: ArgumentHelp("Reassembly: out-of-order bytes buffered per direction before a hole becomes a gap.", valueName: "bytes"))
     var maxBuffer: Int = 4 << 20
 
@@ -121,6 +130,23 @@ struct Dump: ParsableCommand {
             throw ValidationError("-x adds a hex dump to the tree output; NDJSON has no place for it (leave out -x or -T json).")
         }
         if wsMaxMessage < 1 || wsMaxMessage > 1 << 30 { throw ValidationError("--ws-max-message must be between 1 and 1073741824.") }
+        _ = try keys()
+    }
+
+    /// `--key NAME=HEX` values; the error never repeats the key.
+    func keys() throws -> [String: [UInt8]] {
+        var out: [String: [UInt8]] = [:]
+        for k in key {
+            guard let eq = k.firstIndex(of: "="), eq != k.startIndex else {
+                throw ValidationError("--key takes NAME=HEX (the name a dissector's 'key' or 'cipher' line uses).")
+            }
+            let name = String(k[..<eq])
+            guard let v = BodyCipherSpec.hex(String(k[k.index(after: eq)...])), [16, 24, 32].contains(v.count) else {
+                throw ValidationError("--key \(name)=…: the value must be 16, 24 or 32 bytes of hex (AES-128/192/256).")
+            }
+            out[name] = v
+        }
+        return out
     }
 
     func run() throws {
@@ -149,6 +175,8 @@ struct Dump: ParsableCommand {
         options.dissectorPaths = dissectors
         options.maxWebSocketMessage = wsMaxMessage
         options.displayFilter = displayFilter
+        options.load = LoadOptions(protoPaths: protoPath, keys: (try? keys()) ?? [:])
+        options.protoDefaults = protoDefaults
 
         let input: CaptureInput
         if let iface = interface {

@@ -9,10 +9,14 @@ struct Dissectors: ParsableCommand {
     @Option(name: .customShort("d"), help: ArgumentHelp("Dissector file or folder (repeatable); default ./Dissectors and $FRAMEDUMP_DISSECTORS.", valueName: "path"))
     var paths: [String] = []
 
+    @Option(name: .long, help: ArgumentHelp("Also look for .proto files in this folder (repeatable).", valueName: "dir"))
+    var protoPath: [String] = []
+
     func run() throws {
         let schemas: [ProtocolSchema]
         do {
-            schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: paths))
+            schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: paths),
+                                               options: LoadOptions(protoPaths: protoPath))
         } catch let e as DissectorError {
             FileHandleErr.write("\(e.description)\n")
             throw ExitCode(2)
@@ -30,11 +34,14 @@ struct Check: ParsableCommand {
     @Argument(help: "Dissector files or folders.")
     var paths: [String] = []
 
+    @Option(name: .long, help: ArgumentHelp("Also look for .proto files in this folder (repeatable).", valueName: "dir"))
+    var protoPath: [String] = []
+
     func run() throws {
         var failed = false
         for p in paths.isEmpty ? DissectorLoader.defaultPaths(explicit: []) : paths {
             do {
-                let s = try DissectorLoader.load(paths: [p])
+                let s = try DissectorLoader.load(paths: [p], options: LoadOptions(protoPaths: protoPath))
                 print("\(p): ok (" + s.map { "\($0.name): \($0.messages.count) messages" }.joined(separator: ", ") + ")")
             } catch let e as DissectorError {
                 FileHandleErr.write("\(e.description)\n")

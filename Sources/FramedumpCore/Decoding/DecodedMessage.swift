@@ -12,6 +12,13 @@ public enum FieldName: Sendable, Equatable {
     case key(Int32, Int32)
     /// A name of the decoder's own: "body", "text", ...
     case builtin(BuiltinName)
+    /// A protobuf field the schema does not know (or any field, schema-less): number and wire type.
+    case unknown(number: Int32, wire: UInt8)
+    /// A protobuf map entry, named by its key: a string key (its bytes), or an integer or bool key.
+    case stringKey(Int32, Int32)
+    case intKey(Int64)
+    case uintKey(UInt64)
+    case boolKey(Bool)
 }
 
 /// The decoder's own field names (a byte each, so a decoded field stays small).
@@ -71,6 +78,10 @@ public enum DecodeWarning: Sendable, Equatable {
     case jsonLoneSurrogate(at: Int)
     case invalidUTF8(field: String)
     case webSocket(WebSocketViolation)
+    /// A protobuf body problem (malformed wire data, wire type mismatch), with its offset in the text.
+    case protobuf(String)
+    /// A body that could not be decrypted (wrong key, bad padding): shown raw.
+    case cipher(String)
 
     public var text: String {
         switch self {
@@ -84,6 +95,8 @@ public enum DecodeWarning: Sendable, Equatable {
         case .jsonLoneSurrogate(let at): return "JSON string with a lone surrogate escape (not Unicode text) at byte \(at): shown as text"
         case .invalidUTF8(let f): return "field '\(f)' is not valid UTF-8"
         case .webSocket(let v): return "websocket: " + v.text
+        case .protobuf(let t): return t
+        case .cipher(let t): return t
         }
     }
 }
@@ -102,6 +115,14 @@ public final class DecodedMessage {
     /// The WebSocket message this one came in (nil on plain TCP). Set by the WebSocket layer,
     /// kept apart from `reset()` so decoding does not touch it.
     public var webSocket: WebSocketInfo?
+    /// For an encrypted body: the frame's header followed by the decrypted body (owned by the
+    /// decoder, valid until it decodes the next frame). Body field offsets refer to these bytes.
+    public var decrypted: UnsafeRawBufferPointer?
+    /// The cipher's name (`aes-128-cbc`) when the body was decrypted.
+    public var cipherName: StaticString?
+
+    /// The bytes field offsets refer to: the decrypted frame when there is one, else the frame.
+    public var fieldBytes: UnsafeRawBufferPointer { decrypted ?? frame.bytes }
 
     public init() {}
 
@@ -111,5 +132,7 @@ public final class DecodedMessage {
         if !warnings.isEmpty { warnings.removeAll(keepingCapacity: true) }
         message = nil
         id = nil
+        decrypted = nil
+        cipherName = nil
     }
 }

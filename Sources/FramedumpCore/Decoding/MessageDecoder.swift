@@ -8,17 +8,34 @@ public final class MessageDecoder {
     /// Fields one message may produce (each is 24 bytes of memory): nested arrays multiply.
     static let maxFields = 1 << 20
 
+    /// Decrypts bodies when the protocol says they are encrypted (one reusable buffer).
+    let cipher: BodyCipher?
+
     public init(schema: ProtocolSchema) {
         self.schema = schema
         layout = FrameLayout(schema)
         program = DecodeProgram(schema)
+        cipher = schema.cipher.map { BodyCipher($0, maxFrame: schema.maxFrame) }
+        protoTarget = .allocate(capacity: max(1, schema.messages.count))
+        for (i, md) in schema.messages.enumerated() { protoTarget[i] = Int32(md.protoType ?? -1) }
+        hasIDs = schema.hasMessageIDs
+        protoDefaults = schema.protoAddDefaults
     }
+
+    deinit { protoTarget.deallocate() }
+
+    /// Per schema message: the protobuf message its body is (-1: none).
+    let protoTarget: UnsafeMutableBufferPointer<Int32>
+    let hasIDs: Bool
+    let protoDefaults: Bool
+    /// The protobuf decoder for the DecodedMessage last decoded into (a session uses one).
+    var protobuf: ProtobufDecoder?
 
     public func decode(_ frame: Frame, _ dir: Direction, into m: DecodedMessage) {
         m.reset()
         m.frame = frame
         m.direction = dir
-        let b = frame.bytes
+        var b = frame.bytes
         var i = 0
         while i < layout.fieldCount {
             defer { i += 1 }
@@ -32,6 +49,18 @@ public final class MessageDecoder {
         m.id = layout.messageID(b, at: 0)
         if let id = m.id { m.message = program.message(dir, id) }
         let body = layout.headerSize
+        if let cipher, b.count > body, cipherApplies(cipher.spec, b) {
+            switch cipher.decrypt(b, headerSize: body) {
+            case .plain(let p):
+                m.decrypted = p
+                m.cipherName = cipher.spec.name
+                b = p
+            case .failed(let text):
+                m.warnings.append(.cipher(text))
+                raw(b, from: body, into: m)
+                return
+            }
+        }
         switch schema.body {
         case .fields:
             guard let mi = m.message else {
@@ -67,9 +96,29 @@ public final class MessageDecoder {
         case .text:
             m.fields.append(DecodedField(name: .builtin(.text), value: .string, offset: Int32(body),
                                          width: Int32(b.count - body), depth: 0))
-        case .raw, .protobuf:
+        case .raw:
             raw(b, from: body, into: m)
+        case .protobuf:
+            decodeProtobuf(b, from: body, into: m)
         }
+    }
+
+    func cipherApplies(_ c: BodyCipherSpec, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard let (field, value) = c.condition else { return true }
+        return layout.value(field, in: b, at: 0) == value
+    }
+
+    /// A protobuf body: the message type bound to the id, or schema-less when there is none.
+    func decodeProtobuf(_ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage) {
+        let target = m.message.map { Int(protoTarget[$0]) } ?? -1
+        if m.message == nil && hasIDs && (b.count > body || m.id != nil) {
+            m.warnings.append(.protobuf("unknown message id \(m.id ?? 0): body decoded without a schema (field numbers, guessed types)"))
+        }
+        guard b.count > body || (target >= 0 && protoDefaults) else { return }
+        if protobuf?.m !== m {
+            protobuf = ProtobufDecoder(tables: schema.proto ?? ProtoTables.empty, owner: self, addDefaults: protoDefaults, into: m)
+        }
+        protobuf!.decode(target, b, from: body)
     }
 
     func raw(_ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage) {

@@ -267,7 +267,7 @@ public struct FilterEvaluator {
                 if case .header(let i) = h.name, Int(i) == hi { if !visit(h) { return } }
             }
         }
-        let frame = m.frame.bytes
+        let frame = m.fieldBytes
         // matched[d]: path components matched by the ancestors of a field at depth d (-1: none).
         withUnsafeTemporaryAllocation(of: Int.self, capacity: 130) { matched in
             matched[0] = 0
@@ -302,18 +302,8 @@ public struct FilterEvaluator {
         }
     }
 
-    func name(_ f: DecodedField, _ m: DecodedMessage, _ p: ProtocolRuntime) -> String? {
-        switch f.name {
-        case .field(let mi, let fi): return p.schema.messages[Int(mi)].fields[Int(fi)].name
-        case .header(let i): return p.schema.header[Int(i)].name
-        case .key(let o, let l): return JSONText.unescaped(m.frame.bytes.slice(Int(o), Int(l)))
-        case .builtin(let b): return String(describing: b.text)
-        case .element: return nil
-        }
-    }
-
     func observe(_ f: DecodedField, _ m: DecodedMessage, _ p: ProtocolRuntime) -> Observed? {
-        let b = m.frame.bytes
+        let b = m.fieldBytes
         var label: String?
         if case .field(let mi, let fi) = f.name, let labels = p.schema.messages[Int(mi)].fields[Int(fi)].labels {
             switch f.value {
@@ -460,8 +450,22 @@ final class CompiledPath: @unchecked Sendable {
             if key.count == n && key.elementsEqual(want) { return true }
             // A key written with escapes: compared by its text (the rare path).
             return key.contains(0x5c) && Array(JSONText.unescaped(key).utf8).elementsEqual(want)
+        case .stringKey(let o, let l):
+            let (s, n) = keyRange[i]
+            let key = frame.slice(Int(o), Int(l))
+            return key.count == n && key.elementsEqual(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(keys)[s..<(s + n)]))
+        case .unknown(let number, _): return text(i) == String(number)
+        case .intKey(let v): return text(i) == String(v)
+        case .uintKey(let v): return text(i) == String(v)
+        case .boolKey(let v): return text(i) == (v ? "true" : "false")
         case .element: return false
         }
+    }
+
+    /// Component `i` as text (the rare path: protobuf numbers and map keys).
+    func text(_ i: Int) -> String {
+        let (s, n) = keyRange[i]
+        return String(decoding: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(keys)[s..<(s + n)]), as: UTF8.self)
     }
 }
 

@@ -41,7 +41,7 @@ public final class JSONPrinter: MessageSink {
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
         let f = m.frame!
         let names = p.names.view
-        let ft = FieldText(p, frame: f.bytes)
+        let ft = FieldText(p, frame: m.fieldBytes)
         // One reservation for the whole line: every piece below is bounded by it.
         let fieldCount = m.fields.count + m.headerFields.count
         lineBound = 640 + names.longest + 6 * f.bytes.count + fieldCount * (names.longest + 48)
@@ -84,6 +84,7 @@ public final class JSONPrinter: MessageSink {
             }
         }
         if opened { k.byte(0x7d) }
+        if let c = m.cipherName { k.write(",\"decrypted\":\""); k.write(c); k.byte(0x22) }
         k.write(",\"fields\":")
         m.fields.withUnsafeBufferPointer { fs in
             let topIsArray = fs.first.map { if case .element = $0.name { return true } else { return false } } ?? false
@@ -98,7 +99,7 @@ public final class JSONPrinter: MessageSink {
                     case .object, .array: break
                     default:
                         k.write(names.jsonField(mi, fi))
-                        scalar(x, ft, &k)
+                        if names.jsonEnum(mi, fi) { enumValue(x, mi, fi, ft, &k) } else { scalar(x, ft, &k) }
                         i += 1
                         continue
                     }
@@ -121,7 +122,8 @@ public final class JSONPrinter: MessageSink {
     }
 
     /// Writes the field at `i` (and its children); returns the index after them.
-    func member(_ fs: UnsafeBufferPointer<DecodedField>, _ i: Int, _ ft: FieldText, inArray: Bool, _ k: inout Cursor) -> Int {
+    func member(_ fs: UnsafeBufferPointer<DecodedField>, _ i: Int, _ ft: FieldText, inArray: Bool, _ k: inout Cursor,
+                enumOf: (Int32, Int32)? = nil) -> Int {
         let x = fs[i]
         if !inArray {
             switch x.name {
@@ -130,6 +132,11 @@ public final class JSONPrinter: MessageSink {
             case .builtin(let s): k.byte(0x22); k.write(s.text); k.write("\":")
             case .header(let h): k.write(ft.names.jsonHeader(h))
             case .element: k.write("\"\":")
+            case .unknown(let n, _): k.byte(0x22); k.decimal(n); k.write("\":")
+            case .stringKey(let s, let l): k.jsonString(ft.frame.slice(Int(s), Int(l))); k.byte(0x3a)
+            case .intKey(let v): k.byte(0x22); k.decimal(v); k.write("\":")
+            case .uintKey(let v): k.byte(0x22); k.decimal(v); k.write("\":")
+            case .boolKey(let v): k.write(v ? "\"true\":" : "\"false\":")
             }
         }
         switch x.value {
@@ -139,17 +146,41 @@ public final class JSONPrinter: MessageSink {
             k.byte(isArray ? 0x5b : 0x7b)
             var j = i + 1
             var c: Int32 = 0
+            // Elements of a repeated protobuf enum are written as labels too.
+            var elementsOf: (Int32, Int32)? = nil
+            if isArray, case .field(let mi, let fi) = x.name, ft.names.jsonEnum(mi, fi) { elementsOf = (mi, fi) }
             while c < n && j < fs.count && fs[j].depth > x.depth {
                 if c > 0 { k.byte(0x2c) }
-                j = member(fs, j, ft, inArray: isArray, &k)
+                j = member(fs, j, ft, inArray: isArray, &k, enumOf: elementsOf)
                 c += 1
             }
             k.byte(isArray ? 0x5d : 0x7d)
             return j
         default:
-            scalar(x, ft, &k)
+            if let (mi, fi) = enumOf {
+                enumValue(x, mi, fi, ft, &k)
+            } else if case .field(let mi, let fi) = x.name, ft.names.jsonEnum(mi, fi) {
+                enumValue(x, mi, fi, ft, &k)
+            } else {
+                scalar(x, ft, &k)
+            }
             return i + 1
         }
+    }
+
+    /// A protobuf enum as its label (protobuf's JSON mapping); a number the enum does not know stays a number.
+    func enumValue(_ x: DecodedField, _ mi: Int32, _ fi: Int32, _ ft: FieldText, _ k: inout Cursor) {
+        if case .signed(let v) = x.value {
+            if let l = ft.names.smallLabel(mi, fi, v) {
+                k.byte(0x22); k.write(l); k.byte(0x22)
+                return
+            }
+            if v < 0 || v >= 256, let l = ft.runtime.names.label(mi, fi, v) {
+                k.byte(0x22); l.withUnsafeBytes { k.write($0) }; k.byte(0x22)
+                return
+            }
+        }
+        scalar(x, ft, &k)
     }
 
     @inline(__always)

@@ -6,6 +6,8 @@ public final class NameTable {
     let spans: UnsafeMutableBufferPointer<(Int32, Int32)>
     let fieldBase: UnsafeMutableBufferPointer<Int>
     let hasLabels: UnsafeMutableBufferPointer<Bool>
+    /// Per field: NDJSON writes its value as its label (protobuf enums, as protobuf's JSON mapping does).
+    let jsonEnums: UnsafeMutableBufferPointer<Bool>
     /// Labels of values 0-255 as span indexes (-1: none), 256 per labelled field.
     let smallLabels: UnsafeMutableBufferPointer<Int32>
     /// Per field span: its block in `smallLabels` (-1: no labels).
@@ -18,6 +20,7 @@ public final class NameTable {
         var bytes: [UInt8] = []
         var spans: [(Int32, Int32)] = []
         var labels: [Bool] = []
+        var enums: [Bool] = []
         func add(_ b: [UInt8]) {
             spans.append((Int32(bytes.count), Int32(b.count)))
             bytes += b
@@ -29,6 +32,7 @@ public final class NameTable {
             for f in m.fields {
                 add(f.nameBytes)
                 labels.append(f.labels != nil)
+                enums.append(f.labels != nil && f.jsonEnumNames)
             }
         }
         var v = Names()
@@ -37,7 +41,7 @@ public final class NameTable {
         v.headerBase = spans.count
         for h in s.header { add(h.nameBytes) }
         v.jsonFieldBase = spans.count
-        for m in s.messages { for f in m.fields { add(key(f.nameBytes)) } }
+        for m in s.messages { for f in m.fields { add(key(f.jsonNameBytes ?? f.nameBytes)) } }
         v.jsonHeaderBase = spans.count
         for h in s.header { add(key(h.nameBytes)) }
         v.jsonMessageBase = spans.count
@@ -52,6 +56,7 @@ public final class NameTable {
             var t = ""
             if let id = m.id { t += " (id \(id))" }
             if let title = m.title { t += " \"\(title)\"" }
+            if let pt = m.protoType { t += " " + s.messages[pt].name }
             add(Array(t.utf8))
         }
         v.longest = spans.map { Int($0.1) }.max() ?? 0
@@ -85,6 +90,8 @@ public final class NameTable {
         _ = fieldBase.initialize(from: bases)
         hasLabels = .allocate(capacity: max(1, labels.count))
         _ = hasLabels.initialize(from: labels)
+        jsonEnums = .allocate(capacity: max(1, enums.count))
+        _ = jsonEnums.initialize(from: enums)
         smallLabels = .allocate(capacity: max(1, small.count))
         _ = smallLabels.initialize(from: small)
         labelBlock = .allocate(capacity: blocks.count)
@@ -95,6 +102,7 @@ public final class NameTable {
         v.spans = UnsafePointer(self.spans.baseAddress!)
         v.fieldBase = UnsafePointer(fieldBase.baseAddress!)
         v.hasLabels = UnsafePointer(hasLabels.baseAddress!)
+        v.jsonEnums = UnsafePointer(jsonEnums.baseAddress!)
         view = v
     }
 
@@ -103,6 +111,7 @@ public final class NameTable {
         spans.deallocate()
         fieldBase.deallocate()
         hasLabels.deallocate()
+        jsonEnums.deallocate()
         smallLabels.deallocate()
         labelBlock.deallocate()
     }
@@ -119,6 +128,7 @@ public struct Names {
     var spans: UnsafePointer<(Int32, Int32)>?
     var fieldBase: UnsafePointer<Int>?
     var hasLabels: UnsafePointer<Bool>?
+    var jsonEnums: UnsafePointer<Bool>?
     var smallLabels: UnsafePointer<Int32>?
     var labelBlock: UnsafePointer<Int32>?
     var messageBase = 0, headerBase = 0, jsonFieldBase = 0, jsonHeaderBase = 0, jsonMessageBase = 0
@@ -144,6 +154,7 @@ public struct Names {
     var jsonProtocolPiece: UnsafeRawBufferPointer { bytes(jsonProtocol) }
     var protocolName: UnsafeRawBufferPointer { bytes(protocolNameIndex) }
     @inline(__always) func labelled(_ mi: Int32, _ fi: Int32) -> Bool { hasLabels![fieldBase![Int(mi)] + Int(fi)] }
+    @inline(__always) func jsonEnum(_ mi: Int32, _ fi: Int32) -> Bool { jsonEnums![fieldBase![Int(mi)] + Int(fi)] }
 
     /// The label of a small value (0-255) straight from the table; nil: none or not small.
     @inline(__always) func smallLabel(_ mi: Int32, _ fi: Int32, _ v: Int64) -> UnsafeRawBufferPointer? {

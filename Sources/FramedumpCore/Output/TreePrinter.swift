@@ -53,7 +53,7 @@ public final class TreePrinter: MessageSink {
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
         let f = m.frame!
         let names = p.names.view
-        let ft = FieldText(p, frame: f.bytes)
+        let ft = FieldText(p, frame: m.fieldBytes)
         let out = self.out
         // One reservation for the summary line and every field line (strings may expand 6×
         // when escaped); the -v descriptions and warnings are written after it.
@@ -90,6 +90,10 @@ public final class TreePrinter: MessageSink {
         } else if f.coalesced > 1 {
             k.write(" [coalesced "); k.decimal(UInt64(f.coalesced)); k.write(" in pkt ")
             k.decimal(f.lastPacket.number); k.byte(0x5d)
+        }
+        if let c = m.cipherName {
+            // Body field offsets below count bytes of the decrypted body, not of the frame.
+            k.write(" [decrypted "); k.write(c); k.write(", body offsets in the plaintext]")
         }
         k.byte(0x0a)
         if let ws = m.webSocket { webSocketLine(ws, f, &k) }
@@ -181,6 +185,12 @@ public final class TreePrinter: MessageSink {
         case .key(let s, let l): k.write(ft.frame.slice(Int(s), Int(l)))
         case .element(let i): k.byte(0x5b); k.decimal(i); k.byte(0x5d)
         case .builtin(let s): k.write(s.text)
+        case .unknown(let n, let w):
+            k.byte(0x23); k.decimal(n); k.write(" ("); k.write(ProtoWire.name(w)); k.byte(0x29)
+        case .stringKey(let s, let l): k.byte(0x5b); k.jsonString(ft.frame.slice(Int(s), Int(l))); k.byte(0x5d)
+        case .intKey(let v): k.byte(0x5b); k.decimal(v); k.byte(0x5d)
+        case .uintKey(let v): k.byte(0x5b); k.decimal(v); k.byte(0x5d)
+        case .boolKey(let v): k.write(v ? "[true]" : "[false]")
         }
         switch x.value {
         case .object(let n):

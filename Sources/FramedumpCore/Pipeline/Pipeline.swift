@@ -16,7 +16,9 @@ public final class Pipeline {
     public init(options: PipelineOptions, output: OutputBuffer) throws {
         self.options = options
         self.out = output
-        let schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: options.dissectorPaths))
+        var schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: options.dissectorPaths),
+                                               options: options.load)
+        if options.protoDefaults { for i in schemas.indices { schemas[i].protoAddDefaults = true } }
         let printsMessages = !options.segments && !options.follow && !options.quiet
         // The filter is checked against the loaded dissectors before any packet is read.
         let filter = try options.displayFilter.map { f throws(FilterError) in try FilterParser.parse(f, protocols: schemas) }

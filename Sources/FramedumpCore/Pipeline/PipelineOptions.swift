@@ -19,5 +19,9 @@ public struct PipelineOptions: Sendable {
     public var displayFilter: String?
     /// Where to look when no `-d` is given: `./Dissectors` and `$FRAMEDUMP_DISSECTORS`.
     public var defaultDissectorPaths: [String] = ["Dissectors"]
+    /// `--proto-path` and `--key`: what loading the dissectors' `.proto` files and ciphers needs.
+    public var load = LoadOptions()
+    /// `--proto-defaults`: protobuf fields not on the wire shown at their default value.
+    public var protoDefaults = false
     public init() {}
 }

@@ -27,13 +27,20 @@ public enum DissectorDescription {
         }
         if let id = s.idField { lines.append("  message id: \(s.header[id].name)") }
         lines.append("  body: \(s.body.rawValue)")
-        for m in s.messages {
+        let protoBase = s.proto?.base ?? s.messages.count
+        for m in s.messages.prefix(protoBase) {
             var d = "    \(m.name)"
             if let id = m.id { d += " id \(id)" }
             if let dir = m.direction { d += " \(dir.name)" }
-            d += ": \(m.fields.count) fields"
+            if let pt = m.protoType { d += ": protobuf \(s.messages[pt].name)" } else { d += ": \(m.fields.count) fields" }
             if let t = m.title { d += "  \"\(t)\"" }
             lines.append(d)
+        }
+        if protoBase < s.messages.count {
+            lines.append("  protobuf messages loaded: \(s.messages.count - protoBase)")
+        }
+        if let c = s.cipher {
+            lines.append("  cipher: \(c.name), key '\(c.keyName)'" + (c.condition.map { " when \(s.header[$0.field].name) == \($0.value)" } ?? ""))
         }
         if !s.enums.isEmpty { lines.append("  enums: " + s.enums.map(\.name).joined(separator: ", ")) }
         return lines.joined(separator: "\n")

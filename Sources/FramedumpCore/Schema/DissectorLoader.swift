@@ -19,7 +19,7 @@ public enum DissectorLoader {
         return paths
     }
 
-    public static func load(paths: [String]) throws -> [ProtocolSchema] {
+    public static func load(paths: [String], options: LoadOptions = LoadOptions()) throws -> [ProtocolSchema] {
         var files: [String] = []
         for p in paths {
             if isDirectory(p) {
@@ -29,7 +29,7 @@ public enum DissectorLoader {
             }
         }
         var out: [ProtocolSchema] = []
-        for f in files { out += try loadFile(f) }
+        for f in files { out += try loadFile(f, options: options) }
         var names: [String: String] = [:]
         for s in out {
             if let other = names[s.name] {
@@ -42,18 +42,18 @@ public enum DissectorLoader {
     }
 
     /// One file (with its includes) → the protocols it declares.
-    public static func loadFile(_ path: String) throws -> [ProtocolSchema] {
+    public static func loadFile(_ path: String, options: LoadOptions = LoadOptions()) throws -> [ProtocolSchema] {
         guard let text = readFile(path) else {
             throw DissectorError(file: path, line: 0, column: 0,
                                  message: "cannot read dissector file (missing, unreadable or over 4 MiB)", sourceLine: "")
         }
-        return try parse(text: text, file: path)
+        return try parse(text: text, file: path, options: options)
     }
 
-    public static func parse(text: String, file: String) throws -> [ProtocolSchema] {
+    public static func parse(text: String, file: String, options: LoadOptions = LoadOptions()) throws -> [ProtocolSchema] {
         var parser = Parser(lexer: try Lexer(file: file, text: text), read: readFile)
         try parser.parseFile()
-        let resolver = Resolver(lexers: parser.lexers)
+        let resolver = Resolver(lexers: parser.lexers, options: options)
         var out: [ProtocolSchema] = []
         for p in parser.protocols { out.append(try resolver.resolve(p)) }
         return out

@@ -194,8 +194,10 @@ struct Parser {
                     throw err(bt, "text messages are json, text or raw")
                 }
                 p.schema.textBody = e
+            case "proto", "proto_file", "proto_descriptor", "key", "cipher":
+                try parseProtoSetting(key.lowercased(), kt, &p)
             default:
-                throw err(kt, "unknown protocol setting '\(key)' (expected port, any_port, byte_order, strings, header, frame_length, body_length, message_id, max_frame, body, labels_from_comments, websocket, subprotocol, text)")
+                throw err(kt, "unknown protocol setting '\(key)' (expected port, any_port, byte_order, strings, header, frame_length, body_length, message_id, max_frame, body, labels_from_comments, websocket, subprotocol, text, proto, proto_descriptor, key, cipher)")
             }
             _ = accept(";")
         }
@@ -285,6 +287,14 @@ struct Parser {
             let n = try number("a message id")
             guard n >= 0 else { throw err(nt, "message id must not be negative") }
             m.id = UInt64(n)
+        }
+        // `Message NAME = ID : pkg.Type;`: the body is that protobuf message.
+        if accept(":") {
+            let (type, tt) = try ident("a protobuf message type (package.Message)")
+            m.protoType = (type, tt)
+            _ = accept(";")
+            protocols[pi].messages.append(m)
+            return
         }
         // The nearest whole-line comment above, written like `// ===== Title =====`.
         let lex = lexers[start.file]

@@ -17,6 +17,8 @@ struct PendingMessage {
     var id: UInt64?
     var direction: Direction?
     var fields: [PendingField] = []
+    /// `Message NAME = ID : pkg.Type;`: the protobuf type of its body.
+    var protoType: (String, Token)?
 }
 
 struct PendingProtocol {
@@ -29,11 +31,14 @@ struct PendingProtocol {
     var idName: (String, Token)?
     var messages: [PendingMessage] = []
     var enums: [EnumDef] = []
+    /// Protobuf bodies and encryption (see ProtoBinding.swift).
+    var proto = PendingProto()
 }
 
 /// Turns names into indices and checks that everything refers to something real.
 struct Resolver {
     let lexers: [Lexer]
+    var options = LoadOptions()
 
     func err(_ t: Token, _ m: String) -> DissectorError { lexers[t.file].error(t.line, t.column, m) }
 
@@ -129,6 +134,7 @@ struct Resolver {
                 throw err(fieldTokens[mi][fi], "array '\(f.name)' of elements that can take no bytes (an empty message, Bytes(0), rest): its count could make fields out of nothing")
             }
         }
+        try attachProto(p, to: &s)
         return s
     }
 

@@ -67,6 +67,10 @@ public struct FieldDef: Sendable {
     public var labels: [Int64: String]?
     /// The name's bytes, ready for output.
     public var nameBytes: [UInt8]
+    /// The NDJSON key when it differs from the name (protobuf's lowerCamelCase json_name).
+    public var jsonNameBytes: [UInt8]? = nil
+    /// NDJSON writes the value's label rather than its number (protobuf enums).
+    public var jsonEnumNames = false
 }
 
 public struct MessageDef: Sendable {
@@ -79,6 +83,8 @@ public struct MessageDef: Sendable {
     public var fields: [FieldDef]
     public var nameBytes: [UInt8]
     public var line: Int
+    /// For `Message NAME = ID : pkg.Type;`: the schema index of the protobuf message its body is.
+    public var protoType: Int? = nil
 }
 
 public struct EnumDef: Sendable {
@@ -148,6 +154,12 @@ public struct ProtocolSchema: Sendable {
     /// (direction, id) → message index; direction-less messages are entered for both.
     public var byID: [Direction: [UInt64: Int]] = [.c2s: [:], .s2c: [:]]
     public var nameBytes: [UInt8] = []
+    /// The `.proto` messages (in `messages` from `proto.base` on) when the body is protobuf.
+    public var proto: ProtoTables?
+    /// How bodies are encrypted, if they are (`cipher ...;`).
+    public var cipher: BodyCipherSpec?
+    /// Show protobuf fields that are not on the wire at their default value (`--proto-defaults`).
+    public var protoAddDefaults = false
 
     public func message(_ d: Direction, _ id: UInt64) -> Int? { byID[d]?[id] }
     /// How a WebSocket protocol's text messages are read: no header, the `text` rule as body.

@@ -1,0 +1,186 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What loading dissector files needs from the command line.
+public struct LoadOptions: Sendable {
+    /// `--proto-path DIR`: searched for `.proto` files and imports, before the dissector's folder.
+    public var protoPaths: [String] = []
+    /// `--key NAME=HEX`: values for the keys a dissector names (they override the file's).
+    public var keys: [String: [UInt8]] = [:]
+
+    public init(protoPaths: [String] = [], keys: [String: [UInt8]] = [:]) {
+        self.protoPaths = protoPaths
+        self.keys = keys
+    }
+}
+
+/// The protobuf and encryption settings of a protocol block, as written.
+struct PendingProto {
+    var files: [(String, Token)] = []
+    var descriptorSets: [(String, Token)] = []
+    var keys: [String: (String?, Token)] = [:]
+    var cipher: (mode: String, token: Token, key: (String, Token), iv: (String, Token)?, when: (String, Int64, Token)?)?
+}
+
+// MARK: - Parsing
+
+// In a protocol block:
+//     proto "im.proto", "common.proto";       // .proto files: --proto-path, then this file's folder
+//     proto_descriptor "im.desc";             // or a set compiled by protoc -o FILE --include_imports
+//     key session = "00112233...";            // a named AES key (hex); --key session=HEX overrides it
+//     cipher aes_cbc key session iv "0001..." when version == 2;   // aes_cbc | aes_ecb | aes_ctr
+// After it:
+//     Message Login = 1 : im.LoginRequest;    // cid 1, both directions
+//     Message Cs_3 : im.SendRequest;          // cid 3 client → server
+//     Message Sc_3 : im.SendAck;              // cid 3 server → client
+extension Parser {
+    mutating func quoted(_ what: String) throws(DissectorError) -> (String, Token) {
+        let t = tok
+        guard case .string(let s) = t.kind else { throw err(t, "expected \(what) in double quotes, found \(describe(t))") }
+        _ = next()
+        return (s, t)
+    }
+
+    mutating func parseProtoSetting(_ key: String, _ kt: Token, _ p: inout PendingProtocol) throws(DissectorError) {
+        switch key {
+        case "proto", "proto_file":
+            repeat { p.proto.files.append(try quoted("a .proto file name")) } while accept(",")
+        case "proto_descriptor":
+            repeat { p.proto.descriptorSets.append(try quoted("a descriptor set file name")) } while accept(",")
+        case "key":
+            let (name, nt) = try ident("a key name")
+            if p.proto.keys[name] != nil { throw err(nt, "key '\(name)' is declared twice") }
+            if accept("=") {
+                let (hex, ht) = try quoted("the key as hex")
+                p.proto.keys[name] = (hex, ht)
+            } else {
+                p.proto.keys[name] = (nil, nt)
+            }
+        default:  // cipher
+            guard p.proto.cipher == nil else { throw err(kt, "a protocol has one cipher") }
+            let (mode, mt) = try ident("aes_cbc, aes_ecb or aes_ctr")
+            var keyName: (String, Token)?
+            var iv: (String, Token)?
+            var when: (String, Int64, Token)?
+            while case .ident(let w) = tok.kind {
+                let wt = next()
+                switch w.lowercased() {
+                case "key": keyName = try ident("a key name")
+                case "iv", "nonce": iv = try quoted("the IV as hex")
+                case "when", "if":
+                    let (f, ft) = try ident("a header field name")
+                    try expect("==")
+                    when = (f, try number("the field's value"), ft)
+                default: throw err(wt, "expected key, iv or when after the cipher mode, found '\(w)'")
+                }
+            }
+            guard let keyName else { throw err(mt, "the cipher needs 'key NAME'") }
+            p.proto.cipher = (mode, mt, keyName, iv, when)
+        }
+    }
+}
+
+// MARK: - Resolving
+
+extension Resolver {
+    func folder(of t: Token) -> String {
+        let f = lexers[t.file].file
+        guard let slash = f.lastIndex(of: "/") else { return "." }
+        return String(f[..<slash])
+    }
+
+    func attachProto(_ p: PendingProtocol, to s: inout ProtocolSchema) throws(DissectorError) {
+        try attachCipher(p, to: &s)
+        let bound = p.messages.contains { $0.protoType != nil }
+        guard !p.proto.files.isEmpty || !p.proto.descriptorSets.isEmpty || bound else { return }
+        guard let first = p.proto.files.first?.1 ?? p.proto.descriptorSets.first?.1 ?? p.messages.first(where: { $0.protoType != nil })?.protoType?.1 else { return }
+        if s.body != .protobuf {
+            throw err(first, "protobuf types need 'body protobuf;' in the protocol block")
+        }
+        let reg = ProtoRegistry(searchPaths: options.protoPaths + [folder(of: first)])
+        for (f, t) in p.proto.files {
+            do {
+                try reg.load(f)
+            } catch let e where e.line == 0 && e.file == f {
+                throw err(t, e.message)
+            }
+        }
+        for (f, t) in p.proto.descriptorSets {
+            let path = f.hasPrefix("/") ? f : folder(of: t) + "/" + f
+            guard let bytes = readBytes(path) else { throw err(t, "cannot read descriptor set '\(path)'") }
+            try reg.loadDescriptorSet(path: path, bytes: bytes)
+        }
+        let tables = ProtoTables.attach(reg, to: &s)
+        s.proto = tables
+        for (mi, m) in p.messages.enumerated() {
+            guard let (type, t) = m.protoType else { continue }
+            let n = type.hasPrefix(".") ? String(type.dropFirst()) : type
+            guard let target = tables.byName[n] else {
+                let known = tables.byName.keys.sorted().prefix(8).joined(separator: ", ")
+                throw err(t, "unknown protobuf message '\(type)' (loaded: \(known.isEmpty ? "none" : known)…)")
+            }
+            s.messages[mi].protoType = target
+        }
+    }
+
+    func attachCipher(_ p: PendingProtocol, to s: inout ProtocolSchema) throws(DissectorError) {
+        for (name, (hex, t)) in p.proto.keys where options.keys[name] == nil {
+            guard let hex else { throw err(t, "key '\(name)' has no value here: give it with --key \(name)=HEX") }
+            guard let k = BodyCipherSpec.hex(hex), [16, 24, 32].contains(k.count) else {
+                throw err(t, "key '\(name)' must be 16, 24 or 32 bytes of hex (AES-128/192/256)")
+            }
+        }
+        guard let c = p.proto.cipher else { return }
+        let mode: BodyCipherSpec.Mode
+        switch c.mode.lowercased() {
+        case "aes_cbc", "aes", "cbc": mode = .cbc
+        case "aes_ecb", "ecb": mode = .ecb
+        case "aes_ctr", "ctr": mode = .ctr
+        default: throw err(c.token, "unknown cipher '\(c.mode)' (expected aes_cbc, aes_ecb or aes_ctr)")
+        }
+        let (keyName, kt) = c.key
+        var key = options.keys[keyName]
+        if key == nil, let (hex, _) = p.proto.keys[keyName], let hex { key = BodyCipherSpec.hex(hex) }
+        guard let key else {
+            throw err(kt, "no value for key '\(keyName)': declare it with key \(keyName) = \"HEX\"; or give --key \(keyName)=HEX")
+        }
+        guard [16, 24, 32].contains(key.count) else {
+            throw err(kt, "key '\(keyName)' is \(key.count) bytes: AES needs 16, 24 or 32")
+        }
+        var iv: [UInt8] = []
+        if let (hex, it) = c.iv {
+            guard let v = BodyCipherSpec.hex(hex) else { throw err(it, "the IV is not hex") }
+            iv = v
+            switch mode {
+            case .cbc: guard iv.count == 16 else { throw err(it, "an AES-CBC IV is 16 bytes") }
+            case .ctr: guard iv.count == 16 || iv.count == 12 else { throw err(it, "an AES-CTR IV is 16 bytes (or a 12-byte nonce)") }
+            case .ecb: throw err(it, "ECB takes no IV")
+            }
+        } else if mode != .ecb {
+            throw err(c.token, "\(c.mode) needs an IV: iv \"HEX\"")
+        }
+        var spec = BodyCipherSpec(mode: mode, keyName: keyName, key: key, iv: iv, condition: nil)
+        if let (f, v, ft) = c.when {
+            guard let i = s.header.firstIndex(where: { $0.name == f && !$0.isPadding }) else {
+                throw err(ft, "'\(f)' is not a header field")
+            }
+            spec.condition = (i, UInt64(bitPattern: v))
+        }
+        s.cipher = spec
+    }
+
+    func readBytes(_ path: String) -> [UInt8]? {
+        guard let f = fopen(path, "rb") else { return nil }
+        defer { fclose(f) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = fread(&chunk, 1, chunk.count, f)
+            if n <= 0 { break }
+            bytes += chunk[0..<n]
+            if bytes.count > 64 << 20 { return nil }
+        }
+        return bytes
+    }
+}
