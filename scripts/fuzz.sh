@@ -4,7 +4,10 @@
 #     scripts/fuzz.sh TARGET [SECONDS]      # one target (default 60 s)
 #     scripts/fuzz.sh all [SECONDS]         # every target in turn
 #
-# Targets: proto-parser (.proto text), protobuf-wire (protobuf bodies, typed and schema-less).
+# Targets: proto-parser (.proto text), protobuf-wire (protobuf bodies, typed and schema-less),
+# websocket (a WebSocket connection: handshake, frames, deflate, through the tree printer),
+# http-head (handshake heads), dissector (a dissector file and traffic decoded with it, through
+# both printers), display-filter (-Y filters parsed and evaluated).
 # Each builds the `framedump-fuzz` harness (an in-process mutation fuzzer), seeds it with
 # the inputs below, and runs it. A crash or hang leaves the input in fuzz-crash-TARGET
 # (copy it to Tests/FramedumpCoreTests/Fixtures/fuzz/ as a regression input) and exits 1.
@@ -56,13 +59,37 @@ fuzz_one() {
         { printf '\001'; cat "$seeds/kinds.bin"; } > "$seeds/typed.bin"
       fi
       run protobuf-wire "$seeds" ;;
+    websocket|http-head)
+      # Seeds: the WebSocket samples' reassembled streams, behind the 3 choice bytes.
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      for s in bridge websocket-deflate; do
+        "$(swift build --show-bin-path)/framedump" -r "samples/$s.pcap" --streams "$seeds/$s" -q >/dev/null 2>&1 || true
+        for f in "$seeds/$s"/*.c2s; do [ -f "$f" ] && { printf '\001\100\007'; cat "$f"; } > "$seeds/$s.seed"; done
+      done
+      rm -rf "$seeds"/bridge "$seeds"/websocket-deflate
+      run "$1" "$seeds" ;;
+    dissector)
+      # Seeds: each shipped dissector file, a NUL, then a sample's client stream.
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      for d in Dissectors/game.dissector Dissectors/svc.dissector Dissectors/bridge.dissector; do
+        { cat "$d"; printf '\000\020'; head -c 600 samples/game.pcap | tail -c 300; } > "$seeds/$(basename "$d").seed"
+      done
+      run dissector "$seeds" ;;
+    display-filter)
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      printf 'game.Res == "success" and msg.dir == s2c' > "$seeds/1"
+      printf 'svc.device.os matches "^i" || svc.user in {"u" "v"} && !(msg.id >= 3)' > "$seeds/2"
+      run display-filter "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, dissector, display-filter, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire; do fuzz_one "$t"; done
+  for t in proto-parser protobuf-wire websocket http-head dissector display-filter; do fuzz_one "$t"; done
 else
   fuzz_one "$target"
 fi

@@ -14,6 +14,10 @@ struct FuzzMain {
     static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
         "proto-parser": FuzzEntry.protoParser,
         "protobuf-wire": FuzzEntry.protobufWire,
+        "websocket": FuzzWebSocket.connection,
+        "http-head": FuzzWebSocket.httpHead,
+        "dissector": FuzzDissector.fileAndTraffic,
+        "display-filter": FuzzDissector.displayFilter,
     ]
 
     static func main() {

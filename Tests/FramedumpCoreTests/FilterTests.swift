@@ -34,6 +34,10 @@ final class FilterTests: XCTestCase {
         XCTAssertTrue(parseError("msg.name matches \"(\"")?.message.contains("not a regular expression") ?? false)
         XCTAssertNotNil(parseError("msg.id == -9223372036854775809"))
         XCTAssertNil(parseError("svc.anything.inside == 1"), "JSON bodies take any key")
+        // Found by fuzzing (scripts/fuzz.sh display-filter): a lone dot trapped.
+        for f in [".", "game.", ".game", "game..Res", "svc.a..b == 1"] {
+            XCTAssertTrue(parseError(f)?.message.contains("not a field name") ?? false, f)
+        }
     }
 
     func testIntegersCompareExactlyOverBothRanges() {

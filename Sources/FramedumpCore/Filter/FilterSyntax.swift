@@ -273,9 +273,10 @@ struct FilterNames {
 
     func reference(_ name: String, at t: FilterToken, text: String) throws(FilterError) -> FieldReference {
         if let b = Self.builtins[name.lowercased()] { return b }
-        let parts = name.split(separator: ".").map(String.init)
-        let protoName = parts[0].lowercased()
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         func fail(_ m: String) -> FilterError { FilterError(column: t.column, message: m, filter: text) }
+        guard !parts.contains(where: \.isEmpty) else { throw fail("'\(name)' is not a field name (an empty part between dots)") }
+        let protoName = parts[0].lowercased()
         guard let s = protocols[protoName] else {
             let all = Array(protocols.keys) + ["msg", "ip", "tcp"]
             throw fail("unknown protocol or field '\(name)'" + Self.suggest(parts[0], all))

@@ -41,10 +41,15 @@ public enum FuzzWebSocket {
         let out = OutputBuffer(fd: nil)
         let sessions = SessionManager(protocols: [], sink: TreePrinter(output: out, hexDump: true, verbose: false, color: false))
         sessions.maxWebSocketMessage = 1 << 16
+        feed(sessions, c2s: c2s, s2c: s2c, piece: piece, syn: syn, port: 80)
+    }
+
+    /// One connection's two streams, cut into segments of `piece` bytes, into a session stage.
+    static func feed(_ sessions: SessionManager, c2s: [UInt8], s2c: [UInt8], piece: Int, syn: Bool, port: UInt16) {
         var options = ReassemblyOptions()
         options.maxConnections = 4
-        let r = Reassembler(options: options, consumer: sessions, isServerPort: { $0 == 80 })
-        let client = Endpoint(IPAddress(v4: 0x0A00_0001), 40000), server = Endpoint(IPAddress(v4: 0x0A00_0002), 80)
+        let r = Reassembler(options: options, consumer: sessions, isServerPort: { $0 == port })
+        let client = Endpoint(IPAddress(v4: 0x0A00_0001), 40000), server = Endpoint(IPAddress(v4: 0x0A00_0002), port)
         let p = PacketRef(number: 1, ts: Timestamp(seconds: 1, nanos: 0))
         let none = UnsafeRawBufferPointer(start: nil, count: 0)
         func seg(_ up: Bool, _ seq: UInt32, _ flags: TCPFlags, _ b: UnsafeRawBufferPointer) -> TCPSegment {
