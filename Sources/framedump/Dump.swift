@@ -108,6 +108,9 @@ struct Dump: ParsableCommand {
     @Option(name: [.customShort("Y"), .customLong("filter")], help: ArgumentHelp("Show only the messages this display filter selects (Wireshark's syntax: game.Res == 1 and msg.dir == \"s2c\").", valueName: "filter"))
     var displayFilter: String?
 
+    @Option(name: .customShort("z"), help: ArgumentHelp("Statistics at the end (repeatable): msgs (per protocol, message and direction), conv (per connection), rate[,SECONDS] (messages per interval).", valueName: "stat"))
+    var stats: [String] = []
+
     @Option(name: .long, help: ArgumentHelp("WebSocket: the largest message assembled or inflated; larger ones (a deflate bomb) are reported and skipped.", valueName: "bytes"))
     var wsMaxMessage: Int = 16 << 20
 
@@ -128,6 +131,9 @@ struct Dump: ParsableCommand {
         if count == 0 { throw ValidationError("-c must be at least 1.") }
         if hex && (json || format == .json || diffable) {
             throw ValidationError("-x adds a hex dump to the tree output; NDJSON has no place for it (leave out -x or -T json).")
+        }
+        for z in stats where StatisticsKind(argument: z) == nil {
+            throw ValidationError("-z \(z): not a statistic (msgs, conv, rate or rate,SECONDS).")
         }
         if wsMaxMessage < 1 || wsMaxMessage > 1 << 30 { throw ValidationError("--ws-max-message must be between 1 and 1073741824.") }
         _ = try keys()
@@ -175,6 +181,7 @@ struct Dump: ParsableCommand {
         options.dissectorPaths = dissectors
         options.maxWebSocketMessage = wsMaxMessage
         options.displayFilter = displayFilter
+        options.statistics = stats.compactMap(StatisticsKind.init(argument:))
         options.load = LoadOptions(protoPaths: protoPath, keys: (try? keys()) ?? [:])
         options.protoDefaults = protoDefaults
 

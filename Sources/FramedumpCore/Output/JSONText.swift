@@ -27,6 +27,28 @@ public enum JSONText {
 
 /// UTF-8 validation one sequence at a time (RFC 3629: no overlongs, no surrogates).
 extension JSONText {
+    /// A JSON string literal as text (the rare path: statistics, reports).
+    static func quoted(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if u.value < 0x20 {
+                    let h = String(u.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - h.count) + h
+                } else {
+                    out.unicodeScalars.append(u)
+                }
+            }
+        }
+        return out + "\""
+    }
+
     /// The text of a JSON string's content (between the quotes, escapes as written).
     static func unescaped(_ b: UnsafeRawBufferPointer) -> String {
         guard b.contains(0x5c) else { return String(decoding: b, as: UTF8.self) }

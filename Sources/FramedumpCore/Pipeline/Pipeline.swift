@@ -27,9 +27,13 @@ public final class Pipeline {
             sessions = nil
             filtering = nil
         } else {
-            let printer: MessageSink? = !printsMessages ? nil
+            var printer: MessageSink? = !printsMessages ? nil
                 : options.format == .json ? JSONPrinter(output: output, diffable: options.diffable) as MessageSink
                 : TreePrinter(output: output, hexDump: options.hexDump, verbose: options.verbose > 0, color: options.color)
+            // -z counts what reaches the output (after -Y), so it sits between the two.
+            if !options.statistics.isEmpty && !options.follow {
+                printer = StatisticsSink(inner: printer, kinds: options.statistics, output: output, json: options.format == .json)
+            }
             // With a filter every message is decoded (even for -q, which then counts the matches).
             filtering = filter.map { FilteringSink(printer ?? NullSink(), filter: $0) }
             sink = filtering ?? printer

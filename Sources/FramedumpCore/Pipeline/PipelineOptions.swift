@@ -17,6 +17,8 @@ public struct PipelineOptions: Sendable {
     public var maxWebSocketMessage = 16 << 20
     /// `-Y`: a display filter on decoded messages (Wireshark's syntax).
     public var displayFilter: String?
+    /// `-z`: statistics tables printed at the end.
+    public var statistics: [StatisticsKind] = []
     /// Where to look when no `-d` is given: `./Dissectors` and `$FRAMEDUMP_DISSECTORS`.
     public var defaultDissectorPaths: [String] = ["Dissectors"]
     /// `--proto-path` and `--key`: what loading the dissectors' `.proto` files and ciphers needs.
