@@ -108,7 +108,7 @@ struct Dump: ParsableCommand {
     @Option(name: [.customShort("Y"), .customLong("filter")], help: ArgumentHelp("Show only the messages this display filter selects (Wireshark's syntax: game.Res == 1 and msg.dir == \"s2c\").", valueName: "filter"))
     var displayFilter: String?
 
-    @Option(name: .customShort("z"), help: ArgumentHelp("Statistics at the end (repeatable): msgs (per protocol, message and direction), conv (per connection), rate[,SECONDS] (messages per interval).", valueName: "stat"))
+    @Option(name: .customShort("z"), help: ArgumentHelp("Statistics at the end (repeatable): msgs (per protocol, message and direction), conv (per connection), rtt (request/response latency, where a dissector says pair_by), rate[,SECONDS] (messages per interval).", valueName: "stat"))
     var stats: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("WebSocket: the largest message assembled or inflated; larger ones (a deflate bomb) are reported and skipped.", valueName: "bytes"))
@@ -133,7 +133,7 @@ struct Dump: ParsableCommand {
             throw ValidationError("-x adds a hex dump to the tree output; NDJSON has no place for it (leave out -x or -T json).")
         }
         for z in stats where StatisticsKind(argument: z) == nil {
-            throw ValidationError("-z \(z): not a statistic (msgs, conv, rate or rate,SECONDS).")
+            throw ValidationError("-z \(z): not a statistic (msgs, conv, rtt, rate or rate,SECONDS).")
         }
         if wsMaxMessage < 1 || wsMaxMessage > 1 << 30 { throw ValidationError("--ws-max-message must be between 1 and 1073741824.") }
         _ = try keys()

@@ -55,4 +55,20 @@ final class StatisticsTests: XCTestCase {
         XCTAssertTrue(rows.allSatisfy { ($0["dir"] as! String) == "s2c" })
         XCTAssertEqual(try TestSupport.framedump(["-r", "samples/game.pcap", "-z", "bogus"]).status, 2)
     }
+
+    /// samples/game-latency.pcap was recorded with a server that waits 20 ms (scenes below
+    /// 100) or 50 ms (from 100) before answering a Cs_20001, and never answers heartbeats.
+    func testLatencyFromKnownServerDelays() throws {
+        let (_, stats) = try run("game-latency", ["-z", "rtt"])
+        let rows = try XCTUnwrap(stats["rtt"]?["rows"] as? [[String: Any]])
+        let scene = try XCTUnwrap(rows.first { ($0["request"] as? String) == "Cs_20001" })
+        XCTAssertEqual(scene["answered"] as? Int, 5)
+        let min = scene["min_ms"] as! Double, median = scene["median_ms"] as! Double, max = scene["max_ms"] as! Double
+        XCTAssertTrue(min >= 20 && min < 30, "\(min)")
+        XCTAssertTrue(median >= 20 && median < 30, "3 of 5 waited 20 ms: \(median)")
+        XCTAssertTrue(max >= 50 && max < 80, "\(max)")
+        let beat = try XCTUnwrap(rows.first { ($0["request"] as? String) == "Cs_10002" })
+        XCTAssertEqual(beat["unanswered"] as? Int, 5)
+        XCTAssertEqual(beat["answered"] as? Int, 0)
+    }
 }

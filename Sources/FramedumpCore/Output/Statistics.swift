@@ -7,6 +7,8 @@ public enum StatisticsKind: Sendable, Equatable {
     case conv
     /// Messages per interval of packet time.
     case rate(seconds: Int)
+    /// Request/response latency, where a dissector says how responses pair with requests.
+    case rtt
 
     /// `msgs`, `conv`, `rate` or `rate,SECONDS`.
     public init?(argument: String) {
@@ -14,6 +16,7 @@ public enum StatisticsKind: Sendable, Equatable {
         switch parts[0] {
         case "msgs": self = .msgs
         case "conv": self = .conv
+        case "rtt": self = .rtt
         case "rate":
             let s = parts.count > 1 ? Int(parts[1]) : 1
             guard let s, s >= 1, s <= 86_400 else { return nil }
@@ -47,6 +50,16 @@ public final class StatisticsSink: MessageSink {
     }
     var conversations: [ObjectIdentifier: Conversation] = [:]
     var conversationOrder: [Conversation] = []
+
+    /// Requests waiting for their response, per connection and pairing key (oldest first).
+    var pending: [ObjectIdentifier: [String: [(Timestamp, String)]]] = [:]
+    /// Latencies in nanoseconds per request message (at most `maxSamples` kept each).
+    var latencies: [String: [Int64]] = [:]
+    var latencyOrder: [String] = []
+    var unanswered: [String: UInt64] = [:]
+    var pendingCount = 0
+    static let maxSamples = 1 << 20
+    static let maxPending = 1 << 16
 
     /// Message counts per interval (index = interval since the first message).
     var rate: [UInt64] = []
@@ -82,6 +95,9 @@ public final class StatisticsSink: MessageSink {
         conv.messages[m.direction.rawValue] += 1
         conv.bytes[m.direction.rawValue] += n
         if ts > conv.last { conv.last = ts }
+        if kinds.contains(.rtt), let rule = p.schema.pairBy, let key = pairKey(m, p, rule) {
+            pair(m, c, name, key, ts)
+        }
         for k in kinds {
             guard case .rate(let s) = k else { continue }
             let start = rateStart ?? ts.seconds
@@ -116,7 +132,61 @@ public final class StatisticsSink: MessageSink {
         inner?.conflict(c, d, offset: offset, length: length, packet: packet)
     }
 
+    /// The value that pairs a response with its request.
+    func pairKey(_ m: DecodedMessage, _ p: ProtocolRuntime, _ rule: PairRule) -> String? {
+        switch rule {
+        case .messageID: return m.id.map { String($0) }
+        case .field(let name):
+            for f in m.headerFields {
+                if case .header(let i) = f.name, p.schema.header[Int(i)].name == name { return Self.text(f, m) }
+            }
+            for f in m.fields where f.depth == 0 {
+                if case .field(let mi, let fi) = f.name, p.schema.messages[Int(mi)].fields[Int(fi)].name == name {
+                    return Self.text(f, m)
+                }
+            }
+            return nil
+        }
+    }
+
+    static func text(_ f: DecodedField, _ m: DecodedMessage) -> String? {
+        switch f.value {
+        case .unsigned(let v): return String(v)
+        case .signed(let v): return String(v)
+        case .string, .bytes, .jsonString, .jsonNumber: return String(decoding: m.fieldBytes.slice(Int(f.offset), Int(f.width)), as: UTF8.self)
+        default: return nil
+        }
+    }
+
+    func pair(_ m: DecodedMessage, _ c: Connection, _ name: String, _ key: String, _ ts: Timestamp) {
+        let id = ObjectIdentifier(c)
+        if m.direction == .c2s {
+            // Bounded: a client that is never answered does not grow the table without end.
+            guard pendingCount < Self.maxPending else { unanswered[name, default: 0] += 1; return }
+            pending[id, default: [:]][key, default: []].append((ts, name))
+            pendingCount += 1
+            if latencies[name] == nil { latencies[name] = []; latencyOrder.append(name) }
+            return
+        }
+        guard var queue = pending[id]?[key], !queue.isEmpty else { return }
+        let (sent, request) = queue.removeFirst()
+        pending[id]![key] = queue.isEmpty ? nil : queue
+        pendingCount -= 1
+        let ns = (ts.seconds - sent.seconds) * 1_000_000_000 + Int64(ts.nanos) - Int64(sent.nanos)
+        if latencies[request]!.count < Self.maxSamples { latencies[request]!.append(max(0, ns)) }
+    }
+
+    /// Requests still waiting when their connection closes are unanswered.
+    func closePending(_ c: Connection) {
+        guard let left = pending.removeValue(forKey: ObjectIdentifier(c)) else { return }
+        for (_, queue) in left {
+            for (_, name) in queue { unanswered[name, default: 0] += 1 }
+            pendingCount -= queue.count
+        }
+    }
+
     public func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {
+        closePending(c)
         let conv = conversation(c, p, packet.ts)
         if packet.ts > conv.last { conv.last = packet.ts }
         // The connection object may be reused for a later connection: forget its identity.
@@ -130,6 +200,10 @@ public final class StatisticsSink: MessageSink {
     }
 
     public func finish() {
+        for id in Array(pending.keys) {
+            for (_, queue) in pending[id]! { for (_, name) in queue { unanswered[name, default: 0] += 1 } }
+        }
+        pending.removeAll()
         inner?.finish()
         for k in kinds { write(k) }
         out.flush()
@@ -189,6 +263,30 @@ public final class StatisticsSink: MessageSink {
                           [c.text, c.proto, seconds(c), "\(c.messages[0])", "\(c.messages[1])", "\(c.bytes[0])", "\(c.bytes[1])",
                            "\(c.gaps)", "\(c.malformed)"]
                       })
+            }
+        case .rtt:
+            func ms(_ ns: Int64) -> String {
+                let us = ns / 1000
+                let frac = String(us % 1000)
+                return "\(us / 1000)." + String(repeating: "0", count: 3 - frac.count) + frac
+            }
+            func stats(_ name: String) -> [String] {
+                let v = latencies[name]!.sorted()
+                guard !v.isEmpty else { return ["0", "-", "-", "-", "-", "-", "\(unanswered[name] ?? 0)"] }
+                func pct(_ q: Double) -> Int64 { v[min(v.count - 1, Int((Double(v.count) * q).rounded(.up)) - 1)] }
+                return ["\(v.count)", ms(v[0]), ms(pct(0.5)), ms(pct(0.9)), ms(pct(0.99)), ms(v[v.count - 1]), "\(unanswered[name] ?? 0)"]
+            }
+            let names = latencyOrder.sorted()
+            if json {
+                let rows = names.map { n -> String in
+                    let s = stats(n)
+                    let num = { (x: String) in x == "-" ? "null" : x }
+                    return "{\"request\":\(JSONText.quoted(n)),\"answered\":\(s[0]),\"min_ms\":\(num(s[1])),\"median_ms\":\(num(s[2])),\"p90_ms\":\(num(s[3])),\"p99_ms\":\(num(s[4])),\"max_ms\":\(num(s[5])),\"unanswered\":\(s[6])}"
+                }
+                line("{\"type\":\"stats\",\"stat\":\"rtt\",\"rows\":[" + rows.joined(separator: ",") + "]}")
+            } else {
+                table("request/response latency (ms)", ["request", "answered", "min", "median", "p90", "p99", "max", "unanswered"],
+                      names.map { [$0] + stats($0) })
             }
         case .rate(let s):
             let start = rateStart ?? 0

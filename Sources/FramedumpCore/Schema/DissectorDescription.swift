@@ -26,6 +26,11 @@ public enum DissectorDescription {
             lines.append("  \(l.countsWholeFrame ? "frame_length" : "body_length") = \(expr); max_frame \(s.maxFrame)")
         }
         if let id = s.idField { lines.append("  message id: \(s.header[id].name)") }
+        switch s.pairBy {
+        case .messageID?: lines.append("  pair_by id (-z rtt: a response carries its request's id)")
+        case .field(let f)?: lines.append("  pair_by \(f) (-z rtt: a response carries its request's \(f))")
+        case nil: break
+        }
         lines.append("  body: \(s.body.rawValue)")
         let protoBase = s.proto?.base ?? s.messages.count
         for m in s.messages.prefix(protoBase) {

@@ -178,6 +178,10 @@ struct Parser {
                     throw err(bt, "body must be one of fields, json, text, raw, protobuf")
                 }
                 p.schema.body = e
+            case "pair_by":
+                // `pair_by id;` or `pair_by FIELD;`: how -z rtt pairs responses with requests.
+                let (what, _) = try ident("'id' or a field name")
+                p.schema.pairBy = what.lowercased() == "id" ? .messageID : .field(what)
             case "labels_from_comments":
                 p.schema.labelsFromComments = true
             case "websocket":
@@ -197,7 +201,7 @@ struct Parser {
             case "proto", "proto_file", "proto_descriptor", "key", "cipher":
                 try parseProtoSetting(key.lowercased(), kt, &p)
             default:
-                throw err(kt, "unknown protocol setting '\(key)' (expected port, any_port, byte_order, strings, header, frame_length, body_length, message_id, max_frame, body, labels_from_comments, websocket, subprotocol, text, proto, proto_descriptor, key, cipher)")
+                throw err(kt, "unknown protocol setting '\(key)' (expected port, any_port, byte_order, strings, header, frame_length, body_length, message_id, max_frame, body, labels_from_comments, pair_by, websocket, subprotocol, text, proto, proto_descriptor, key, cipher)")
             }
             _ = accept(";")
         }

@@ -118,6 +118,14 @@ public enum BodyEncoding: String, Sendable {
     case fields, json, text, raw, protobuf
 }
 
+/// How `-z rtt` pairs a server's response with the client's request on one connection.
+public enum PairRule: Sendable, Equatable {
+    /// The response carries the request's message id (`Cs_N` answered by `Sc_N`).
+    case messageID
+    /// A header or body field holds the same value in both (a sequence number, `bid`).
+    case field(String)
+}
+
 /// What carries a protocol's frames: the TCP stream itself, or WebSocket messages on it.
 public enum Transport: Sendable, Equatable {
     case tcp
@@ -149,6 +157,8 @@ public struct ProtocolSchema: Sendable {
     /// WebSocket: how text messages are decoded (json, text or raw).
     public var textBody: BodyEncoding = .text
     public var labelsFromComments = false
+    /// How a response is paired with its request, for `-z rtt`.
+    public var pairBy: PairRule?
     public var messages: [MessageDef] = []
     public var enums: [EnumDef] = []
     /// (direction, id) → message index; direction-less messages are entered for both.
