@@ -38,6 +38,8 @@ public struct TCPSegment {
     public var payload: UnsafeRawBufferPointer
     /// The payload length the IP header announces; larger than `payload.count` when truncated.
     public var payloadLength: Int
+    /// The window-scale option of a SYN (nil when absent or not a SYN).
+    public var windowScale: UInt8? = nil
 
     public var isTruncated: Bool { payload.count < payloadLength }
 }

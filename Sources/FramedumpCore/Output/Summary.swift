@@ -26,6 +26,10 @@ struct Summary {
         if r.retransmittedSegments > 0 { extra.append("\(r.retransmittedSegments) retransmitted segments") }
         if r.outOfOrderSegments > 0 { extra.append("\(r.outOfOrderSegments) out of order") }
         if r.conflicts > 0 { extra.append("\(r.conflicts) conflicting overlaps") }
+        if r.lateSegments > 0 { extra.append("\(r.lateSegments) late data for reported gaps (\(r.lateBytes) bytes)") }
+        if r.outOfWindowResets > 0 { extra.append("\(r.outOfWindowResets) out-of-window RSTs ignored") }
+        if r.afterCloseSegments > 0 { extra.append("\(r.afterCloseSegments) segments after close") }
+        if r.clockJumps > 0 { extra.append("\(r.clockJumps) packets with a timestamp jump not followed") }
         if !extra.isEmpty { line("reassembly: " + extra.joined(separator: ", ")) }
         if r.bufferLimitHits > 0 {
             line("bound hit: out-of-order buffer (\(options.maxBufferedBytes) bytes per direction) forced \(r.bufferLimitHits) gaps")

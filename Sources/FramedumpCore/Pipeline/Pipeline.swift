@@ -102,4 +102,13 @@ final class FanOut: StreamConsumer {
     func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {
         for x in all { x.closed(c, reason: reason, packet: packet) }
     }
+    func lateData(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
+        for x in all { x.lateData(c, d, offset: offset, length: length, packet: packet) }
+    }
+    func outOfWindowReset(_ c: Connection, _ d: Direction, packet: PacketRef) {
+        for x in all { x.outOfWindowReset(c, d, packet: packet) }
+    }
+    func afterClose(_ c: Connection, _ d: Direction, length: Int, packet: PacketRef) {
+        for x in all { x.afterClose(c, d, length: length, packet: packet) }
+    }
 }

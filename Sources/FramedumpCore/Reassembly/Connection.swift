@@ -12,7 +12,16 @@ public final class Connection {
     public internal(set) var lastSeen: Timestamp
     var halves: [HalfStream] = [HalfStream(), HalfStream()]
     var clientISN: UInt32?
+    var serverISN: UInt32?
     var rstSeen = false
+    /// Packets of this connection so far (the clock of the ACK-before-data grace).
+    var packetCount: UInt64 = 0
+    /// Some direction holds an acknowledgement for bytes not seen yet (see `HalfStream.ackedEnd`).
+    var ackHole = false
+    /// Listed in the reassembler's sweep of connections with open ACK holes.
+    var inAckList = false
+    /// Tracking ended (`closed` was sent); late segments may still be attributed to it.
+    public internal(set) var isClosed = false
 
     /// Room for the next stage to hang its per-connection state.
     public var context: AnyObject?
@@ -74,6 +83,19 @@ struct HalfStream {
     var finished = false
     var delivered: UInt64 = 0
     var gapBytes: UInt64 = 0
+    /// The receive window this side last advertised, and its SYN's window-scale option.
+    var window: UInt16 = 0
+    var windowSeen = false
+    var windowScale: UInt8?
+    /// The highest stream offset the peer acknowledged beyond what we have delivered.
+    /// It becomes an acked-unseen gap only once the evidence is final: `ackMarkEnd` is what
+    /// was acknowledged when the grace started at packet `ackMarkPacket` / time `ackMarkTime`.
+    var ackedEnd: UInt64 = 0
+    var ackMarkEnd: UInt64 = 0
+    var ackMarkPacket: UInt64 = 0
+    var ackMarkTime = Timestamp(seconds: 0, nanos: 0)
+    /// Recently reported gaps that late bytes might still fill (bounded, newest last).
+    var reportedGaps: [(start: UInt64, end: UInt64)] = []
 
     /// Stream offset of a sequence number, wraparound-safe within ±2 GiB of `nextSeq`.
     @inline(__always)

@@ -1,0 +1,232 @@
+import Foundation
+import XCTest
+@testable import FramedumpCore
+
+/// Capture patterns of real host-side and span-port captures (issue 11): ACKs captured
+/// before their data, RSTs outside the window, segments after the connection closed,
+/// timestamps that jump.
+final class ReassemblyFidelityTests: XCTestCase {
+    let client = Endpoint(IPAddress(v4: 0x0A00_0002), 40000)
+    let server = Endpoint(IPAddress(v4: 0x0A00_0001), 8000)
+    let empty = UnsafeRawBufferPointer(start: nil, count: 0)
+
+    /// Feeds segments one by one with increasing packet numbers and a clock in milliseconds.
+    final class Feed {
+        let r: Reassembler
+        let col = StreamCollector()
+        var n: UInt64 = 0
+        var ms: Int64 = 0
+        init(_ o: ReassemblyOptions = ReassemblyOptions()) { r = Reassembler(options: o, consumer: col) }
+        func add(_ s: TCPSegment, seconds: Int64? = nil) {
+            n += 1
+            ms += 1
+            let ts = seconds.map { Timestamp(seconds: $0, nanos: 0) }
+                ?? Timestamp(seconds: 1_700_000_000 + ms / 1000, nanos: UInt32(ms % 1000) * 1_000_000)
+            r.add(s, packet: PacketRef(number: n, ts: ts))
+        }
+    }
+
+    func seg(_ c2s: Bool, _ flags: TCPFlags, seq: UInt32, ack: UInt32 = 0, _ payload: UnsafeRawBufferPointer? = nil,
+             window: UInt16 = 512) -> TCPSegment {
+        let p = payload ?? empty
+        return TCPSegment(src: c2s ? client : server, dst: c2s ? server : client, seq: seq, ack: ack, flags: flags,
+                          window: window, payload: p, payloadLength: p.count)
+    }
+
+    func handshake(_ f: Feed, isnC: UInt32 = 999, isnS: UInt32 = 4999) {
+        f.add(seg(true, .syn, seq: isnC))
+        f.add(seg(false, [.syn, .ack], seq: isnS, ack: isnC &+ 1))
+        f.add(seg(true, .ack, seq: isnC &+ 1, ack: isnS &+ 1))
+    }
+
+    func testAckCapturedBeforeItsDataLosesNothing() {
+        let f = Feed()
+        handshake(f)
+        let data = [UInt8](repeating: 7, count: 100)
+        // The server's ACK for 100 bytes is written a few microseconds before the bytes.
+        f.add(seg(false, .ack, seq: 5000, ack: 1100))
+        data.withUnsafeBytes { f.add(seg(true, [.psh, .ack], seq: 1000, ack: 5000, $0)) }
+        f.r.finish()
+        XCTAssertTrue(f.col.gaps.isEmpty, "\(f.col.gaps)")
+        XCTAssertEqual(f.col.data[.c2s]!, data)
+    }
+
+    func testAckHoleBecomesAGapAfterTheGraceAndLateBytesAreReported() {
+        var o = ReassemblyOptions()
+        o.ackGracePackets = 4
+        let f = Feed(o)
+        handshake(f)
+        let data = (0..<200).map { UInt8($0) }
+        f.add(seg(false, .ack, seq: 5000, ack: 1100))
+        XCTAssertTrue(f.col.gaps.isEmpty)
+        data.withUnsafeBytes { b in
+            // The connection goes on without the first 100 bytes: after 4 packets the hole is final.
+            for i in 0..<4 { f.add(seg(false, .ack, seq: 5000, ack: 1100 + UInt32(i) * 0)) }
+            XCTAssertEqual(f.col.gaps.count, 1)
+            XCTAssertEqual(f.col.gaps.first?.2, 100)
+            XCTAssertEqual(f.col.gaps.first?.3, .ackedUnseen)
+            f.add(seg(true, [.psh, .ack], seq: 1100, ack: 5000, b.slice(100, 100)))
+            // The missing bytes do turn up: said so, not silently dropped.
+            f.add(seg(true, [.psh, .ack], seq: 1000, ack: 5000, b.slice(0, 100)))
+        }
+        XCTAssertEqual(f.r.stats.lateSegments, 1)
+        XCTAssertEqual(f.r.stats.lateBytes, 100)
+        XCTAssertEqual(f.col.late.map(\.1), [0])
+        XCTAssertEqual(f.col.data[.c2s]!, Array(data[100...]))
+    }
+
+    func testAckHoleBecomesAGapAfterTheGraceTime() {
+        let f = Feed()
+        handshake(f)
+        f.add(seg(false, .ack, seq: 5000, ack: 1100))
+        // Another connection's packet two seconds later: the clock alone settles the hole.
+        let other = TCPSegment(src: Endpoint(IPAddress(v4: 0x0A00_0009), 41000), dst: server, seq: 1, ack: 0,
+                               flags: .syn, window: 1, payload: empty, payloadLength: 0)
+        f.ms += 2000
+        f.add(other)
+        f.ms += 1000
+        f.add(other)
+        XCTAssertEqual(f.col.gaps.count, 1)
+        XCTAssertEqual(f.col.gaps.first?.3, .ackedUnseen)
+    }
+
+    func testResetOutsideTheWindowIsFlaggedAndTheConnectionGoesOn() {
+        let f = Feed()
+        handshake(f)
+        let a = [UInt8](repeating: 1, count: 10), b = [UInt8](repeating: 2, count: 10)
+        a.withUnsafeBytes { f.add(seg(true, [.psh, .ack], seq: 1000, ack: 5000, $0)) }
+        // A blind RST far from anything the server would accept.
+        f.add(seg(true, .rst, seq: 1000 &+ 0x4000_0000))
+        XCTAssertEqual(f.r.openConnections, 1)
+        XCTAssertEqual(f.r.stats.outOfWindowResets, 1)
+        b.withUnsafeBytes { f.add(seg(true, [.psh, .ack], seq: 1010, ack: 5000, $0)) }
+        // A RST at the right place does close it.
+        f.add(seg(true, .rst, seq: 1020))
+        XCTAssertEqual(f.r.openConnections, 0)
+        XCTAssertEqual(f.col.data[.c2s]!, a + b)
+        XCTAssertEqual(f.col.closed, [.rst])
+        XCTAssertEqual(f.col.opened, 1)
+    }
+
+    func testSegmentsAfterCloseBelongToTheClosedConnection() {
+        let f = Feed()
+        handshake(f)
+        let a = [UInt8](repeating: 1, count: 10)
+        a.withUnsafeBytes { f.add(seg(true, [.psh, .ack], seq: 1000, ack: 5000, $0)) }
+        f.add(seg(true, [.fin, .ack], seq: 1010, ack: 5000))
+        f.add(seg(false, [.fin, .ack], seq: 5000, ack: 1011))
+        XCTAssertEqual(f.col.closed, [.fin])
+        // The last ACK, a retransmitted FIN from the server, a duplicate data copy from a
+        // second VLAN, and the server's retransmitted FIN: none of them opens a connection.
+        f.add(seg(true, .ack, seq: 1011, ack: 5001))
+        f.add(seg(false, [.fin, .ack], seq: 5000, ack: 1011))
+        a.withUnsafeBytes { f.add(seg(true, [.psh, .ack], seq: 1000, ack: 5000, $0)) }
+        f.add(seg(true, [.fin, .ack], seq: 1010, ack: 5000))
+        XCTAssertEqual(f.col.opened, 1)
+        XCTAssertEqual(f.r.stats.afterCloseSegments, 3)  // the pure ACK is not counted
+        // The same SYN again is a duplicate; a SYN with a new ISN is a new connection.
+        f.add(seg(true, .syn, seq: 999))
+        XCTAssertEqual(f.col.opened, 1)
+        f.add(seg(true, .syn, seq: 77_777))
+        XCTAssertEqual(f.col.opened, 2)
+        f.r.finish()
+        XCTAssertEqual(f.col.closed, [.fin, .captureEnd])
+    }
+
+    func testAFutureTimestampDoesNotTimeOutLiveConnections() {
+        var o = ReassemblyOptions()
+        o.idleTimeoutSeconds = 10
+        let f = Feed(o)
+        handshake(f)
+        // One packet stamped decades ahead (from another host's broken clock).
+        let other = TCPSegment(src: Endpoint(IPAddress(v4: 0x0A00_0009), 41000), dst: server, seq: 1, ack: 0,
+                               flags: .syn, window: 1, payload: empty, payloadLength: 0)
+        f.add(other, seconds: 2_600_000_000)
+        XCTAssertEqual(f.r.openConnections, 2)
+        XCTAssertEqual(f.r.stats.idleClosed, 0)
+        let a = [UInt8](repeating: 1, count: 10)
+        a.withUnsafeBytes { f.add(seg(true, [.psh, .ack], seq: 1000, ack: 5000, $0)) }
+        XCTAssertEqual(f.col.data[.c2s]!, a)
+        XCTAssertEqual(f.r.stats.idleClosed, 0)
+        XCTAssertEqual(f.col.closed, [])
+    }
+
+    // MARK: - Properties
+
+    /// Random splits, each segment's ACK captured up to a few packets before the segment,
+    /// segments reordered among themselves: the stream arrives whole, with no gap.
+    func testAckBeforeDataReorderingsLoseNothing() {
+        var rng = SeededRandom(seed: 11)
+        for round in 0..<200 {
+            let size = Int.random(in: 1...4000, using: &rng)
+            let stream = (0..<size).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let isn = UInt32.random(in: 0...UInt32.max, using: &rng)
+            var bounds = Set([0, size])
+            for _ in 0..<Int.random(in: 0...20, using: &rng) { bounds.insert(Int.random(in: 1..<max(2, size), using: &rng)) }
+            let b = bounds.sorted().filter { $0 <= size }
+            let pieces = zip(b, b.dropFirst()).map { ($0, $1 - $0) }
+            // Events: (data piece i) or (ack up to end of piece i); each ACK moved earlier.
+            var events: [(isAck: Bool, i: Int)] = []
+            for i in pieces.indices { events.append((false, i)); events.append((true, i)) }
+            for k in events.indices where events[k].isAck {
+                let back = Int.random(in: 0...min(6, k), using: &rng)
+                let e = events.remove(at: k)
+                events.insert(e, at: k - back)
+            }
+            let f = Feed()
+            handshake(f, isnC: isn, isnS: 4999)
+            stream.withUnsafeBytes { buf in
+                for e in events {
+                    let (off, len) = pieces[e.i]
+                    if e.isAck {
+                        f.add(seg(false, .ack, seq: 5000, ack: isn &+ 1 &+ UInt32(off + len)))
+                    } else {
+                        f.add(seg(true, [.psh, .ack], seq: isn &+ 1 &+ UInt32(off), ack: 5000, buf.slice(off, len)))
+                    }
+                }
+            }
+            f.add(seg(true, [.fin, .ack], seq: isn &+ 1 &+ UInt32(size), ack: 5000))
+            f.add(seg(false, [.fin, .ack], seq: 5000, ack: isn &+ 2 &+ UInt32(size)))
+            f.r.finish()
+            XCTAssertEqual(f.col.data[.c2s]!, stream, "round \(round)")
+            XCTAssertTrue(f.col.gaps.isEmpty, "round \(round): \(f.col.gaps)")
+            XCTAssertEqual(f.col.opened, 1)
+        }
+    }
+
+    /// After both FINs, copies of any earlier segment (both directions) and stray ACKs: one
+    /// connection, the stream unchanged, roles unchanged.
+    func testDuplicatesAfterFinOpenNoConnection() {
+        var rng = SeededRandom(seed: 12)
+        for round in 0..<200 {
+            let size = Int.random(in: 1...2000, using: &rng)
+            let stream = (0..<size).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let isn = UInt32.random(in: 0...UInt32.max, using: &rng)
+            var bounds = Set([0, size])
+            for _ in 0..<Int.random(in: 0...10, using: &rng) { bounds.insert(Int.random(in: 1..<max(2, size), using: &rng)) }
+            let b = bounds.sorted()
+            let pieces = zip(b, b.dropFirst()).map { ($0, $1 - $0) }
+            let f = Feed()
+            stream.withUnsafeBytes { buf in
+                var sent: [TCPSegment] = []
+                func send(_ s: TCPSegment) { sent.append(s); f.add(s) }
+                send(seg(true, .syn, seq: isn))
+                send(seg(false, [.syn, .ack], seq: 4999, ack: isn &+ 1))
+                for (off, len) in pieces {
+                    send(seg(true, [.psh, .ack], seq: isn &+ 1 &+ UInt32(off), ack: 5000, buf.slice(off, len)))
+                    send(seg(false, .ack, seq: 5000, ack: isn &+ 1 &+ UInt32(off + len)))
+                }
+                let end = isn &+ 1 &+ UInt32(size)
+                send(seg(true, [.fin, .ack], seq: end, ack: 5000))
+                send(seg(false, [.fin, .ack], seq: 5000, ack: end &+ 1))
+                XCTAssertEqual(f.col.closed, [.fin], "round \(round)")
+                for _ in 0..<Int.random(in: 1...10, using: &rng) { f.add(sent.randomElement(using: &rng)!) }
+                f.add(seg(true, .ack, seq: end &+ 1, ack: 5001))
+            }
+            f.r.finish()
+            XCTAssertEqual(f.col.opened, 1, "round \(round)")
+            XCTAssertEqual(f.col.data[.c2s]!, stream, "round \(round)")
+            XCTAssertTrue(f.col.gaps.isEmpty, "round \(round): \(f.col.gaps)")
+        }
+    }
+}
