@@ -12,12 +12,28 @@ struct Summary {
         line("packets: \(c.packets) (\(c.bytes) bytes), TCP segments: \(c.tcpSegments)")
         var skipped: [String] = []
         if c.notTCP > 0 { skipped.append("\(c.notTCP) not TCP") }
-        if c.fragments > 0 { skipped.append("\(c.fragments) IP fragments") }
         if c.unsupported > 0 { skipped.append("\(c.unsupported) unsupported link/network protocol") }
         if c.truncatedHeaders > 0 { skipped.append("\(c.truncatedHeaders) headers cut by snaplen") }
         if c.malformed > 0 { skipped.append("\(c.malformed) malformed headers") }
         if !skipped.isEmpty { line("skipped packets: " + skipped.joined(separator: ", ")) }
         if c.truncatedPayloads > 0 { line("segments with payload cut by snaplen: \(c.truncatedPayloads)") }
+        if c.ipLengthFromCapture > 0 {
+            line("IP length 0 (segmentation offload), captured length used: \(c.ipLengthFromCapture) segments")
+        }
+    }
+
+    func fragments(_ d: Defragmenter) {
+        let s = d.stats
+        guard s.fragments > 0 else { return }
+        var parts = ["\(s.reassembled) datagrams reassembled"]
+        if d.incomplete > 0 { parts.append("\(d.incomplete) incomplete at the end") }
+        if s.duplicates > 0 { parts.append("\(s.duplicates) duplicate fragments") }
+        if s.overlaps > 0 { parts.append("\(s.overlaps) dropped for overlapping fragments") }
+        if s.timedOut > 0 { parts.append("\(s.timedOut) timed out (\(d.options.timeoutSeconds) s)") }
+        if s.evicted > 0 { parts.append("\(s.evicted) evicted (bounds)") }
+        if s.cut > 0 { parts.append("\(s.cut) fragments cut by snaplen") }
+        if s.malformed > 0 { parts.append("\(s.malformed) malformed fragments") }
+        line("IP fragments: \(s.fragments), " + parts.joined(separator: ", "))
     }
 
     func reassembly(_ r: ReassemblyStats, options: ReassemblyOptions) {

@@ -4,6 +4,7 @@ public final class Pipeline {
     let options: PipelineOptions
     let out: OutputBuffer
     public private(set) var capture = CaptureStats()
+    public let defragmenter = Defragmenter()
     var reassembler: Reassembler?
     var export: StreamExport?
     var consumers: [StreamConsumer] = []
@@ -58,6 +59,15 @@ public final class Pipeline {
             if case .tcp(let s) = r {
                 if printSegments { seg.print(s, at: p.ref.ts, to: out) }
                 reassembler?.add(s, packet: p.ref)
+            } else if case .fragment(let f) = r, let d = defragmenter.add(f, at: p.ref.ts) {
+                // The fragment that completes a datagram carries its segment.
+                d.bytes.withUnsafeBytes { b in
+                    if case .tcp(let s) = link.datagram(b, d) {
+                        capture.defragmentedSegments += 1
+                        if printSegments { seg.print(s, at: p.ref.ts, to: out) }
+                        reassembler?.add(s, packet: p.ref)
+                    }
+                }
             }
             return true
         }
@@ -77,6 +87,7 @@ public final class Pipeline {
         let out = target ?? self.out
         let s = Summary(out: out)
         s.capture(capture)
+        s.fragments(defragmenter)
         if let r = reassembler { s.reassembly(r.stats, options: r.options) }
         if let m = sessions { s.protocols(m) }
         if let live { s.live(live) }
