@@ -373,6 +373,25 @@ def fidelity_fixtures():
         p.time += 1
     write("pktap.pcap", pk, linktype=258)
 
+    # Timestamps: a microsecond field of 10^6 or more (tcpdump prints it as it is), and a
+    # packet of another connection stamped 13 years ahead, in the middle of a conversation
+    # (it must not time the conversation out and split it in two). Written by hand: scapy
+    # normalises the fraction.
+    conv = conversation(eth(v4))
+    stray = Ether() / IP(src="10.0.0.7", dst="10.0.0.1") / TCP(sport=41000, dport=8000, flags="PA", seq=1, ack=1) / Raw(C2S[1])
+    recs = []
+    for i, p in enumerate(conv):
+        usec = 1500000 if i == 3 else int(round((p.time % 1) * 1e6))
+        recs.append((int(p.time), usec, bytes(p)))
+        if i == 4:
+            recs.append((int(T0) + 400_000_000, 0, bytes(stray)))
+    path = os.path.join(OUT, "timestamps.pcap")
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for sec, usec, b in recs:
+            f.write(struct.pack("<IIII", sec, usec, len(b), len(b)) + b)
+    print("wrote", path)
+
 
 def live_any():
     """Real traffic on loopback captured with `-i any` (Linux cooked v2)."""

@@ -132,6 +132,31 @@ final class CaptureTests: XCTestCase {
         XCTAssertEqual(r.stdout.split(separator: "\n").count, 8, "the packets before the cut are printed")
     }
 
+    func testReadErrorNamesTheFile() throws {
+        // A record announcing a 2 GiB packet: libpcap refuses it; the message names the file.
+        var bytes: [UInt8] = []
+        func le32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { bytes += $0 } }
+        le32(0xA1B2_C3D4); bytes += [2, 0, 4, 0]; le32(0); le32(0); le32(65535); le32(1)
+        le32(1_700_000_000); le32(0); le32(0x7fff_fff0); le32(60)
+        bytes += [UInt8](repeating: 0x78, count: 60)
+        let path = TestSupport.tempDir() + "/huge-record.pcap"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        try expectFailure(["-r", path], status: 5, contains: "huge-record.pcap: read error: ")
+    }
+
+    /// A microsecond field of 10^6 or more is printed as tcpdump prints it, and a packet
+    /// stamped years ahead is printed with its own time (timestamps.pcap).
+    func testTimestampsPrintedAsTcpdumpPrintsThem() throws {
+        let tcpdump = try TestSupport.oracle("tcpdump")
+        let path = TestSupport.fixture("timestamps.pcap")
+        let theirs = try TestSupport.run(tcpdump, ["-nn", "-tt", "-S", "-r", path])
+        let ours = try TestSupport.pipeline(path) { $0.segments = true }
+        let a = theirs.stdout.split(separator: "\n").map { $0.prefix { $0 != " " } }
+        let b = ours.split(separator: "\n").map { $0.prefix { $0 != " " } }
+        XCTAssertEqual(a, b)
+        XCTAssertTrue(b.contains("1700000000.1500000"), "\(b)")
+    }
+
     func testBadFilter() throws {
         try expectFailure(["-r", TestSupport.sample("game.pcap"), "tcp", "port", "notaport"], status: 2, contains: "bad filter expression")
     }

@@ -8,6 +8,7 @@ final class FidelityCaptureTests: XCTestCase {
     static let fixtures = [
         "ack_before_data.pcap", "tso_len0.pcap", "ip_fragments.pcap", "rst_out_of_window.pcap", "after_fin.pcap",
         "ppp.pcap", "ppp_hdlc.pcap", "c_hdlc.pcap", "nflog.pcap", "mpls.pcap", "llc_snap.pcap", "ppi.pcap", "pktap.pcap",
+        "timestamps.pcap",
     ]
 
     func testStreamsMatchTsharkFollow() throws {
@@ -63,6 +64,10 @@ final class FidelityCaptureTests: XCTestCase {
         s = try summary("ack_before_data.pcap")
         XCTAssertTrue(s.contains("gaps: 0 (0 bytes)"), s)
         XCTAssertTrue(s.contains("game: 1 connections, 10 messages"), s)
+        s = try summary("timestamps.pcap")
+        XCTAssertTrue(s.contains("connections: 2,"), s)
+        XCTAssertFalse(s.contains("idle timeout"), s)
+        XCTAssertTrue(s.contains("game: 2 connections, 5 messages"), s)
         s = try summary("pktap.pcap")
         XCTAssertTrue(s.contains("game: 2 connections, 8 messages"), s)
     }
@@ -74,6 +79,38 @@ final class FidelityCaptureTests: XCTestCase {
         let opens = r.stdout.split(separator: "\n").filter { $0.contains("\"type\":\"open\"") }
         XCTAssertEqual(opens.count, 2, r.stdout)
         XCTAssertTrue(opens.allSatisfy { $0.contains("\"conn\":\"10.0.0.2:40000-10.0.0.1:8000\"") }, "\(opens)")
+    }
+
+    /// Any-port detection looks past a first chunk that is not the protocol (a banner).
+    func testAnyPortDetectionLooksBeyondTheFirstChunk() throws {
+        let text = try String(contentsOfFile: TestSupport.dissectors + "/game.dissector", encoding: .utf8)
+            .replacingOccurrences(of: "port 8000;", with: "detect any;")
+        let dir = TestSupport.tempDir()
+        try text.write(toFile: dir + "/game.dissector", atomically: true, encoding: .utf8)
+        try FileManager.default.copyItem(atPath: TestSupport.dissectors + "/game_messages.txt", toPath: dir + "/game_messages.txt")
+        let game = try DissectorLoader.loadFile(dir + "/game.dissector")
+        let sink = SinkCollector()
+        let sessions = SessionManager(protocols: game, sink: sink)
+        let r = Reassembler(options: ReassemblyOptions(), consumer: sessions, isServerPort: sessions.isServerPort)
+        let client = Endpoint(IPAddress(v4: 0x7F00_0001), 40000), server = Endpoint(IPAddress(v4: 0x7F00_0001), 9999)
+        var n: UInt64 = 0
+        func add(_ seq: UInt32, _ flags: TCPFlags, _ data: [UInt8]) {
+            n += 1
+            data.withUnsafeBytes {
+                r.add(TCPSegment(src: client, dst: server, seq: seq, ack: 0, flags: flags, window: 1, payload: $0,
+                                 payloadLength: $0.count), packet: PacketRef(number: n, ts: Timestamp(seconds: 1, nanos: 0)))
+            }
+        }
+        add(99, .syn, [])
+        let banner = Array("HELLO framedump\r\n".utf8)
+        // Cs_10002 (a u64 body) twice, after the banner.
+        let frame: [UInt8] = [0, 0, 0, 14, 0x27, 0x12, 0, 0, 0, 0, 0, 0, 0x30, 0x39]
+        add(100, .psh, banner)
+        add(100 + UInt32(banner.count), .psh, frame)
+        add(100 + UInt32(banner.count + frame.count), .psh, frame)
+        r.finish()
+        XCTAssertEqual(sink.messages.map(\.1), [10002, 10002])
+        XCTAssertEqual(sessions.undissectedConnections, 0)
     }
 
     // MARK: - Decoders of untrusted input: never trap, whatever the bytes

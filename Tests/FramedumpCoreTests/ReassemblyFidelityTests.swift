@@ -151,6 +151,21 @@ final class ReassemblyFidelityTests: XCTestCase {
         XCTAssertEqual(f.col.closed, [])
     }
 
+    func testConflictWithBytesAlreadyDeliveredIsReported() {
+        let f = Feed()
+        handshake(f)
+        let a = Array("0123456789".utf8), b = Array("abcdefghij".utf8), x = Array("XXXXXXXXXX".utf8)
+        a.withUnsafeBytes { f.add(seg(true, [.psh, .ack], seq: 1000, ack: 5000, $0)) }
+        // An identical retransmission: nothing to report; from now on delivered bytes are kept.
+        a.withUnsafeBytes { f.add(seg(true, [.psh, .ack], seq: 1000, ack: 5000, $0)) }
+        b.withUnsafeBytes { f.add(seg(true, [.psh, .ack], seq: 1010, ack: 5000, $0)) }
+        XCTAssertEqual(f.col.conflicts, 0)
+        // A copy of the delivered b with other bytes: a conflict, though nothing waits out of order.
+        x.withUnsafeBytes { f.add(seg(true, [.psh, .ack], seq: 1010, ack: 5000, $0)) }
+        XCTAssertEqual(f.col.conflicts, 1)
+        XCTAssertEqual(f.col.data[.c2s]!, a + b)
+    }
+
     // MARK: - Properties
 
     /// Random splits, each segment's ACK captured up to a few packets before the segment,

@@ -26,6 +26,8 @@ public final class Reassembler {
     var timeWaitHead = 0
     /// Connections that may hold an ACK hole, swept once per second of packet time.
     var ackList: [Connection] = []
+    /// `RecentBytes` buffers in use (bounded by `maxRecentBuffers`).
+    var recentBuffers = 0
     var nextNumber: UInt64 = 1
     /// The connection of the previous packet (cleared when it closes).
     var lastConnection: Connection?
@@ -229,6 +231,10 @@ public final class Reassembler {
         let gapReason: GapReason = reason == .captureEnd ? .captureEnd : .closed
         for d in Direction.allCases { flushPending(c, d, reason: gapReason, packet: packet) }
         c.isClosed = true
+        for h in 0..<2 where c.halves[h].recent != nil {
+            c.halves[h].recent = nil
+            recentBuffers -= 1
+        }
         consumer.closed(c, reason: reason, packet: packet)
         c.context = nil
         if reason == .fin || reason == .rst { rememberClosed(c) }
@@ -322,19 +328,22 @@ public final class Reassembler {
             // Entirely before what we have delivered: a retransmission or a keep-alive probe.
             stats.retransmittedSegments += 1
             stats.retransmittedBytes += UInt64(announced)
-            if !c.halves[h].reportedGaps.isEmpty {
-                let start = Int64(c.halves[h].offset) + rel
-                checkLate(c, d, start, start + Int64(present), packet: packet)
-            }
+            let start = Int64(c.halves[h].offset) + rel
+            if !c.halves[h].reportedGaps.isEmpty { checkLate(c, d, start, start + Int64(present), packet: packet) }
+            if present > 0 { checkRetransmission(c, d, bytes, at: start, packet: packet) }
             return
         }
         if rel <= 0 {
             let skip = Int(-rel)
             if skip > 0 {
                 stats.retransmittedBytes += UInt64(skip)
+                let start = Int64(c.halves[h].offset) + rel
                 if !c.halves[h].reportedGaps.isEmpty {
-                    let start = Int64(c.halves[h].offset) + rel
                     checkLate(c, d, start, start + Int64(min(skip, present)), packet: packet)
+                }
+                if present > 0 {
+                    checkRetransmission(c, d, UnsafeRawBufferPointer(rebasing: bytes[..<min(skip, present)]),
+                                        at: start, packet: packet)
                 }
             }
             if skip < present {
@@ -373,6 +382,7 @@ public final class Reassembler {
         c.halves[h].nextSeq &+= UInt32(truncatingIfNeeded: bytes.count)
         c.halves[h].delivered += UInt64(bytes.count)
         stats.deliveredBytes += UInt64(bytes.count)
+        if let r = c.halves[h].recent { r.append(bytes, at: off) }
         consumer.data(c, d, bytes, offset: off, packet: packet)
     }
 
@@ -531,6 +541,25 @@ public final class Reassembler {
                 stats.lateBytes += UInt64(hi - lo)
                 consumer.lateData(c, d, offset: UInt64(lo), length: UInt64(hi - lo), packet: packet)
             }
+        }
+    }
+
+    /// A copy of bytes already delivered: compared with what was delivered, if still held.
+    /// The first retransmission of a direction starts keeping its recent bytes.
+    func checkRetransmission(_ c: Connection, _ d: Direction, _ bytes: UnsafeRawBufferPointer, at start: Int64,
+                             packet: PacketRef) {
+        let h = d.rawValue
+        guard start >= 0 else { return }
+        guard let r = c.halves[h].recent else {
+            if recentBuffers < options.maxRecentBuffers && options.recentBytesPerDirection > 0 {
+                recentBuffers += 1
+                c.halves[h].recent = RecentBytes(capacity: options.recentBytesPerDirection, end: c.halves[h].offset)
+            }
+            return
+        }
+        if let (lo, hi) = r.differing(bytes, at: UInt64(start)) {
+            stats.conflicts += 1
+            consumer.conflict(c, d, offset: lo, length: hi - lo, packet: packet)
         }
     }
 

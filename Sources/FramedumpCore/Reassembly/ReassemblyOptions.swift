@@ -18,6 +18,10 @@ public struct ReassemblyOptions: Sendable {
     /// A packet stamped more than this far past the clock moves it only once several
     /// packets agree (a lone future timestamp must not time out every connection).
     public var clockJumpSeconds: Int64 = 60
+    /// Bytes of recently delivered stream kept per direction once it retransmits, to catch
+    /// retransmissions that carry other bytes; and how many directions may keep them at once.
+    public var recentBytesPerDirection = 16 << 10
+    public var maxRecentBuffers = 2048
     public init() {}
 }
 

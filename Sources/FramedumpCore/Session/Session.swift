@@ -9,6 +9,8 @@ final class Session {
     var frames: SessionFrames?
     /// Set once detection has given up on this connection.
     var undissected = false
+    /// Data chunks any-port detection has looked at so far.
+    var detectTries = 0
 
     init(manager: SessionManager, connection: Connection, proto: ProtocolRuntime?) {
         self.manager = manager
@@ -123,15 +125,22 @@ public final class SessionManager: StreamConsumer {
         f.data(bytes, offset: offset, packet: packet)
     }
 
-    /// Any-port protocols: the first one whose header fits the first bytes takes the connection.
+    /// Any-port protocols: the first one whose header fits the start of a data chunk takes the
+    /// connection. The first chunks may be something else (a banner, a greeting, a handshake
+    /// cut by the capture's start), so detection looks at several before giving up.
     func detect(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer) {
         for p in anyPort where p.recognises(bytes, d) {
             s.attach(p)
             return
         }
-        s.undissected = true
-        undissectedConnections += 1
+        s.detectTries += 1
+        if s.detectTries >= Self.detectChunks || anyPort.isEmpty {
+            s.undissected = true
+            undissectedConnections += 1
+        }
     }
+
+    static let detectChunks = 8
 
     public func gap(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, reason: GapReason, packet: PacketRef) {
         guard let s = session(c) else { return }
@@ -153,6 +162,7 @@ public final class SessionManager: StreamConsumer {
 
     public func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {
         guard let s = session(c) else { return }
+        if s.proto == nil && !s.undissected && s.detectTries > 0 { undissectedConnections += 1 }
         for d in Direction.allCases { s.deframers[d.rawValue]?.finish(packet: packet) }
         sink?.closed(c, s.proto, reason: reason, packet: packet)
         s.end()
