@@ -142,6 +142,26 @@ final class FidelityCaptureTests: XCTestCase {
         }
     }
 
+    /// The fuzz entry (for the lead's fuzz script) over random inputs and over the fixtures'
+    /// packets with random bytes flipped.
+    func testFuzzEntryOnMutatedFixtures() throws {
+        var rng = SeededRandom(seed: 31)
+        var packets: [[UInt8]] = []
+        let src = try PacketSource(.file(TestSupport.fixture("ip_fragments.pcap")))
+        try src.forEach { p in packets.append(Array(p.data)); return true }
+        for round in 0..<300 {
+            var input: [UInt8] = [UInt8(round % 256)]
+            for p in packets.shuffled(using: &rng).prefix(Int.random(in: 1...packets.count, using: &rng)) {
+                var q = p
+                for _ in 0..<Int.random(in: 0...4, using: &rng) where !q.isEmpty {
+                    q[Int.random(in: 0..<q.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+                }
+                input += [UInt8(q.count >> 8), UInt8(q.count & 0xff)] + q
+            }
+            input.withUnsafeBytes { LinkFuzz.run($0) }
+        }
+    }
+
     static func fuzzEntry(_ f: IPFragment, _ d: inout Defragmenter, _ ts: Timestamp) -> Bool {
         guard let dg = d.add(f, at: ts) else { return false }
         return dg.bytes.withUnsafeBytes { b in
