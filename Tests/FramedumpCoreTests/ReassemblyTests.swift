@@ -200,7 +200,8 @@ final class ReassemblyTests: XCTestCase {
         let captures = [TestSupport.sample("game.pcap"), TestSupport.sample("svc.pcap"), TestSupport.sample("im.pcap"),
                         TestSupport.fixture("any_sll2.pcap"), TestSupport.fixture("vlan.pcap"),
                         TestSupport.fixture("reorder_wrap.pcap"), TestSupport.fixture("ipv6_ext.pcap"),
-                        TestSupport.fixture("mixed.pcapng")]
+                        TestSupport.fixture("mixed.pcapng"), TestSupport.fixture("lost_segment.pcap"),
+                        TestSupport.fixture("conflict.pcap")]
         for cap in captures {
             let dir = TestSupport.tempDir()
             let r = try TestSupport.framedump(["-r", cap, "-q", "--streams", dir])
@@ -242,12 +243,17 @@ final class ReassemblyTests: XCTestCase {
             let node = line.hasPrefix("\t") ? 1 : 0
             let hex = line.trimmingCharacters(in: .whitespaces)
             guard hex.allSatisfy(\.isHexDigit), hex.count % 2 == 0 else { continue }
+            var decoded: [UInt8] = []
             var i = hex.startIndex
             while i < hex.endIndex {
                 let j = hex.index(i, offsetBy: 2)
-                bytes[node].append(UInt8(hex[i..<j], radix: 16)!)
+                decoded.append(UInt8(hex[i..<j], radix: 16)!)
                 i = j
             }
+            // tshark writes its "[N bytes missing in capture file]" notice into the raw bytes.
+            let text = String(decoding: decoded.prefix { $0 != 0 }, as: UTF8.self)
+            if text.hasPrefix("["), text.hasSuffix(" bytes missing in capture file]"), decoded.count <= text.utf8.count + 1 { continue }
+            bytes[node] += decoded
         }
         return (nodes, bytes)
     }
