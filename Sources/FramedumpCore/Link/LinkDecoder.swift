@@ -65,6 +65,7 @@ public struct LinkDecoder: Sendable {
         var at = base + 12
         guard var type = p.u16be(at) else { return .truncated }
         at += 2
+        if type == 0x0800 { return ipv4(p, at: at) }  // the common case, first
         var tags = 0
         while true {
             if type == 0x8100 || type == 0x88a8 || type == 0x9100 {
@@ -238,12 +239,8 @@ public struct LinkDecoder: Sendable {
                                         data: data, dataLength: total - ihl))
         }
         guard proto == 6 else { return .notTCP }
-        var r = tcp(p, at: at + ihl, ipPayloadLength: total - ihl, src: IPAddress(v4: src), dst: IPAddress(v4: dst))
-        if lengthFromCapture, case .tcp(var s) = r {
-            s.ipLengthFromCapture = true
-            r = .tcp(s)
-        }
-        return r
+        return tcp(p, at: at + ihl, ipPayloadLength: total - ihl, src: IPAddress(v4: src), dst: IPAddress(v4: dst),
+                   lengthFromCapture: lengthFromCapture)
     }
 
     /// IPv6 with its extension header chain (hop-by-hop, routing, destination, AH, fragment).
@@ -253,22 +250,18 @@ public struct LinkDecoder: Sendable {
               let dh = p.u64be(at + 24), let dl = p.u64be(at + 32)
         else { return .truncated }
         guard v >> 4 == 6 else { return .malformed }
-        // Payload length 0 without a jumbogram: offload again; use what was captured.
-        let lengthFromCapture = plen == 0 && next != 0
+        // Payload length 0: offload again (or a jumbogram, whose hop-by-hop option says the
+        // same as the captured length, as with Linux BIG TCP); use what was captured.
+        let lengthFromCapture = plen == 0
         let remaining = lengthFromCapture ? p.count - at - 40 : Int(plen)
-        var r = ipv6Chain(p, next: next, at: at + 40, remaining: remaining,
-                          src: IPAddress(v6Hi: sh, lo: sl), dst: IPAddress(v6Hi: dh, lo: dl))
-        if lengthFromCapture, case .tcp(var s) = r {
-            s.ipLengthFromCapture = true
-            r = .tcp(s)
-        }
-        return r
+        return ipv6Chain(p, next: next, at: at + 40, remaining: remaining,
+                         src: IPAddress(v6Hi: sh, lo: sl), dst: IPAddress(v6Hi: dh, lo: dl), lengthFromCapture: lengthFromCapture)
     }
 
     /// The extension header chain from `next` at `at`, `remaining` bytes of IPv6 payload
     /// left (also used for a reassembled datagram's unfragmentable-part-free payload).
     func ipv6Chain(_ p: UnsafeRawBufferPointer, next first: UInt8, at start: Int, remaining total: Int,
-                   src: IPAddress, dst: IPAddress) -> LinkResult {
+                   src: IPAddress, dst: IPAddress, lengthFromCapture: Bool = false) -> LinkResult {
         var next = first, off = start, remaining = total
         var hops = 0
         while true {
@@ -276,7 +269,7 @@ public struct LinkDecoder: Sendable {
             if hops > 16 { return .malformed }
             switch next {
             case 6:
-                return tcp(p, at: off, ipPayloadLength: remaining, src: src, dst: dst)
+                return tcp(p, at: off, ipPayloadLength: remaining, src: src, dst: dst, lengthFromCapture: lengthFromCapture)
             case 0, 43, 60:  // hop-by-hop, routing, destination options: (len + 1) * 8 bytes
                 guard let n = p.u8(off), let l = p.u8(off + 1) else { return .truncated }
                 let size = (Int(l) + 1) * 8
@@ -319,7 +312,7 @@ public struct LinkDecoder: Sendable {
      |                    Options (data offset > 5)                  |
     */
     func tcp(_ p: UnsafeRawBufferPointer, at: Int, ipPayloadLength: Int,
-             src: IPAddress, dst: IPAddress) -> LinkResult {
+             src: IPAddress, dst: IPAddress, lengthFromCapture: Bool = false) -> LinkResult {
         guard let sport = p.u16be(at), let dport = p.u16be(at + 2), let seq = p.u32be(at + 4),
               let ack = p.u32be(at + 8), let off = p.u8(at + 12), let flags = p.u8(at + 13),
               let win = p.u16be(at + 14)
@@ -336,6 +329,7 @@ public struct LinkDecoder: Sendable {
             flags: TCPFlags(rawValue: flags), window: win,
             payload: p.slice(start, present), payloadLength: payloadLength)
         if flags & 0x02 != 0 && hlen > 20 { s.windowScale = windowScale(p, from: at + 20, to: at + hlen) }
+        if lengthFromCapture { s.ipLengthFromCapture = true }
         return .tcp(s)
     }
 

@@ -14,7 +14,7 @@ public final class Connection {
     var clientISN: UInt32?
     var serverISN: UInt32?
     var rstSeen = false
-    /// Packets of this connection so far (the clock of the ACK-before-data grace).
+    /// Packets of this connection while it had an ACK hole (the clock of the grace).
     var packetCount: UInt64 = 0
     /// Some direction holds an acknowledgement for bytes not seen yet (see `HalfStream.ackedEnd`).
     var ackHole = false
@@ -84,8 +84,8 @@ struct HalfStream {
     var delivered: UInt64 = 0
     var gapBytes: UInt64 = 0
     /// The receive window this side last advertised, and its SYN's window-scale option.
-    var window: UInt16 = 0
-    var windowSeen = false
+    /// (`UInt32.max` until this side has sent a segment.)
+    var window: UInt32 = .max
     var windowScale: UInt8?
     /// The highest stream offset the peer acknowledged beyond what we have delivered.
     /// It becomes an acked-unseen gap only once the evidence is final: `ackMarkEnd` is what

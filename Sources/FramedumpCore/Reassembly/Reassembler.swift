@@ -89,7 +89,7 @@ public final class Reassembler {
         guard let c = conn else { return }
         if lastConnection !== c { lastConnection = c }
         touch(c, now)
-        c.packetCount &+= 1
+        if c.ackHole { c.packetCount &+= 1 }
 
         let dir: Direction = s.src == c.client ? .c2s : .s2c
         let rst = s.flags.contains(.rst)
@@ -100,8 +100,8 @@ public final class Reassembler {
             if c.ackHole { settleAckHoles(c, now: now, packet: packet, force: false) }
             return
         }
-        c.halves[dir.rawValue].window = s.window
-        c.halves[dir.rawValue].windowSeen = true
+        // (Compared first: windows rarely change, and a read costs less than a write.)
+        if c.halves[dir.rawValue].window != UInt32(s.window) { c.halves[dir.rawValue].window = UInt32(s.window) }
         if syn {
             if dir == .c2s, !ackFlag, c.clientISN == nil { c.clientISN = s.seq }
             if dir == .s2c, ackFlag, c.serverISN == nil { c.serverISN = s.seq }
@@ -154,7 +154,7 @@ public final class Reassembler {
     /// receiver advertised (with its scale when both SYNs carried one; generously otherwise).
     func resetInWindow(_ c: Connection, _ dir: Direction, _ s: TCPSegment) -> Bool {
         let sender = c.halves[dir.rawValue], receiver = c.halves[dir.opposite.rawValue]
-        guard sender.started, receiver.windowSeen else { return true }
+        guard sender.started, receiver.window != .max else { return true }
         var scale: UInt8 = 14
         if sender.startedAtSYN && receiver.startedAtSYN {
             scale = sender.windowScale != nil ? min(receiver.windowScale ?? 0, 14) : 0
@@ -170,10 +170,7 @@ public final class Reassembler {
     /// `clockJumpSeconds` is followed only once 8 packets in a row agree with it.
     @inline(__always)
     func advanceClock(_ ts: Timestamp) -> Timestamp {
-        if ts.seconds == clock.seconds {
-            if ts.nanos > clock.nanos { clock.nanos = ts.nanos }
-            return ts
-        }
+        if ts.seconds == clock.seconds { return ts }
         return advanceClockSlow(ts)
     }
 
