@@ -35,11 +35,11 @@ def follow(cap, streams):
                 node = 1 if line.startswith("\t") else 0
                 h = line.strip()
                 if len(h) % 2 == 0 and all(c in "0123456789abcdefABCDEF" for c in h):
-                    b = bytes.fromhex(h)
-                    # tshark writes its "[N bytes missing in capture file]" notice into the bytes.
-                    if re.fullmatch(rb"\[\d+ bytes missing in capture file\]\x00?", b):
-                        continue
-                    out[cur][1][node] += b
+                    out[cur][1][node] += bytes.fromhex(h)
+    # tshark writes its "[N bytes missing in capture file]" notice into the bytes, not
+    # always on a line of its own.
+    for n in out:
+        out[n] = (out[n][0], [re.sub(rb"\[\d+ bytes missing in capture file\]\x00?", b"", bytes(x)) for x in out[n][1]])
     return out
 
 

@@ -166,6 +166,28 @@ final class ReassemblyFidelityTests: XCTestCase {
         XCTAssertEqual(f.col.data[.c2s]!, a + b)
     }
 
+    /// A capture stitched from two, days apart: the clock follows the jump once several
+    /// packets agree, and the connection the first of them belong to is not split by it.
+    func testAJumpTheClockFollowsDoesNotSplitTheConnectionsAfterIt() {
+        var o = ReassemblyOptions()
+        o.idleTimeoutSeconds = 10
+        let f = Feed(o)
+        handshake(f)
+        let later = Int64(1_700_000_000 + 3 * 86_400)
+        let other = Endpoint(IPAddress(v4: 0x0A00_0009), 41000)
+        let one = [UInt8](repeating: 3, count: 1)
+        one.withUnsafeBytes { b in
+            for i in 0..<12 {
+                f.add(TCPSegment(src: other, dst: server, seq: 100 + UInt32(i), ack: 1, flags: [.psh, .ack], window: 512,
+                                 payload: b, payloadLength: 1), seconds: later)
+            }
+        }
+        XCTAssertEqual(f.col.opened, 2)
+        XCTAssertEqual(f.r.stats.idleClosed, 1, "the first connection, days old")
+        XCTAssertEqual(f.col.data[.c2s]!.count, 12, "one connection holds all twelve bytes")
+        XCTAssertEqual(f.r.stats.clockJumps, 0, "the jump was followed")
+    }
+
     // MARK: - Properties
 
     /// Random splits, each segment's ACK captured up to a few packets before the segment,

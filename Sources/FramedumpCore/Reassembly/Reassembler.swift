@@ -20,6 +20,8 @@ public final class Reassembler {
     var clock = Timestamp(seconds: .min, nanos: 0)
     var jumpTarget: Int64 = 0
     var jumpVotes = 0
+    /// Connections touched by the packets of a jump not followed yet (at most 8).
+    var jumpTouched: [Connection] = []
     /// Connections closed by FIN or RST, remembered for `timeWaitSeconds` (oldest first).
     var timeWait = ConnectionTable(capacity: 16)
     var timeWaitOrder: [Connection] = []
@@ -89,6 +91,7 @@ public final class Reassembler {
         guard let c = conn else { return }
         if lastConnection !== c { lastConnection = c }
         touch(c, now)
+        if now.seconds != packet.ts.seconds { jumpTouched.append(c) }
         if c.ackHole { c.packetCount &+= 1 }
 
         let dir: Direction = s.src == c.client ? .c2s : .s2c
@@ -182,10 +185,16 @@ public final class Reassembler {
             if abs(ts.seconds &- jumpTarget) <= options.clockJumpSeconds { jumpVotes += 1 } else {
                 jumpTarget = ts.seconds
                 jumpVotes = 1
+                jumpTouched.removeAll(keepingCapacity: true)
             }
             guard jumpVotes >= 8 else { stats.clockJumps += 1; return clock }
+            // The jump was real (a capture stitched from several, a long pause): the
+            // connections its first packets touched are as recent as the new clock.
+            stats.clockJumps -= UInt64(jumpVotes - 1)
+            for c in jumpTouched where !c.isClosed { c.lastSeen = ts }
         }
         jumpVotes = 0
+        jumpTouched.removeAll(keepingCapacity: true)
         clock = ts
         expireIdle(now: ts)
         return ts
