@@ -243,6 +243,21 @@ def fidelity_fixtures():
     k.close()
     write("ack_before_data.pcap", k.pkts)
 
+    # An ACK for bytes that only arrive 80 packets later: past the grace, so the hole is
+    # reported as an acked-unseen gap, and the bytes when they come as late data.
+    k = Talk()
+    k.handshake()
+    k.send(True, C2S[0])
+    held = C2S[1]
+    k.pkt(False, "A", k.ss, k.cs + len(held))
+    late_seq = k.cs
+    k.cs += len(held)
+    for _ in range(40):
+        k.send(False, S2C[0])
+    k.pkt(True, "PA", late_seq, k.ss, held)
+    k.close()
+    write("late_data.pcap", k.pkts)
+
     # IPv4 total length 0 (TSO/LSO on the capturing host): one 6 KB "segment" the NIC would
     # have cut up, between ordinary ones.
     tso_ip = lambda c2s: IP(src="10.0.0.2", dst="10.0.0.1", len=0) if c2s else v4(c2s)

@@ -72,6 +72,23 @@ final class FidelityCaptureTests: XCTestCase {
         XCTAssertTrue(s.contains("game: 2 connections, 8 messages"), s)
     }
 
+    /// Bytes acknowledged 80 packets before they come: a gap once the grace is over, then
+    /// said to be late when they arrive, in the summary, --follow and the --streams index.
+    func testLateBytesForAReportedGapAreReported() throws {
+        let path = TestSupport.fixture("late_data.pcap")
+        let s = try summary("late_data.pcap")
+        XCTAssertTrue(s.contains("gaps: 1 (14 bytes)"), s)
+        XCTAssertTrue(s.contains("reassembly: 1 late data for reported gaps (14 bytes)"), s)
+        XCTAssertFalse(s.contains("retransmitted"), s)
+        let follow = try TestSupport.framedump(["-r", path, "--follow"])
+        XCTAssertTrue(follow.stdout.contains("c2s gap: 14 bytes missing at offset 18 (acked-unseen)"), follow.stdout)
+        XCTAssertTrue(follow.stdout.contains("late data: 14 bytes at offset 18 arrived after their gap was reported, pkt 87"), follow.stdout)
+        let dir = TestSupport.tempDir()
+        XCTAssertEqual(try TestSupport.framedump(["-r", path, "-q", "--streams", dir]).status, 0)
+        let index = try String(contentsOfFile: dir + "/index.json", encoding: .utf8)
+        XCTAssertTrue(index.contains("\"late\": [{\"dir\": \"c2s\", \"stream_offset\": 18, \"length\": 14}]"), index)
+    }
+
     /// The duplicated capture keeps the client's messages as Cs_ and the server's as Sc_.
     func testRolesDoNotFlipAfterClose() throws {
         let r = try TestSupport.framedump(["-r", TestSupport.fixture("after_fin.pcap"), "-T", "json"])

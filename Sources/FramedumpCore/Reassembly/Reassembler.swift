@@ -332,10 +332,11 @@ public final class Reassembler {
         let total = Int64(announced)
         if rel + total <= 0 {
             // Entirely before what we have delivered: a retransmission or a keep-alive probe.
-            stats.retransmittedSegments += 1
-            stats.retransmittedBytes += UInt64(announced)
             let start = Int64(c.halves[h].offset) + rel
-            if !c.halves[h].reportedGaps.isEmpty { checkLate(c, d, start, start + Int64(present), packet: packet) }
+            // Bytes for a reported gap are late data, not a retransmission.
+            let late = c.halves[h].reportedGaps.isEmpty ? 0 : checkLate(c, d, start, start + Int64(present), packet: packet)
+            if late == 0 || late < present { stats.retransmittedSegments += 1 }
+            stats.retransmittedBytes += UInt64(announced - late)
             if present > 0 { checkRetransmission(c, d, bytes, at: start, packet: packet) }
             return
         }
@@ -345,7 +346,8 @@ public final class Reassembler {
                 stats.retransmittedBytes += UInt64(skip)
                 let start = Int64(c.halves[h].offset) + rel
                 if !c.halves[h].reportedGaps.isEmpty {
-                    checkLate(c, d, start, start + Int64(min(skip, present)), packet: packet)
+                    let late = checkLate(c, d, start, start + Int64(min(skip, present)), packet: packet)
+                    stats.retransmittedBytes -= UInt64(late)
                 }
                 if present > 0 {
                     checkRetransmission(c, d, UnsafeRawBufferPointer(rebasing: bytes[..<min(skip, present)]),
@@ -538,16 +540,21 @@ public final class Reassembler {
 
     /// Bytes at stream offsets [start, end) arrived after the stream passed them: if they
     /// fall in a reported gap, they are late data, not a retransmission.
-    func checkLate(_ c: Connection, _ d: Direction, _ start: Int64, _ end: Int64, packet: PacketRef) {
+    /// Returns how many of the bytes were late.
+    @discardableResult
+    func checkLate(_ c: Connection, _ d: Direction, _ start: Int64, _ end: Int64, packet: PacketRef) -> Int {
         let h = d.rawValue
+        var late = 0
         for g in c.halves[h].reportedGaps {
             let lo = max(start, Int64(g.start)), hi = min(end, Int64(g.end))
             if lo < hi {
                 stats.lateSegments += 1
                 stats.lateBytes += UInt64(hi - lo)
+                late += Int(hi - lo)
                 consumer.lateData(c, d, offset: UInt64(lo), length: UInt64(hi - lo), packet: packet)
             }
         }
+        return late
     }
 
     /// A copy of bytes already delivered: compared with what was delivered, if still held.
