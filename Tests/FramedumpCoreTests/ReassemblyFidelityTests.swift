@@ -133,6 +133,23 @@ final class ReassemblyFidelityTests: XCTestCase {
         XCTAssertEqual(f.col.closed, [.fin, .captureEnd])
     }
 
+    func testClosedConnectionsRememberedAreBounded() {
+        var o = ReassemblyOptions()
+        o.maxTimeWait = 4
+        o.timeWaitSeconds = 5
+        let f = Feed(o)
+        for i in 0..<10 {
+            let c = Endpoint(IPAddress(v4: 0x0A00_0100 + UInt32(i)), 40000)
+            f.add(TCPSegment(src: c, dst: server, seq: 1, ack: 0, flags: .syn, window: 1, payload: empty, payloadLength: 0))
+            f.add(TCPSegment(src: c, dst: server, seq: 2, ack: 0, flags: .rst, window: 1, payload: empty, payloadLength: 0))
+        }
+        XCTAssertEqual(f.r.timeWait.count, 4)
+        // And they are forgotten after `timeWaitSeconds` of packet time.
+        f.ms += 10_000
+        f.add(seg(true, .syn, seq: 5))
+        XCTAssertEqual(f.r.timeWait.count, 0)
+    }
+
     func testAFutureTimestampDoesNotTimeOutLiveConnections() {
         var o = ReassemblyOptions()
         o.idleTimeoutSeconds = 10

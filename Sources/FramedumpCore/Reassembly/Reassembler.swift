@@ -248,7 +248,10 @@ public final class Reassembler {
 
     /// TIME-WAIT: the closed connection keeps its 4-tuple for a while, bounded in number.
     func rememberClosed(_ c: Connection) {
-        if timeWait.count >= options.maxConnections { forgetOldestClosed() }
+        guard options.maxTimeWait > 0 else { return }
+        while timeWait.count >= options.maxTimeWait, timeWaitHead < timeWaitOrder.count { forgetOldestClosed() }
+        // Only the 4-tuple, roles and ISNs matter from now on: let the rest go.
+        c.outputCache = nil
         c.halves[0].pending = []
         c.halves[1].pending = []
         c.halves[0].reportedGaps = []

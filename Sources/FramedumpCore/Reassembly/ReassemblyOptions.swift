@@ -15,6 +15,8 @@ public struct ReassemblyOptions: Sendable {
     public var ackGraceNanos: Int64 = 1_000_000_000
     /// How long a closed connection is remembered so late segments are attributed to it.
     public var timeWaitSeconds: Int64 = 120
+    /// Closed connections remembered at once (the oldest is forgotten first).
+    public var maxTimeWait = 16_384
     /// A packet stamped more than this far past the clock moves it only once several
     /// packets agree (a lone future timestamp must not time out every connection).
     public var clockJumpSeconds: Int64 = 60
