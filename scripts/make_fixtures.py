@@ -7,8 +7,8 @@ Two kinds:
 - scapy-built files for what loopback cannot produce (and, in `fidelity_fixtures`, the
   capture patterns of issue 11: ACKs captured before their data, IPv4 total length 0 from
   segmentation offload, IPv4/IPv6 fragments and IPv6 atomic fragments, an out-of-window RST,
-  duplicates and retransmissions after FIN, and the link layers PPP, PPP in HDLC, Cisco
-  HDLC, NFLOG, MPLS, 802.3 LLC/SNAP, PPI and Apple PKTAP);
+  duplicates and retransmissions after FIN, the link layers PPP, PPP in HDLC, Cisco
+  HDLC, NFLOG, MPLS, 802.3 LLC/SNAP, PPI and Apple PKTAP, and GRE/VXLAN/Geneve tunnels);
 - and, as before, scapy-built files for VLAN and QinQ tags, IPv6 extension
   headers, raw IP, BSD NULL/LOOP, Linux SLL v1, a snaplen that cuts payloads, pcapng,
   nanosecond timestamps, fragments and UDP (to be skipped), and reassembly edge cases
@@ -387,6 +387,19 @@ def fidelity_fixtures():
     for i, p in enumerate(pk[len(pk) // 2:]):
         p.time += 1
     write("pktap.pcap", pk, linktype=258)
+
+    # TCP in tunnels: GRE (IPv4 inside, and transparent Ethernet inside), VXLAN, Geneve.
+    from scapy.layers.l2 import GRE
+    from scapy.layers.vxlan import VXLAN
+    from scapy.contrib.geneve import GENEVE
+    outer = lambda: Ether() / IP(src="192.0.2.1", dst="192.0.2.2")
+    tun = conversation(lambda c2s: outer() / GRE(proto=0x0800) / v4(c2s), cport=40010)
+    tun += conversation(lambda c2s: outer() / GRE(proto=0x6558, key_present=1, key=7) / Ether() / v4(c2s), cport=40011)
+    tun += conversation(lambda c2s: outer() / UDP(sport=50000, dport=4789) / VXLAN(vni=42) / Ether() / v4(c2s), cport=40012)
+    tun += conversation(lambda c2s: outer() / UDP(sport=50001, dport=6081) / GENEVE(vni=43, proto=0x6558) / Ether() / v4(c2s), cport=40013)
+    for i, p in enumerate(tun):
+        p.time = T0 + i * 0.001
+    write("tunnels.pcap", tun)
 
     # Timestamps: a microsecond field of 10^6 or more (tcpdump prints it as it is), and a
     # packet of another connection stamped 13 years ahead, in the middle of a conversation

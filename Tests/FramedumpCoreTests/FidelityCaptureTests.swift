@@ -8,7 +8,7 @@ final class FidelityCaptureTests: XCTestCase {
     static let fixtures = [
         "ack_before_data.pcap", "tso_len0.pcap", "ip_fragments.pcap", "rst_out_of_window.pcap", "after_fin.pcap",
         "ppp.pcap", "ppp_hdlc.pcap", "c_hdlc.pcap", "nflog.pcap", "mpls.pcap", "llc_snap.pcap", "ppi.pcap", "pktap.pcap",
-        "timestamps.pcap",
+        "timestamps.pcap", "tunnels.pcap",
     ]
 
     func testStreamsMatchTsharkFollow() throws {
@@ -68,6 +68,8 @@ final class FidelityCaptureTests: XCTestCase {
         XCTAssertTrue(s.contains("connections: 2,"), s)
         XCTAssertFalse(s.contains("idle timeout"), s)
         XCTAssertTrue(s.contains("game: 2 connections, 5 messages"), s)
+        s = try summary("tunnels.pcap")
+        XCTAssertTrue(s.contains("game: 4 connections, 16 messages"), s)
         s = try summary("pktap.pcap")
         XCTAssertTrue(s.contains("game: 2 connections, 8 messages"), s)
     }
@@ -164,10 +166,14 @@ final class FidelityCaptureTests: XCTestCase {
     func testFuzzEntryOnMutatedFixtures() throws {
         var rng = SeededRandom(seed: 31)
         var packets: [[UInt8]] = []
-        let src = try PacketSource(.file(TestSupport.fixture("ip_fragments.pcap")))
-        try src.forEach { p in packets.append(Array(p.data)); return true }
+        for name in ["ip_fragments.pcap", "tunnels.pcap", "mpls.pcap", "llc_snap.pcap"] {
+            let src = try PacketSource(.file(TestSupport.fixture(name)))
+            try src.forEach { p in packets.append(Array(p.data)); return true }
+        }
         for round in 0..<300 {
-            var input: [UInt8] = [UInt8(round % 256)]
+            // Mostly Ethernet (what these packets are), sometimes another link type.
+            let ethernet = UInt8(LinkFuzz.linkTypes.firstIndex(of: 1)!)
+            var input: [UInt8] = [round % 4 == 0 ? UInt8(round % 256) : ethernet]
             for p in packets.shuffled(using: &rng).prefix(Int.random(in: 1...packets.count, using: &rng)) {
                 var q = p
                 for _ in 0..<Int.random(in: 0...4, using: &rng) where !q.isEmpty {

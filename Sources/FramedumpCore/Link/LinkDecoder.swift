@@ -3,6 +3,8 @@
 /// No copies and no allocation: the resulting `TCPSegment.payload` points into the packet.
 public struct LinkDecoder: Sendable {
     public let linkType: Int32
+    /// How many encapsulations deep this decoder works (tunnels and wrapping headers nest).
+    let depth: Int
 
     public static let supported: [Int32: String] = [
         0: "BSD loopback (NULL)", 1: "Ethernet", 9: "PPP", 12: "raw IP", 14: "raw IP",
@@ -12,7 +14,12 @@ public struct LinkDecoder: Sendable {
         258: "Apple PKTAP", 276: "Linux cooked v2 (SLL2)",
     ]
 
-    public init(linkType: Int32) { self.linkType = linkType }
+    public init(linkType: Int32) { self.init(linkType: linkType, depth: 0) }
+
+    init(linkType: Int32, depth: Int) {
+        self.linkType = linkType
+        self.depth = depth
+    }
 
     public var isSupported: Bool { Self.supported[linkType] != nil }
 
@@ -25,7 +32,7 @@ public struct LinkDecoder: Sendable {
         case 276:  // SLL2: [0..2) protocol, 20-byte header
             guard let proto = p.u16be(0), p.count >= 20 else { return .truncated }
             return network(p, etherType: proto, at: 20)
-        default: return link(p, linkType, depth: 0)
+        default: return link(p, linkType, depth: depth)
         }
     }
 
@@ -33,6 +40,7 @@ public struct LinkDecoder: Sendable {
     /// header (IPv4) or from the header after the fragment header (IPv6).
     public func datagram(_ b: UnsafeRawBufferPointer, _ d: Defragmenter.Datagram) -> LinkResult {
         if d.src.isV6 { return ipv6Chain(b, next: d.proto, at: 0, remaining: b.count, src: d.src, dst: d.dst) }
+        if d.proto == 17 || d.proto == 47 { return tunnel(b, proto: d.proto, at: 0, length: b.count) }
         guard d.proto == 6 else { return .notTCP }
         return tcp(b, at: 0, ipPayloadLength: b.count, src: d.src, dst: d.dst)
     }
@@ -238,9 +246,55 @@ public struct LinkDecoder: Sendable {
                                         offset: Int(frag & 0x1fff) * 8, more: frag & 0x2000 != 0,
                                         data: data, dataLength: total - ihl))
         }
-        guard proto == 6 else { return .notTCP }
+        guard proto == 6 else {
+            if proto == 17 || proto == 47 { return tunnel(p, proto: proto, at: at + ihl, length: total - ihl) }
+            return .notTCP
+        }
         return tcp(p, at: at + ihl, ipPayloadLength: total - ihl, src: IPAddress(v4: src), dst: IPAddress(v4: dst),
                    lengthFromCapture: lengthFromCapture)
+    }
+
+    /// TCP inside a tunnel, decoded as tshark does: GRE (IP protocol 47: IPv4, IPv6, MPLS,
+    /// transparent Ethernet, WCCP redirect), VXLAN (UDP port 4789) and Geneve (UDP port 6081).
+    /// Other UDP is not TCP. The inner packet is decoded one level deeper, at most 4 levels.
+    func tunnel(_ p: UnsafeRawBufferPointer, proto: UInt8, at: Int, length: Int) -> LinkResult {
+        guard depth < 4 else { return .malformed }
+        let inner = p.slice(at, length)
+        if proto == 47 {
+            /*
+             |C|R|K|S|s|Recur|  Flags  | Ver |         Protocol Type         |
+             |      Checksum (optional)      |       Offset (optional)       |
+             |                         Key (optional)                        |
+             |                    Sequence Number (optional)                 |
+            */
+            guard let flags = inner.u16be(0), let type = inner.u16be(2) else { return .truncated }
+            guard flags & 0x4007 == 0 else { return .unsupported }  // routing present, or not version 0
+            var off = 4
+            if flags & 0x8000 != 0 { off += 4 }
+            if flags & 0x2000 != 0 { off += 4 }
+            if flags & 0x1000 != 0 { off += 4 }
+            let next = LinkDecoder(linkType: 1, depth: depth + 1)
+            switch type {
+            case 0x6558: return next.ethernet(inner.slice(off, inner.count), at: 0)
+            case 0x883e: return next.network(inner, etherType: 0x0800, at: off + 4)  // WCCP's 4-byte redirect header
+            default: return next.network(inner, etherType: type, at: off)
+            }
+        }
+        guard let sport = inner.u16be(0), let dport = inner.u16be(2), inner.count >= 16 else { return .notTCP }
+        let next = LinkDecoder(linkType: 1, depth: depth + 1)
+        if dport == 4789 || sport == 4789 {
+            // VXLAN: flags (I set), reserved, 24-bit VNI, reserved; then an Ethernet frame.
+            guard let f = inner.u8(8), f & 0x08 != 0 else { return .notTCP }
+            return next.ethernet(inner.slice(16, inner.count), at: 0)
+        }
+        if dport == 6081 || sport == 6081 {
+            // Geneve: version and option length (4-byte words), flags, protocol type, VNI, options.
+            guard let b0 = inner.u8(8), b0 >> 6 == 0, let type = inner.u16be(10) else { return .notTCP }
+            let off = 16 + Int(b0 & 0x3f) * 4
+            return type == 0x6558 ? next.ethernet(inner.slice(off, inner.count), at: 0)
+                : next.network(inner, etherType: type, at: off)
+        }
+        return .notTCP
     }
 
     /// IPv6 with its extension header chain (hop-by-hop, routing, destination, AH, fragment).
@@ -293,6 +347,8 @@ public struct LinkDecoder: Sendable {
                 }
                 return .fragment(IPFragment(src: src, dst: dst, id: id, proto: n, offset: Int(fo & 0xfff8),
                                             more: fo & 1 != 0, data: p.slice(off, remaining), dataLength: remaining))
+            case 17, 47:
+                return tunnel(p, proto: next, at: off, length: remaining)
             default:
                 return .notTCP
             }
