@@ -8,7 +8,8 @@ Two kinds:
   capture patterns of issue 11: ACKs captured before their data, IPv4 total length 0 from
   segmentation offload, IPv4/IPv6 fragments and IPv6 atomic fragments, an out-of-window RST,
   duplicates and retransmissions after FIN, the link layers PPP, PPP in HDLC, Cisco
-  HDLC, NFLOG, MPLS, 802.3 LLC/SNAP, PPI and Apple PKTAP, and GRE/VXLAN/Geneve tunnels);
+  HDLC, NFLOG, MPLS, 802.3 LLC/SNAP, IP over InfiniBand, PPI and Apple PKTAP, and GRE/VXLAN/
+  Geneve tunnels);
 - and, as before, scapy-built files for VLAN and QinQ tags, IPv6 extension
   headers, raw IP, BSD NULL/LOOP, Linux SLL v1, a snaplen that cuts payloads, pcapng,
   nanosecond timestamps, fragments and UDP (to be skipped), and reassembly edge cases
@@ -373,6 +374,7 @@ def fidelity_fixtures():
     write("mpls.pcap", conversation(mpls))
     from scapy.all import Dot3, LLC, SNAP
     write("llc_snap.pcap", conversation(lambda c2s: Dot3(src="02:00:00:00:00:02", dst="02:00:00:00:00:01") / LLC(dsap=0xaa, ssap=0xaa, ctrl=3) / SNAP(OUI=0, code=0x0800) / v4(c2s)))
+    write("ipoib.pcap", conversation(lambda c2s: Raw(bytes(40) + b"\x08\x00\x00\x00") / v4(c2s)), linktype=242)
     write("ppi.pcap", conversation(lambda c2s: Raw(struct.pack("<BBHI", 0, 0, 8, 1)) / Ether() / v4(c2s)), linktype=192)
 
     def pktap(dlt, ifname):

@@ -10,7 +10,7 @@ public struct LinkDecoder: Sendable {
         0: "BSD loopback (NULL)", 1: "Ethernet", 9: "PPP", 12: "raw IP", 14: "raw IP",
         50: "PPP in HDLC-like framing", 51: "PPPoE", 104: "Cisco HDLC", 108: "OpenBSD loopback",
         113: "Linux cooked v1 (SLL)", 149: "Apple PKTAP", 166: "PPP (pppd)", 192: "PPI",
-        204: "PPP with direction", 228: "raw IPv4", 229: "raw IPv6", 239: "Linux NFLOG",
+        204: "PPP with direction", 228: "raw IPv4", 229: "raw IPv6", 239: "Linux NFLOG", 242: "IP over InfiniBand",
         258: "Apple PKTAP", 276: "Linux cooked v2 (SLL2)",
     ]
 
@@ -62,6 +62,9 @@ public struct LinkDecoder: Sendable {
             guard let proto = p.u16be(2) else { return .truncated }
             return network(p, etherType: proto, at: 4)
         case 239: return nflog(p)
+        case 242:  // IP over InfiniBand (RFC 4391): 40 bytes of addresses, type, 2 reserved
+            guard let proto = p.u16be(40), p.count >= 44 else { return .truncated }
+            return network(p, etherType: proto, at: 44)
         case 192: return ppi(p, depth: depth)
         case 149, 258: return pktap(p, depth: depth)
         default: return .unsupported
