@@ -258,6 +258,12 @@ public final class Reassembler {
         c.halves[1].reportedGaps = []
         timeWait.insert(c)
         timeWaitOrder.append(c)
+        // Entries a new connection replaced stay in the order list until passed: drop them
+        // when they pile up (port reuse at a high rate).
+        if timeWaitOrder.count - timeWaitHead > 2 * options.maxTimeWait + 1024 {
+            timeWaitOrder = timeWaitOrder[timeWaitHead...].filter { timeWait.find($0.key) === $0 }
+            timeWaitHead = 0
+        }
     }
 
     func forgetOldestClosed() {
