@@ -205,6 +205,30 @@ final class ReassemblyFidelityTests: XCTestCase {
         XCTAssertEqual(f.r.stats.clockJumps, 0, "the jump was followed")
     }
 
+    /// Timestamps anywhere in the 64-bit range (a crafted pcapng can write them): no trap.
+    func testExtremeTimestampsDoNotTrap() {
+        let r = Reassembler(options: ReassemblyOptions(), consumer: LinkFuzz.Discard())
+        let d = Defragmenter()
+        let data = [UInt8](repeating: 1, count: 16)
+        var n: UInt64 = 0
+        for (i, sec) in [Int64.min + 1, Int64.max, 0, Int64.min, -5, Int64.max - 1, 1_700_000_000].enumerated() {
+            for k in 0..<9 {
+                let c = Endpoint(IPAddress(v4: 0x0A00_0100 + UInt32(i)), 40000)
+                n += 1
+                data.withUnsafeBytes { b in
+                    r.add(TCPSegment(src: c, dst: server, seq: 1 + UInt32(k * 16), ack: 0, flags: [.psh], window: 1,
+                                     payload: b, payloadLength: 16),
+                          packet: PacketRef(number: n, ts: Timestamp(seconds: sec, nanos: 999_999_999)))
+                    _ = d.add(IPFragment(src: c.address, dst: server.address, id: UInt32(i), proto: 6, offset: k * 16,
+                                         more: true, data: b, dataLength: 16), at: Timestamp(seconds: sec, nanos: 0))
+                }
+            }
+        }
+        r.finish()
+        XCTAssertEqual(r.stats.connections, 7)
+        XCTAssertEqual(r.stats.deliveredBytes, 7 * 9 * 16)
+    }
+
     // MARK: - Properties
 
     /// Random splits, each segment's ACK captured up to a few packets before the segment,

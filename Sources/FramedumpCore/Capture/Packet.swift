@@ -13,7 +13,11 @@ public struct Timestamp: Comparable, Hashable, Sendable {
     }
 
     /// Whole seconds between two timestamps (negative if `other` is later).
-    public func seconds(since other: Timestamp) -> Int64 { seconds - other.seconds }
+    /// Saturating: a crafted pcapng can stamp packets anywhere in the 64-bit range.
+    public func seconds(since other: Timestamp) -> Int64 {
+        let (d, overflow) = seconds.subtractingReportingOverflow(other.seconds)
+        return overflow ? (seconds < other.seconds ? .min : .max) : d
+    }
 
     /// Nanoseconds between two timestamps, saturating (negative if `other` is later).
     public func nanos(since other: Timestamp) -> Int64 {

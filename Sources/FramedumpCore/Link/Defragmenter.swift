@@ -200,7 +200,7 @@ public final class Defragmenter {
     /// every datagram in progress).
     func advance(_ ts: Timestamp) {
         guard clock.seconds == .min || ts > clock else { return }
-        if clock.seconds != .min && ts.seconds &- clock.seconds > options.timeoutSeconds {
+        if clock.seconds != .min && ts.seconds(since: clock) > options.timeoutSeconds {
             // Followed once 8 fragments in a row agree.
             jumpVotes += 1
             guard jumpVotes >= 8 else { return }

@@ -179,10 +179,10 @@ public final class Reassembler {
 
     func advanceClockSlow(_ ts: Timestamp) -> Timestamp {
         if clock.seconds == .min { clock = ts; expireIdle(now: ts); return ts }
-        let ahead = ts.seconds &- clock.seconds
         if ts < clock { return ts }  // older packet: the clock never runs back
-        if ahead > options.clockJumpSeconds {
-            if abs(ts.seconds &- jumpTarget) <= options.clockJumpSeconds { jumpVotes += 1 } else {
+        if ts.seconds(since: clock) > options.clockJumpSeconds {
+            let fromTarget = ts.seconds(since: Timestamp(seconds: jumpTarget, nanos: 0))
+            if fromTarget <= options.clockJumpSeconds && fromTarget >= -options.clockJumpSeconds { jumpVotes += 1 } else {
                 jumpTarget = ts.seconds
                 jumpVotes = 1
                 jumpTouched.removeAll(keepingCapacity: true)
