@@ -390,6 +390,22 @@ def fidelity_fixtures():
         p.time += 1
     write("pktap.pcap", pk, linktype=258)
 
+    # pcapng with one-second timestamp units (if_tsresol 10^0) and 64-bit timestamps at the
+    # ends of the range: libpcap hands on seconds anywhere in the signed 64-bit range.
+    def block(btype, body):
+        body += b"\0" * (-len(body) % 4)
+        n = len(body) + 12
+        return struct.pack("<II", btype, n) + body + struct.pack("<I", n)
+    ng = block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+    ng += block(1, struct.pack("<HHI", 1, 0, 65535) + struct.pack("<HHB3x", 9, 1, 0) + struct.pack("<HH", 0, 0))
+    for i, (p, ts) in enumerate(zip(conversation(eth(v4)), [1, 2**63 - 16, 2**63 + 16, 2**64 - 1, 0, 2**62, 2**63, 5, 2**63 - 1])):
+        d = bytes(p)
+        ng += block(6, struct.pack("<IIIII", 0, ts >> 32, ts & 0xFFFFFFFF, len(d), len(d)) + d)
+    path = os.path.join(OUT, "extreme_timestamps.pcapng")
+    with open(path, "wb") as f:
+        f.write(ng)
+    print("wrote", path)
+
     # TCP in tunnels: GRE (IPv4 inside, and transparent Ethernet inside), VXLAN, Geneve.
     from scapy.layers.l2 import GRE
     from scapy.layers.vxlan import VXLAN

@@ -91,6 +91,16 @@ final class FidelityCaptureTests: XCTestCase {
         XCTAssertTrue(index.contains("\"late\": [{\"dir\": \"c2s\", \"stream_offset\": 18, \"length\": 14}]"), index)
     }
 
+    /// A pcapng whose timestamps libpcap turns into seconds at both ends of the 64-bit range.
+    func testExtremeTimestampsInACapture() throws {
+        let s = try summary("extreme_timestamps.pcapng")
+        XCTAssertTrue(s.contains("game: 1 connections, 4 messages"), s)
+        for args in [[], ["--segments"], ["-T", "json"], ["--follow"]] {
+            let r = try TestSupport.framedump(["-r", TestSupport.fixture("extreme_timestamps.pcapng")] + args)
+            XCTAssertEqual(r.status, 0, "\(args): \(r.stderr)")
+        }
+    }
+
     /// The duplicated capture keeps the client's messages as Cs_ and the server's as Sc_.
     func testRolesDoNotFlipAfterClose() throws {
         let r = try TestSupport.framedump(["-r", TestSupport.fixture("after_fin.pcap"), "-T", "json"])
