@@ -133,6 +133,23 @@ final class ReassemblyFidelityTests: XCTestCase {
         XCTAssertEqual(f.col.closed, [.fin, .captureEnd])
     }
 
+    /// A scanner's pattern: SYN, SYN-ACK, RST, then data from the same port. The bytes are
+    /// not lost: a continuation of the closed connection carries them, roles unchanged.
+    func testNewBytesAfterAResetContinueTheConnection() {
+        let f = Feed()
+        f.add(seg(true, .syn, seq: 0))
+        f.add(seg(false, [.syn, .ack], seq: 4999, ack: 1))
+        f.add(seg(true, .rst, seq: 1))
+        XCTAssertEqual(f.col.closed, [.rst])
+        let probe = [UInt8](repeating: 9, count: 109)
+        probe.withUnsafeBytes { f.add(seg(true, .ack, seq: 1, ack: 5000, $0)) }
+        f.add(seg(false, .rst, seq: 5000))
+        XCTAssertEqual(f.col.opened, 2)
+        XCTAssertEqual(f.r.stats.continuedAfterClose, 1)
+        XCTAssertEqual(f.col.data[.c2s]!, probe, "the client's bytes, as the client's")
+        XCTAssertEqual(f.col.closed, [.rst, .rst])
+    }
+
     func testClosedConnectionsRememberedAreBounded() {
         var o = ReassemblyOptions()
         o.maxTimeWait = 4

@@ -45,6 +45,7 @@ struct Summary {
         if r.lateSegments > 0 { extra.append("\(r.lateSegments) late data for reported gaps (\(r.lateBytes) bytes)") }
         if r.outOfWindowResets > 0 { extra.append("\(r.outOfWindowResets) out-of-window RSTs ignored") }
         if r.afterCloseSegments > 0 { extra.append("\(r.afterCloseSegments) segments after close") }
+        if r.continuedAfterClose > 0 { extra.append("\(r.continuedAfterClose) connections continued by new bytes after close") }
         if r.clockJumps > 0 { extra.append("\(r.clockJumps) packets with a timestamp jump not followed") }
         if !extra.isEmpty { line("reassembly: " + extra.joined(separator: ", ")) }
         if r.bufferLimitHits > 0 {

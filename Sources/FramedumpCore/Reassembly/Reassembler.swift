@@ -69,9 +69,17 @@ public final class Reassembler {
         if conn == nil {
             // A connection that closed a moment ago keeps its late segments (retransmissions
             // after FIN, duplicate copies, stray ACKs): only a SYN with a new ISN starts anew.
+            var continuing: Connection?
             if timeWait.count > 0, let old = timeWait.find(key) {
                 if startsNewConnection(old, s) {
                     timeWait.remove(key)
+                } else if carriesNewBytes(old, s) {
+                    // Bytes past the end of what the closed connection carried (after a RST,
+                    // a peer that kept sending): not lost, but delivered on a continuation
+                    // with the same roles.
+                    timeWait.remove(key)
+                    continuing = old
+                    stats.continuedAfterClose += 1
                 } else {
                     // The final ACK of every orderly close lands here: not worth a count.
                     if s.payloadLength > 0 || s.flags.rawValue & 0x07 != 0 { stats.afterCloseSegments += 1 }
@@ -84,7 +92,7 @@ public final class Reassembler {
                 stats.ignoredSegments += 1
                 return
             }
-            conn = open(s, packet: packet)
+            conn = open(s, packet: packet, continuing: continuing)
             // A connection opened by a packet whose jump the clock did not follow starts on the clock.
             if now < packet.ts { conn?.lastSeen = now }
         }
@@ -153,6 +161,15 @@ public final class Reassembler {
         return s.src != old.server || old.serverISN.map { $0 != s.seq } ?? true
     }
 
+    /// Whether a segment for a closed connection carries bytes past the end of its stream.
+    func carriesNewBytes(_ old: Connection, _ s: TCPSegment) -> Bool {
+        guard s.payloadLength > 0 else { return false }
+        let h = old.halves[s.src == old.client ? 0 : 1]
+        guard h.started else { return true }
+        let seq = s.flags.contains(.syn) ? s.seq &+ 1 : s.seq
+        return h.offsetOf(seq &+ UInt32(truncatingIfNeeded: s.payloadLength)) > Int64(h.offset)
+    }
+
     /// RFC 5961: a RST is believed only when its sequence number lies in the window the
     /// receiver advertised (with its scale when both SYNs carried one; generously otherwise).
     func resetInWindow(_ c: Connection, _ dir: Direction, _ s: TCPSegment) -> Bool {
@@ -208,18 +225,24 @@ public final class Reassembler {
 
     // MARK: - Connection table
 
-    func open(_ s: TCPSegment, packet: PacketRef) -> Connection {
+    /// A new connection; `continuing` a closed one, it keeps that one's roles and ISNs.
+    func open(_ s: TCPSegment, packet: PacketRef, continuing old: Connection? = nil) -> Connection {
         if table.count >= options.maxConnections, let victim = leastRecentlyUsed() {
             stats.evicted += 1
             close(victim, reason: .evicted, packet: packet)
         }
         let syn = s.flags.contains(.syn), ack = s.flags.contains(.ack)
         let srcIsClient: Bool
-        if syn { srcIsClient = !ack }
+        if let old { srcIsClient = s.src == old.client }
+        else if syn { srcIsClient = !ack }
         else if isServerPort(s.dst.port) != isServerPort(s.src.port) { srcIsClient = isServerPort(s.dst.port) }
         else { srcIsClient = s.src.port > s.dst.port || (s.src.port == s.dst.port && s.src < s.dst) }
         let c = Connection(number: nextNumber, client: srcIsClient ? s.src : s.dst,
-                           server: srcIsClient ? s.dst : s.src, rolesFromSYN: syn, packet: packet)
+                           server: srcIsClient ? s.dst : s.src, rolesFromSYN: old?.rolesFromSYN ?? syn, packet: packet)
+        if let old {
+            c.clientISN = old.clientISN
+            c.serverISN = old.serverISN
+        }
         nextNumber += 1
         stats.connections += 1
         table.insert(c)

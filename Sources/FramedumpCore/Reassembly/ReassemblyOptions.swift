@@ -49,6 +49,8 @@ public struct ReassemblyStats: Sendable {
     /// Segments of a connection that had already closed (retransmissions, duplicates), not
     /// counting pure ACKs.
     public var afterCloseSegments: UInt64 = 0
+    /// Connections continued because a segment after the close carried new bytes.
+    public var continuedAfterClose: UInt64 = 0
     /// Packets whose timestamp jumped away from the clock and was not followed.
     public var clockJumps: UInt64 = 0
     public init() {}
