@@ -133,6 +133,26 @@ final class ReassemblyFidelityTests: XCTestCase {
         XCTAssertEqual(f.col.closed, [.fin, .captureEnd])
     }
 
+    /// An injected RST before the SYN-ACK whose ACK does not acknowledge the SYN (Zeek's
+    /// rst-inject trace): ignored; the real handshake goes on in the same connection.
+    func testResetNotAcknowledgingTheSYNIsIgnored() {
+        let f = Feed()
+        f.add(seg(true, .syn, seq: 999))
+        f.add(seg(false, [.rst, .ack], seq: 0, ack: 999))
+        XCTAssertEqual(f.r.stats.outOfWindowResets, 1)
+        f.add(seg(false, [.syn, .ack], seq: 4999, ack: 1000))
+        let a = [UInt8](repeating: 1, count: 25)
+        a.withUnsafeBytes { f.add(seg(true, [.psh, .ack], seq: 1000, ack: 5000, $0)) }
+        f.r.finish()
+        XCTAssertEqual(f.col.opened, 1)
+        XCTAssertEqual(f.col.data[.c2s]!, a)
+        // A RST that does acknowledge the SYN (a closed port) is believed.
+        let g = Feed()
+        g.add(seg(true, .syn, seq: 999))
+        g.add(seg(false, [.rst, .ack], seq: 0, ack: 1000))
+        XCTAssertEqual(g.col.closed, [.rst])
+    }
+
     /// A scanner's pattern: SYN, SYN-ACK, RST, then data from the same port. The bytes are
     /// not lost: a continuation of the closed connection carries them, roles unchanged.
     func testNewBytesAfterAResetContinueTheConnection() {

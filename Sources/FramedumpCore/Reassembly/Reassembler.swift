@@ -174,7 +174,14 @@ public final class Reassembler {
     /// receiver advertised (with its scale when both SYNs carried one; generously otherwise).
     func resetInWindow(_ c: Connection, _ dir: Direction, _ s: TCPSegment) -> Bool {
         let sender = c.halves[dir.rawValue], receiver = c.halves[dir.opposite.rawValue]
-        guard sender.started, receiver.window != .max else { return true }
+        if !sender.started {
+            // An answer to a SYN (RFC 793, SYN-SENT): believed when it acknowledges the SYN.
+            if receiver.startedAtSYN && receiver.offset == 0 && s.flags.contains(.ack) {
+                return s.ack == receiver.nextSeq
+            }
+            return true
+        }
+        guard receiver.window != .max else { return true }
         var scale: UInt8 = 14
         if sender.startedAtSYN && receiver.startedAtSYN {
             scale = sender.windowScale != nil ? min(receiver.windowScale ?? 0, 14) : 0
