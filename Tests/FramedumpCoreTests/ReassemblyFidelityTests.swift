@@ -100,8 +100,9 @@ final class ReassemblyFidelityTests: XCTestCase {
         XCTAssertEqual(f.r.openConnections, 1)
         XCTAssertEqual(f.r.stats.outOfWindowResets, 1)
         b.withUnsafeBytes { f.add(seg(true, [.psh, .ack], seq: 1010, ack: 5000, $0)) }
-        // A RST at the right place does close it.
+        // A RST at the right place does close it (once the data in flight had its chance).
         f.add(seg(true, .rst, seq: 1020))
+        f.r.finish()
         XCTAssertEqual(f.r.openConnections, 0)
         XCTAssertEqual(f.col.data[.c2s]!, a + b)
         XCTAssertEqual(f.col.closed, [.rst])
@@ -150,6 +151,7 @@ final class ReassemblyFidelityTests: XCTestCase {
         let g = Feed()
         g.add(seg(true, .syn, seq: 999))
         g.add(seg(false, [.rst, .ack], seq: 0, ack: 1000))
+        g.r.finish()
         XCTAssertEqual(g.col.closed, [.rst])
     }
 
@@ -160,14 +162,36 @@ final class ReassemblyFidelityTests: XCTestCase {
         f.add(seg(true, .syn, seq: 0))
         f.add(seg(false, [.syn, .ack], seq: 4999, ack: 1))
         f.add(seg(true, .rst, seq: 1))
-        XCTAssertEqual(f.col.closed, [.rst])
+        XCTAssertEqual(f.col.closed, [])
+        // 16 s later (Zeek's modbus trace): long after the RST's linger.
+        f.ms += 16_000
         let probe = [UInt8](repeating: 9, count: 109)
         probe.withUnsafeBytes { f.add(seg(true, .ack, seq: 1, ack: 5000, $0)) }
+        XCTAssertEqual(f.col.closed, [.rst])
         f.add(seg(false, .rst, seq: 5000))
+        f.r.finish()
         XCTAssertEqual(f.col.opened, 2)
         XCTAssertEqual(f.r.stats.continuedAfterClose, 1)
         XCTAssertEqual(f.col.data[.c2s]!, probe, "the client's bytes, as the client's")
         XCTAssertEqual(f.col.closed, [.rst, .rst])
+    }
+
+    /// The client resets while the server's reply is in flight (Zeek's heartbleed trace):
+    /// the reply still belongs to the connection.
+    func testDataInFlightAfterAResetIsKept() {
+        let f = Feed()
+        handshake(f)
+        f.add(seg(true, [.fin, .ack], seq: 1000, ack: 5000))
+        f.add(seg(true, .rst, seq: 1000))
+        let reply = [UInt8](repeating: 4, count: 300)
+        reply.withUnsafeBytes { b in
+            f.add(seg(false, [.psh, .ack], seq: 5000, ack: 1000, b.slice(0, 150)))
+            f.add(seg(false, [.psh, .ack], seq: 5150, ack: 1000, b.slice(150, 150)))
+        }
+        f.r.finish()
+        XCTAssertEqual(f.col.opened, 1)
+        XCTAssertEqual(f.col.data[.s2c]!, reply)
+        XCTAssertEqual(f.col.closed, [.rst])
     }
 
     func testClosedConnectionsRememberedAreBounded() {
@@ -180,6 +204,10 @@ final class ReassemblyFidelityTests: XCTestCase {
             f.add(TCPSegment(src: c, dst: server, seq: 1, ack: 0, flags: .syn, window: 1, payload: empty, payloadLength: 0))
             f.add(TCPSegment(src: c, dst: server, seq: 2, ack: 0, flags: .rst, window: 1, payload: empty, payloadLength: 0))
         }
+        // Two seconds on, the resets' linger is over: all ten closed, four remembered.
+        f.ms += 2000
+        f.add(seg(true, .syn, seq: 3))
+        XCTAssertEqual(f.col.closed.count, 10)
         XCTAssertEqual(f.r.timeWait.count, 4)
         // And they are forgotten after `timeWaitSeconds` of packet time.
         f.ms += 10_000

@@ -14,6 +14,11 @@ public final class Connection {
     var clientISN: UInt32?
     var serverISN: UInt32?
     var rstSeen = false
+    /// After an accepted RST the connection lingers a moment for the data already in flight
+    /// (the peer had not seen the RST yet): the RST packet, and packets since.
+    var resetPacket: PacketRef?
+    var packetsSinceReset = 0
+    var inResetList = false
     /// Packets of this connection while it had an ACK hole (the clock of the grace).
     var packetCount: UInt64 = 0
     /// Some direction holds an acknowledgement for bytes not seen yet (see `HalfStream.ackedEnd`).

@@ -28,6 +28,8 @@ public final class Reassembler {
     var timeWaitHead = 0
     /// Connections that may hold an ACK hole, swept once per second of packet time.
     var ackList: [Connection] = []
+    /// Connections lingering after a RST, swept once per second of packet time.
+    var resetList: [Connection] = []
     /// `RecentBytes` buffers in use (bounded by `maxRecentBuffers`).
     var recentBuffers = 0
     var nextNumber: UInt64 = 1
@@ -56,12 +58,20 @@ public final class Reassembler {
         var conn: Connection?
         if let last = lastConnection, last.key == key { conn = last } else { conn = table.find(key) }
 
+        if let c = conn, c.rstSeen, let r = c.resetPacket {
+            // Reset a while ago: what comes now belongs to the closed connection.
+            c.packetsSinceReset += 1
+            if c.packetsSinceReset > options.resetLingerPackets || now.nanos(since: r.ts) >= options.resetLingerNanos {
+                close(c, reason: .rst, packet: r)
+                conn = nil
+            }
+        }
         if let c = conn, syn, !ackFlag, s.src == c.client {
             // A new SYN with another ISN (or, without a known ISN, after the old connection
             // ended): port reuse. The same ISN again is a retransmitted or duplicated SYN.
             let reused = c.clientISN.map { $0 != s.seq } ?? (c.rstSeen || c.halves[0].finOffset != nil)
             if reused {
-                close(c, reason: .reused, packet: packet)
+                close(c, reason: c.rstSeen ? .rst : .reused, packet: c.resetPacket ?? packet)
                 timeWait.remove(c.key)
                 conn = nil
             }
@@ -142,8 +152,15 @@ public final class Reassembler {
         }
         if c.ackHole { settleAckHoles(c, now: now, packet: packet, force: false) }
         if rst {
-            c.rstSeen = true
-            close(c, reason: .rst, packet: packet)
+            // Closed once the data in flight had its chance (see `resetLingerPackets`).
+            if !c.rstSeen {
+                c.rstSeen = true
+                c.resetPacket = packet
+                if !c.inResetList {
+                    c.inResetList = true
+                    resetList.append(c)
+                }
+            }
             return
         }
         checkFinished(c, dir)
@@ -227,7 +244,7 @@ public final class Reassembler {
     /// Ends every connection still open (end of capture), in order of first appearance.
     public func finish() {
         let all = table.all.sorted { $0.number < $1.number }
-        for c in all { close(c, reason: .captureEnd, packet: lastPacket) }
+        for c in all { close(c, reason: c.rstSeen ? .rst : .captureEnd, packet: c.resetPacket ?? lastPacket) }
     }
 
     // MARK: - Connection table
@@ -314,6 +331,17 @@ public final class Reassembler {
             forgetOldestClosed()
         }
         if !ackList.isEmpty { sweepAckHoles(now: now) }
+        if !resetList.isEmpty {
+            let list = resetList
+            resetList = []
+            for c in list where !c.isClosed {
+                if let r = c.resetPacket, now.nanos(since: r.ts) >= options.resetLingerNanos {
+                    close(c, reason: .rst, packet: r)
+                } else {
+                    resetList.append(c)
+                }
+            }
+        }
         while let c = oldest, now.seconds(since: c.lastSeen) > options.idleTimeoutSeconds {
             // A connection that saw packets since it was placed is moved up, not closed.
             if c.lastTouch > c.linkedAt && now.seconds(since: c.lastSeen) <= options.idleTimeoutSeconds {

@@ -13,6 +13,10 @@ public struct ReassemblyOptions: Sendable {
     /// the ACK a few microseconds before the segment it acknowledges).
     public var ackGracePackets: UInt64 = 32
     public var ackGraceNanos: Int64 = 1_000_000_000
+    /// After a RST, data already in flight is still taken for this many packets of the
+    /// connection or this much packet-clock time; then the connection closes (reason `rst`).
+    public var resetLingerPackets = 32
+    public var resetLingerNanos: Int64 = 1_000_000_000
     /// How long a closed connection is remembered so late segments are attributed to it.
     public var timeWaitSeconds: Int64 = 120
     /// Closed connections remembered at once (the oldest is forgotten first).
