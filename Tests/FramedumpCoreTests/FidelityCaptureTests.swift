@@ -238,6 +238,22 @@ final class FidelityCaptureTests: XCTestCase {
         XCTAssertEqual(d.stats.overlaps, 1)
     }
 
+    /// IPv4 overlaps (Zeek's ipv4_fragmented-4 evasion trace): the first copy of each byte is kept.
+    func testOverlappingIPv4FragmentsKeepTheFirstCopy() {
+        let d = Defragmenter()
+        let ts = Timestamp(seconds: 1, nanos: 0)
+        var out: Defragmenter.Datagram?
+        fragment([UInt8](repeating: 1, count: 24), offset: 0, more: true) { out = d.add($0, at: ts) }
+        fragment([UInt8](repeating: 3, count: 24), offset: 48, more: true) { out = d.add($0, at: ts) }
+        fragment([UInt8](repeating: 4, count: 17), offset: 72, more: false) { out = d.add($0, at: ts) }
+        // Covers 24..<72, overlapping the piece at 48: only 24..<48 is new.
+        fragment([UInt8](repeating: 2, count: 48), offset: 24, more: true) { out = d.add($0, at: ts) }
+        let expected = [UInt8](repeating: 1, count: 24) + [UInt8](repeating: 2, count: 24)
+            + [UInt8](repeating: 3, count: 24) + [UInt8](repeating: 4, count: 17)
+        XCTAssertEqual(out?.bytes, expected)
+        XCTAssertEqual(d.stats.overlapsTrimmed, 1)
+    }
+
     func testFragmentBoundsAndTimeout() {
         var o = Defragmenter.Options()
         o.maxDatagrams = 4

@@ -1,9 +1,8 @@
 /// Reassembles fragmented IPv4 and IPv6 datagrams, as tshark and Zeek do, within bounds:
 /// a number of datagrams in progress, a number of bytes held, a number of fragments per
-/// datagram, and a timeout on the packet clock. Fragments that overlap (other than exact
-/// duplicates) abandon their datagram, as RFC 5722 and RFC 8200 §4.5 require for IPv6 (and as
-/// Linux does for IPv4 too): overlapping fragments are how IDS evasion works, and there is no
-/// right answer to which copy the host used.
+/// datagram, and a timeout on the packet clock. IPv6 fragments that overlap (other than
+/// exact duplicates) abandon their datagram, as RFC 5722 and RFC 8200 §4.5 require. IPv4
+/// overlaps keep the first copy of each byte (as tshark and Zeek do) and are counted.
 public final class Defragmenter {
     public struct Options: Sendable {
         public var maxDatagrams = 1024
@@ -17,6 +16,8 @@ public final class Defragmenter {
         public var fragments: UInt64 = 0
         public var reassembled: UInt64 = 0
         public var duplicates: UInt64 = 0
+        /// IPv4 fragments that overlapped earlier ones (the earlier bytes were kept).
+        public var overlapsTrimmed: UInt64 = 0
         /// Datagrams abandoned, by cause.
         public var overlaps: UInt64 = 0
         public var timedOut: UInt64 = 0
@@ -112,18 +113,43 @@ public final class Defragmenter {
             stats.duplicates += 1
             return nil
         }
-        if i > 0, d.pieces[i - 1].offset + d.pieces[i - 1].bytes.count > f.offset { return overlap(d) }
-        if i < d.pieces.count, d.pieces[i].offset < end { return overlap(d) }
+        let overlapsBefore = i > 0 && d.pieces[i - 1].offset + d.pieces[i - 1].bytes.count > f.offset
+        let overlapsAfter = i < d.pieces.count && d.pieces[i].offset < end
+        // IPv6: any overlap abandons the datagram (RFC 5722). IPv4: the first copy of each
+        // byte wins, as tshark and Zeek reassemble, and the overlap is counted.
+        if (overlapsBefore || overlapsAfter) && f.src.isV6 { return overlap(d) }
         guard d.pieces.count < options.maxFragmentsPerDatagram else {
             stats.malformed += 1
             abandon(d)
             return nil
         }
         while heldBytes + f.dataLength > options.maxBytes, let oldest = oldestLive(), oldest !== d { _ = evict(oldest) }
-        d.pieces.insert((f.offset, Array(f.data)), at: i)
-        d.held += f.dataLength
-        heldBytes += f.dataLength
+        if overlapsBefore || overlapsAfter {
+            stats.overlapsTrimmed += 1
+            insertUncovered(d, f, end: end)
+        } else {
+            d.pieces.insert((f.offset, Array(f.data)), at: i)
+            d.held += f.dataLength
+            heldBytes += f.dataLength
+        }
         return complete(d)
+    }
+
+    /// Inserts the parts of an IPv4 fragment that no earlier fragment covered.
+    func insertUncovered(_ d: Pending, _ f: IPFragment, end: Int) {
+        var add: [(offset: Int, bytes: [UInt8])] = []
+        var cursor = f.offset
+        for p in d.pieces where p.offset < end && p.offset + p.bytes.count > f.offset {
+            if p.offset > cursor { add.append((cursor, Array(f.data[(cursor - f.offset)..<(p.offset - f.offset)]))) }
+            cursor = max(cursor, p.offset + p.bytes.count)
+        }
+        if cursor < end { add.append((cursor, Array(f.data[(cursor - f.offset)..<(end - f.offset)]))) }
+        for piece in add {
+            let at = d.pieces.firstIndex { $0.offset > piece.offset } ?? d.pieces.count
+            d.pieces.insert(piece, at: at)
+            d.held += piece.bytes.count
+            heldBytes += piece.bytes.count
+        }
     }
 
     /// The whole datagram, if its pieces now run from 0 to its end without a hole.

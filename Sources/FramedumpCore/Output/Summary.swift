@@ -28,7 +28,8 @@ struct Summary {
         var parts = ["\(s.reassembled) datagrams reassembled"]
         if d.incomplete > 0 { parts.append("\(d.incomplete) incomplete at the end") }
         if s.duplicates > 0 { parts.append("\(s.duplicates) duplicate fragments") }
-        if s.overlaps > 0 { parts.append("\(s.overlaps) dropped for overlapping fragments") }
+        if s.overlapsTrimmed > 0 { parts.append("\(s.overlapsTrimmed) IPv4 overlaps (first copy kept)") }
+        if s.overlaps > 0 { parts.append("\(s.overlaps) dropped for overlapping IPv6 fragments") }
         if s.timedOut > 0 { parts.append("\(s.timedOut) timed out (\(d.options.timeoutSeconds) s)") }
         if s.evicted > 0 { parts.append("\(s.evicted) evicted (bounds)") }
         if s.cut > 0 { parts.append("\(s.cut) fragments cut by snaplen") }
