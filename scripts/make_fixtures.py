@@ -8,7 +8,8 @@ Two kinds:
   capture patterns of issue 11: ACKs captured before their data, IPv4 total length 0 from
   segmentation offload, IPv4/IPv6 fragments and IPv6 atomic fragments, an out-of-window RST,
   duplicates and retransmissions after FIN, the link layers PPP, PPP in HDLC, Cisco
-  HDLC, NFLOG, MPLS, 802.3 LLC/SNAP, IP over InfiniBand, PPI and Apple PKTAP, and GRE/VXLAN/
+  HDLC, NFLOG, MPLS, 802.3 LLC/SNAP, PPPoE over QinQ, IP over InfiniBand, PPI and Apple PKTAP,
+  and GRE/VXLAN/
   Geneve tunnels);
 - and, as before, scapy-built files for VLAN and QinQ tags, IPv6 extension
   headers, raw IP, BSD NULL/LOOP, Linux SLL v1, a snaplen that cuts payloads, pcapng,
@@ -370,6 +371,19 @@ def fidelity_fixtures():
         r.time = p.time
         nf.append(r)
     write("nflog.pcap", nf, linktype=239)
+    # PPPoE over QinQ (a broadband access network), where pure ACKs carry an IP length 6
+    # bytes longer than their PPPoE session (Ethernet padding follows): the session length
+    # wins, as in tshark (Zeek's pppoe-over-qinq trace).
+    from scapy.layers.ppp import PPPoE, PPP
+    from scapy.packet import Padding
+    pq = []
+    for p in conversation(lambda c2s: Ether() / Dot1AD(vlan=100) / Dot1Q(vlan=42) / PPPoE(sessionid=7) / PPP(proto=0x21) / v4(c2s)):
+        if Raw not in p:
+            p[IP].len = 46
+            p[PPPoE].len = 42
+            p = p / Padding(b"\0" * 6)
+        pq.append(p)
+    write("pppoe_qinq.pcap", pq)
     mpls = lambda c2s: Ether(type=0x8847) / Raw(struct.pack(">II", (100 << 12) | 64, (200 << 12) | 0x100 | 64)) / v4(c2s)
     write("mpls.pcap", conversation(mpls))
     from scapy.all import Dot3, LLC, SNAP

@@ -8,7 +8,7 @@ final class FidelityCaptureTests: XCTestCase {
     static let fixtures = [
         "ack_before_data.pcap", "tso_len0.pcap", "ip_fragments.pcap", "rst_out_of_window.pcap", "after_fin.pcap",
         "ppp.pcap", "ppp_hdlc.pcap", "c_hdlc.pcap", "nflog.pcap", "mpls.pcap", "llc_snap.pcap", "ppi.pcap", "pktap.pcap",
-        "timestamps.pcap", "tunnels.pcap", "ipoib.pcap",
+        "timestamps.pcap", "tunnels.pcap", "ipoib.pcap", "pppoe_qinq.pcap",
     ]
 
     func testStreamsMatchTsharkFollow() throws {

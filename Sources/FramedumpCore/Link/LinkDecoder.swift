@@ -131,7 +131,7 @@ public struct LinkDecoder: Sendable {
     }
 
     /// RFC 1661 PPP: optional address/control (FF 03), then a 1- or 2-byte protocol.
-    func ppp(_ p: UnsafeRawBufferPointer, at start: Int) -> LinkResult {
+    func ppp(_ p: UnsafeRawBufferPointer, at start: Int, bounded: Bool = false) -> LinkResult {
         var at = start
         if p.u8(at) == 0xff && p.u8(at + 1) == 0x03 { at += 2 }
         guard let b0 = p.u8(at) else { return .truncated }
@@ -145,17 +145,21 @@ public struct LinkDecoder: Sendable {
             at += 2
         }
         switch proto {
-        case 0x0021: return ipv4(p, at: at)
-        case 0x0057: return ipv6(p, at: at)
+        case 0x0021: return ipv4(p, at: at, bounded: bounded)
+        case 0x0057: return ipv6(p, at: at, bounded: bounded)
         case 0x0281: return mpls(p, at: at)
         default: return .unsupported
         }
     }
 
     /// RFC 2516 PPPoE session: version/type, code, session id, length, then PPP's protocol.
+    /// The session length bounds the PPP frame: an IP length that claims more (and reaches
+    /// into Ethernet padding) is cut to it, as tshark does.
     func pppoe(_ p: UnsafeRawBufferPointer, at: Int) -> LinkResult {
-        guard p.count >= at + 8 else { return .truncated }
-        return ppp(p, at: at + 6)
+        guard let len = p.u16be(at + 4), p.count >= at + 8 else { return .truncated }
+        let end = at + 6 + Int(len)
+        // Only when the whole session frame was captured is its end the packet's end.
+        return ppp(p.slice(0, end), at: at + 6, bounded: p.count >= end)
     }
 
     /// RFC 3032 MPLS label stack (4 bytes per entry, S bit ends it); the payload's first
@@ -230,7 +234,9 @@ public struct LinkDecoder: Sendable {
      |                    Destination Address                        |
      |                    Options (IHL > 5)                          |
     */
-    func ipv4(_ p: UnsafeRawBufferPointer, at: Int) -> LinkResult {
+    /// `bounded`: the buffer ends where the packet does (a framing length said so), so an
+    /// IP length beyond it is cut to it rather than taken for a snaplen cut.
+    func ipv4(_ p: UnsafeRawBufferPointer, at: Int, bounded: Bool = false) -> LinkResult {
         guard let vihl = p.u8(at), var total = p.u16be(at + 2).map(Int.init), let id = p.u16be(at + 4),
               let frag = p.u16be(at + 6), let proto = p.u8(at + 9), let src = p.u32be(at + 12),
               let dst = p.u32be(at + 16)
@@ -240,7 +246,7 @@ public struct LinkDecoder: Sendable {
         // Total length 0: segmentation offload on the capturing host (TSO/LSO) handed the
         // capture a packet bigger than IP can say. As tshark and Zeek do, use what was captured.
         let lengthFromCapture = total == 0
-        if lengthFromCapture { total = p.count - at }
+        if lengthFromCapture || (bounded && total > p.count - at) { total = p.count - at }
         guard ihl >= 20, total >= ihl else { return .malformed }
         // More-fragments set or a non-zero offset: part of a fragmented datagram.
         if frag & 0x3fff != 0 {
@@ -301,7 +307,7 @@ public struct LinkDecoder: Sendable {
     }
 
     /// IPv6 with its extension header chain (hop-by-hop, routing, destination, AH, fragment).
-    func ipv6(_ p: UnsafeRawBufferPointer, at: Int) -> LinkResult {
+    func ipv6(_ p: UnsafeRawBufferPointer, at: Int, bounded: Bool = false) -> LinkResult {
         guard let v = p.u8(at), let plen = p.u16be(at + 4), let next = p.u8(at + 6),
               let sh = p.u64be(at + 8), let sl = p.u64be(at + 16),
               let dh = p.u64be(at + 24), let dl = p.u64be(at + 32)
@@ -310,7 +316,8 @@ public struct LinkDecoder: Sendable {
         // Payload length 0: offload again (or a jumbogram, whose hop-by-hop option says the
         // same as the captured length, as with Linux BIG TCP); use what was captured.
         let lengthFromCapture = plen == 0
-        let remaining = lengthFromCapture ? p.count - at - 40 : Int(plen)
+        var remaining = lengthFromCapture ? p.count - at - 40 : Int(plen)
+        if bounded && remaining > p.count - at - 40 { remaining = max(0, p.count - at - 40) }
         return ipv6Chain(p, next: next, at: at + 40, remaining: remaining,
                          src: IPAddress(v6Hi: sh, lo: sl), dst: IPAddress(v6Hi: dh, lo: dl), lengthFromCapture: lengthFromCapture)
     }
