@@ -9,8 +9,7 @@ Two kinds:
   segmentation offload, IPv4/IPv6 fragments and IPv6 atomic fragments, an out-of-window RST,
   duplicates and retransmissions after FIN, the link layers PPP, PPP in HDLC, Cisco
   HDLC, NFLOG, MPLS, 802.3 LLC/SNAP, PPPoE over QinQ, IP over InfiniBand, PPI and Apple PKTAP,
-  and GRE/VXLAN/
-  Geneve tunnels);
+  and GRE/VXLAN/Geneve/GTP-U tunnels);
 - and, as before, scapy-built files for VLAN and QinQ tags, IPv6 extension
   headers, raw IP, BSD NULL/LOOP, Linux SLL v1, a snaplen that cuts payloads, pcapng,
   nanosecond timestamps, fragments and UDP (to be skipped), and reassembly edge cases
@@ -420,7 +419,7 @@ def fidelity_fixtures():
         f.write(ng)
     print("wrote", path)
 
-    # TCP in tunnels: GRE (IPv4 inside, and transparent Ethernet inside), VXLAN, Geneve.
+    # TCP in tunnels: GRE (IPv4 inside, and transparent Ethernet inside), VXLAN, Geneve, GTP-U.
     from scapy.layers.l2 import GRE
     from scapy.layers.vxlan import VXLAN
     from scapy.contrib.geneve import GENEVE
@@ -429,6 +428,8 @@ def fidelity_fixtures():
     tun += conversation(lambda c2s: outer() / GRE(proto=0x6558, key_present=1, key=7) / Ether() / v4(c2s), cport=40011)
     tun += conversation(lambda c2s: outer() / UDP(sport=50000, dport=4789) / VXLAN(vni=42) / Ether() / v4(c2s), cport=40012)
     tun += conversation(lambda c2s: outer() / UDP(sport=50001, dport=6081) / GENEVE(vni=43, proto=0x6558) / Ether() / v4(c2s), cport=40013)
+    from scapy.contrib.gtp import GTP_U_Header
+    tun += conversation(lambda c2s: outer() / UDP(sport=2152, dport=2152) / GTP_U_Header(teid=0x1234, S=1, seq=9) / v4(c2s), cport=40014)
     for i, p in enumerate(tun):
         p.time = T0 + i * 0.001
     write("tunnels.pcap", tun)

@@ -69,7 +69,7 @@ final class FidelityCaptureTests: XCTestCase {
         XCTAssertFalse(s.contains("idle timeout"), s)
         XCTAssertTrue(s.contains("game: 2 connections, 5 messages"), s)
         s = try summary("tunnels.pcap")
-        XCTAssertTrue(s.contains("game: 4 connections, 16 messages"), s)
+        XCTAssertTrue(s.contains("game: 5 connections, 20 messages"), s)
         s = try summary("pktap.pcap")
         XCTAssertTrue(s.contains("game: 2 connections, 8 messages"), s)
     }

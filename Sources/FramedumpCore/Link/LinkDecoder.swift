@@ -264,7 +264,8 @@ public struct LinkDecoder: Sendable {
     }
 
     /// TCP inside a tunnel, decoded as tshark does: GRE (IP protocol 47: IPv4, IPv6, MPLS,
-    /// transparent Ethernet, WCCP redirect), VXLAN (UDP port 4789) and Geneve (UDP port 6081).
+    /// transparent Ethernet, WCCP redirect), VXLAN (UDP port 4789), Geneve (UDP port 6081)
+    /// and GTP-U (UDP port 2152).
     /// Other UDP is not TCP. The inner packet is decoded one level deeper, at most 4 levels.
     func tunnel(_ p: UnsafeRawBufferPointer, proto: UInt8, at: Int, length: Int) -> LinkResult {
         guard depth < 4 else { return .malformed }
@@ -295,6 +296,25 @@ public struct LinkDecoder: Sendable {
             // VXLAN: flags (I set), reserved, 24-bit VNI, reserved; then an Ethernet frame.
             guard let f = inner.u8(8), f & 0x08 != 0 else { return .notTCP }
             return next.ethernet(inner.slice(16, inner.count), at: 0)
+        }
+        if dport == 2152 || sport == 2152 {
+            // GTP-U (mobile core networks): flags, type (255 = G-PDU), length, TEID; with
+            // E/S/PN set, sequence, N-PDU and a chain of extension headers; then an IP packet.
+            guard let flags = inner.u8(8), flags >> 5 == 1, inner.u8(9) == 0xff else { return .notTCP }
+            var off = 16
+            if flags & 0x07 != 0 {
+                guard var ext = inner.u8(off + 3) else { return .truncated }
+                off += 4
+                var hops = 0
+                while ext != 0 {
+                    hops += 1
+                    guard hops <= 16, let words = inner.u8(off), words > 0 else { return .malformed }
+                    off += Int(words) * 4
+                    guard let n = inner.u8(off - 1) else { return .truncated }
+                    ext = n
+                }
+            }
+            return next.rawIP(inner.slice(off, inner.count), at: 0)
         }
         if dport == 6081 || sport == 6081 {
             // Geneve: version and option length (4-byte words), flags, protocol type, VNI, options.
