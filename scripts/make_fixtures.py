@@ -8,7 +8,8 @@ Two kinds:
   capture patterns of issue 11: ACKs captured before their data, IPv4 total length 0 from
   segmentation offload, IPv4/IPv6 fragments and IPv6 atomic fragments, an out-of-window RST,
   duplicates and retransmissions after FIN, the link layers PPP, PPP in HDLC, Cisco
-  HDLC, NFLOG, MPLS, 802.3 LLC/SNAP, PPPoE over QinQ, IP over InfiniBand, PPI and Apple PKTAP,
+  HDLC, NFLOG, MPLS, 802.3 LLC/SNAP, 802.1ah PBB, FDDI, PPPoE over QinQ, IP over InfiniBand,
+  PPI and Apple PKTAP,
   and GRE/VXLAN/Geneve/GTP-U tunnels);
 - and, as before, scapy-built files for VLAN and QinQ tags, IPv6 extension
   headers, raw IP, BSD NULL/LOOP, Linux SLL v1, a snaplen that cuts payloads, pcapng,
@@ -387,6 +388,9 @@ def fidelity_fixtures():
     write("mpls.pcap", conversation(mpls))
     from scapy.all import Dot3, LLC, SNAP
     write("llc_snap.pcap", conversation(lambda c2s: Dot3(src="02:00:00:00:00:02", dst="02:00:00:00:00:01") / LLC(dsap=0xaa, ssap=0xaa, ctrl=3) / SNAP(OUI=0, code=0x0800) / v4(c2s)))
+    write("fddi.pcap", conversation(hdr(b"\x50" + bytes(12) + b"\xaa\xaa\x03\x00\x00\x00\x08\x00")), linktype=10)
+    pbb = lambda c2s: Ether(type=0x88e7) / Raw(b"\x00\x00\x01\x00" + b"\x02\x00\x00\x00\x00\x01\x02\x00\x00\x00\x00\x02\x08\x00") / v4(c2s)
+    write("pbb.pcap", conversation(pbb))
     write("ipoib.pcap", conversation(lambda c2s: Raw(bytes(40) + b"\x08\x00\x00\x00") / v4(c2s)), linktype=242)
     write("ppi.pcap", conversation(lambda c2s: Raw(struct.pack("<BBHI", 0, 0, 8, 1)) / Ether() / v4(c2s)), linktype=192)
 

@@ -8,7 +8,7 @@ final class FidelityCaptureTests: XCTestCase {
     static let fixtures = [
         "ack_before_data.pcap", "tso_len0.pcap", "ip_fragments.pcap", "rst_out_of_window.pcap", "after_fin.pcap",
         "ppp.pcap", "ppp_hdlc.pcap", "c_hdlc.pcap", "nflog.pcap", "mpls.pcap", "llc_snap.pcap", "ppi.pcap", "pktap.pcap",
-        "timestamps.pcap", "tunnels.pcap", "ipoib.pcap", "pppoe_qinq.pcap",
+        "timestamps.pcap", "tunnels.pcap", "ipoib.pcap", "pppoe_qinq.pcap", "fddi.pcap", "pbb.pcap",
     ]
 
     func testStreamsMatchTsharkFollow() throws {
@@ -146,7 +146,7 @@ final class FidelityCaptureTests: XCTestCase {
 
     func testLinkDecodersSurviveRandomBytes() {
         var rng = SeededRandom(seed: 21)
-        let types: [Int32] = [0, 1, 9, 12, 50, 51, 104, 108, 113, 149, 166, 192, 204, 228, 229, 239, 242, 258, 276]
+        let types: [Int32] = [0, 1, 9, 10, 12, 50, 51, 104, 108, 113, 149, 166, 192, 204, 228, 229, 239, 242, 258, 276]
         var defrag = Defragmenter()
         for i in 0..<40_000 {
             let t = types[i % types.count]

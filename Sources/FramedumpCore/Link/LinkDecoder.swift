@@ -7,7 +7,7 @@ public struct LinkDecoder: Sendable {
     let depth: Int
 
     public static let supported: [Int32: String] = [
-        0: "BSD loopback (NULL)", 1: "Ethernet", 9: "PPP", 12: "raw IP", 14: "raw IP",
+        0: "BSD loopback (NULL)", 1: "Ethernet", 9: "PPP", 10: "FDDI", 12: "raw IP", 14: "raw IP",
         50: "PPP in HDLC-like framing", 51: "PPPoE", 104: "Cisco HDLC", 108: "OpenBSD loopback",
         113: "Linux cooked v1 (SLL)", 149: "Apple PKTAP", 166: "PPP (pppd)", 192: "PPI",
         204: "PPP with direction", 228: "raw IPv4", 229: "raw IPv6", 239: "Linux NFLOG", 242: "IP over InfiniBand",
@@ -61,6 +61,10 @@ public struct LinkDecoder: Sendable {
         case 104:  // Cisco HDLC: address, control, then an EtherType
             guard let proto = p.u16be(2) else { return .truncated }
             return network(p, etherType: proto, at: 4)
+        case 10:  // FDDI: frame control and two addresses (13 bytes), then LLC/SNAP
+            guard let dsap = p.u8(13), let ssap = p.u8(14), let ctl = p.u8(15), let proto = p.u16be(19) else { return .truncated }
+            guard dsap == 0xaa, ssap == 0xaa, ctl == 0x03 else { return .unsupported }
+            return network(p, etherType: proto, at: 21)
         case 239: return nflog(p)
         case 242:  // IP over InfiniBand (RFC 4391): 40 bytes of addresses, type, 2 reserved
             guard let proto = p.u16be(40), p.count >= 44 else { return .truncated }
@@ -83,6 +87,11 @@ public struct LinkDecoder: Sendable {
                 guard let inner = p.u16be(at + 2) else { return .truncated }
                 type = inner
                 at += 4
+            } else if type == 0x88e7 {
+                // 802.1ah provider backbone bridging: I-TAG, then the customer's addresses.
+                guard let inner = p.u16be(at + 16) else { return .truncated }
+                type = inner
+                at += 18
             } else if type <= 1500 {
                 // 802.3: a length, then LLC. SNAP (AA AA 03, OUI) carries an EtherType.
                 guard let dsap = p.u8(at), let ssap = p.u8(at + 1), let ctl = p.u8(at + 2) else { return .truncated }
