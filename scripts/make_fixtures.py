@@ -4,7 +4,14 @@
 Two kinds:
 - real loopback traffic captured by tcpdump: `-i any` (Linux cooked v2) while a small
   client and server talk the game protocol on 127.0.0.1 (needs root);
-- scapy-built files for what loopback cannot produce: VLAN and QinQ tags, IPv6 extension
+- scapy-built files for what loopback cannot produce (and, in `fidelity_fixtures`, the
+  capture patterns of issue 11: ACKs captured before their data, IPv4 total length 0 from
+  segmentation offload, IPv4/IPv6 fragments and IPv6 atomic fragments, an out-of-window RST,
+  duplicates and retransmissions after FIN, the link layers PPP, PPP in HDLC, Cisco
+  HDLC, NFLOG, MPLS, 802.3 LLC/SNAP, 802.1ah PBB, FDDI, PPPoE over QinQ, IP over InfiniBand,
+  PPI and Apple PKTAP,
+  and GRE/VXLAN/Geneve/GTP-U tunnels);
+- and, as before, scapy-built files for VLAN and QinQ tags, IPv6 extension
   headers, raw IP, BSD NULL/LOOP, Linux SLL v1, a snaplen that cuts payloads, pcapng,
   nanosecond timestamps, fragments and UDP (to be skipped), and reassembly edge cases
   (out of order, retransmission, conflicting overlap, a lost segment, sequence wrap).
@@ -15,6 +22,7 @@ import os, socket, struct, subprocess, sys, threading, time
 
 from scapy.all import (Ether, Dot1Q, Dot1AD, IP, IPv6, IPv6ExtHdrHopByHop, IPv6ExtHdrDestOpt,
                        IPv6ExtHdrRouting, TCP, UDP, Raw, CookedLinux, Loopback, wrpcap, PcapWriter)
+from scapy.all import fragment, fragment6, IPv6ExtHdrFragment
 from scapy.utils import PcapNgWriter
 from scapy.config import conf
 
@@ -110,8 +118,9 @@ def scapy_fixtures():
     # pcapng, with UDP and IPv4 fragments mixed in (counted and skipped).
     pkts = conversation(eth(v4))
     extra = [Ether() / IP(src="10.0.0.9", dst="10.0.0.1") / UDP(sport=5353, dport=5353) / Raw(b"x" * 20)]
-    extra += [Ether() / IP(src="10.0.0.9", dst="10.0.0.1", flags="MF", frag=0, proto=6) / Raw(b"y" * 40),
-              Ether() / IP(src="10.0.0.9", dst="10.0.0.1", frag=5, proto=6) / Raw(b"z" * 40)]
+    # (UDP in fragments: reassembled, counted, and not TCP.)
+    extra += [Ether() / IP(src="10.0.0.9", dst="10.0.0.1", flags="MF", frag=0, proto=17) / Raw(b"y" * 40),
+              Ether() / IP(src="10.0.0.9", dst="10.0.0.1", frag=5, proto=17) / Raw(b"z" * 40)]
     for i, p in enumerate(extra):
         p.time = T0 + 0.5 + i * 0.001
     path = os.path.join(OUT, "mixed.pcapng")
@@ -121,6 +130,7 @@ def scapy_fixtures():
     w.close()
     print("wrote", path)
     reassembly_fixtures()
+    fidelity_fixtures()
 
 
 def stream_segments(data, cport, isn_c, isn_s, cuts, order, extra=()):
@@ -161,6 +171,291 @@ def reassembly_fixtures():
     write("conflict.pcap", stream_segments(data, 40002, 100, 7000, cuts, [0, 2, (2, b"X" * (cuts[2] - cuts[1])), 1, 3, 4, 5]))
     # A lost segment (piece 3 never sent): a gap, then the deframer resynchronises.
     write("lost_segment.pcap", stream_segments(data, 40003, 100, 7000, cuts, [0, 1, 2, 4, 5]))
+
+
+class Talk:
+    """A hand-driven TCP conversation: each call appends one packet, 1 ms apart unless told."""
+
+    def __init__(self, l3=None, cport=40000, sport=8000, isn_c=1000, isn_s=5000, t0=T0):
+        self.l3 = l3 or (lambda c2s: Ether() / v4(c2s))
+        self.cport, self.sport = cport, sport
+        self.cs, self.ss = isn_c, isn_s
+        self.isn_c, self.isn_s = isn_c, isn_s
+        self.t = t0
+        self.pkts = []
+
+    def pkt(self, c2s, flags, seq, ack, data=b"", dt=0.001, l3=None):
+        ip = (l3 or self.l3)(c2s)
+        t = TCP(sport=self.cport if c2s else self.sport, dport=self.sport if c2s else self.cport,
+                flags=flags, seq=seq & 0xFFFFFFFF, ack=ack & 0xFFFFFFFF, window=512)
+        p = ip / t / Raw(data) if data else ip / t
+        self.t += dt
+        p.time = self.t
+        self.pkts.append(p)
+        return p
+
+    def handshake(self):
+        self.pkt(True, "S", self.cs, 0)
+        self.pkt(False, "SA", self.ss, self.cs + 1)
+        self.cs += 1; self.ss += 1
+        self.pkt(True, "A", self.cs, self.ss)
+
+    def send(self, c2s, data, ack_first=False):
+        """Data one way; the peer's ACK follows it, or (ack_first) is captured 5 us before it."""
+        seq = self.cs if c2s else self.ss
+        end = seq + len(data)
+        if ack_first:
+            self.pkt(not c2s, "A", self.ss if c2s else self.cs, end)
+            self.pkt(c2s, "PA", seq, self.ss if c2s else self.cs, data, dt=0.000005)
+        else:
+            self.pkt(c2s, "PA", seq, self.ss if c2s else self.cs, data)
+            self.pkt(not c2s, "A", self.ss if c2s else self.cs, end)
+        if c2s:
+            self.cs = end
+        else:
+            self.ss = end
+
+    def close(self):
+        self.pkt(True, "FA", self.cs, self.ss)
+        self.pkt(False, "FA", self.ss, self.cs + 1)
+        self.cs += 1; self.ss += 1
+        self.pkt(True, "A", self.cs, self.ss)
+
+    def game(self):
+        """The usual exchange: two client messages, two server messages."""
+        self.send(True, C2S[0])
+        self.send(True, C2S[1])
+        self.send(False, S2C[0] + S2C[1])
+
+
+def fidelity_fixtures():
+    # ACKs captured before the data they acknowledge (host-side capture, GRO/TSO), with one
+    # pair of data segments also out of order.
+    k = Talk()
+    k.handshake()
+    big = b"".join(C2S * 4)
+    for i in range(0, len(big), 40):
+        k.send(True, big[i:i + 40], ack_first=True)
+    k.send(False, S2C[0], ack_first=True)
+    a, b = S2C[1][:10], S2C[1][10:]
+    k.pkt(True, "A", k.cs, k.ss + len(S2C[1]))
+    k.pkt(False, "PA", k.ss + 10, k.cs, b, dt=0.000005)
+    k.pkt(False, "PA", k.ss, k.cs, a, dt=0.000005)
+    k.ss += len(S2C[1])
+    k.close()
+    write("ack_before_data.pcap", k.pkts)
+
+    # An ACK for bytes that only arrive 80 packets later: past the grace, so the hole is
+    # reported as an acked-unseen gap, and the bytes when they come as late data.
+    k = Talk()
+    k.handshake()
+    k.send(True, C2S[0])
+    held = C2S[1]
+    k.pkt(False, "A", k.ss, k.cs + len(held))
+    late_seq = k.cs
+    k.cs += len(held)
+    for _ in range(40):
+        k.send(False, S2C[0])
+    k.pkt(True, "PA", late_seq, k.ss, held)
+    k.close()
+    write("late_data.pcap", k.pkts)
+
+    # IPv4 total length 0 (TSO/LSO on the capturing host): one 6 KB "segment" the NIC would
+    # have cut up, between ordinary ones.
+    tso_ip = lambda c2s: IP(src="10.0.0.2", dst="10.0.0.1", len=0) if c2s else v4(c2s)
+    k = Talk()
+    k.handshake()
+    k.send(True, C2S[0])
+    bulk = b"".join(C2S * 150)
+    k.pkt(True, "PA", k.cs, k.ss, bulk, l3=lambda c: Ether() / tso_ip(c))
+    k.cs += len(bulk)
+    k.pkt(False, "A", k.ss, k.cs)
+    k.send(True, C2S[1])
+    k.send(False, b"".join(S2C))
+    k.close()
+    write("tso_len0.pcap", k.pkts)
+
+    # IP fragments: IPv4 segments in fragments (one datagram's fragments out of order, one
+    # duplicated), an IPv6 connection in fragments, IPv6 atomic fragments.
+    pkts = []
+    k = Talk(cport=40100)
+    k.handshake()
+    k.send(True, C2S[0])
+    k.send(True, b"".join(C2S * 3))
+    k.send(False, b"".join(S2C * 3))
+    k.close()
+    for p in k.pkts:
+        if Raw in p and len(p[Raw].load) > 30:
+            frags = fragment(p[IP], fragsize=24)
+            if p[IP].src == "10.0.0.1":
+                frags = frags[1:] + frags[1:2] + frags[:1]  # one duplicate, first fragment last
+            for j, f in enumerate(frags):
+                e = Ether() / f
+                e.time = p.time + j * 0.00001
+                pkts.append(e)
+        else:
+            pkts.append(p)
+    v6 = lambda c2s: Ether() / (IPv6(src="2001:db8::2", dst="2001:db8::1") if c2s else IPv6(src="2001:db8::1", dst="2001:db8::2"))
+    k = Talk(l3=v6, cport=40101, t0=T0 + 1)
+    k.handshake()
+    k.game()
+    k.close()
+    for p in k.pkts:
+        if Raw in p and len(p[Raw].load) > 30:
+            q = p[IPv6].copy()
+            q.remove_payload()
+            whole = q / IPv6ExtHdrFragment(id=0x1234 + len(pkts)) / p[TCP]
+            for j, f in enumerate(fragment6(whole, 80)):
+                e = Ether() / f
+                e.time = p.time + j * 0.00001
+                pkts.append(e)
+        else:
+            pkts.append(p)
+    atomic = lambda c2s: v6(c2s) / IPv6ExtHdrFragment(offset=0, m=0, id=7)
+    k = Talk(l3=atomic, cport=40102, t0=T0 + 2)
+    k.handshake()
+    k.game()
+    k.close()
+    pkts += k.pkts
+    write("ip_fragments.pcap", pkts)
+
+    # A RST outside the window (RFC 5961: an injected one), then the conversation goes on.
+    k = Talk()
+    k.handshake()
+    k.send(True, C2S[0])
+    k.pkt(True, "R", k.cs + 0x40000000, 0)
+    k.send(True, C2S[1])
+    k.send(False, b"".join(S2C))
+    k.close()
+    write("rst_out_of_window.pcap", k.pkts)
+
+    # Segments after FIN: a span port copying everything twice (two VLANs), a retransmitted
+    # FIN and data after the close, a stray ACK; then the port reused with a new ISN.
+    k = Talk()
+    k.handshake()
+    k.game()
+    k.close()
+    k.pkt(False, "FA", k.ss - 1, k.cs)
+    k.pkt(True, "PA", k.cs - 1 - len(C2S[1]), k.ss, C2S[1])
+    k.pkt(True, "A", k.cs, k.ss)
+    dup = []
+    for p in k.pkts:
+        for vlan in (10, 20):
+            q = Ether() / Dot1Q(vlan=vlan) / p[IP]
+            q.time = p.time + (0.0000005 if vlan == 20 else 0)
+            dup.append(q)
+    k = Talk(isn_c=900000, isn_s=700000, t0=k.t + 1)
+    k.handshake()
+    k.game()
+    k.close()
+    write("after_fin.pcap", dup + k.pkts)
+
+    # Link layers, each carrying the usual conversation.
+    def hdr(raw, l3=v4):
+        return lambda c2s: Raw(raw) / l3(c2s)
+    write("ppp.pcap", conversation(hdr(b"\x00\x21")), linktype=9)
+    write("ppp_hdlc.pcap", conversation(hdr(b"\xff\x03\x00\x21")), linktype=50)
+    write("c_hdlc.pcap", conversation(hdr(b"\x0f\x00\x08\x00")), linktype=104)
+
+    nf = []
+    for p in conversation(v4):
+        ip = bytes(p[IP])
+        # Family AF_INET, version 0, resource id 0 (big-endian); TLVs with length and type in
+        # the capturing host's order (little-endian here): a packet header, a prefix, the payload.
+        tlvs = struct.pack("<HH", 8, 1) + struct.pack(">HBB", 0x0800, 1, 0)
+        prefix = b"fd\0\0"
+        tlvs += struct.pack("<HH", 4 + len(prefix), 10) + prefix
+        body = struct.pack("<HH", 4 + len(ip), 9) + ip
+        body += b"\0" * (-len(body) % 4)
+        r = Raw(struct.pack(">BBH", 2, 0, 0) + tlvs + body)
+        r.time = p.time
+        nf.append(r)
+    write("nflog.pcap", nf, linktype=239)
+    # PPPoE over QinQ (a broadband access network), where pure ACKs carry an IP length 6
+    # bytes longer than their PPPoE session (Ethernet padding follows): the session length
+    # wins, as in tshark (Zeek's pppoe-over-qinq trace).
+    from scapy.layers.ppp import PPPoE, PPP
+    from scapy.packet import Padding
+    pq = []
+    for p in conversation(lambda c2s: Ether() / Dot1AD(vlan=100) / Dot1Q(vlan=42) / PPPoE(sessionid=7) / PPP(proto=0x21) / v4(c2s)):
+        if Raw not in p:
+            p[IP].len = 46
+            p[PPPoE].len = 42
+            p = p / Padding(b"\0" * 6)
+        pq.append(p)
+    write("pppoe_qinq.pcap", pq)
+    mpls = lambda c2s: Ether(type=0x8847) / Raw(struct.pack(">II", (100 << 12) | 64, (200 << 12) | 0x100 | 64)) / v4(c2s)
+    write("mpls.pcap", conversation(mpls))
+    from scapy.all import Dot3, LLC, SNAP
+    write("llc_snap.pcap", conversation(lambda c2s: Dot3(src="02:00:00:00:00:02", dst="02:00:00:00:00:01") / LLC(dsap=0xaa, ssap=0xaa, ctrl=3) / SNAP(OUI=0, code=0x0800) / v4(c2s)))
+    write("fddi.pcap", conversation(hdr(b"\x50" + bytes(12) + b"\xaa\xaa\x03\x00\x00\x00\x08\x00")), linktype=10)
+    pbb = lambda c2s: Ether(type=0x88e7) / Raw(b"\x00\x00\x01\x00" + b"\x02\x00\x00\x00\x00\x01\x02\x00\x00\x00\x00\x02\x08\x00") / v4(c2s)
+    write("pbb.pcap", conversation(pbb))
+    write("ipoib.pcap", conversation(lambda c2s: Raw(bytes(40) + b"\x08\x00\x00\x00") / v4(c2s)), linktype=242)
+    write("ppi.pcap", conversation(lambda c2s: Raw(struct.pack("<BBHI", 0, 0, 8, 1)) / Ether() / v4(c2s)), linktype=192)
+
+    def pktap(dlt, ifname):
+        # struct pktap_header (108 bytes, little-endian as on a Mac): length, type (1 =
+        # packet), inner DLT, interface name, flags, protocol family, pre/post lengths, pid,
+        # command, service class, interface type and unit, effective pid and command.
+        h = struct.pack("<III24sIIIIi20sIHHi20s", 108, 1, dlt, ifname, 0, 2, 0, 0, 4242, b"MyGame", 0, 6, 0, 4242, b"MyGame")
+        assert len(h) == 108
+        return h
+    pk = conversation(lambda c2s: Raw(pktap(12, b"rvi0")) / v4(c2s))
+    pk += conversation(lambda c2s: Raw(pktap(1, b"en0")) / Ether() / v4(c2s), cport=40001)
+    for i, p in enumerate(pk[len(pk) // 2:]):
+        p.time += 1
+    write("pktap.pcap", pk, linktype=258)
+
+    # pcapng with one-second timestamp units (if_tsresol 10^0) and 64-bit timestamps at the
+    # ends of the range: libpcap hands on seconds anywhere in the signed 64-bit range.
+    def block(btype, body):
+        body += b"\0" * (-len(body) % 4)
+        n = len(body) + 12
+        return struct.pack("<II", btype, n) + body + struct.pack("<I", n)
+    ng = block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+    ng += block(1, struct.pack("<HHI", 1, 0, 65535) + struct.pack("<HHB3x", 9, 1, 0) + struct.pack("<HH", 0, 0))
+    for i, (p, ts) in enumerate(zip(conversation(eth(v4)), [1, 2**63 - 16, 2**63 + 16, 2**64 - 1, 0, 2**62, 2**63, 5, 2**63 - 1])):
+        d = bytes(p)
+        ng += block(6, struct.pack("<IIIII", 0, ts >> 32, ts & 0xFFFFFFFF, len(d), len(d)) + d)
+    path = os.path.join(OUT, "extreme_timestamps.pcapng")
+    with open(path, "wb") as f:
+        f.write(ng)
+    print("wrote", path)
+
+    # TCP in tunnels: GRE (IPv4 inside, and transparent Ethernet inside), VXLAN, Geneve, GTP-U.
+    from scapy.layers.l2 import GRE
+    from scapy.layers.vxlan import VXLAN
+    from scapy.contrib.geneve import GENEVE
+    outer = lambda: Ether() / IP(src="192.0.2.1", dst="192.0.2.2")
+    tun = conversation(lambda c2s: outer() / GRE(proto=0x0800) / v4(c2s), cport=40010)
+    tun += conversation(lambda c2s: outer() / GRE(proto=0x6558, key_present=1, key=7) / Ether() / v4(c2s), cport=40011)
+    tun += conversation(lambda c2s: outer() / UDP(sport=50000, dport=4789) / VXLAN(vni=42) / Ether() / v4(c2s), cport=40012)
+    tun += conversation(lambda c2s: outer() / UDP(sport=50001, dport=6081) / GENEVE(vni=43, proto=0x6558) / Ether() / v4(c2s), cport=40013)
+    from scapy.contrib.gtp import GTP_U_Header
+    tun += conversation(lambda c2s: outer() / UDP(sport=2152, dport=2152) / GTP_U_Header(teid=0x1234, S=1, seq=9) / v4(c2s), cport=40014)
+    for i, p in enumerate(tun):
+        p.time = T0 + i * 0.001
+    write("tunnels.pcap", tun)
+
+    # Timestamps: a microsecond field of 10^6 or more (tcpdump prints it as it is), and a
+    # packet of another connection stamped 13 years ahead, in the middle of a conversation
+    # (it must not time the conversation out and split it in two). Written by hand: scapy
+    # normalises the fraction.
+    conv = conversation(eth(v4))
+    stray = Ether() / IP(src="10.0.0.7", dst="10.0.0.1") / TCP(sport=41000, dport=8000, flags="PA", seq=1, ack=1) / Raw(C2S[1])
+    recs = []
+    for i, p in enumerate(conv):
+        usec = 1500000 if i == 3 else int(round((p.time % 1) * 1e6))
+        recs.append((int(p.time), usec, bytes(p)))
+        if i == 4:
+            recs.append((int(T0) + 400_000_000, 0, bytes(stray)))
+    path = os.path.join(OUT, "timestamps.pcap")
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for sec, usec, b in recs:
+            f.write(struct.pack("<IIII", sec, usec, len(b), len(b)) + b)
+    print("wrote", path)
 
 
 def live_any():

@@ -8,6 +8,12 @@ final class CaptureTests: XCTestCase {
         "any_sll2.pcap", "vlan.pcap", "qinq.pcap", "ipv6_ext.pcap", "ipv4_options.pcap", "rawip.pcap",
         "null.pcap", "loop.pcap", "sll.pcap", "nanosecond.pcap", "snaplen.pcap", "mixed.pcapng",
         "reorder_wrap.pcap", "conflict.pcap", "lost_segment.pcap",
+        // Issue 11: link layers and capture patterns tcpdump prints one line per segment for
+        // (not tso_len0.pcap: tcpdump says "bad-len 0"; not ip_fragments.pcap: tcpdump does
+        // not reassemble; not tunnels.pcap: tcpdump writes VXLAN and Geneve inner packets on a
+        // line of their own; not pbb.pcap: tcpdump does not decode 802.1ah).
+        "ppp.pcap", "ppp_hdlc.pcap", "c_hdlc.pcap", "nflog.pcap", "mpls.pcap", "llc_snap.pcap", "ppi.pcap",
+        "pktap.pcap", "ipoib.pcap", "fddi.pcap", "ack_before_data.pcap", "rst_out_of_window.pcap", "after_fin.pcap",
     ]
 
     /// What both tools must agree on for a segment: endpoints, flags, seq/ack and length.
@@ -125,6 +131,31 @@ final class CaptureTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("cut off mid-record"), r.stderr)
         // vlan.pcap has 9 packets; the cut falls in the last one.
         XCTAssertEqual(r.stdout.split(separator: "\n").count, 8, "the packets before the cut are printed")
+    }
+
+    func testReadErrorNamesTheFile() throws {
+        // A record announcing a 2 GiB packet: libpcap refuses it; the message names the file.
+        var bytes: [UInt8] = []
+        func le32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { bytes += $0 } }
+        le32(0xA1B2_C3D4); bytes += [2, 0, 4, 0]; le32(0); le32(0); le32(65535); le32(1)
+        le32(1_700_000_000); le32(0); le32(0x7fff_fff0); le32(60)
+        bytes += [UInt8](repeating: 0x78, count: 60)
+        let path = TestSupport.tempDir() + "/huge-record.pcap"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        try expectFailure(["-r", path], status: 5, contains: "huge-record.pcap: read error: ")
+    }
+
+    /// A microsecond field of 10^6 or more is printed as tcpdump prints it, and a packet
+    /// stamped years ahead is printed with its own time (timestamps.pcap).
+    func testTimestampsPrintedAsTcpdumpPrintsThem() throws {
+        let tcpdump = try TestSupport.oracle("tcpdump")
+        let path = TestSupport.fixture("timestamps.pcap")
+        let theirs = try TestSupport.run(tcpdump, ["-nn", "-tt", "-S", "-r", path])
+        let ours = try TestSupport.pipeline(path) { $0.segments = true }
+        let a = theirs.stdout.split(separator: "\n").map { $0.prefix { $0 != " " } }
+        let b = ours.split(separator: "\n").map { $0.prefix { $0 != " " } }
+        XCTAssertEqual(a, b)
+        XCTAssertTrue(b.contains("1700000000.1500000"), "\(b)")
     }
 
     func testBadFilter() throws {

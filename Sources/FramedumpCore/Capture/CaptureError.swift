@@ -4,6 +4,8 @@ public enum CaptureError: Error, CustomStringConvertible, Equatable {
     case notACapture(String, String)
     case truncatedCapture(String, String)
     case readFailed(String)
+    /// A read error in the middle of a capture: the file (or interface) and libpcap's words.
+    case readFailedIn(String, String)
     case noSuchInterface(String)
     case permissionDenied(String, String)
     case liveOpenFailed(String, String)
@@ -17,6 +19,7 @@ public enum CaptureError: Error, CustomStringConvertible, Equatable {
         case .notACapture(let p, let why): return "\(p): not a pcap or pcapng capture (\(why))"
         case .truncatedCapture(let p, let why): return "\(p): capture is cut off mid-record (\(why))"
         case .readFailed(let why): return "read error: \(why)"
+        case .readFailedIn(let p, let why): return "\(p): read error: \(why)"
         case .noSuchInterface(let i): return "\(i): no such interface (framedump -D lists them)"
         case .permissionDenied(let i, let why):
             return "\(i): permission denied: live capture needs root or CAP_NET_RAW (\(why))"
@@ -33,7 +36,7 @@ public enum CaptureError: Error, CustomStringConvertible, Equatable {
         case .badFilter: return 2
         case .noSuchFile: return 3
         case .notACapture: return 4
-        case .truncatedCapture, .readFailed: return 5
+        case .truncatedCapture, .readFailed, .readFailedIn: return 5
         case .noSuchInterface: return 6
         case .permissionDenied: return 7
         case .liveOpenFailed: return 8

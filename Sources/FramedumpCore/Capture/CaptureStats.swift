@@ -9,11 +9,18 @@ public struct CaptureStats: Sendable {
     public var truncatedPayloads: UInt64 = 0
     public var unsupported: UInt64 = 0
     public var malformed: UInt64 = 0
+    /// TCP segments whose IP header said length 0 (segmentation offload): captured length used.
+    public var ipLengthFromCapture: UInt64 = 0
+    /// TCP segments that came out of reassembled IP fragments.
+    public var defragmentedSegments: UInt64 = 0
     public init() {}
 
     public mutating func count(_ r: LinkResult) {
         switch r {
-        case .tcp(let s): tcpSegments += 1; if s.isTruncated { truncatedPayloads += 1 }
+        case .tcp(let s):
+            tcpSegments += 1
+            if s.isTruncated { truncatedPayloads += 1 }
+            if s.ipLengthFromCapture { ipLengthFromCapture += 1 }
         case .notTCP: notTCP += 1
         case .fragment: fragments += 1
         case .truncated: truncatedHeaders += 1

@@ -13,7 +13,20 @@ public struct Timestamp: Comparable, Hashable, Sendable {
     }
 
     /// Whole seconds between two timestamps (negative if `other` is later).
-    public func seconds(since other: Timestamp) -> Int64 { seconds - other.seconds }
+    /// Saturating: a crafted pcapng can stamp packets anywhere in the 64-bit range.
+    public func seconds(since other: Timestamp) -> Int64 {
+        let (d, overflow) = seconds.subtractingReportingOverflow(other.seconds)
+        return overflow ? (seconds < other.seconds ? .min : .max) : d
+    }
+
+    /// Nanoseconds between two timestamps, saturating (negative if `other` is later).
+    public func nanos(since other: Timestamp) -> Int64 {
+        let (d, overflow) = seconds.subtractingReportingOverflow(other.seconds)
+        if overflow { return seconds < other.seconds ? .min : .max }
+        if d >= 1 << 32 { return .max }
+        if d <= -(1 << 32) { return .min }
+        return d * 1_000_000_000 + Int64(nanos) - Int64(other.nanos)
+    }
 }
 
 /// Where a byte came from: the packet's number in the capture (1-based) and its time.

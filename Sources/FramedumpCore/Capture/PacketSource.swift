@@ -107,7 +107,7 @@ public final class PacketSource {
             default:
                 let why = String(cString: pcap_geterr(handle))
                 if !isLive && why.contains("truncated") { throw .truncatedCapture(name, why) }
-                throw .readFailed(why)
+                throw .readFailedIn(name == "-" ? "standard input" : name, why)
             }
         }
     }

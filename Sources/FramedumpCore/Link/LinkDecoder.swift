@@ -3,53 +3,116 @@
 /// No copies and no allocation: the resulting `TCPSegment.payload` points into the packet.
 public struct LinkDecoder: Sendable {
     public let linkType: Int32
+    /// How many encapsulations deep this decoder works (tunnels and wrapping headers nest).
+    let depth: Int
 
     public static let supported: [Int32: String] = [
-        0: "BSD loopback (NULL)", 1: "Ethernet", 12: "raw IP", 14: "raw IP", 108: "OpenBSD loopback",
-        113: "Linux cooked v1 (SLL)", 228: "raw IPv4", 229: "raw IPv6", 276: "Linux cooked v2 (SLL2)",
+        0: "BSD loopback (NULL)", 1: "Ethernet", 9: "PPP", 10: "FDDI", 12: "raw IP", 14: "raw IP",
+        50: "PPP in HDLC-like framing", 51: "PPPoE", 104: "Cisco HDLC", 108: "OpenBSD loopback",
+        113: "Linux cooked v1 (SLL)", 149: "Apple PKTAP", 166: "PPP (pppd)", 192: "PPI",
+        204: "PPP with direction", 228: "raw IPv4", 229: "raw IPv6", 239: "Linux NFLOG", 242: "IP over InfiniBand",
+        258: "Apple PKTAP", 276: "Linux cooked v2 (SLL2)",
     ]
 
-    public init(linkType: Int32) { self.linkType = linkType }
+    public init(linkType: Int32) { self.init(linkType: linkType, depth: 0) }
+
+    init(linkType: Int32, depth: Int) {
+        self.linkType = linkType
+        self.depth = depth
+    }
 
     public var isSupported: Bool { Self.supported[linkType] != nil }
 
     public func decode(_ p: UnsafeRawBufferPointer) -> LinkResult {
         switch linkType {
-        case 1: return ethernet(p)
-        case 0, 108: return loopback(p)
-        case 12, 14: return rawIP(p, at: 0)
-        case 228: return ipv4(p, at: 0)
-        case 229: return ipv6(p, at: 0)
+        case 1: return ethernet(p, at: 0)
         case 113:  // SLL: ... [14..16) protocol, 16-byte header
             guard let proto = p.u16be(14) else { return .truncated }
             return network(p, etherType: proto, at: 16)
         case 276:  // SLL2: [0..2) protocol, 20-byte header
             guard let proto = p.u16be(0), p.count >= 20 else { return .truncated }
             return network(p, etherType: proto, at: 20)
+        default: return link(p, linkType, depth: depth)
+        }
+    }
+
+    /// A datagram the `Defragmenter` put back together: its payload from the transport
+    /// header (IPv4) or from the header after the fragment header (IPv6).
+    public func datagram(_ b: UnsafeRawBufferPointer, _ d: Defragmenter.Datagram) -> LinkResult {
+        if d.src.isV6 { return ipv6Chain(b, next: d.proto, at: 0, remaining: b.count, src: d.src, dst: d.dst) }
+        if d.proto == 17 || d.proto == 47 { return tunnel(b, proto: d.proto, at: 0, length: b.count) }
+        guard d.proto == 6 else { return .notTCP }
+        return tcp(b, at: 0, ipPayloadLength: b.count, src: d.src, dst: d.dst)
+    }
+
+    /// Any link type, for headers that wrap another link type (PKTAP, PPI).
+    func link(_ p: UnsafeRawBufferPointer, _ type: Int32, depth: Int) -> LinkResult {
+        guard depth < 4 else { return .malformed }
+        switch type {
+        case 1: return ethernet(p, at: 0)
+        case 0, 108: return loopback(p, type)
+        case 12, 14: return rawIP(p, at: 0)
+        case 228: return ipv4(p, at: 0)
+        case 229: return ipv6(p, at: 0)
+        case 113, 276: return LinkDecoder(linkType: type).decode(p)
+        case 9, 50, 166: return ppp(p, at: 0)
+        case 204: return ppp(p, at: 1)  // one byte of direction first
+        case 51: return pppoe(p, at: 0)
+        case 104:  // Cisco HDLC: address, control, then an EtherType
+            guard let proto = p.u16be(2) else { return .truncated }
+            return network(p, etherType: proto, at: 4)
+        case 10:  // FDDI: frame control and two addresses (13 bytes), then LLC/SNAP
+            guard let dsap = p.u8(13), let ssap = p.u8(14), let ctl = p.u8(15), let proto = p.u16be(19) else { return .truncated }
+            guard dsap == 0xaa, ssap == 0xaa, ctl == 0x03 else { return .unsupported }
+            return network(p, etherType: proto, at: 21)
+        case 239: return nflog(p)
+        case 242:  // IP over InfiniBand (RFC 4391): 40 bytes of addresses, type, 2 reserved
+            guard let proto = p.u16be(40), p.count >= 44 else { return .truncated }
+            return network(p, etherType: proto, at: 44)
+        case 192: return ppi(p, depth: depth)
+        case 149, 258: return pktap(p, depth: depth)
         default: return .unsupported
         }
     }
 
-    /// Ethernet II, with any number of 802.1Q / 802.1ad (QinQ) tags.
-    func ethernet(_ p: UnsafeRawBufferPointer) -> LinkResult {
-        var at = 12
+    /// Ethernet II or 802.3 with LLC/SNAP, with any number of 802.1Q / 802.1ad (QinQ) tags.
+    func ethernet(_ p: UnsafeRawBufferPointer, at base: Int) -> LinkResult {
+        var at = base + 12
         guard var type = p.u16be(at) else { return .truncated }
         at += 2
+        if type == 0x0800 { return ipv4(p, at: at) }  // the common case, first
         var tags = 0
-        while type == 0x8100 || type == 0x88a8 || type == 0x9100 {
+        while true {
+            if type == 0x8100 || type == 0x88a8 || type == 0x9100 {
+                guard let inner = p.u16be(at + 2) else { return .truncated }
+                type = inner
+                at += 4
+            } else if type == 0x88e7 {
+                // 802.1ah provider backbone bridging: I-TAG, then the customer's addresses.
+                guard let inner = p.u16be(at + 16) else { return .truncated }
+                type = inner
+                at += 18
+            } else if type <= 1500 {
+                // 802.3: a length, then LLC. SNAP (AA AA 03, OUI) carries an EtherType.
+                guard let dsap = p.u8(at), let ssap = p.u8(at + 1), let ctl = p.u8(at + 2) else { return .truncated }
+                guard dsap == 0xaa, ssap == 0xaa, ctl == 0x03 else { return .unsupported }
+                guard let inner = p.u16be(at + 6) else { return .truncated }
+                type = inner
+                at += 8
+            } else {
+                break
+            }
             tags += 1
-            guard tags <= 8, let inner = p.u16be(at + 2) else { return .truncated }
-            type = inner
-            at += 4
+            guard tags <= 8 else { return .malformed }
         }
         return network(p, etherType: type, at: at)
     }
 
     /// BSD NULL (family in the capturing host's byte order) and OpenBSD LOOP (network order).
-    func loopback(_ p: UnsafeRawBufferPointer) -> LinkResult {
+    func loopback(_ p: UnsafeRawBufferPointer, _ type: Int32) -> LinkResult {
         guard let be = p.u32be(0), let le = p.u32le(0) else { return .truncated }
         // NULL's family is in host order; a small value tells us which order that was.
-        let family = linkType == 108 ? be : (be & 0xffff_0000 == 0 ? be : le)
+        let family = type == 108 ? be : (be & 0xffff_0000 == 0 ? be : le)
         switch family {
         case 2: return ipv4(p, at: 4)
         case 10, 24, 28, 30: return ipv6(p, at: 4)
@@ -70,8 +133,103 @@ public struct LinkDecoder: Sendable {
         switch etherType {
         case 0x0800: return ipv4(p, at: at)
         case 0x86dd: return ipv6(p, at: at)
+        case 0x8847, 0x8848: return mpls(p, at: at)
+        case 0x8864: return pppoe(p, at: at)
         default: return .unsupported
         }
+    }
+
+    /// RFC 1661 PPP: optional address/control (FF 03), then a 1- or 2-byte protocol.
+    func ppp(_ p: UnsafeRawBufferPointer, at start: Int, bounded: Bool = false) -> LinkResult {
+        var at = start
+        if p.u8(at) == 0xff && p.u8(at + 1) == 0x03 { at += 2 }
+        guard let b0 = p.u8(at) else { return .truncated }
+        let proto: UInt16
+        if b0 & 1 == 1 {  // protocol-field compression: one odd byte
+            proto = UInt16(b0)
+            at += 1
+        } else {
+            guard let v = p.u16be(at) else { return .truncated }
+            proto = v
+            at += 2
+        }
+        switch proto {
+        case 0x0021: return ipv4(p, at: at, bounded: bounded)
+        case 0x0057: return ipv6(p, at: at, bounded: bounded)
+        case 0x0281: return mpls(p, at: at)
+        default: return .unsupported
+        }
+    }
+
+    /// RFC 2516 PPPoE session: version/type, code, session id, length, then PPP's protocol.
+    /// The session length bounds the PPP frame: an IP length that claims more (and reaches
+    /// into Ethernet padding) is cut to it, as tshark does.
+    func pppoe(_ p: UnsafeRawBufferPointer, at: Int) -> LinkResult {
+        guard let len = p.u16be(at + 4), p.count >= at + 8 else { return .truncated }
+        let end = at + 6 + Int(len)
+        // Only when the whole session frame was captured is its end the packet's end.
+        return ppp(p.slice(0, end), at: at + 6, bounded: p.count >= end)
+    }
+
+    /// RFC 3032 MPLS label stack (4 bytes per entry, S bit ends it); the payload's first
+    /// nibble says IPv4 or IPv6; 0 is a pseudowire control word before an Ethernet frame.
+    func mpls(_ p: UnsafeRawBufferPointer, at start: Int) -> LinkResult {
+        var at = start
+        for _ in 0..<16 {
+            guard let entry = p.u32be(at) else { return .truncated }
+            at += 4
+            if entry & 0x100 != 0 {
+                guard let first = p.u8(at) else { return .truncated }
+                switch first >> 4 {
+                case 4: return ipv4(p, at: at)
+                case 6: return ipv6(p, at: at)
+                case 0: return p.count >= at + 4 + 14 ? ethernet(p, at: at + 4) : .truncated
+                default: return .unsupported
+                }
+            }
+        }
+        return .malformed
+    }
+
+    /// Linux NFLOG: family, version, resource id, then TLVs (length and type in the host
+    /// order of the reader: libpcap swaps them); type 9 is the packet from its IP header.
+    func nflog(_ p: UnsafeRawBufferPointer) -> LinkResult {
+        guard let family = p.u8(0), p.count >= 4 else { return .truncated }
+        var at = 4
+        while at + 4 <= p.count {
+            #if _endian(little)
+            guard let len = p.u16le(at), let type = p.u16le(at + 2) else { return .truncated }
+            #else
+            guard let len = p.u16be(at), let type = p.u16be(at + 2) else { return .truncated }
+            #endif
+            guard len >= 4 else { return .malformed }
+            if type & 0x7fff == 9 {
+                let body = p.slice(at + 4, Int(len) - 4)
+                switch family {
+                case 2: return ipv4(body, at: 0)
+                case 10: return ipv6(body, at: 0)
+                default: return rawIP(body, at: 0)
+                }
+            }
+            at += (Int(len) + 3) & ~3
+        }
+        return .unsupported  // no packet in this record
+    }
+
+    /// PPI: version, flags, header length and the inner link type (little-endian).
+    func ppi(_ p: UnsafeRawBufferPointer, depth: Int) -> LinkResult {
+        guard let len = p.u16le(2), let dlt = p.u32le(4) else { return .truncated }
+        guard len >= 8, Int(len) <= p.count else { return .malformed }
+        return link(p.slice(Int(len), p.count), Int32(truncatingIfNeeded: dlt), depth: depth + 1)
+    }
+
+    /// Apple PKTAP (macOS `tcpdump -i rvi0`, `-i pktap`, `-k`): a header in the capturing
+    /// Mac's (little-endian) order with its own length and the inner link type.
+    func pktap(_ p: UnsafeRawBufferPointer, depth: Int) -> LinkResult {
+        guard let len = p.u32le(0), let next = p.u32le(4), let dlt = p.u32le(8) else { return .truncated }
+        guard len >= 12, len <= UInt32(p.count) else { return .malformed }
+        guard next == 1 else { return .unsupported }  // PTH_TYPE_PACKET
+        return link(p.slice(Int(len), p.count), Int32(truncatingIfNeeded: dlt), depth: depth + 1)
     }
 
     /*
@@ -85,37 +243,126 @@ public struct LinkDecoder: Sendable {
      |                    Destination Address                        |
      |                    Options (IHL > 5)                          |
     */
-    func ipv4(_ p: UnsafeRawBufferPointer, at: Int) -> LinkResult {
-        guard let vihl = p.u8(at), let total = p.u16be(at + 2), let frag = p.u16be(at + 6),
-              let proto = p.u8(at + 9), let src = p.u32be(at + 12), let dst = p.u32be(at + 16)
+    /// `bounded`: the buffer ends where the packet does (a framing length said so), so an
+    /// IP length beyond it is cut to it rather than taken for a snaplen cut.
+    func ipv4(_ p: UnsafeRawBufferPointer, at: Int, bounded: Bool = false) -> LinkResult {
+        guard let vihl = p.u8(at), var total = p.u16be(at + 2).map(Int.init), let id = p.u16be(at + 4),
+              let frag = p.u16be(at + 6), let proto = p.u8(at + 9), let src = p.u32be(at + 12),
+              let dst = p.u32be(at + 16)
         else { return .truncated }
         guard vihl >> 4 == 4 else { return .malformed }
         let ihl = Int(vihl & 0x0f) * 4
-        guard ihl >= 20, Int(total) >= ihl else { return .malformed }
+        // Total length 0: segmentation offload on the capturing host (TSO/LSO) handed the
+        // capture a packet bigger than IP can say. As tshark and Zeek do, use what was captured.
+        let lengthFromCapture = total == 0
+        if lengthFromCapture || (bounded && total > p.count - at) { total = p.count - at }
+        guard ihl >= 20, total >= ihl else { return .malformed }
         // More-fragments set or a non-zero offset: part of a fragmented datagram.
-        if frag & 0x3fff != 0 { return .fragment }
-        guard proto == 6 else { return .notTCP }
-        return tcp(p, at: at + ihl, ipPayloadLength: Int(total) - ihl,
-                   src: IPAddress(v4: src), dst: IPAddress(v4: dst))
+        if frag & 0x3fff != 0 {
+            let data = p.slice(at + ihl, total - ihl)
+            return .fragment(IPFragment(src: IPAddress(v4: src), dst: IPAddress(v4: dst), id: UInt32(id), proto: proto,
+                                        offset: Int(frag & 0x1fff) * 8, more: frag & 0x2000 != 0,
+                                        data: data, dataLength: total - ihl))
+        }
+        guard proto == 6 else {
+            if proto == 17 || proto == 47 { return tunnel(p, proto: proto, at: at + ihl, length: total - ihl) }
+            return .notTCP
+        }
+        return tcp(p, at: at + ihl, ipPayloadLength: total - ihl, src: IPAddress(v4: src), dst: IPAddress(v4: dst),
+                   lengthFromCapture: lengthFromCapture)
+    }
+
+    /// TCP inside a tunnel, decoded as tshark does: GRE (IP protocol 47: IPv4, IPv6, MPLS,
+    /// transparent Ethernet, WCCP redirect), VXLAN (UDP port 4789), Geneve (UDP port 6081)
+    /// and GTP-U (UDP port 2152).
+    /// Other UDP is not TCP. The inner packet is decoded one level deeper, at most 4 levels.
+    func tunnel(_ p: UnsafeRawBufferPointer, proto: UInt8, at: Int, length: Int) -> LinkResult {
+        guard depth < 4 else { return .malformed }
+        let inner = p.slice(at, length)
+        if proto == 47 {
+            /*
+             |C|R|K|S|s|Recur|  Flags  | Ver |         Protocol Type         |
+             |      Checksum (optional)      |       Offset (optional)       |
+             |                         Key (optional)                        |
+             |                    Sequence Number (optional)                 |
+            */
+            guard let flags = inner.u16be(0), let type = inner.u16be(2) else { return .truncated }
+            guard flags & 0x4007 == 0 else { return .unsupported }  // routing present, or not version 0
+            var off = 4
+            if flags & 0x8000 != 0 { off += 4 }
+            if flags & 0x2000 != 0 { off += 4 }
+            if flags & 0x1000 != 0 { off += 4 }
+            let next = LinkDecoder(linkType: 1, depth: depth + 1)
+            switch type {
+            case 0x6558: return next.ethernet(inner.slice(off, inner.count), at: 0)
+            case 0x883e: return next.network(inner, etherType: 0x0800, at: off + 4)  // WCCP's 4-byte redirect header
+            default: return next.network(inner, etherType: type, at: off)
+            }
+        }
+        guard let sport = inner.u16be(0), let dport = inner.u16be(2), inner.count >= 16 else { return .notTCP }
+        let next = LinkDecoder(linkType: 1, depth: depth + 1)
+        if dport == 4789 || sport == 4789 {
+            // VXLAN: flags (I set), reserved, 24-bit VNI, reserved; then an Ethernet frame.
+            guard let f = inner.u8(8), f & 0x08 != 0 else { return .notTCP }
+            return next.ethernet(inner.slice(16, inner.count), at: 0)
+        }
+        if dport == 2152 || sport == 2152 {
+            // GTP-U (mobile core networks): flags, type (255 = G-PDU), length, TEID; with
+            // E/S/PN set, sequence, N-PDU and a chain of extension headers; then an IP packet.
+            guard let flags = inner.u8(8), flags >> 5 == 1, inner.u8(9) == 0xff else { return .notTCP }
+            var off = 16
+            if flags & 0x07 != 0 {
+                guard var ext = inner.u8(off + 3) else { return .truncated }
+                off += 4
+                var hops = 0
+                while ext != 0 {
+                    hops += 1
+                    guard hops <= 16, let words = inner.u8(off), words > 0 else { return .malformed }
+                    off += Int(words) * 4
+                    guard let n = inner.u8(off - 1) else { return .truncated }
+                    ext = n
+                }
+            }
+            return next.rawIP(inner.slice(off, inner.count), at: 0)
+        }
+        if dport == 6081 || sport == 6081 {
+            // Geneve: version and option length (4-byte words), flags, protocol type, VNI, options.
+            guard let b0 = inner.u8(8), b0 >> 6 == 0, let type = inner.u16be(10) else { return .notTCP }
+            let off = 16 + Int(b0 & 0x3f) * 4
+            return type == 0x6558 ? next.ethernet(inner.slice(off, inner.count), at: 0)
+                : next.network(inner, etherType: type, at: off)
+        }
+        return .notTCP
     }
 
     /// IPv6 with its extension header chain (hop-by-hop, routing, destination, AH, fragment).
-    func ipv6(_ p: UnsafeRawBufferPointer, at: Int) -> LinkResult {
-        guard let v = p.u8(at), let plen = p.u16be(at + 4), var next = p.u8(at + 6),
+    func ipv6(_ p: UnsafeRawBufferPointer, at: Int, bounded: Bool = false) -> LinkResult {
+        guard let v = p.u8(at), let plen = p.u16be(at + 4), let next = p.u8(at + 6),
               let sh = p.u64be(at + 8), let sl = p.u64be(at + 16),
               let dh = p.u64be(at + 24), let dl = p.u64be(at + 32)
         else { return .truncated }
         guard v >> 4 == 6 else { return .malformed }
-        var off = at + 40
-        var remaining = Int(plen)
+        // Payload length 0: offload again (or a jumbogram, whose hop-by-hop option says the
+        // same as the captured length, as with Linux BIG TCP); use what was captured.
+        let lengthFromCapture = plen == 0
+        var remaining = lengthFromCapture ? p.count - at - 40 : Int(plen)
+        if bounded && remaining > p.count - at - 40 { remaining = max(0, p.count - at - 40) }
+        return ipv6Chain(p, next: next, at: at + 40, remaining: remaining,
+                         src: IPAddress(v6Hi: sh, lo: sl), dst: IPAddress(v6Hi: dh, lo: dl), lengthFromCapture: lengthFromCapture)
+    }
+
+    /// The extension header chain from `next` at `at`, `remaining` bytes of IPv6 payload
+    /// left (also used for a reassembled datagram's unfragmentable-part-free payload).
+    func ipv6Chain(_ p: UnsafeRawBufferPointer, next first: UInt8, at start: Int, remaining total: Int,
+                   src: IPAddress, dst: IPAddress, lengthFromCapture: Bool = false) -> LinkResult {
+        var next = first, off = start, remaining = total
         var hops = 0
         while true {
             hops += 1
             if hops > 16 { return .malformed }
             switch next {
             case 6:
-                return tcp(p, at: off, ipPayloadLength: remaining,
-                           src: IPAddress(v6Hi: sh, lo: sl), dst: IPAddress(v6Hi: dh, lo: dl))
+                return tcp(p, at: off, ipPayloadLength: remaining, src: src, dst: dst, lengthFromCapture: lengthFromCapture)
             case 0, 43, 60:  // hop-by-hop, routing, destination options: (len + 1) * 8 bytes
                 guard let n = p.u8(off), let l = p.u8(off + 1) else { return .truncated }
                 let size = (Int(l) + 1) * 8
@@ -125,7 +372,22 @@ public struct LinkDecoder: Sendable {
                 let size = (Int(l) + 2) * 4
                 next = n; off += size; remaining -= size
             case 44:
-                return .fragment
+                /*
+                 |  Next Header  |   Reserved    |      Fragment Offset    |Res|M|
+                 |                         Identification                        |
+                */
+                guard let n = p.u8(off), let fo = p.u16be(off + 2), let id = p.u32be(off + 4) else { return .truncated }
+                off += 8; remaining -= 8
+                if remaining < 0 { return .malformed }
+                if fo & 0xfff9 == 0 {
+                    // An atomic fragment (offset 0, no more): the whole datagram is here.
+                    next = n
+                    continue
+                }
+                return .fragment(IPFragment(src: src, dst: dst, id: id, proto: n, offset: Int(fo & 0xfff8),
+                                            more: fo & 1 != 0, data: p.slice(off, remaining), dataLength: remaining))
+            case 17, 47:
+                return tunnel(p, proto: next, at: off, length: remaining)
             default:
                 return .notTCP
             }
@@ -145,7 +407,7 @@ public struct LinkDecoder: Sendable {
      |                    Options (data offset > 5)                  |
     */
     func tcp(_ p: UnsafeRawBufferPointer, at: Int, ipPayloadLength: Int,
-             src: IPAddress, dst: IPAddress) -> LinkResult {
+             src: IPAddress, dst: IPAddress, lengthFromCapture: Bool = false) -> LinkResult {
         guard let sport = p.u16be(at), let dport = p.u16be(at + 2), let seq = p.u32be(at + 4),
               let ack = p.u32be(at + 8), let off = p.u8(at + 12), let flags = p.u8(at + 13),
               let win = p.u16be(at + 14)
@@ -157,9 +419,25 @@ public struct LinkDecoder: Sendable {
         let payloadLength = ipPayloadLength - hlen
         let start = at + hlen
         let present = max(0, min(payloadLength, p.count - start))
-        return .tcp(TCPSegment(
+        var s = TCPSegment(
             src: Endpoint(src, sport), dst: Endpoint(dst, dport), seq: seq, ack: ack,
             flags: TCPFlags(rawValue: flags), window: win,
-            payload: p.slice(start, present), payloadLength: payloadLength))
+            payload: p.slice(start, present), payloadLength: payloadLength)
+        if flags & 0x02 != 0 && hlen > 20 { s.windowScale = windowScale(p, from: at + 20, to: at + hlen) }
+        if lengthFromCapture { s.ipLengthFromCapture = true }
+        return .tcp(s)
+    }
+
+    /// The window-scale option (kind 3) of a SYN's options, if present and captured.
+    func windowScale(_ p: UnsafeRawBufferPointer, from: Int, to: Int) -> UInt8? {
+        var i = from
+        while i < to, let kind = p.u8(i) {
+            if kind == 0 { return nil }
+            if kind == 1 { i += 1; continue }
+            guard let len = p.u8(i + 1), len >= 2 else { return nil }
+            if kind == 3 && len == 3 { return p.u8(i + 2) }
+            i += Int(len)
+        }
+        return nil
     }
 }

@@ -38,6 +38,10 @@ public struct TCPSegment {
     public var payload: UnsafeRawBufferPointer
     /// The payload length the IP header announces; larger than `payload.count` when truncated.
     public var payloadLength: Int
+    /// The window-scale option of a SYN (nil when absent or not a SYN).
+    public var windowScale: UInt8? = nil
+    /// The IP header said length 0 (segmentation offload): the length is what was captured.
+    public var ipLengthFromCapture = false
 
     public var isTruncated: Bool { payload.count < payloadLength }
 }
@@ -47,12 +51,28 @@ public enum LinkResult {
     case tcp(TCPSegment)
     /// IP but not TCP (UDP, ICMP, ...): counted and skipped.
     case notTCP
-    /// A non-first IPv4/IPv6 fragment or a fragmented datagram: counted and skipped.
-    case fragment
+    /// A piece of a fragmented IPv4/IPv6 datagram: for the `Defragmenter`.
+    case fragment(IPFragment)
     /// The headers themselves were cut by the snaplen.
     case truncated
     /// A link or network protocol we do not decode (ARP, ...).
     case unsupported
     /// Headers that contradict themselves (bad IHL, data offset below 5, ...).
     case malformed
+}
+
+/// One fragment of an IPv4 or IPv6 datagram. `data` borrows the packet's bytes.
+public struct IPFragment {
+    public var src: IPAddress
+    public var dst: IPAddress
+    /// IPv4's 16-bit or IPv6's 32-bit identification.
+    public var id: UInt32
+    /// The protocol (next header) of the reassembled payload.
+    public var proto: UInt8
+    /// Where this fragment's data goes in the datagram's payload, in bytes.
+    public var offset: Int
+    public var more: Bool
+    /// The fragment's data present in the capture, and the length the header announces.
+    public var data: UnsafeRawBufferPointer
+    public var dataLength: Int
 }

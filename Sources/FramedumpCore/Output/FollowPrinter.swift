@@ -44,6 +44,28 @@ public final class FollowPrinter: StreamConsumer {
         out.newline()
     }
 
+    public func lateData(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
+        out.write("!!! "); header(c, d)
+        out.write(" late data: "); out.decimal(length)
+        out.write(" bytes at offset "); out.decimal(offset); out.write(" arrived after their gap was reported, pkt ")
+        out.decimal(packet.number)
+        out.newline()
+    }
+
+    public func outOfWindowReset(_ c: Connection, _ d: Direction, packet: PacketRef) {
+        out.write("!!! "); header(c, d)
+        out.write(" RST outside the receive window ignored, pkt "); out.decimal(packet.number)
+        out.newline()
+    }
+
+    public func afterClose(_ c: Connection, _ d: Direction, length: Int, packet: PacketRef) {
+        guard length > 0 else { return }
+        out.write("!!! "); header(c, d)
+        out.write(" "); out.decimal(UInt64(length)); out.write(" bytes after the connection closed (not stream), pkt ")
+        out.decimal(packet.number)
+        out.newline()
+    }
+
     public func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {
         out.write("=== connection "); out.decimal(c.number); out.write(" closed (")
         out.write(reason.rawValue); out.write("): c2s "); out.decimal(c.bytesDelivered(.c2s))

@@ -9,7 +9,13 @@ public struct SegmentPrinter {
     public func print(_ s: TCPSegment, at ts: Timestamp, to out: OutputBuffer) {
         var k = out.cursor(reserving: 256)
         k.write(out.secondsText(ts))
-        k.micros(ts.nanos)
+        if ts.nanos < 1_000_000_000 {
+            k.micros(ts.nanos)
+        } else {
+            // A microsecond field of 10^6 or more (a broken writer): tcpdump prints it as it is.
+            k.byte(0x2e)
+            k.decimal(UInt64(ts.nanos / 1000))
+        }
         k.write(s.src.address.isV6 ? " IP6 " : " IP ")
         endpoint(s.src, &k)
         k.write(" > ")

@@ -11,6 +11,9 @@ public final class StreamExport: StreamConsumer {
         var buffers: [[UInt8]] = [[], []]
         var written: [UInt64] = [0, 0]
         var gaps: [(Direction, UInt64, UInt64, UInt64, GapReason)] = []
+        /// Bytes that came after their gap was reported, and RSTs ignored as out of window.
+        var late: [(Direction, UInt64, UInt64)] = []
+        var ignoredResets = 0
         var closeReason: CloseReason?
         var closedAt: PacketRef?
         init(_ c: Connection, base: String) { connection = c; self.base = base }
@@ -64,6 +67,15 @@ public final class StreamExport: StreamConsumer {
 
     public func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {}
 
+    public func lateData(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
+        guard let e = c.exportEntry as? Entry, e.late.count < 1000 else { return }
+        e.late.append((d, offset, length))
+    }
+
+    public func outOfWindowReset(_ c: Connection, _ d: Direction, packet: PacketRef) {
+        (c.exportEntry as? Entry)?.ignoredResets += 1
+    }
+
     public func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {
         guard let e = c.exportEntry as? Entry else { return }
         for d in Direction.allCases { flush(e, d) }
@@ -115,7 +127,20 @@ public final class StreamExport: StreamConsumer {
                 out.write(", \"length\": "); out.decimal(g.3)
                 out.write(", \"reason\": \""); out.write(g.4.rawValue); out.write("\"}")
             }
-            out.write("]}")
+            out.write("]")
+            // Only when there are any (the index of an ordinary capture is unchanged).
+            if !e.late.isEmpty {
+                out.write(", \"late\": [")
+                for (j, l) in e.late.enumerated() {
+                    if j > 0 { out.write(", ") }
+                    out.write("{\"dir\": \""); out.write(l.0.name)
+                    out.write("\", \"stream_offset\": "); out.decimal(l.1)
+                    out.write(", \"length\": "); out.decimal(l.2); out.write("}")
+                }
+                out.write("]")
+            }
+            if e.ignoredResets > 0 { out.write(", \"out_of_window_resets\": "); out.decimal(UInt64(e.ignoredResets)) }
+            out.write("}")
             out.write(i + 1 < entries.count ? ",\n" : "\n")
         }
         out.write("]\n")

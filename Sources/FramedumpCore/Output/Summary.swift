@@ -12,12 +12,29 @@ struct Summary {
         line("packets: \(c.packets) (\(c.bytes) bytes), TCP segments: \(c.tcpSegments)")
         var skipped: [String] = []
         if c.notTCP > 0 { skipped.append("\(c.notTCP) not TCP") }
-        if c.fragments > 0 { skipped.append("\(c.fragments) IP fragments") }
         if c.unsupported > 0 { skipped.append("\(c.unsupported) unsupported link/network protocol") }
         if c.truncatedHeaders > 0 { skipped.append("\(c.truncatedHeaders) headers cut by snaplen") }
         if c.malformed > 0 { skipped.append("\(c.malformed) malformed headers") }
         if !skipped.isEmpty { line("skipped packets: " + skipped.joined(separator: ", ")) }
         if c.truncatedPayloads > 0 { line("segments with payload cut by snaplen: \(c.truncatedPayloads)") }
+        if c.ipLengthFromCapture > 0 {
+            line("IP length 0 (segmentation offload), captured length used: \(c.ipLengthFromCapture) segments")
+        }
+    }
+
+    func fragments(_ d: Defragmenter) {
+        let s = d.stats
+        guard s.fragments > 0 else { return }
+        var parts = ["\(s.reassembled) datagrams reassembled"]
+        if d.incomplete > 0 { parts.append("\(d.incomplete) incomplete at the end") }
+        if s.duplicates > 0 { parts.append("\(s.duplicates) duplicate fragments") }
+        if s.overlapsTrimmed > 0 { parts.append("\(s.overlapsTrimmed) IPv4 overlaps (first copy kept)") }
+        if s.overlaps > 0 { parts.append("\(s.overlaps) dropped for overlapping IPv6 fragments") }
+        if s.timedOut > 0 { parts.append("\(s.timedOut) timed out (\(d.options.timeoutSeconds) s)") }
+        if s.evicted > 0 { parts.append("\(s.evicted) evicted (bounds)") }
+        if s.cut > 0 { parts.append("\(s.cut) fragments cut by snaplen") }
+        if s.malformed > 0 { parts.append("\(s.malformed) malformed fragments") }
+        line("IP fragments: \(s.fragments), " + parts.joined(separator: ", "))
     }
 
     func reassembly(_ r: ReassemblyStats, options: ReassemblyOptions) {
@@ -26,6 +43,11 @@ struct Summary {
         if r.retransmittedSegments > 0 { extra.append("\(r.retransmittedSegments) retransmitted segments") }
         if r.outOfOrderSegments > 0 { extra.append("\(r.outOfOrderSegments) out of order") }
         if r.conflicts > 0 { extra.append("\(r.conflicts) conflicting overlaps") }
+        if r.lateSegments > 0 { extra.append("\(r.lateSegments) late data for reported gaps (\(r.lateBytes) bytes)") }
+        if r.outOfWindowResets > 0 { extra.append("\(r.outOfWindowResets) out-of-window RSTs ignored") }
+        if r.afterCloseSegments > 0 { extra.append("\(r.afterCloseSegments) segments after close") }
+        if r.continuedAfterClose > 0 { extra.append("\(r.continuedAfterClose) connections continued by new bytes after close") }
+        if r.clockJumps > 0 { extra.append("\(r.clockJumps) packets with a timestamp jump not followed") }
         if !extra.isEmpty { line("reassembly: " + extra.joined(separator: ", ")) }
         if r.bufferLimitHits > 0 {
             line("bound hit: out-of-order buffer (\(options.maxBufferedBytes) bytes per direction) forced \(r.bufferLimitHits) gaps")

@@ -4,6 +4,7 @@ public final class Pipeline {
     let options: PipelineOptions
     let out: OutputBuffer
     public private(set) var capture = CaptureStats()
+    public let defragmenter = Defragmenter()
     var reassembler: Reassembler?
     var export: StreamExport?
     var consumers: [StreamConsumer] = []
@@ -73,6 +74,15 @@ public final class Pipeline {
             if case .tcp(let s) = r {
                 if printSegments { seg.print(s, at: p.ref.ts, to: out) }
                 reassembler?.add(s, packet: p.ref)
+            } else if case .fragment(let f) = r, let d = defragmenter.add(f, at: p.ref.ts) {
+                // The fragment that completes a datagram carries its segment.
+                d.bytes.withUnsafeBytes { b in
+                    if case .tcp(let s) = link.datagram(b, d) {
+                        capture.defragmentedSegments += 1
+                        if printSegments { seg.print(s, at: p.ref.ts, to: out) }
+                        reassembler?.add(s, packet: p.ref)
+                    }
+                }
             }
             return true
         }
@@ -92,6 +102,7 @@ public final class Pipeline {
         let out = target ?? self.out
         let s = Summary(out: out)
         s.capture(capture)
+        s.fragments(defragmenter)
         if let r = reassembler { s.reassembly(r.stats, options: r.options) }
         if let m = sessions { s.protocols(m) }
         if let f = filtering, let text = options.displayFilter { s.line("filter \(text): \(f.matched) messages matched") }
@@ -117,5 +128,14 @@ final class FanOut: StreamConsumer {
     }
     func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {
         for x in all { x.closed(c, reason: reason, packet: packet) }
+    }
+    func lateData(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
+        for x in all { x.lateData(c, d, offset: offset, length: length, packet: packet) }
+    }
+    func outOfWindowReset(_ c: Connection, _ d: Direction, packet: PacketRef) {
+        for x in all { x.outOfWindowReset(c, d, packet: packet) }
+    }
+    func afterClose(_ c: Connection, _ d: Direction, length: Int, packet: PacketRef) {
+        for x in all { x.afterClose(c, d, length: length, packet: packet) }
     }
 }

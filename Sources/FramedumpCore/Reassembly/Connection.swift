@@ -12,7 +12,21 @@ public final class Connection {
     public internal(set) var lastSeen: Timestamp
     var halves: [HalfStream] = [HalfStream(), HalfStream()]
     var clientISN: UInt32?
+    var serverISN: UInt32?
     var rstSeen = false
+    /// After an accepted RST the connection lingers a moment for the data already in flight
+    /// (the peer had not seen the RST yet): the RST packet, and packets since.
+    var resetPacket: PacketRef?
+    var packetsSinceReset = 0
+    var inResetList = false
+    /// Packets of this connection while it had an ACK hole (the clock of the grace).
+    var packetCount: UInt64 = 0
+    /// Some direction holds an acknowledgement for bytes not seen yet (see `HalfStream.ackedEnd`).
+    var ackHole = false
+    /// Listed in the reassembler's sweep of connections with open ACK holes.
+    var inAckList = false
+    /// Tracking ended (`closed` was sent); late segments may still be attributed to it.
+    public internal(set) var isClosed = false
 
     /// Room for the next stage to hang its per-connection state.
     public var context: AnyObject?
@@ -74,10 +88,80 @@ struct HalfStream {
     var finished = false
     var delivered: UInt64 = 0
     var gapBytes: UInt64 = 0
+    /// The receive window this side last advertised, and its SYN's window-scale option.
+    /// (`UInt32.max` until this side has sent a segment.)
+    var window: UInt32 = .max
+    var windowScale: UInt8?
+    /// The highest stream offset the peer acknowledged beyond what we have delivered.
+    /// It becomes an acked-unseen gap only once the evidence is final: `ackMarkEnd` is what
+    /// was acknowledged when the grace started at packet `ackMarkPacket` / time `ackMarkTime`.
+    var ackedEnd: UInt64 = 0
+    var ackMarkEnd: UInt64 = 0
+    var ackMarkPacket: UInt64 = 0
+    var ackMarkTime = Timestamp(seconds: 0, nanos: 0)
+    /// Recently reported gaps that late bytes might still fill (bounded, newest last).
+    var reportedGaps: [(start: UInt64, end: UInt64)] = []
+    /// The last bytes delivered, kept once this direction retransmitted (see `RecentBytes`).
+    var recent: RecentBytes?
 
     /// Stream offset of a sequence number, wraparound-safe within ±2 GiB of `nextSeq`.
     @inline(__always)
     func offsetOf(_ seq: UInt32) -> Int64 {
         Int64(offset) + Int64(Int32(bitPattern: seq &- nextSeq))
+    }
+}
+
+/// The last bytes a direction delivered, kept once that direction has shown a retransmission,
+/// so that a later copy of them carrying other bytes is reported as a conflict (and not only
+/// copies of bytes still waiting out of order). A ring indexed by stream offset.
+final class RecentBytes {
+    private var buf: [UInt8]
+    /// Stream offset just after the last byte stored, and how many bytes before it are valid.
+    private(set) var end: UInt64
+    private var filled = 0
+
+    init(capacity: Int, end: UInt64) {
+        buf = [UInt8](repeating: 0, count: max(1, capacity))
+        self.end = end
+    }
+
+    func append(_ b: UnsafeRawBufferPointer, at offset: UInt64) {
+        if offset != end { filled = 0 }  // a gap: what came before no longer lines up
+        let cap = buf.count
+        var src = b
+        var start = offset
+        if src.count > cap {
+            start += UInt64(src.count - cap)
+            src = UnsafeRawBufferPointer(rebasing: src[(src.count - cap)...])
+        }
+        buf.withUnsafeMutableBytes { dst in
+            var i = Int(start % UInt64(cap))
+            var j = 0
+            while j < src.count {
+                let n = min(cap - i, src.count - j)
+                dst.baseAddress!.advanced(by: i).copyMemory(from: src.baseAddress!.advanced(by: j), byteCount: n)
+                j += n
+                i = 0
+            }
+        }
+        end = offset + UInt64(b.count)
+        filled = min(cap, filled + b.count)
+    }
+
+    /// The part of [at, at + b.count) that is still held and differs from `b`, if any.
+    func differing(_ b: UnsafeRawBufferPointer, at: UInt64) -> (lo: UInt64, hi: UInt64)? {
+        let lo = max(at, end - UInt64(filled)), hi = min(at + UInt64(b.count), end)
+        guard lo < hi else { return nil }
+        let cap = UInt64(buf.count)
+        var first: UInt64?, last: UInt64 = 0
+        var o = lo
+        while o < hi {
+            if buf[Int(o % cap)] != b[Int(o - at)] {
+                if first == nil { first = o }
+                last = o
+            }
+            o += 1
+        }
+        return first.map { ($0, last + 1) }
     }
 }

@@ -8,6 +8,26 @@ public struct ReassemblyOptions: Sendable {
     public var maxConnections = 65_536
     /// A connection without packets for this long is closed.
     public var idleTimeoutSeconds: Int64 = 300
+    /// An acknowledgement for bytes not yet seen becomes a gap only after this many more
+    /// packets of the connection, or this much packet-clock time (host-side captures write
+    /// the ACK a few microseconds before the segment it acknowledges).
+    public var ackGracePackets: UInt64 = 32
+    public var ackGraceNanos: Int64 = 1_000_000_000
+    /// After a RST, data already in flight is still taken for this many packets of the
+    /// connection or this much packet-clock time; then the connection closes (reason `rst`).
+    public var resetLingerPackets = 32
+    public var resetLingerNanos: Int64 = 1_000_000_000
+    /// How long a closed connection is remembered so late segments are attributed to it.
+    public var timeWaitSeconds: Int64 = 120
+    /// Closed connections remembered at once (the oldest is forgotten first).
+    public var maxTimeWait = 16_384
+    /// A packet stamped more than this far past the clock moves it only once several
+    /// packets agree (a lone future timestamp must not time out every connection).
+    public var clockJumpSeconds: Int64 = 60
+    /// Bytes of recently delivered stream kept per direction once it retransmits, to catch
+    /// retransmissions that carry other bytes; and how many directions may keep them at once.
+    public var recentBytesPerDirection = 16 << 10
+    public var maxRecentBuffers = 2048
     public init() {}
 }
 
@@ -25,5 +45,17 @@ public struct ReassemblyStats: Sendable {
     public var idleClosed: UInt64 = 0
     public var ignoredSegments: UInt64 = 0
     public var deliveredBytes: UInt64 = 0
+    /// Bytes that arrived for a hole already reported as a gap.
+    public var lateSegments: UInt64 = 0
+    public var lateBytes: UInt64 = 0
+    /// RSTs outside the receive window (RFC 5961): flagged, the connection goes on.
+    public var outOfWindowResets: UInt64 = 0
+    /// Segments of a connection that had already closed (retransmissions, duplicates), not
+    /// counting pure ACKs.
+    public var afterCloseSegments: UInt64 = 0
+    /// Connections continued because a segment after the close carried new bytes.
+    public var continuedAfterClose: UInt64 = 0
+    /// Packets whose timestamp jumped away from the clock and was not followed.
+    public var clockJumps: UInt64 = 0
     public init() {}
 }

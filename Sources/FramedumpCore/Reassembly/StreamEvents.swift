@@ -42,4 +42,19 @@ public protocol StreamConsumer: AnyObject {
     /// Two copies of the same sequence range carried different bytes; the first one was kept.
     func conflict(_ c: Connection, _ dir: Direction, offset: UInt64, length: UInt64, packet: PacketRef)
     func closed(_ c: Connection, reason: CloseReason, packet: PacketRef)
+    /// Bytes for a range already reported as a gap arrived after all; they are not delivered
+    /// again (the stream went on past them).
+    func lateData(_ c: Connection, _ dir: Direction, offset: UInt64, length: UInt64, packet: PacketRef)
+    /// A RST whose sequence number is outside the receive window (RFC 5961); the connection goes on.
+    func outOfWindowReset(_ c: Connection, _ dir: Direction, packet: PacketRef)
+    /// A segment for a connection that already closed (`c.isClosed`): a retransmission after
+    /// FIN, a duplicate copy, a stray ACK. `length` is its payload length.
+    func afterClose(_ c: Connection, _ dir: Direction, length: Int, packet: PacketRef)
+}
+
+/// Defaults, so consumers that only care about the stream need not implement the rarer events.
+public extension StreamConsumer {
+    func lateData(_ c: Connection, _ dir: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {}
+    func outOfWindowReset(_ c: Connection, _ dir: Direction, packet: PacketRef) {}
+    func afterClose(_ c: Connection, _ dir: Direction, length: Int, packet: PacketRef) {}
 }

@@ -12,6 +12,8 @@ final class Session {
     var webSocket: WebSocketConnection?
     /// Set once detection has given up on this connection.
     var undissected = false
+    /// Data chunks any-port detection has looked at so far.
+    var detectTries = 0
 
     init(manager: SessionManager, connection: Connection, proto: ProtocolRuntime?) {
         self.manager = manager
@@ -264,7 +266,9 @@ public final class SessionManager: StreamConsumer {
         f.data(bytes, offset: offset, packet: packet)
     }
 
-    /// Any-port protocols: the first one whose header fits the first bytes takes the connection.
+    /// Any-port protocols: the first one whose header fits the start of a data chunk takes the
+    /// connection. The first chunks may be something else (a banner, a greeting, a handshake
+    /// cut by the capture's start), so detection looks at several before giving up.
     func detect(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64) {
         // An HTTP request may be a WebSocket handshake, on any port: the handshake decides.
         if d == .c2s && offset == 0 && HTTPHandshake.looksLikeHTTP(bytes, request: true) {
@@ -277,9 +281,14 @@ public final class SessionManager: StreamConsumer {
             s.attach(p)
             return
         }
-        s.undissected = true
-        undissectedConnections += 1
+        s.detectTries += 1
+        if s.detectTries >= Self.detectChunks || anyPort.isEmpty {
+            s.undissected = true
+            undissectedConnections += 1
+        }
     }
+
+    static let detectChunks = 8
 
     /// A connection taken as a possible WebSocket whose first bytes were no HTTP request.
     func notHTTP(_ s: Session) {
@@ -312,6 +321,7 @@ public final class SessionManager: StreamConsumer {
 
     public func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {
         guard let s = session(c) else { return }
+        if s.proto == nil && !s.undissected && s.detectTries > 0 { undissectedConnections += 1 }
         for d in Direction.allCases { s.layers[d.rawValue]?.finish(packet: packet) }
         sink?.closed(c, s.proto, reason: reason, packet: packet)
         s.end()
