@@ -6,7 +6,7 @@
 #
 # Targets: proto-parser (.proto text), protobuf-wire (protobuf bodies, typed and schema-less),
 # websocket (a WebSocket connection: handshake, frames, deflate, through the tree printer),
-# http-head (handshake heads), dissector (a dissector file and traffic decoded with it, through
+# http-head (handshake heads), link (link/IP/TCP decoding, defragmenting, reassembly), dissector (a dissector file and traffic decoded with it, through
 # both printers), display-filter (-Y filters parsed and evaluated).
 # Each builds the `framedump-fuzz` harness (an in-process mutation fuzzer), seeds it with
 # the inputs below, and runs it. A crash or hang leaves the input in fuzz-crash-TARGET
@@ -69,6 +69,25 @@ fuzz_one() {
       done
       rm -rf "$seeds"/bridge "$seeds"/websocket-deflate
       run "$1" "$seeds" ;;
+    link)
+      # Seeds: the packets of each sample and fixture as [link type index][u16 length][bytes]...
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      python3 - "$seeds" samples/*.pcap Tests/FramedumpCoreTests/Fixtures/*.pcap <<'PY'
+import struct, sys
+out = sys.argv[1]
+for n, path in enumerate(sys.argv[2:]):
+    data = open(path, "rb").read()
+    if len(data) < 24 or data[:4] not in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+        continue
+    seed, at = bytearray([0]), 24
+    while at + 16 <= len(data) and len(seed) < 20000:
+        incl = struct.unpack("<I", data[at + 8:at + 12])[0]
+        seed += struct.pack(">H", min(incl, 65535)) + data[at + 16:at + 16 + incl]
+        at += 16 + incl
+    open("%s/%d.seed" % (out, n), "wb").write(bytes(seed))
+PY
+      run link "$seeds" ;;
     dissector)
       # Seeds: each shipped dissector file, a NUL, then a sample's client stream.
       seeds="$(mktemp -d)"
@@ -84,12 +103,12 @@ fuzz_one() {
       printf 'svc.device.os matches "^i" || svc.user in {"u" "v"} && !(msg.id >= 3)' > "$seeds/2"
       run display-filter "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, dissector, display-filter, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, link, dissector, display-filter, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire websocket http-head dissector display-filter; do fuzz_one "$t"; done
+  for t in proto-parser protobuf-wire websocket http-head link dissector display-filter; do fuzz_one "$t"; done
 else
   fuzz_one "$target"
 fi

@@ -15,6 +15,7 @@ struct FuzzMain {
         "proto-parser": FuzzEntry.protoParser,
         "protobuf-wire": FuzzEntry.protobufWire,
         "websocket": FuzzWebSocket.connection,
+        "link": LinkFuzz.run,
         "http-head": FuzzWebSocket.httpHead,
         "dissector": FuzzDissector.fileAndTraffic,
         "display-filter": FuzzDissector.displayFilter,
