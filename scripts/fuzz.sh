@@ -10,7 +10,8 @@
 # both printers), display-filter (-Y filters parsed and evaluated).
 # Each builds the `framedump-fuzz` harness (an in-process mutation fuzzer), seeds it with
 # the inputs below, and runs it. A crash or hang leaves the input in fuzz-crash-TARGET
-# (copy it to Tests/FramedumpCoreTests/Fixtures/fuzz/ as a regression input) and exits 1.
+# (copy it to Tests/FramedumpCoreTests/Fixtures/fuzz/TARGET-what, where `swift test` runs it
+# through its target again) and exits 1.
 #
 # FUZZ_ENGINE=libfuzzer builds the same harness with `-sanitize=fuzzer` (coverage-guided
 # libFuzzer, in .build-fuzz; the first build takes minutes) and runs it with

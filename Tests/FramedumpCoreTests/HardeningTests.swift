@@ -105,4 +105,31 @@ final class HardeningTests: XCTestCase {
         XCTAssertEqual(Parser.normalized("a/./b/../c//d"), "a/c/d")
         XCTAssertEqual(Parser.normalized("/x/../y"), "/y")
     }
+
+    /// Found by fuzzing a file together with traffic: a second header block restarted the
+    /// offsets under the length field already named, and the deframer trapped.
+    func testOneHeaderAndOneLengthPerProtocol() {
+        XCTAssertTrue(loadError("protocol z { header { uint32 a; uint32 b; } body_length = b; header { uint32 c; } }")
+            .contains("1:62: error: the header is declared twice"))
+        XCTAssertTrue(loadError("protocol z { header { uint32 a; } frame_length = a; body_length = a; }")
+            .contains("the frame length is already given at line 1"))
+    }
+
+    /// Every input a fuzz target once failed on (`Fixtures/fuzz/TARGET-what`) runs through its
+    /// target again, in the normal test run.
+    func testFuzzRegressionInputs() throws {
+        let dir = TestSupport.fixture("fuzz")
+        let targets: [String: (UnsafeRawBufferPointer) -> Void] = [
+            "dissector": FuzzDissector.fileAndTraffic, "display-filter": FuzzDissector.displayFilter,
+            "websocket": FuzzWebSocket.connection, "http-head": FuzzWebSocket.httpHead, "link": LinkFuzz.run,
+            "proto-parser": FuzzEntry.protoParser, "protobuf-wire": FuzzEntry.protobufWire,
+        ]
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
+        XCTAssertFalse(files.isEmpty)
+        for f in files {
+            let target = try XCTUnwrap(targets.keys.filter { f.hasPrefix($0 + "-") }.max { $0.count < $1.count }, f)
+            let data = try Data(contentsOf: URL(fileURLWithPath: dir + "/" + f))
+            data.withUnsafeBytes { targets[target]!($0) }
+        }
+    }
 }

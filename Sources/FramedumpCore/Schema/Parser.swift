@@ -158,8 +158,14 @@ struct Parser {
             case "strings", "string":
                 p.schema.strings = try stringRule()
             case "header":
+                // One header per protocol: a second block would restart the offsets under the
+                // length and id fields already named.
+                guard p.schema.header.isEmpty else { throw err(kt, "the header is declared twice (one header block per protocol)") }
                 try parseHeader(&p)
             case "frame_length", "body_length":
+                if let earlier = p.lengthToken {
+                    throw err(kt, "the frame length is already given at line \(earlier.line) (frame_length and body_length exclude each other)")
+                }
                 _ = accept("=")
                 p.lengthExpr = try lengthExpr()
                 p.lengthToken = kt
