@@ -11,6 +11,9 @@ Usage: gengame.py OUT.pcap [MESSAGES] [CONNECTIONS]
 """
 import random, struct, sys
 
+sys.path.insert(0, __import__("os").path.dirname(__file__))
+from pcapgen import PcapWriter, eth_ip_tcp
+
 out = sys.argv[1]
 total = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
 nconn = int(sys.argv[3]) if len(sys.argv) > 3 else 64
@@ -37,30 +40,17 @@ def message(d):
                               rng.choice([0, 10]), rng.randrange(256), rng.randrange(1 << 20)) + s(rng.choice(TEXT))
 
 
-def packet(src, dst, sport, dport, seq, ack, flags, payload):
-    tcp = struct.pack(">HHIIBBHHH", sport, dport, seq & 0xffffffff, ack & 0xffffffff, 5 << 4, flags, 65535, 0, 0)
-    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 40 + len(payload), 0, 0x4000, 64, 6, 0, src, dst)
-    return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + tcp + payload
 
 
-f = open(out, "wb")
-f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 262144, 1))
-clock = [1700000000, 0]
-
-
-def write(pkt):
-    clock[1] += 5
-    if clock[1] >= 1_000_000:
-        clock[0] += 1
-        clock[1] -= 1_000_000
-    f.write(struct.pack("<IIII", clock[0], clock[1], len(pkt), len(pkt)) + pkt)
+pcap = PcapWriter(out, step_us=5)
+write = pcap.write
 
 
 def send(c, d, data):
     ends = (c["ip"], SERVER, c["port"], PORT) if d == 0 else (SERVER, c["ip"], PORT, c["port"])
     for i in range(0, len(data), MSS):
         chunk = data[i:i + MSS]
-        write(packet(*ends, c["seq"][d], c["seq"][1 - d], 0x18, chunk))
+        write(eth_ip_tcp(*ends, c["seq"][d], c["seq"][1 - d], 0x18, chunk))
         c["seq"][d] += len(chunk)
 
 
@@ -69,8 +59,8 @@ for i in range(nconn):
     c = {"ip": bytes([10, 0, 1 + i // 200, 2 + i % 200]), "port": 41000 + i,
          "seq": [rng.randrange(1 << 32), rng.randrange(1 << 32)], "pend": [b"", b""]}
     conns.append(c)
-    write(packet(c["ip"], SERVER, c["port"], PORT, c["seq"][0], 0, 0x02, b""))
-    write(packet(SERVER, c["ip"], PORT, c["port"], c["seq"][1], c["seq"][0] + 1, 0x12, b""))
+    write(eth_ip_tcp(c["ip"], SERVER, c["port"], PORT, c["seq"][0], 0, 0x02, b""))
+    write(eth_ip_tcp(SERVER, c["ip"], PORT, c["port"], c["seq"][1], c["seq"][0] + 1, 0x12, b""))
     c["seq"][0] += 1
     c["seq"][1] += 1
 
@@ -87,7 +77,7 @@ for c in conns:
     for d in (0, 1):
         if c["pend"][d]:
             send(c, d, c["pend"][d])
-    write(packet(c["ip"], SERVER, c["port"], PORT, c["seq"][0], c["seq"][1], 0x11, b""))
-    write(packet(SERVER, c["ip"], PORT, c["port"], c["seq"][1], c["seq"][0] + 1, 0x11, b""))
-f.close()
+    write(eth_ip_tcp(c["ip"], SERVER, c["port"], PORT, c["seq"][0], c["seq"][1], 0x11, b""))
+    write(eth_ip_tcp(SERVER, c["ip"], PORT, c["port"], c["seq"][1], c["seq"][0] + 1, 0x11, b""))
+pcap.close()
 print("wrote %s: %d messages on %d connections" % (out, total, nconn))

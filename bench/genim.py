@@ -10,6 +10,9 @@ Usage: genim.py OUT.pcap [MESSAGES] [CONNECTIONS]
 """
 import importlib, os, random, struct, subprocess, sys, tempfile
 
+sys.path.insert(0, os.path.dirname(__file__))
+from pcapgen import PcapWriter, eth_ip_tcp
+
 out = sys.argv[1]
 total = int(sys.argv[2]) if len(sys.argv) > 2 else 500_000
 nconn = int(sys.argv[3]) if len(sys.argv) > 3 else 64
@@ -62,22 +65,10 @@ def frame(cid, bid):
     return struct.pack(">HHHIH", 12, 1, cid, bid, len(b)) + b
 
 
-def eth_ip_tcp(src, dst, sport, dport, seq, ack, flags, payload):
-    tcp = struct.pack(">HHIIBBHHH", sport, dport, seq & 0xffffffff, ack & 0xffffffff, 5 << 4, flags, 65535, 0, 0)
-    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp) + len(payload), 0, 0x4000, 64, 6, 0, src, dst)
-    return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + tcp + payload
 
 
-f = open(out, "wb")
-f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 262144, 1))
-clock = [1700000000, 0]
-
-
-def write(pkt):
-    clock[1] += 5
-    if clock[1] >= 1_000_000:
-        clock[0] += 1; clock[1] -= 1_000_000
-    f.write(struct.pack("<IIII", clock[0], clock[1], len(pkt), len(pkt)) + pkt)
+pcap = PcapWriter(out, step_us=5)
+write = pcap.write
 
 
 conns = []
@@ -108,5 +99,5 @@ for n in range(total):
         flush(c, d)
 for c in conns:
     flush(c, 0, True); flush(c, 1, True)
-f.close()
+pcap.close()
 print("wrote", out, total, "messages")

@@ -11,7 +11,10 @@ some carry several (sticky), and messages longer than the MSS (1448) are split.
 
 Usage: genws.py OUT.pcap [MESSAGES] [CONNECTIONS]
 """
-import base64, hashlib, json, random, struct, sys, zlib
+import base64, hashlib, json, os, random, struct, sys, zlib
+
+sys.path.insert(0, os.path.dirname(__file__))
+from pcapgen import PcapWriter, eth_ip_tcp
 
 out = sys.argv[1]
 total = int(sys.argv[2]) if len(sys.argv) > 2 else 200_000
@@ -39,23 +42,10 @@ def ws_frame(opcode, payload, mask, rsv1):
     return head + key + bytes(c ^ key[i & 3] for i, c in enumerate(payload))
 
 
-def eth_ip_tcp(src, dst, sport, dport, seq, ack, flags, payload):
-    tcp = struct.pack(">HHIIBBHHH", sport, dport, seq & 0xffffffff, ack & 0xffffffff, 5 << 4, flags, 65535, 0, 0)
-    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 40 + len(payload), 0, 0x4000, 64, 6, 0, src, dst)
-    return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + tcp + payload
 
 
-f = open(out, "wb")
-f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 262144, 1))
-ts = [1700000000, 0]
-
-
-def write(pkt):
-    ts[1] += 9
-    if ts[1] >= 1_000_000:
-        ts[0] += 1
-        ts[1] -= 1_000_000
-    f.write(struct.pack("<IIII", ts[0], ts[1], len(pkt), len(pkt)) + pkt)
+pcap = PcapWriter(out, step_us=9)
+write = pcap.write
 
 
 def send(c, d, data):
@@ -119,5 +109,5 @@ for c in conns:
             send(c, d, c["pend"][d])
     write(eth_ip_tcp(c["cli"], SERVER, c["cport"], PORT, c["seq"][0], c["seq"][1], 0x11, b""))
     write(eth_ip_tcp(SERVER, c["cli"], PORT, c["cport"], c["seq"][1], c["seq"][0] + 1, 0x11, b""))
-f.close()
+pcap.close()
 print("wrote %s: %d messages on %d connections" % (out, sent, nconn))

@@ -7,7 +7,9 @@ get no Sc_10002, so they stay unanswered. Run as root from the repository root:
 
     python3 samples/make_latency_sample.py
 """
-import os, socket, struct, subprocess, sys, threading, time
+import os, socket, struct, threading, time
+
+from capture import Capture
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PORT = 8000
@@ -71,19 +73,7 @@ def client():
 
 
 def main():
-    out = os.path.join(HERE, "game-latency.pcap")
-    if os.path.exists(out):
-        os.remove(out)
-    log = out + ".log"
-    dump = subprocess.Popen(["tcpdump", "-i", "lo", "-U", "--immediate-mode", "-Z", "root", "-s", "0", "-w", out,
-                             "tcp port %d" % PORT], stderr=open(log, "w"))
-    try:
-        deadline = time.time() + TIMEOUT
-        while "listening" not in open(log).read():
-            if time.time() > deadline or dump.poll() is not None:
-                raise SystemExit("tcpdump did not start: " + open(log).read())
-            time.sleep(0.05)
-        time.sleep(1.0)
+    with Capture(os.path.join(HERE, "game-latency.pcap"), PORT):
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", PORT))
@@ -94,13 +84,6 @@ def main():
         client()
         t.join(TIMEOUT)
         listener.close()
-        time.sleep(1.0)
-    finally:
-        dump.terminate()
-        dump.wait(TIMEOUT)
-        print(open(log).read().strip())
-        os.remove(log)
-    print("wrote", out)
 
 
 if __name__ == "__main__":

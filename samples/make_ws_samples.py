@@ -15,7 +15,9 @@ compression; `websocket-deflate.pcap` negotiates permessage-deflate (with contex
 repeated messages compress to a few bytes). Everything runs on 127.0.0.1 with timeouts, and
 tcpdump is stopped by its own PID.
 """
-import asyncio, json, os, struct, subprocess, sys, time
+import asyncio, json, os, struct, sys
+
+from capture import Capture
 
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import serve
@@ -96,33 +98,13 @@ SAMPLES = {
 
 def record(name):
     port, compression = SAMPLES[name]
-    out = os.path.join(HERE, name + ".pcap")
-    if os.path.exists(out):
-        os.remove(out)
-    log = out + ".log"
-    dump = subprocess.Popen(["tcpdump", "-i", "lo", "-U", "--immediate-mode", "-B", "16384", "-Z", "root", "-s", "0", "-w", out, "tcp port %d" % port],
-                            stderr=open(log, "w"))
-    try:
-        # tcpdump says "listening on lo" once the capture is really running.
-        deadline = time.time() + TIMEOUT
-        while "listening" not in open(log).read():
-            if time.time() > deadline or dump.poll() is not None:
-                raise SystemExit("tcpdump did not start: " + open(log).read())
-            time.sleep(0.05)
-        time.sleep(1.0)
-        LOG["c2s"].clear()
-        LOG["s2c"].clear()
+    LOG["c2s"].clear()
+    LOG["s2c"].clear()
+    with Capture(os.path.join(HERE, name + ".pcap"), port):
         asyncio.run(scenario(port, compression))
-        time.sleep(1.0)
-        with open(os.path.join(HERE, name + ".messages.json"), "w") as f:
-            json.dump(LOG, f, indent=1)
-            f.write("\n")
-    finally:
-        dump.terminate()
-        dump.wait(TIMEOUT)
-        print(open(log).read().strip())
-        os.remove(log)
-    print("wrote", out)
+    with open(os.path.join(HERE, name + ".messages.json"), "w") as f:
+        json.dump(LOG, f, indent=1)
+        f.write("\n")
 
 
 if __name__ == "__main__":
