@@ -44,4 +44,17 @@ final class OutputPipesTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("-x adds a hex dump"), r.stderr)
         XCTAssertEqual(try TestSupport.framedump(["-c", "0", "-r", "samples/game.pcap"]).status, 2)
     }
+
+    /// What the reassembler notices beside the stream reaches both outputs: late bytes for a
+    /// reported gap, an ignored out-of-window RST, payload after close.
+    func testReassemblyNoticesAreShown() throws {
+        for (fixture, type) in [("late_data", "late"), ("rst_out_of_window", "reset-ignored"), ("after_fin", "after-close")] {
+            let json = try TestSupport.framedump(["-r", TestSupport.fixture("\(fixture).pcap"), "-T", "json"])
+            XCTAssertEqual(json.status, 0, json.stderr)
+            let lines = try json.stdout.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+            XCTAssertTrue(lines.contains { ($0["type"] as? String) == type }, fixture)
+            let tree = try TestSupport.framedump(["-r", TestSupport.fixture("\(fixture).pcap"), "--color", "never"])
+            XCTAssertTrue(tree.stdout.contains(" NOTICE "), fixture)
+        }
+    }
 }

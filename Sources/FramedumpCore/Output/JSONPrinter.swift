@@ -263,5 +263,20 @@ public final class JSONPrinter: MessageSink {
         out.byte(0x7d); out.newline()
     }
 
+    /// `{"type":"late"|"reset-ignored"|"after-close", ...}`: what the reassembler noticed.
+    public func notice(_ n: StreamNotice, _ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, packet: PacketRef) {
+        switch n {
+        case .lateData(let offset, let length): event(c, p, d, n.kind, packet, offset: offset, length: length)
+        case .afterClose(let length):
+            common(c, d, packet.ts, p)
+            out.write(",\"type\":\"after-close\""); if !diffable { out.write(",\"pkt\":"); out.decimal(packet.number) }
+            out.write(",\"length\":"); out.decimal(UInt64(length))
+        case .resetIgnored:
+            common(c, d, packet.ts, p)
+            out.write(",\"type\":\"reset-ignored\""); if !diffable { out.write(",\"pkt\":"); out.decimal(packet.number) }
+        }
+        out.byte(0x7d); out.newline()
+    }
+
     public func finish() { out.flush() }
 }

@@ -199,6 +199,10 @@ public final class StatisticsSink: MessageSink {
         inner?.handshake(h, c, p, d, deflate: deflate, packet: packet)
     }
 
+    public func notice(_ n: StreamNotice, _ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, packet: PacketRef) {
+        inner?.notice(n, c, p, d, packet: packet)
+    }
+
     public func finish() {
         for id in Array(pending.keys) {
             for (_, queue) in pending[id]! { for (_, name) in queue { unanswered[name, default: 0] += 1 } }

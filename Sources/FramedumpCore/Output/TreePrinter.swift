@@ -275,5 +275,11 @@ public final class TreePrinter: MessageSink {
         out.newline()
     }
 
+    public func notice(_ n: StreamNotice, _ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, packet: PacketRef) {
+        eventStart(packet.ts, c, d, p, "NOTICE", colour: "\u{1b}[1;33m")
+        out.write(n.text)
+        out.newline()
+    }
+
     public func finish() { out.flush() }
 }

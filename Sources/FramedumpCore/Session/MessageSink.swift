@@ -13,9 +13,39 @@ public protocol MessageSink: AnyObject {
     /// negotiated).
     func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
                    deflate: DeflateParameters?, packet: PacketRef)
+    /// Late bytes for a reported gap, an ignored RST, bytes after close.
+    func notice(_ n: StreamNotice, _ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, packet: PacketRef)
+}
+
+/// What the reassembler noticed beside the stream itself, shown as lines of their own.
+public enum StreamNotice: Sendable, Equatable {
+    /// Bytes arrived for a hole already reported as a gap: counted, not decoded.
+    case lateData(offset: UInt64, length: UInt64)
+    /// A RST outside the receive window (RFC 5961): ignored, the connection goes on.
+    case resetIgnored
+    /// Payload for a connection that had already closed (a retransmission after FIN, a copy).
+    case afterClose(length: Int)
+
+    public var kind: StaticString {
+        switch self {
+        case .lateData: return "late"
+        case .resetIgnored: return "reset-ignored"
+        case .afterClose: return "after-close"
+        }
+    }
+
+    public var text: String {
+        switch self {
+        case .lateData(let o, let l): return "\(l) bytes arrived late for the gap already reported at stream offset \(o) (not decoded)"
+        case .resetIgnored: return "RST outside the receive window ignored (RFC 5961): the connection goes on"
+        case .afterClose(let l): return "\(l) bytes after the connection closed (a retransmission or a copy): not decoded"
+        }
+    }
 }
 
 extension MessageSink {
+    public func notice(_ n: StreamNotice, _ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, packet: PacketRef) {}
+
     public func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
                           deflate: DeflateParameters?, packet: PacketRef) {}
 }

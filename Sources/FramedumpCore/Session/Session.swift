@@ -315,6 +315,20 @@ public final class SessionManager: StreamConsumer {
         }
     }
 
+    public func lateData(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
+        sink?.notice(.lateData(offset: offset, length: length), c, session(c)?.proto, d, packet: packet)
+    }
+
+    public func outOfWindowReset(_ c: Connection, _ d: Direction, packet: PacketRef) {
+        sink?.notice(.resetIgnored, c, session(c)?.proto, d, packet: packet)
+    }
+
+    public func afterClose(_ c: Connection, _ d: Direction, length: Int, packet: PacketRef) {
+        // Bare ACKs after a close are ordinary: only payload is worth a line.
+        guard length > 0 else { return }
+        sink?.notice(.afterClose(length: length), c, session(c)?.proto, d, packet: packet)
+    }
+
     public func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
         sink?.conflict(c, d, offset: offset, length: length, packet: packet)
     }
