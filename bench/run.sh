@@ -48,6 +48,10 @@ for n in $sizes; do
   label="framedump -q"; row "$bin" -r "$cap" -q
   label="framedump (tree)"; row "$bin" -r "$cap"
   label="framedump -T json"; row "$bin" -r "$cap" -T json
+  if [ "$n" = 1000000 ]; then
+    label="framedump -q -Y 'msg.id == 30005'"; row "$bin" -r "$cap" -q -Y "msg.id == 30005"
+    label="framedump -q -Y 'game.Res == 1'"; row "$bin" -r "$cap" -q -Y "game.Res == 1"
+  fi
   if [ "$n" = 1000000 ] && [ -z "${SKIP_TSHARK:-}" ]; then
     label="tshark + game.lua -V"; row tshark -r "$cap" -X "lua_script:$lua" -V
     label="tshark + game.lua -T json"; row tshark -r "$cap" -X "lua_script:$lua" -T json

@@ -111,6 +111,9 @@ struct Dump: ParsableCommand {
     @Option(name: .customShort("z"), help: ArgumentHelp("Statistics at the end (repeatable): msgs (per protocol, message and direction), conv (per connection), rtt (request/response latency, where a dissector says pair_by), rate[,SECONDS] (messages per interval).", valueName: "stat"))
     var stats: [String] = []
 
+    @Flag(name: .long, help: "No progress line on stderr while a file is read (it is shown only when stderr is a terminal).")
+    var noProgress = false
+
     @Option(name: .long, help: ArgumentHelp("WebSocket: the largest message assembled or inflated; larger ones (a deflate bomb) are reported and skipped.", valueName: "bytes"))
     var wsMaxMessage: Int = 16 << 20
 
@@ -222,6 +225,16 @@ struct Dump: ParsableCommand {
     func capture(input: CaptureInput, options: PipelineOptions, out: OutputBuffer) throws -> Error? {
         let pipeline = try Pipeline(options: options, output: out)
         let source = try PacketSource(input)
+        // A progress line for files, on a terminal's stderr, unless stdout is that terminal too
+        // with the messages being printed to it.
+        if case .file(let path) = input, path != "-", !noProgress, isatty(2) != 0,
+           !(isatty(1) != 0 && writeFile != "-" && !quiet) {
+            var st = stat()
+            if stat(path, &st) == 0 {
+                let p = pipeline
+                pipeline.progress = Progress(fileSize: UInt64(st.st_size)) { p.messageCount }
+            }
+        }
         if !LinkDecoder(linkType: source.linkType).isSupported {
             FileHandleErr.write("framedump: warning: link type \(source.linkType) is not decoded; its packets are counted and skipped\n")
         }

@@ -57,4 +57,22 @@ final class OutputPipesTests: XCTestCase {
             XCTAssertTrue(tree.stdout.contains(" NOTICE "), fixture)
         }
     }
+
+    /// The progress line: drawn on a terminal's stderr while a large file is read (under a
+    /// pseudo-terminal made by script(1)), erased at the end, absent when stderr is not a
+    /// terminal and with --no-progress.
+    func testProgressLineOnlyOnATerminal() throws {
+        let cap = TestSupport.tempDir() + "/big.pcap"
+        let gen = try TestSupport.run("/usr/bin/env", ["python3", "bench/gengame.py", cap, "800000"], cwd: TestSupport.root.path)
+        XCTAssertEqual(gen.status, 0, gen.stderr)
+        let script = try TestSupport.oracle("script")
+        let tty = try TestSupport.run(script, ["-qec", "\(TestSupport.binary) -r \(cap) -q", "/dev/null"])
+        XCTAssertEqual(tty.status, 0, tty.stderr)
+        XCTAssertTrue(tty.stdout.contains(" packets, ") && tty.stdout.contains(" messages, ") && tty.stdout.contains(" s left"), tty.stdout)
+        XCTAssertTrue(tty.stdout.contains("\r\u{1b}[Kpackets: "), "the line is erased before the summary")
+        let off = try TestSupport.run(script, ["-qec", "\(TestSupport.binary) -r \(cap) -q --no-progress", "/dev/null"])
+        XCTAssertFalse(off.stdout.contains(" s left"))
+        let pipe = try TestSupport.framedump(["-r", cap, "-q"])
+        XCTAssertFalse(pipe.stderr.contains(" s left"), "stderr is not a terminal here")
+    }
 }

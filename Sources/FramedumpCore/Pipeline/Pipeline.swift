@@ -57,14 +57,25 @@ public final class Pipeline {
         }
     }
 
+    /// The progress line on stderr, when the command line asks for one.
+    public var progress: Progress?
+
+    /// Messages decoded or counted so far, over every protocol (for the progress line).
+    public var messageCount: UInt64 {
+        sessions?.protocols.reduce(0) { $0 + $1.messageCounts.reduce(0, +) } ?? 0
+    }
+
     public func run(_ source: PacketSource, limit: UInt64?, dumper: PacketDumper?, lineBuffered: Bool) throws(CaptureError) {
         let link = LinkDecoder(linkType: source.linkType)
+        let progress = self.progress
+        defer { progress?.finish() }
         let printSegments = options.segments && !options.quiet
         let seg = SegmentPrinter()
         let reassembler = self.reassembler
         try source.forEach(limit: limit) { p in
             capture.packets += 1
             capture.bytes += UInt64(p.wireLength)
+            progress?.packet(caplen: p.data.count)
             if let dumper {
                 dumper.write(p)
                 if lineBuffered { dumper.flush() }
