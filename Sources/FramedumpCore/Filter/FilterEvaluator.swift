@@ -32,14 +32,15 @@ public struct FilterEvaluator {
     }
 
     func matches(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> Bool {
-        eval(paths.bound(expr, p, self), m, c, p)
+        let prog = paths.program(expr, p, self)
+        return run(prog, prog.root, m, c, p)
     }
 
     /// Before decoding: whether the filter can still select a message of this protocol,
     /// direction, id and schema message. `false` only when it surely cannot (the body is then
     /// not decoded at all); fields make the answer "maybe".
     func mayMatch(_ p: ProtocolRuntime, _ dir: Direction, id: UInt64?, message: Int?) -> Bool {
-        early(paths.bound(expr, p, self), p, dir, id, message) != false
+        early(paths.program(expr, p, self).bound, p, dir, id, message) != false
     }
 
     /// Three-valued: true, false, or nil when it depends on what decoding finds.
@@ -88,14 +89,14 @@ public struct FilterEvaluator {
         case .constant(let v): return v
         case .present(let path):
             var found = false
-            walk(m, p, path) { _ in found = true; return false }
+            Self.walk(m, p, path) { _ in found = true; return false }
             return found
         case .test(let source, let t):
             switch source {
             case .path(let path):
                 var hit = false
-                walk(m, p, path) { f in
-                    if let o = observe(f, m, p), test(o, t) { hit = true; return false }
+                Self.walk(m, p, path) { f in
+                    if let o = Self.observe(f, m, p), test(o, t) { hit = true; return false }
                     return true
                 }
                 return hit
@@ -105,10 +106,55 @@ public struct FilterEvaluator {
         }
     }
 
+    /// The per-message path: the bound filter laid out flat (`FilterProgram`), walked by index,
+    /// so nothing is copied or reference-counted per node.
+    func run(_ prog: FilterProgram, _ i: Int, _ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> Bool {
+        let op = prog.ops[i]
+        switch op.kind {
+        case .or: return run(prog, op.a, m, c, p) || run(prog, op.b, m, c, p)
+        case .and: return run(prog, op.a, m, c, p) && run(prog, op.b, m, c, p)
+        case .not: return !run(prog, op.a, m, c, p)
+        case .constant: return op.value
+        case .present:
+            var found = false
+            Self.walk(m, p, prog.path(op.a)) { _ in found = true; return false }
+            return found
+        case .compareInteger:
+            // The common case, a field against a number: no value is built, nothing copied.
+            var hit = false
+            Self.walk(m, p, prog.path(op.a)) { f in
+                let o: (Bool, UInt64)
+                switch f.value {
+                case .unsigned(let v): o = (false, v)
+                case .signed(let v): o = (v < 0, v.magnitude)
+                case .bool(let v): o = (false, v ? 1 : 0)
+                default:
+                    guard let x = Self.observe(f, m, p), Self.compare(x, op.op, .integer(negative: op.negative, magnitude: op.magnitude)) else { return true }
+                    hit = true
+                    return false
+                }
+                if op.op.holds(Self.order(o.0, o.1, op.negative, op.magnitude)) { hit = true; return false }
+                return true
+            }
+            return hit
+        case .testPath:
+            var hit = false
+            let t = prog.tests[op.b]
+            Self.walk(m, p, prog.path(op.a)) { f in
+                if let o = Self.observe(f, m, p), test(o, t) { hit = true; return false }
+                return true
+            }
+            return hit
+        case .testAttribute:
+            let t = prog.tests[op.b]
+            return values(prog.attributes[op.a], m, c, p).contains { test($0, t) }
+        }
+    }
+
     func test(_ o: Observed, _ t: Test) -> Bool {
         switch t {
-        case .compare(let op, let v): return compare(o, op, v)
-        case .member(let vs): return vs.contains { compare(o, .eq, $0) }
+        case .compare(let op, let v): return Self.compare(o, op, v)
+        case .member(let vs): return vs.contains { Self.compare(o, .eq, $0) }
         case .contains(let needle):
             switch o {
             case .text(let s): return Self.find(Array(s.utf8), needle)
@@ -188,7 +234,7 @@ public struct FilterEvaluator {
 
     // MARK: - Comparing
 
-    func compare(_ o: Observed, _ op: CompareOp, _ v: FilterValue) -> Bool {
+    static func compare(_ o: Observed, _ op: CompareOp, _ v: FilterValue) -> Bool {
         switch (o, v) {
         case (.integer(let n, let mag, _), .integer(let vn, let vmag)):
             return op.holds(Self.order(n, mag, vn, vmag))
@@ -259,7 +305,7 @@ public struct FilterEvaluator {
     /// Calls `visit` with every field whose name path (elements left out) is the compiled
     /// path, until it returns false. Names are compared as indexes, JSON keys as bytes: no
     /// allocation per field.
-    func walk(_ m: DecodedMessage, _ p: ProtocolRuntime, _ cp: CompiledPath, _ visit: (DecodedField) -> Bool) {
+    static func walk(_ m: DecodedMessage, _ p: ProtocolRuntime, _ cp: CompiledPath, _ visit: (DecodedField) -> Bool) {
         let n = cp.count
         if n == 1, cp.header[0] >= 0 {
             let hi = cp.header[0]
@@ -288,21 +334,21 @@ public struct FilterEvaluator {
                     if state == n {
                         let named: Bool
                         if case .element = f.name { named = false } else { named = true }
-                        if named || !isContainer(f) { if !visit(f) { return } }
+                        if named || !Self.isContainer(f) { if !visit(f) { return } }
                     }
                 }
             }
         }
     }
 
-    func isContainer(_ f: DecodedField) -> Bool {
+    static func isContainer(_ f: DecodedField) -> Bool {
         switch f.value {
         case .object, .array: return true
         default: return false
         }
     }
 
-    func observe(_ f: DecodedField, _ m: DecodedMessage, _ p: ProtocolRuntime) -> Observed? {
+    static func observe(_ f: DecodedField, _ m: DecodedMessage, _ p: ProtocolRuntime) -> Observed? {
         let b = m.fieldBytes
         var label: String?
         if case .field(let mi, let fi) = f.name, let labels = p.schema.messages[Int(mi)].fields[Int(fi)].labels {
@@ -469,18 +515,84 @@ final class CompiledPath: @unchecked Sendable {
     }
 }
 
+/// A bound filter laid out flat: nodes as plain values that name their children, paths and
+/// tests by index.
+public final class FilterProgram: @unchecked Sendable {
+    struct Op {
+        enum Kind: UInt8 { case or, and, not, constant, present, compareInteger, testPath, testAttribute }
+        var kind: Kind
+        var a = 0
+        var b = 0
+        var value = false
+        /// `compareInteger`: the operator and the number, inline.
+        var op = CompareOp.eq
+        var negative = false
+        var magnitude: UInt64 = 0
+    }
+    var opList: [Op] = []
+    /// The nodes in plain memory (made once the tree is laid out).
+    var ops = UnsafeMutableBufferPointer<Op>(start: nil, count: 0)
+    var paths: [CompiledPath] = []
+    /// The paths as unretained references: the per-message path takes no reference counts.
+    var pathRefs = UnsafeMutableBufferPointer<Unmanaged<CompiledPath>>(start: nil, count: 0)
+    var tests: [FilterEvaluator.Test] = []
+    var attributes: [FieldReference] = []
+    var root = 0
+    /// The tree it came from (for deciding before decoding, the rare path).
+    let bound: FilterEvaluator.Bound
+
+    init(_ b: FilterEvaluator.Bound) {
+        bound = b
+        root = add(b)
+        ops = .allocate(capacity: max(1, opList.count))
+        _ = ops.initialize(from: opList)
+        pathRefs = .allocate(capacity: max(1, paths.count))
+        _ = pathRefs.initialize(from: paths.map { Unmanaged.passUnretained($0) })
+    }
+
+    deinit {
+        ops.deallocate()
+        pathRefs.deallocate()
+    }
+
+    @inline(__always)
+    func path(_ i: Int) -> CompiledPath { pathRefs[i].takeUnretainedValue() }
+
+    func add(_ b: FilterEvaluator.Bound) -> Int {
+        var op: Op
+        switch b {
+        case .or(let x, let y): op = Op(kind: .or, a: add(x), b: add(y))
+        case .and(let x, let y): op = Op(kind: .and, a: add(x), b: add(y))
+        case .not(let x): op = Op(kind: .not, a: add(x))
+        case .constant(let v): op = Op(kind: .constant, value: v)
+        case .present(let path): paths.append(path); op = Op(kind: .present, a: paths.count - 1)
+        case .test(.path(let path), .compare(let cmp, .integer(let n, let mag))):
+            paths.append(path)
+            op = Op(kind: .compareInteger, a: paths.count - 1, op: cmp, negative: n, magnitude: mag)
+        case .test(.path(let path), let t):
+            paths.append(path); tests.append(t)
+            op = Op(kind: .testPath, a: paths.count - 1, b: tests.count - 1)
+        case .test(.attribute(let r), let t):
+            attributes.append(r); tests.append(t)
+            op = Op(kind: .testAttribute, a: attributes.count - 1, b: tests.count - 1)
+        }
+        opList.append(op)
+        return opList.count - 1
+    }
+}
+
 /// The filter bound to each protocol, made on first use (one evaluator serves every protocol).
 final class PathCache: @unchecked Sendable {
-    var bound: [ObjectIdentifier: FilterEvaluator.Bound] = [:]
+    var programs: [ObjectIdentifier: FilterProgram] = [:]
     /// The last protocol asked for: runs of messages of one protocol skip the lookup.
-    var last: (ObjectIdentifier, FilterEvaluator.Bound)?
+    var last: (ObjectIdentifier, FilterProgram)?
 
-    func bound(_ e: FilterExpr, _ p: ProtocolRuntime, _ ev: FilterEvaluator) -> FilterEvaluator.Bound {
+    func program(_ e: FilterExpr, _ p: ProtocolRuntime, _ ev: FilterEvaluator) -> FilterProgram {
         let id = ObjectIdentifier(p)
         if let l = last, l.0 == id { return l.1 }
-        let b = bound[id] ?? ev.bind(e, p)
-        bound[id] = b
-        last = (id, b)
-        return b
+        let prog = programs[id] ?? FilterProgram(ev.bind(e, p))
+        programs[id] = prog
+        last = (id, prog)
+        return prog
     }
 }
