@@ -111,4 +111,16 @@ final class FilterTests: XCTestCase {
         XCTAssertEqual(try early("msg.dir == c2s and game.Res == 1", .s2c, 20001), false)
         XCTAssertEqual(try early("not msg.name == \"Sc_30005\"", .s2c, 30005), false)
     }
+
+    /// `-q` with a filter counts the matches per message, as the NDJSON of the same filter has them.
+    func testSummaryCountsTheMatches() throws {
+        let r = try TestSupport.framedump(["-r", "samples/game.pcap", "-q", "-Y", "msg.dir == s2c"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let lines = try ndjson("game", ["-Y", "msg.dir == s2c"])
+        XCTAssertTrue(r.stdout.contains("filter msg.dir == s2c: \(lines.count) messages matched"), r.stdout)
+        for name in Set(lines.map { $0["message"] as! String }) {
+            let n = lines.filter { ($0["message"] as! String) == name }.count
+            XCTAssertNotNil(r.stdout.range(of: "  game \(name) \\(id [0-9]+\\) +\(n)\n", options: .regularExpression), "\(name) \(n)")
+        }
+    }
 }

@@ -406,9 +406,20 @@ public final class FilteringSink: MessageSink {
         evaluator = FilterEvaluator(filter)
     }
 
+    /// Matches per protocol and message, in the order first seen (for the summary).
+    public private(set) var perMessage: [(protocolName: String, message: String, count: UInt64)] = []
+    var index: [String: Int] = [:]
+
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
         guard evaluator.matches(m, c, p) else { return }
         matched += 1
+        let name = m.message.map { p.schema.messages[$0].name + (p.schema.messages[$0].id.map { " (id \($0))" } ?? "") }
+            ?? m.webSocket.map { String(describing: $0.opcode.name) } ?? m.id.map { "unknown id \($0)" } ?? "no message id"
+        let key = p.schema.name + "\u{0}" + name
+        if let i = index[key] { perMessage[i].count += 1 } else {
+            index[key] = perMessage.count
+            perMessage.append((p.schema.name, name, 1))
+        }
         inner.message(m, c, p)
     }
 

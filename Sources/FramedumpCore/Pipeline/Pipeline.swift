@@ -116,7 +116,14 @@ public final class Pipeline {
         s.fragments(defragmenter)
         if let r = reassembler { s.reassembly(r.stats, options: r.options) }
         if let m = sessions { s.protocols(m) }
-        if let f = filtering, let text = options.displayFilter { s.line("filter \(text): \(f.matched) messages matched") }
+        if let f = filtering, let text = options.displayFilter {
+            s.line("filter \(text): \(f.matched) messages matched")
+            let width = f.perMessage.map { $0.protocolName.count + $0.message.count + 1 }.max() ?? 0
+            for r in f.perMessage {
+                let label = r.protocolName + " " + r.message
+                s.line("  " + label + String(repeating: " ", count: width - label.count) + "  \(r.count)")
+            }
+        }
         if let live { s.live(live) }
         if options.verbose > 0 { s.memory() }
         out.flush()
