@@ -9,6 +9,7 @@ struct Framedump: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "framedump",
         abstract: "A tcpdump for custom binary protocols: capture, reassemble, deframe and decode.",
+        version: "framedump 0.4 (WebSocket, protobuf, filters)",
         subcommands: [Dump.self, Dissectors.self, Check.self],
         defaultSubcommand: Dump.self
     )

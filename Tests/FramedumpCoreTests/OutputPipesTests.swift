@@ -75,4 +75,13 @@ final class OutputPipesTests: XCTestCase {
         let pipe = try TestSupport.framedump(["-r", cap, "-q"])
         XCTAssertFalse(pipe.stderr.contains(" s left"), "stderr is not a terminal here")
     }
+
+    func testVersionAndAMissingDissectorFile() throws {
+        let v = try TestSupport.framedump(["--version"])
+        XCTAssertEqual(v.status, 0)
+        XCTAssertTrue(v.stdout.hasPrefix("framedump "), v.stdout)
+        let r = try TestSupport.framedump(["check", "no/such.dissector"])
+        XCTAssertEqual(r.status, 2)
+        XCTAssertEqual(r.stderr, "no/such.dissector: error: dissector file: no such file\n")
+    }
 }

@@ -16,7 +16,8 @@ public struct DissectorError: Error, CustomStringConvertible, Sendable {
     }
 
     public var description: String {
-        var s = "\(file):\(line):\(column): error: \(message)"
+        // A whole file that cannot be read has no position in it to show.
+        var s = line == 0 ? "\(file): error: \(message)" : "\(file):\(line):\(column): error: \(message)"
         if !sourceLine.isEmpty {
             s += "\n    \(sourceLine)\n    " + String(repeating: " ", count: max(0, column - 1)) + "^"
         }

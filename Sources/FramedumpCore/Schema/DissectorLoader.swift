@@ -44,8 +44,10 @@ public enum DissectorLoader {
     /// One file (with its includes) → the protocols it declares.
     public static func loadFile(_ path: String, options: LoadOptions = LoadOptions()) throws -> [ProtocolSchema] {
         guard let text = readFile(path) else {
-            throw DissectorError(file: path, line: 0, column: 0,
-                                 message: "cannot read dissector file (missing, unreadable or over 4 MiB)", sourceLine: "")
+            var st = stat()
+            let why = stat(path, &st) != 0 ? "no such file"
+                : st.st_size > 4 << 20 ? "larger than 4 MiB" : "cannot be read (permission?)"
+            throw DissectorError(file: path, line: 0, column: 0, message: "dissector file: \(why)", sourceLine: "")
         }
         return try parse(text: text, file: path, options: options)
     }
