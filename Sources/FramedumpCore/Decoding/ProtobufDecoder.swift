@@ -303,19 +303,8 @@ final class ProtobufDecoder {
             nested(Int(op.target), name: name, s, e, depth: depth)
             return true
         case .group:
-            let idx = fl.count
-            fl.append(DecodedField(name: name, value: .object(count: 0), offset: Int32(at), width: 0, depth: Int16(depth)))
-            guard depth + 1 < Self.maxDepth else {
-                warn("protobuf messages nested deeper than \(Self.maxDepth) levels at byte \(at): the rest shown raw")
-                fl[idx].value = .object(count: rest(at, end, depth: depth + 1))
-                fl[idx].width = Int32(end - at)
-                return false
-            }
-            let (n, next) = message(Int(op.target), pos, end, depth: depth + 1, group: group)
-            fl[idx].value = .object(count: n)
-            fl[idx].width = Int32(next - at)
-            pos = next
-            return next < end || n >= 0
+            guard let n = groupField(Int(op.target), name, at: at, &pos, end, depth: depth, number: group) else { return false }
+            return pos < end || n >= 0
         default:
             guard let v = scalar(op.type, &pos, end) else {
                 warn("malformed protobuf at byte \(at): value of '\(fieldName(mi, op.field))' runs past the end of the body")
@@ -478,20 +467,26 @@ final class ProtobufDecoder {
             }
             return true
         default:  // 3: a group the schema does not know: its fields, schema-less
-            let idx = fl.count
-            fl.append(DecodedField(name: name, value: .object(count: 0), offset: Int32(at), width: 0, depth: Int16(depth)))
-            guard depth + 1 < Self.maxDepth else {
-                warn("protobuf messages nested deeper than \(Self.maxDepth) levels at byte \(at): the rest shown raw")
-                fl[idx].value = .object(count: rest(at, end, depth: depth + 1))
-                fl[idx].width = Int32(end - at)
-                return false
-            }
-            let (n, next) = message(-1, pos, end, depth: depth + 1, group: number)
-            fl[idx].value = .object(count: n)
-            fl[idx].width = Int32(next - at)
-            pos = next
-            return true
+            return groupField(-1, name, at: at, &pos, end, depth: depth, number: number) != nil
         }
+    }
+
+    /// A group's fields as a nested object, typed by message `target` (-1: schema-less), ending
+    /// at its end-group tag `number`. Nil when nested too deep: the rest is then shown raw.
+    func groupField(_ target: Int, _ name: FieldName, at: Int, _ pos: inout Int, _ end: Int, depth: Int, number: Int32) -> Int32? {
+        let idx = fl.count
+        fl.append(DecodedField(name: name, value: .object(count: 0), offset: Int32(at), width: 0, depth: Int16(depth)))
+        guard depth + 1 < Self.maxDepth else {
+            warn("protobuf messages nested deeper than \(Self.maxDepth) levels at byte \(at): the rest shown raw")
+            fl[idx].value = .object(count: rest(at, end, depth: depth + 1))
+            fl[idx].width = Int32(end - at)
+            return nil
+        }
+        let (n, next) = message(target, pos, end, depth: depth + 1, group: number)
+        fl[idx].value = .object(count: n)
+        fl[idx].width = Int32(next - at)
+        pos = next
+        return n
     }
 
     /// Whether `[s, e)` parses as a sequence of well-formed fields (one level, no recursion).
