@@ -80,6 +80,11 @@ public enum DissectorLoader {
     }
 
     static func readFile(_ path: String) -> String? {
+        readBytes(path, limit: maxFileSize).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// A whole file, or nil when it cannot be read or is longer than `limit` bytes.
+    static func readBytes(_ path: String, limit: Int) -> [UInt8]? {
         guard let f = fopen(path, "rb") else { return nil }
         defer { fclose(f) }
         var bytes: [UInt8] = []
@@ -88,9 +93,9 @@ public enum DissectorLoader {
             let n = fread(&chunk, 1, chunk.count, f)
             if n <= 0 { break }
             bytes += chunk[0..<n]
-            if bytes.count > maxFileSize { return nil }
+            if bytes.count > limit { return nil }
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return bytes
     }
 }
 

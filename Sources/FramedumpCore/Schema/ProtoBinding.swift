@@ -108,7 +108,7 @@ extension Resolver {
         }
         for (f, t) in p.proto.descriptorSets {
             let path = f.hasPrefix("/") ? f : folder(of: t) + "/" + f
-            guard let bytes = readBytes(path) else { throw err(t, "cannot read descriptor set '\(path)'") }
+            guard let bytes = DissectorLoader.readBytes(path, limit: 64 << 20) else { throw err(t, "cannot read descriptor set '\(path)'") }
             try reg.loadDescriptorSet(path: path, bytes: bytes)
         }
         let tables = ProtoTables.attach(reg, to: &s)
@@ -168,19 +168,5 @@ extension Resolver {
             spec.condition = (i, UInt64(bitPattern: v))
         }
         s.cipher = spec
-    }
-
-    func readBytes(_ path: String) -> [UInt8]? {
-        guard let f = fopen(path, "rb") else { return nil }
-        defer { fclose(f) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = fread(&chunk, 1, chunk.count, f)
-            if n <= 0 { break }
-            bytes += chunk[0..<n]
-            if bytes.count > 64 << 20 { return nil }
-        }
-        return bytes
     }
 }
