@@ -38,18 +38,15 @@ final class Inflater {
 
     func reset() { if ready { inflateReset(&stream) } }
 
+    /// The 4 bytes the sender removed from the end of every message.
     static let tail: [UInt8] = [0x00, 0x00, 0xff, 0xff]
-    /// The caller appended `tail` to the input itself (one pass through zlib instead of two).
-    var tailIncluded = false
 
-    /// Inflates one message's payload into `out` (replacing its contents), never past `cap` bytes.
+    /// Inflates one message's payload into `out` (replacing its contents), never past `cap`
+    /// bytes. The caller appends `tail` to the payload first (one pass through zlib).
     func inflate(_ input: UnsafeRawBufferPointer, into out: ByteBlock, cap: Int) -> Result {
         guard ready else { return .failed("zlib could not start") }
         out.removeAll()
-        var result = run(input, into: out, cap: cap)
-        if case .ok = result, !tailIncluded {
-            result = Self.tail.withUnsafeBytes { run($0, into: out, cap: cap) }
-        }
+        let result = run(input, into: out, cap: cap)
         if case .ok = result, contextTakeover {} else { reset() }
         return result
     }

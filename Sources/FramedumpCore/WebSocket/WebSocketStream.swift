@@ -415,7 +415,6 @@ final class WebSocketStream: StreamLayer {
             }
             // The 4 bytes the sender removed (RFC 7692 §7.2.2), then one pass through zlib.
             Inflater.tail.withUnsafeBytes { payload.append($0) }
-            i.tailIncluded = true
             let r = i.inflate(payload.bytes, into: inflated, cap: maxMessage)
             payload.removeLast(4)
             switch r {
