@@ -39,6 +39,13 @@ public final class ProtocolRuntime {
         textDecoder = schema.transport == .websocket ? MessageDecoder(schema: schema.textSchema) : nil
     }
 
+    /// One message counted: by its schema message, else as an unknown id (or as having none).
+    @inline(__always)
+    func count(_ message: Int?, id: UInt64?) {
+        messageCounts[message ?? messageCounts.count - 1] += 1
+        if message == nil, let id { unknownIDs[id, default: 0] += 1 }
+    }
+
     /// Whether a header at the start of `b` looks like this protocol (for any-port detection).
     func recognises(_ b: UnsafeRawBufferPointer, _ dir: Direction) -> Bool {
         guard case .ok = layout.check(b, at: 0) else { return false }

@@ -83,15 +83,13 @@ final class SessionFrames: FrameConsumer {
             // Summary only (-q): the header says which message it is; the body is not needed.
             let id = p.layout.messageID(f.bytes, at: 0)
             let mi = id.flatMap { decoder.program.message(dir, $0) }
-            p.messageCounts[mi ?? p.messageCounts.count - 1] += 1
-            if mi == nil, let id { p.unknownIDs[id, default: 0] += 1 }
+            p.count(mi, id: id)
             return
         }
         if let pre = prefilter, !prefilterAllows(f, dir, pre) { return }
         decoder.decode(f, dir, into: decoded)
         if decoded.webSocket != nil { decoded.webSocket = nil }
-        p.messageCounts[decoded.message ?? p.messageCounts.count - 1] += 1
-        if decoded.message == nil, let id = decoded.id { p.unknownIDs[id, default: 0] += 1 }
+        p.count(decoded.message, id: decoded.id)
         if !decoded.warnings.isEmpty { p.warnings += 1 }
         sink.message(decoded, connection, p)
     }
@@ -103,8 +101,7 @@ final class SessionFrames: FrameConsumer {
         let id = p.layout.messageID(f.bytes, at: 0)
         let mi = id.flatMap { decoder.program.message(dir, $0) }
         if pre.evaluator.mayMatch(p, dir, id: id, message: mi) { return true }
-        p.messageCounts[mi ?? p.messageCounts.count - 1] += 1
-        if mi == nil, let id { p.unknownIDs[id, default: 0] += 1 }
+        p.count(mi, id: id)
         pre.skipped += 1
         return false
     }
@@ -128,8 +125,7 @@ final class SessionFrames: FrameConsumer {
             guard isData else { return }
             let id = body == .binary ? p.layout.messageID(f.bytes, at: 0) : nil
             let mi = id.flatMap { decoder.program.message(dir, $0) }
-            p.messageCounts[mi ?? p.messageCounts.count - 1] += 1
-            if mi == nil, let id { p.unknownIDs[id, default: 0] += 1 }
+            p.count(mi, id: id)
             return
         }
         switch body {
@@ -140,8 +136,7 @@ final class SessionFrames: FrameConsumer {
         decoded.webSocket = ws
         if ws.hasViolations || (ws.opcode == .close && f.bytes.count == 1) { warnings(ws, f) }
         if isData {
-            p.messageCounts[decoded.message ?? p.messageCounts.count - 1] += 1
-            if decoded.message == nil, let id = decoded.id { p.unknownIDs[id, default: 0] += 1 }
+            p.count(decoded.message, id: decoded.id)
         }
         if !decoded.warnings.isEmpty { p.warnings += 1 }
         sink.message(decoded, connection, p)
