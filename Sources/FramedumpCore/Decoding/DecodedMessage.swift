@@ -136,3 +136,11 @@ public final class DecodedMessage {
         cipherName = nil
     }
 }
+
+extension DecodedMessage {
+    /// The message's name: its schema message, else the opcode of a WebSocket message the layer
+    /// shows itself; nil for an unknown id.
+    func name(in p: ProtocolRuntime) -> String? {
+        message.map { p.schema.messages[$0].name } ?? webSocket.map { String(describing: $0.opcode.name) }
+    }
+}

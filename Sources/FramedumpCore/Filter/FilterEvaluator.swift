@@ -81,31 +81,6 @@ public struct FilterEvaluator {
         }
     }
 
-    func eval(_ e: Bound, _ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> Bool {
-        switch e {
-        case .or(let a, let b): return eval(a, m, c, p) || eval(b, m, c, p)
-        case .and(let a, let b): return eval(a, m, c, p) && eval(b, m, c, p)
-        case .not(let a): return !eval(a, m, c, p)
-        case .constant(let v): return v
-        case .present(let path):
-            var found = false
-            Self.walk(m, p, path) { _ in found = true; return false }
-            return found
-        case .test(let source, let t):
-            switch source {
-            case .path(let path):
-                var hit = false
-                Self.walk(m, p, path) { f in
-                    if let o = Self.observe(f, m, p), test(o, t) { hit = true; return false }
-                    return true
-                }
-                return hit
-            case .attribute(let r):
-                return values(r, m, c, p).contains { test($0, t) }
-            }
-        }
-    }
-
     /// The per-message path: the bound filter laid out flat (`FilterProgram`), walked by index,
     /// so nothing is copied or reference-counted per node.
     func run(_ prog: FilterProgram, _ i: Int, _ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> Bool {
@@ -284,10 +259,7 @@ public struct FilterEvaluator {
         let dst = m.direction == .c2s ? c.server : c.client
         switch r {
         case .msgID: return m.id.map { [.integer(negative: false, magnitude: $0, label: nil)] } ?? []
-        case .msgName:
-            if let mi = m.message { return [.text(p.schema.messages[mi].name)] }
-            if let ws = m.webSocket { return [.text(String(describing: ws.opcode.name))] }
-            return []
+        case .msgName: return m.name(in: p).map { [.text($0)] } ?? []
         case .msgDir: return [.text(m.direction == .c2s ? "c2s" : "s2c")]
         case .msgLen: return [.integer(negative: false, magnitude: UInt64(m.frame.bytes.count), label: nil)]
         case .msgProtocol: return [.text(p.schema.name)]
@@ -413,8 +385,8 @@ public final class FilteringSink: MessageSink {
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
         guard evaluator.matches(m, c, p) else { return }
         matched += 1
-        let name = m.message.map { p.schema.messages[$0].name + (p.schema.messages[$0].id.map { " (id \($0))" } ?? "") }
-            ?? m.webSocket.map { String(describing: $0.opcode.name) } ?? m.id.map { "unknown id \($0)" } ?? "no message id"
+        let id = m.message.flatMap { p.schema.messages[$0].id }.map { " (id \($0))" } ?? ""
+        let name = m.name(in: p).map { $0 + id } ?? m.id.map { "unknown id \($0)" } ?? "no message id"
         let key = p.schema.name + "\u{0}" + name
         if let i = index[key] { perMessage[i].count += 1 } else {
             index[key] = perMessage.count

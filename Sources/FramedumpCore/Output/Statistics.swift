@@ -83,8 +83,7 @@ public final class StatisticsSink: MessageSink {
 
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
         let ts = m.frame.lastPacket.ts
-        let name = m.message.map { p.schema.messages[$0].name } ?? m.webSocket.map { String(describing: $0.opcode.name) }
-            ?? m.id.map { "id \($0)" } ?? "(no id)"
+        let name = m.name(in: p) ?? m.id.map { "id \($0)" } ?? "(no id)"
         let key = MessageKey(proto: p.schema.name, name: name, dir: m.direction)
         let n = UInt64(m.frame.bytes.count)
         if let v = perMessage[key] { perMessage[key] = (v.count + 1, v.bytes + n) } else {
