@@ -11,9 +11,6 @@ final class WebSocketConnection {
     var tunnel: [Deframer?] = [nil, nil]
     var tunnelOffset: [UInt64] = [0, 0]
     var tunnelled = false
-    // The same two as plain references for the per-message path (kept alive by the two above).
-    unowned(unsafe) var fastInner: ProtocolRuntime
-    unowned(unsafe) var fastFrames: SessionFrames
 
     var request: HTTPHandshake?
     /// Set once the server's 101 response was read: nil there means no compression.
@@ -31,11 +28,8 @@ final class WebSocketConnection {
     init(session: Session, inner: ProtocolRuntime, maxMessage: Int) {
         self.session = session
         self.inner = inner
-        let f = SessionFrames(runtime: inner, sink: session.manager.sink, decoded: session.manager.decoded,
-                              connection: session.connection)
-        frames = f
-        fastInner = inner
-        fastFrames = f
+        frames = SessionFrames(runtime: inner, sink: session.manager.sink, decoded: session.manager.decoded,
+                               connection: session.connection)
         streams = Direction.allCases.map { WebSocketStream(owner: self, direction: $0, maxMessage: maxMessage, mode: .head) }
         makeTunnel()
     }
@@ -58,8 +52,6 @@ final class WebSocketConnection {
         frames = SessionFrames(runtime: p, sink: session.manager.sink, decoded: session.manager.decoded,
                                connection: session.connection)
         session.frames = frames
-        fastInner = p
-        fastFrames = frames
         makeTunnel()
     }
 
@@ -126,8 +118,8 @@ final class WebSocketConnection {
                  offset: UInt64, first: PacketRef, last: PacketRef) {
         var info = info
         // Plain references for the per-message path (both are held strongly by `inner`/`frames`).
-        unowned(unsafe) let p = fastInner
-        unowned(unsafe) let out = fastFrames
+        let p = inner
+        let out = frames
         if info.opcode == .text && !info.undecodable && !UTF8Check.isValid(payload) {
             info.add(.invalidUTF8)
         }
