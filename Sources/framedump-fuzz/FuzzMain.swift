@@ -19,6 +19,9 @@ struct FuzzMain {
         "http-head": FuzzWebSocket.httpHead,
         "dissector": FuzzDissector.fileAndTraffic,
         "display-filter": FuzzDissector.displayFilter,
+        "reassembly": ReassemblyFuzz.run,
+        "deframer": FuzzDeframer.run,
+        "pipeline": PipelineFuzz.run,
     ]
 
     static func main() {

@@ -123,7 +123,9 @@ final class HardeningTests: XCTestCase {
             "dissector": FuzzDissector.fileAndTraffic, "display-filter": FuzzDissector.displayFilter,
             "websocket": FuzzWebSocket.connection, "http-head": FuzzWebSocket.httpHead, "link": LinkFuzz.run,
             "proto-parser": FuzzEntry.protoParser, "protobuf-wire": FuzzEntry.protobufWire,
+            "reassembly": ReassemblyFuzz.run, "deframer": FuzzDeframer.run, "pipeline": PipelineFuzz.run,
         ]
+        FuzzDeframer.dissectorDirectory = TestSupport.dissectors
         let files = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
         XCTAssertFalse(files.isEmpty)
         for f in files {

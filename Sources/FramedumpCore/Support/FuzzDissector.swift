@@ -4,7 +4,7 @@
 public enum FuzzDissector {
     /// The bytes up to the first NUL are a dissector file (its protocol is put on port 8000 if it
     /// names none); the rest is a connection's traffic, cut between the two directions by its
-    /// first byte. The messages go through the tree and NDJSON printers.
+    /// first byte. The messages go through the tree and NDJSON printers (every NDJSON line strict JSON).
     public static func fileAndTraffic(_ data: UnsafeRawBufferPointer) {
         let cut = data.firstIndex(of: 0) ?? data.count
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: data[0..<cut]), as: UTF8.self)
@@ -19,6 +19,7 @@ public enum FuzzDissector {
                 : TreePrinter(output: out, hexDump: true, verbose: true, color: false)
             let sessions = SessionManager(protocols: protocols, sink: sink)
             FuzzWebSocket.feed(sessions, c2s: c2s, s2c: s2c, piece: 7, syn: true, port: protocols[0].ports.first ?? 8000)
+            if json { FuzzDeframer.checkNDJSON(out.bytes) }
         }
     }
 

@@ -1,0 +1,69 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Fuzz entry (`scripts/fuzz.sh pipeline`): the bytes as a capture file, read through libpcap
+/// by the whole pipeline with the shipped dissector files, three times: the tree (hex dump,
+/// verbose) with every `-z` table, NDJSON with every table (each line checked as strict
+/// JSON), and the segment and follow printers with a stream export; each ends with the summary.
+public enum PipelineFuzz {
+    /// The capture is written here for libpcap to open (one file per process).
+    static let path: String = {
+        let dir = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+        return dir + "/framedump-fuzz-\(getpid()).pcap"
+    }()
+    static let streams = path + ".streams"
+
+    public static func run(_ data: UnsafeRawBufferPointer) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard fd >= 0 else { return }
+        var done = 0
+        while done < data.count {
+            let n = write(fd, data.baseAddress! + done, data.count - done)
+            if n <= 0 { break }
+            done += n
+        }
+        close(fd)
+        defer { unlink(path) }
+        for pass in 0..<3 {
+            var o = PipelineOptions()
+            o.dissectorPaths = [FuzzDeframer.dissectorDirectory]
+            o.reassembly.maxConnections = 64
+            o.reassembly.maxBufferedBytes = 1 << 16
+            o.maxWebSocketMessage = 1 << 16
+            switch pass {
+            case 0:
+                o.hexDump = true
+                o.verbose = 1
+                o.statistics = FuzzDeframer.statistics
+            case 1:
+                o.format = .json
+                o.statistics = FuzzDeframer.statistics
+            default:
+                o.segments = true
+                o.follow = true
+                o.streamsDir = streams
+            }
+            let out = OutputBuffer(fd: nil)
+            guard let source = try? PacketSource(.file(path)), let pipeline = try? Pipeline(options: o, output: out) else { return }
+            try? pipeline.run(source, limit: nil, dumper: nil, lineBuffered: false)
+            pipeline.finish()
+            if pass == 1 { FuzzDeframer.checkNDJSON(out.bytes) }
+            pipeline.printSummary(live: nil)
+        }
+        removeStreams()
+    }
+
+    /// The stream export's folder, emptied (its files are flat: one per connection direction, an index).
+    static func removeStreams() {
+        guard let d = opendir(streams) else { return }
+        while let e = readdir(d) {
+            let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { unlink(streams + "/" + name) }
+        }
+        closedir(d)
+        rmdir(streams)
+    }
+}
