@@ -4,18 +4,31 @@
 #     scripts/fuzz.sh TARGET [SECONDS]      # one target (default 60 s)
 #     scripts/fuzz.sh all [SECONDS]         # every target in turn
 #
-# Targets: proto-parser (.proto text), protobuf-wire (protobuf bodies, typed and schema-less),
-# websocket (a WebSocket connection: handshake, frames, deflate, through the tree printer),
-# http-head (handshake heads), link (link/IP/TCP decoding, defragmenting, reassembly), dissector (a dissector file and traffic decoded with it, through
-# both printers), display-filter (-Y filters parsed and evaluated).
+# Targets:
+#   proto-parser    .proto text
+#   protobuf-wire   protobuf bodies, typed and schema-less
+#   websocket       a WebSocket connection (handshake, frames, with and without
+#                   permessage-deflate, mid-stream), through the tree printer
+#   http-head       WebSocket handshake heads
+#   link            link/IP/TCP decoding, defragmenting, reassembly
+#   reassembly      arbitrary TCP segment sequences into the reassembler, its invariants
+#                   checked (bytes delivered in order, never more than sent, buffers bounded)
+#   dissector       a dissector file and traffic decoded with it, through both printers
+#   deframer        traffic for the shipped dissectors through the deframer, the decoder and
+#                   every printer (tree, NDJSON checked line by line as strict JSON, -z tables)
+#   pipeline        capture file bytes through libpcap and the whole pipeline with the
+#                   shipped dissectors (tree, NDJSON, segments, follow, stream export, summary)
+#   display-filter  -Y filters parsed and evaluated
 # Each builds the `framedump-fuzz` harness (an in-process mutation fuzzer), seeds it with
-# the inputs below, and runs it. A crash or hang leaves the input in fuzz-crash-TARGET
-# (copy it to Tests/FramedumpCoreTests/Fixtures/fuzz/TARGET-what, where `swift test` runs it
-# through its target again) and exits 1.
+# the inputs below (taken from samples/ and the test fixtures), and runs it. A crash or hang
+# leaves the input in fuzz-crash-TARGET (copy it to Tests/FramedumpCoreTests/Fixtures/fuzz/TARGET-what,
+# where `swift test` runs it through its target again) and exits 1.
 #
-# FUZZ_ENGINE=libfuzzer builds the same harness with `-sanitize=fuzzer` (coverage-guided
-# libFuzzer, in .build-fuzz; the first build takes minutes) and runs it with
-# -max_total_time=SECONDS; libFuzzer writes crash-* / timeout-* files itself.
+# FUZZ_ENGINE=libfuzzer builds the same harness with `-sanitize=fuzzer,address` (coverage-
+# guided libFuzzer and AddressSanitizer, in .build-fuzz; the first build takes minutes; the
+# two must be one flag: a second -sanitize= replaces the first) and runs it with
+# -max_total_time=SECONDS; libFuzzer writes crash-* / timeout-* / oom-* files itself.
+# FUZZ_CORPUS=DIR keeps each target's corpus in DIR/TARGET between runs (else a temporary one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${1:-all}"
@@ -23,7 +36,7 @@ seconds="${2:-60}"
 
 engine="${FUZZ_ENGINE:-harness}"
 if [ "$engine" = libfuzzer ]; then
-  flags=(--scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer -Xswiftc -DLIBFUZZER -Xswiftc -use-ld=lld)
+  flags=(--scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DLIBFUZZER -Xswiftc -use-ld=lld)
 else
   flags=()
 fi
@@ -34,12 +47,13 @@ run() {
   local t="$1"; shift
   if [ "$engine" = libfuzzer ]; then
     # libFuzzer takes corpus folders: gather the seeds into one.
-    local corpus; corpus="$(mktemp -d)"
+    local corpus
+    if [ -n "${FUZZ_CORPUS:-}" ]; then corpus="$FUZZ_CORPUS/$t"; mkdir -p "$corpus"; else corpus="$(mktemp -d)"; fi
     for s in "$@"; do
       if [ -d "$s" ]; then find "$s" -type f -exec cp {} "$corpus/" \; ; else cp "$s" "$corpus/"; fi
     done
     FRAMEDUMP_FUZZ_TARGET="$t" "$bin" -max_total_time="$seconds" -timeout=10 "$corpus"
-    rm -rf "$corpus"
+    [ -n "${FUZZ_CORPUS:-}" ] || rm -rf "$corpus"
   else
     "$bin" "$t" "$seconds" "$@"
   fi
@@ -97,6 +111,105 @@ PY
         { cat "$d"; printf '\000\020'; head -c 600 samples/game.pcap | tail -c 300; } > "$seeds/$(basename "$d").seed"
       done
       run dissector "$seeds" ;;
+    reassembly)
+      # Seeds: each sample's and fixture's TCP segments as the target's 8-byte records
+      # (sequence numbers relative to each side's ISN, payloads cut into pieces of 255 bytes).
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      python3 - "$seeds" samples/*.pcap Tests/FramedumpCoreTests/Fixtures/*.pcap <<'PY'
+import struct, sys
+out = sys.argv[1]
+def packets(data):
+    if len(data) < 24: return
+    magic = data[:4]
+    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"): e = "<"
+    elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"): e = ">"
+    else: return
+    nano = magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
+    link = struct.unpack(e + "I", data[20:24])[0]
+    skip = {1: 14, 0: 4, 108: 4, 113: 16, 101: 0, 12: 0}.get(link)
+    if skip is None: return
+    at = 24
+    while at + 16 <= len(data):
+        sec, frac, incl = struct.unpack(e + "III", data[at:at + 12])
+        yield sec * 1000 + frac // (1000000 if nano else 1000), data[at + 16 + skip:at + 16 + incl]
+        at += 16 + incl
+def tcp(ip):
+    if len(ip) >= 20 and ip[0] >> 4 == 4 and ip[9] == 6:
+        return ip[(ip[0] & 15) * 4:struct.unpack(">H", ip[2:4])[0]]
+    if len(ip) >= 40 and ip[0] >> 4 == 6 and ip[6] == 6:
+        return ip[40:40 + struct.unpack(">H", ip[4:6])[0]]
+for n, path in enumerate(sys.argv[2:]):
+    seed, isn, server, clients, last = bytearray([0x4C, 0x07]), {}, None, [], None
+    for ms, ip in packets(open(path, "rb").read()):
+        t = tcp(ip)
+        if t is None or len(t) < 20: continue
+        sport, dport, seq, ack = struct.unpack(">HHII", t[:12])
+        flags, body = t[13], t[(t[12] >> 4) * 4:]
+        if server is None: server = dport if flags & 0x12 == 0x02 or sport > dport else sport
+        d = 1 if sport == server else 0
+        client = dport if d else sport
+        if client not in clients:
+            if len(clients) == 4: continue
+            clients.append(client)
+        isn.setdefault((client, d), seq if flags & 2 else seq - 1)
+        rel = (seq - isn[(client, d)] - (0 if flags & 2 else 1)) % (1 << 32)
+        other = isn.get((client, 1 - d))
+        arel = ((ack - other - 1) % (1 << 32)) if other is not None else 0
+        dt = 0 if last is None else max(0, min(199, ms - last))
+        last = ms
+        pieces = [body[i:i + 255] for i in range(0, len(body), 255)] or [b""]
+        for k, piece in enumerate(pieces):
+            r = (rel + 255 * k) if not flags & 2 else rel
+            if r >= 1 << 15 or arel >= 1 << 15: break
+            ctl = d | (2 if flags & 2 and k == 0 else 0) | (4 if flags & 1 and k == len(pieces) - 1 else 0)
+            ctl |= (8 if flags & 4 else 0) | (16 if flags & 0x10 else 0) | (clients.index(client) << 6)
+            seed += struct.pack(">BhBhBB", ctl, r, len(piece), arel, dt if k == 0 else 0, 0)
+        if len(seed) > 16000: break
+    if len(seed) > 2: open("%s/%d.seed" % (out, n), "wb").write(bytes(seed))
+PY
+      run reassembly "$seeds" ;;
+    deframer)
+      # Seeds: each sample's first connection (both streams, from --streams), behind the
+      # header that picks its protocol by port: [port index][piece][flags][u16 client length].
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      ports="$(sed -n 's/^ *port \([0-9]*\);.*/\1/p' Dissectors/*.dissector | sort -n | tr '\n' ' ')"
+      for s in game svc im bridge websocket-deflate game-latency; do
+        "$(swift build --show-bin-path)/framedump" -r "samples/$s.pcap" --streams "$seeds/$s" -q >/dev/null 2>&1 || true
+        c2s="$(ls "$seeds/$s"/*.c2s 2>/dev/null | head -1)"
+        [ -n "$c2s" ] || continue
+        python3 - "$c2s" "${c2s%.c2s}.s2c" "$ports" "$seeds/$s.seed" <<'PY'
+import os, struct, sys
+c2s, s2c, ports, out = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4]
+port = c2s.rsplit(".", 2)[-2].rsplit(".", 1)[-1]
+a = open(c2s, "rb").read()[:8000]
+b = open(s2c, "rb").read()[:8000] if os.path.exists(s2c) else b""
+pick = ports.index(port) if port in ports else 0
+open(out, "wb").write(struct.pack(">BBBH", pick, 200, 0, len(a)) + a + b)
+PY
+        rm -rf "${seeds:?}/$s"
+      done
+      run deframer "$seeds" ;;
+    pipeline)
+      # Seeds: the samples and fixture captures, each cut after its packets that fit in 16 KB.
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      python3 - "$seeds" samples/*.pcap Tests/FramedumpCoreTests/Fixtures/*.pcap Tests/FramedumpCoreTests/Fixtures/*.pcapng <<'PY'
+import os, struct, sys
+out = sys.argv[1]
+for path in sys.argv[2:]:
+    data = open(path, "rb").read()
+    if len(data) > 16384 and data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+        at = 24
+        while at + 16 <= len(data):
+            incl = struct.unpack("<I", data[at + 8:at + 12])[0]
+            if at + 16 + incl > 16384: break
+            at += 16 + incl
+        data = data[:at]
+    open(os.path.join(out, os.path.basename(path)), "wb").write(data)
+PY
+      run pipeline "$seeds" ;;
     display-filter)
       seeds="$(mktemp -d)"
       trap 'rm -rf "$seeds"' RETURN
@@ -104,12 +217,12 @@ PY
       printf 'svc.device.os matches "^i" || svc.user in {"u" "v"} && !(msg.id >= 3)' > "$seeds/2"
       run display-filter "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, link, dissector, display-filter, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, link, reassembly, dissector, deframer, pipeline, display-filter, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire websocket http-head link dissector display-filter; do fuzz_one "$t"; done
+  for t in proto-parser protobuf-wire websocket http-head link reassembly dissector deframer pipeline display-filter; do fuzz_one "$t"; done
 else
   fuzz_one "$target"
 fi

@@ -70,7 +70,8 @@ public enum ReassemblyFuzz {
         let options: ReassemblyOptions
         weak var reassembler: Reassembler?
         /// Per connection number and direction: the next offset expected, and the origin's
-        /// low byte once the first data byte fixed it.
+        /// low byte once the first data byte fixed it. Per sending side: bytes sent, delivered,
+        /// and whether any copy disagreed with the sequence pattern.
         var next: [UInt64: [UInt64]] = [:]
         var origin: [UInt64: [UInt8?]] = [:]
         var sent: [UInt64] = [0, 0]
@@ -105,11 +106,16 @@ public enum ReassemblyFuzz {
             origin[c.number] = [nil, nil]
         }
 
+        /// Which side sent this direction's bytes (0 the client ports, 1 port 8000): the roles
+        /// the reassembler gives need not be the input's (a SYN from port 8000 makes it the client).
+        func sender(_ c: Connection, _ d: Direction) -> Int { (d == .c2s ? c.client : c.server).port == 8000 ? 1 : 0 }
+
         func data(_ c: Connection, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
             follows(c, d, offset, UInt64(bytes.count))
-            delivered[d.rawValue] += UInt64(bytes.count)
-            precondition(delivered[d.rawValue] <= sent[d.rawValue], "more bytes delivered than sent")
-            guard !scrambled[d.rawValue] else { return }
+            let from = sender(c, d)
+            delivered[from] += UInt64(bytes.count)
+            precondition(delivered[from] <= sent[from], "more bytes delivered than sent")
+            guard !scrambled[from] else { return }
             let o = origin[c.number]?[d.rawValue] ?? bytes[0] &- UInt8(truncatingIfNeeded: offset)
             origin[c.number]?[d.rawValue] = o
             for i in 0..<bytes.count {
@@ -122,7 +128,7 @@ public enum ReassemblyFuzz {
         }
 
         func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
-            precondition(scrambled[d.rawValue], "a conflict reported for copies with the same bytes")
+            precondition(scrambled[sender(c, d)], "a conflict reported for copies with the same bytes")
         }
 
         func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {
