@@ -101,7 +101,7 @@ public final class StatisticsSink: MessageSink {
             guard case .rate(let s) = k else { continue }
             let start = rateStart ?? ts.seconds
             rateStart = start
-            let slot = Int((ts.seconds - start) / Int64(s))
+            let slot = Int(ts.seconds(since: Timestamp(seconds: start, nanos: 0)) / Int64(s))
             // Bounded: a packet stamped far in the future does not make a giant table.
             guard slot >= 0 && slot < 1 << 20 else { continue }
             if rate.count <= slot { rate += [UInt64](repeating: 0, count: slot + 1 - rate.count) }
@@ -171,7 +171,8 @@ public final class StatisticsSink: MessageSink {
         let (sent, request) = queue.removeFirst()
         pending[id]![key] = queue.isEmpty ? nil : queue
         pendingCount -= 1
-        let ns = (ts.seconds - sent.seconds) * 1_000_000_000 + Int64(ts.nanos) - Int64(sent.nanos)
+        // Saturating: a capture may stamp packets anywhere in the 64-bit range.
+        let ns = ts.nanos(since: sent)
         if latencies[request]!.count < Self.maxSamples { latencies[request]!.append(max(0, ns)) }
     }
 
@@ -250,7 +251,7 @@ public final class StatisticsSink: MessageSink {
             }
         case .conv:
             func seconds(_ c: Conversation) -> String {
-                let ns = (c.last.seconds - c.first.seconds) * 1_000_000_000 + Int64(c.last.nanos) - Int64(c.first.nanos)
+                let ns = c.last.nanos(since: c.first)
                 let us = max(0, ns) / 1000
                 let frac = String(us % 1_000_000)
                 return "\(us / 1_000_000)." + String(repeating: "0", count: 6 - frac.count) + frac
