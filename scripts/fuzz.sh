@@ -24,7 +24,7 @@
 # leaves the input in fuzz-crash-TARGET (copy it to Tests/FramedumpCoreTests/Fixtures/fuzz/TARGET-what,
 # where `swift test` runs it through its target again) and exits 1.
 #
-# FUZZ_ENGINE=libfuzzer builds the same harness with `-sanitize=fuzzer,address` (coverage-
+# FUZZ_ENGINE=libfuzzer builds the same harness optimised with `-sanitize=fuzzer,address` (coverage-
 # guided libFuzzer and AddressSanitizer, in .build-fuzz; the first build takes minutes; the
 # two must be one flag: a second -sanitize= replaces the first) and runs it with
 # -max_total_time=SECONDS; libFuzzer writes crash-* / timeout-* / oom-* files itself.
@@ -36,12 +36,19 @@ seconds="${2:-60}"
 
 engine="${FUZZ_ENGINE:-harness}"
 if [ "$engine" = libfuzzer ]; then
-  flags=(--scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DLIBFUZZER -Xswiftc -use-ld=lld)
+  # Optimised as shipped (preconditions and overflow checks stay): many times the executions of a debug build.
+  flags=(-c release --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DLIBFUZZER -Xswiftc -use-ld=lld)
 else
   flags=()
 fi
 swift build "${flags[@]}" --product framedump-fuzz >/dev/null
 bin="$(swift build "${flags[@]}" --show-bin-path)/framedump-fuzz"
+
+# The framedump command (a debug build), for seeds taken from its --streams export.
+framedump() {
+  swift build --product framedump >/dev/null
+  "$(swift build --show-bin-path)/framedump" "$@"
+}
 
 run() {
   local t="$1"; shift
@@ -79,7 +86,7 @@ fuzz_one() {
       seeds="$(mktemp -d)"
       trap 'rm -rf "$seeds"' RETURN
       for s in bridge websocket-deflate; do
-        "$(swift build --show-bin-path)/framedump" -r "samples/$s.pcap" --streams "$seeds/$s" -q >/dev/null 2>&1 || true
+        framedump -r "samples/$s.pcap" --streams "$seeds/$s" -q >/dev/null 2>&1 || true
         for f in "$seeds/$s"/*.c2s; do [ -f "$f" ] && { printf '\001\100\007'; cat "$f"; } > "$seeds/$s.seed"; done
       done
       rm -rf "$seeds"/bridge "$seeds"/websocket-deflate
@@ -176,7 +183,7 @@ PY
       trap 'rm -rf "$seeds"' RETURN
       ports="$(sed -n 's/^ *port \([0-9]*\);.*/\1/p' Dissectors/*.dissector | sort -n | tr '\n' ' ')"
       for s in game svc im bridge websocket-deflate game-latency; do
-        "$(swift build --show-bin-path)/framedump" -r "samples/$s.pcap" --streams "$seeds/$s" -q >/dev/null 2>&1 || true
+        framedump -r "samples/$s.pcap" --streams "$seeds/$s" -q >/dev/null 2>&1 || true
         c2s="$(ls "$seeds/$s"/*.c2s 2>/dev/null | head -1)"
         [ -n "$c2s" ] || continue
         python3 - "$c2s" "${c2s%.c2s}.s2c" "$ports" "$seeds/$s.seed" <<'PY'
