@@ -83,14 +83,22 @@ final class WebSocketStream: StreamLayer {
 
     func data(_ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
         started = true
-        var b = bytes
-        var off = offset
         if mode == .head {
-            let used = readHead(b, offset: off, packet: packet)
-            b = UnsafeRawBufferPointer(rebasing: b[used...])
-            off += UInt64(used)
-            if b.isEmpty { return }
+            // A head that is no HTTP request detaches the connection's layers, which frees the
+            // owner (held here `unowned(unsafe)`): keep it alive until this call is done.
+            let owner: WebSocketConnection = self.owner
+            withExtendedLifetime(owner) {
+                let used = readHead(bytes, offset: offset, packet: packet)
+                if used < bytes.count {
+                    afterHead(UnsafeRawBufferPointer(rebasing: bytes[used...]), offset: offset + UInt64(used), packet: packet)
+                }
+            }
+            return
         }
+        afterHead(bytes, offset: offset, packet: packet)
+    }
+
+    func afterHead(_ b: UnsafeRawBufferPointer, offset off: UInt64, packet: PacketRef) {
         switch mode {
         case .head: return
         case .ignored: owner.session.manager.undissectedBytes += UInt64(b.count)
