@@ -125,9 +125,6 @@ struct Dump: ParsableCommand {
         if readFile != nil && interface != nil {
             throw ValidationError("Give either -r FILE or -i INTERFACE, not both.")
         }
-        if readFile == nil && interface == nil {
-            throw ValidationError("Nothing to read: give -r FILE (a pcap/pcapng capture) or -i INTERFACE (live).")
-        }
         if maxBuffer < 0 || maxConnections < 1 || idleTimeout < 1 {
             throw ValidationError("--max-buffer must be ≥ 0, --max-connections and --idle-timeout ≥ 1.")
         }
@@ -159,11 +156,14 @@ struct Dump: ParsableCommand {
     }
 
     func run() throws {
+        // Checked here rather than in validate(): the parser reports an unknown option only
+        // after validate(), and `framedump --bogus` must name `--bogus`.
+        if readFile == nil && interface == nil && !listInterfaces {
+            throw ValidationError("Nothing to read: give -r FILE (a pcap/pcapng capture) or -i INTERFACE (live).")
+        }
         if listInterfaces {
             do {
-                for (i, d) in try PacketSource.interfaces().enumerated() {
-                    print("\(i + 1).\(d.name)" + (d.description.map { " (\($0))" } ?? ""))
-                }
+                for d in try PacketSource.interfaces() { print(d.line) }
             } catch { fail(error) }
             return
         }
@@ -190,7 +190,8 @@ struct Dump: ParsableCommand {
 
         let input: CaptureInput
         if let iface = interface {
-            var live = LiveOptions(interface: iface)
+            var live: LiveOptions
+            do { live = LiveOptions(interface: try PacketSource.interfaceName(iface)) } catch { fail(error) }
             live.snaplen = snaplen
             live.bufferKiB = bufferKiB
             live.promiscuous = !noPromiscuous
@@ -224,6 +225,9 @@ struct Dump: ParsableCommand {
     /// (a capture cut off mid-record), so what came before is still reported.
     func capture(input: CaptureInput, options: PipelineOptions, out: OutputBuffer) throws -> Error? {
         let pipeline = try Pipeline(options: options, output: out)
+        if pipeline.dissectorCount == 0 && !segments && !follow {
+            FileHandleErr.write("framedump: warning: no dissector loaded (\(DissectorLoader.searchDescription(explicit: dissectors))): messages will not be decoded, only WebSocket is shown; give -d PATH\n")
+        }
         let source = try PacketSource(input)
         // A progress line for files, on a terminal's stderr, unless stdout is that terminal too
         // with the messages being printed to it.

@@ -139,6 +139,8 @@ public struct ProtocolSchema: Sendable {
     public var name: String
     public var file: String
     public var ports: [UInt16] = []
+    /// Where each port was declared, for the error when two protocols claim one.
+    public var portLocations: [UInt16: SourceLocation] = [:]
     /// Try this dissector on connections of any port, validating the first header.
     public var anyPort = false
     public var order: ByteOrder = .big
