@@ -225,10 +225,10 @@ struct Dump: ParsableCommand {
     /// (a capture cut off mid-record), so what came before is still reported.
     func capture(input: CaptureInput, options: PipelineOptions, out: OutputBuffer) throws -> Error? {
         let pipeline = try Pipeline(options: options, output: out)
+        let source = try PacketSource(input)
         if pipeline.dissectorCount == 0 && !segments && !follow {
             FileHandleErr.write("framedump: warning: no dissector loaded (\(DissectorLoader.searchDescription(explicit: dissectors))): messages will not be decoded, only WebSocket is shown; give -d PATH\n")
         }
-        let source = try PacketSource(input)
         // A progress line for files, on a terminal's stderr, unless stdout is that terminal too
         // with the messages being printed to it.
         if case .file(let path) = input, path != "-", !noProgress, isatty(2) != 0,
