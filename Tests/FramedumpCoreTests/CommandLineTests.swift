@@ -60,7 +60,7 @@ final class CommandLineTests: XCTestCase {
     /// An empty capture says it is empty (exit 12), from a file or from stdin.
     func testAnEmptyCaptureSaysSo() throws {
         let dir = TestSupport.tempDir()
-        FileManager.default.createFile(atPath: dir + "/empty.pcap", contents: Data())
+        XCTAssertTrue(FileManager.default.createFile(atPath: dir + "/empty.pcap", contents: Data()))
         let r = try TestSupport.framedump(["-r", dir + "/empty.pcap"])
         XCTAssertEqual(r.status, 12)
         XCTAssertEqual(r.stderr, "framedump: \(dir)/empty.pcap: the capture is empty (0 bytes, not even a file header)\n")

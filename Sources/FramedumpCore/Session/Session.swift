@@ -158,9 +158,20 @@ final class SessionFrames: FrameConsumer {
     }
 
     func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef) {
-        runtime.malformed += 1
-        runtime.malformedBytes += length
-        sink.malformed(connection, runtime, dir, offset: offset, length: length, reason: reason, packet: packet)
+        malformed(dir, offset: offset, length: length, reason: reason, packet: packet, bytes: UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+
+    func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef,
+                   bytes: UnsafeRawBufferPointer) {
+        // A frame the capture cut is counted apart: nothing is wrong with the stream.
+        if reason.isCaptureCut {
+            runtime.cutAtEnd += 1
+            runtime.cutAtEndBytes += length
+        } else {
+            runtime.malformed += 1
+            runtime.malformedBytes += length
+        }
+        sink.malformed(connection, runtime, dir, offset: offset, length: length, reason: reason, packet: packet, bytes: bytes)
     }
 }
 
@@ -319,7 +330,7 @@ public final class SessionManager: StreamConsumer {
     public func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {
         guard let s = session(c) else { return }
         if s.proto == nil && !s.undissected && s.detectTries > 0 { undissectedConnections += 1 }
-        for d in Direction.allCases { s.layers[d.rawValue]?.finish(packet: packet) }
+        for d in Direction.allCases { s.layers[d.rawValue]?.finish(packet: packet, captureEnded: reason == .captureEnd) }
         sink?.closed(c, s.proto, reason: reason, packet: packet)
         s.end()
     }
