@@ -330,13 +330,11 @@ struct Parser {
             return .fixed(Int(n))
         }
         let (r, rt) = try ident("u8, u16, u32, nul or rest")
+        if let (w, o) = Resolver.prefix(r) { return .prefixed(width: w, order: o) }
         switch r.lowercased() {
-        case "u8", "uint8": return .prefixed(width: 1)
-        case "u16", "uint16": return .prefixed(width: 2)
-        case "u32", "uint32": return .prefixed(width: 4)
         case "nul", "null", "cstring", "zero": return .nulTerminated
         case "rest": return .rest
-        default: throw err(rt, "string rule must be u8, u16, u32, nul, rest or a fixed size")
+        default: throw err(rt, "string rule must be u8, u16, u32 (optionally le/be), nul, rest or a fixed size")
         }
     }
 
@@ -375,6 +373,10 @@ struct Parser {
                 if accept("==") {
                     let v = try number("the constant value")
                     f.constant = UInt64(bitPattern: v)
+                }
+                if at("[") {
+                    _ = try displayAttribute()
+                    f.hex = true
                 }
                 if p.schema.header.contains(where: { $0.name == name }) {
                     throw err(tt, "header field '\(name)' is declared twice")
@@ -466,9 +468,19 @@ struct Parser {
         let (name, _) = try ident("a field name")
         f.name = name
         if accept("=") { f.tag = Int(try number("a field number")) }
+        if at("[") { f.hex = try displayAttribute() }
         let lex = lexers[tt.file]
         f.description = lex.comments[tt.line].flatMap { $0.wholeLine ? nil : $0.text }
         return f
+    }
+
+    /// `[hex]` after a field: how its value is shown. Returns where it was written.
+    mutating func displayAttribute() throws(DissectorError) -> Token {
+        try expect("[")
+        let (a, at) = try ident("a display attribute ('hex')")
+        guard a.lowercased() == "hex" else { throw err(at, "unknown display attribute '\(a)' (expected 'hex')") }
+        try expect("]")
+        return at
     }
 
     // MARK: - Enum NAME [: Uint8] { LABEL = N; }

@@ -7,6 +7,8 @@ struct PendingField {
     var name = ""
     var tag: Int?
     var description: String?
+    /// `[hex]` after the field: where it was written, for an error on a field that is no integer.
+    var hex: Token?
 }
 
 struct PendingMessage {
@@ -117,6 +119,10 @@ struct Resolver {
                                       labels: nil, nameBytes: Array(pf.name.utf8))
                     fd.type = try fieldType(pf, schema: s, messages: byName, enums: enumsByName)
                     if case .enumeration(let ei, _) = fd.type { fd.labels = s.enums[ei].labels }
+                    if let h = pf.hex {
+                        guard fd.type.isInteger else { throw err(h, "[hex] shows an integer in hex: '\(pf.name)' is not an integer field") }
+                        fd.hex = true
+                    }
                     if let a = pf.array { fd.array = try arrayCount(a, earlier: fields) }
                     if s.labelsFromComments, fd.labels == nil, let d = pf.description, fd.type.isInteger {
                         let l = CommentLabels.parse(d)
@@ -184,7 +190,7 @@ struct Resolver {
             guard n >= 0 && n <= 1 << 20 else { throw err(t, "size out of range") }
             return .fixed(Int(n))
         case .ident(let r):
-            if let w = Self.prefixWidth(r) { return .prefixed(width: w) }
+            if let (w, o) = Self.prefix(r) { return .prefixed(width: w, order: o) }
             switch r.lowercased() {
             case "nul", "null", "cstring": return .nulTerminated
             case "rest": return .rest
@@ -195,12 +201,16 @@ struct Resolver {
         throw err(t, "expected u8, u16, u32, nul, rest or a size")
     }
 
-    /// `u8`/`u16`/`u32` (or `uint8`...) as a length or count prefix width.
-    static func prefixWidth(_ name: String) -> Int? {
-        switch name.lowercased() {
-        case "u8", "uint8": return 1
-        case "u16", "uint16": return 2
-        case "u32", "uint32": return 4
+    /// `u8`/`u16`/`u32` (or `uint8`...) as a length or count prefix width, with `le`/`be`
+    /// for a byte order other than the protocol's (`u16le`).
+    static func prefix(_ name: String) -> (width: Int, order: ByteOrder?)? {
+        var l = name.lowercased()
+        var order: ByteOrder?
+        if l.hasSuffix("le") { order = .little; l.removeLast(2) } else if l.hasSuffix("be") { order = .big; l.removeLast(2) }
+        switch l {
+        case "u8", "uint8": return (1, order)
+        case "u16", "uint16": return (2, order)
+        case "u32", "uint32": return (4, order)
         default: return nil
         }
     }
@@ -211,7 +221,7 @@ struct Resolver {
             guard n >= 0 && n <= 1 << 16 else { throw err(t, "array size out of range 0-65536") }
             return .fixed(Int(n))
         case .ident(let r):
-            if let w = Self.prefixWidth(r) { return .prefixed(width: w) }
+            if let (w, o) = Self.prefix(r) { return .prefixed(width: w, order: o) }
             guard let i = earlier.firstIndex(where: { $0.name == r }) else {
                 throw err(t, "array count '\(r)' is not u8/u16/u32 or an earlier field of this message")
             }
@@ -279,7 +289,7 @@ struct MinimumWidths {
         case .enumeration(_, let b): return b.width
         case .string(let r), .bytes(let r):
             switch r {
-            case .prefixed(let w): return w
+            case .prefixed(let w, _): return w
             case .nulTerminated: return 1
             case .rest: return 0
             case .fixed(let n): return n
@@ -298,7 +308,7 @@ struct MinimumWidths {
             switch f.array {
             case nil: total += w
             case .fixed(let n): total += n * w
-            case .prefixed(let pw): total += pw
+            case .prefixed(let pw, _): total += pw
             case .field: break
             }
         }
