@@ -103,4 +103,29 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(q.stdout.split(separator: "\n"), verbose)
         XCTAssertTrue(q.stdout.contains("1 messages with warnings"), q.stdout)
     }
+
+    /// The committed man page (`framedump.1`, made by scripts/make_manual.sh) lists every
+    /// option and subcommand the help shows: an option added without regenerating it fails here.
+    func testManPageListsEveryOption() throws {
+        let page = try String(contentsOfFile: TestSupport.root.appendingPathComponent("framedump.1").path, encoding: .utf8)
+        var inPage = Set<String>()
+        for line in page.split(separator: "\n") where line.hasPrefix(".It Fl ") {
+            for word in line.split(separator: " ").dropFirst(2) {
+                if word == "Ar" { break }
+                if word != "," && word != "Fl" { inPage.insert("-" + word) }
+            }
+        }
+        var inHelp = Set<String>()
+        for sub in ["dump", "check", "dissectors"] {
+            let r = try TestSupport.framedump([sub, "--help"])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            XCTAssertTrue(page.contains(".It Em \(sub)"), "subcommand \(sub) missing: run scripts/make_manual.sh")
+            for line in r.stdout.split(separator: "\n") where line.hasPrefix("  -") {
+                let flags = line.dropFirst(2).prefix { $0 != "<" }.components(separatedBy: "  ")[0]
+                for f in flags.split(separator: ",") { inHelp.insert(f.trimmingCharacters(in: .whitespaces)) }
+            }
+        }
+        XCTAssertEqual(inHelp.subtracting(inPage).sorted(), [], "options missing from framedump.1: run scripts/make_manual.sh")
+        XCTAssertEqual(inPage.subtracting(inHelp).sorted(), [], "framedump.1 lists options the command no longer has: run scripts/make_manual.sh")
+    }
 }
