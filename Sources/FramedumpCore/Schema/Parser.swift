@@ -242,84 +242,84 @@ struct Parser {
     }
 
     mutating func protocolSetting(_ p: inout PendingProtocol) throws(DissectorError) {
-            let (key, kt) = try ident("a protocol setting")
-            switch key.lowercased() {
-            case "port", "ports":
-                repeat {
-                    let n = try number("a port number")
-                    guard (1...65535).contains(n) else { throw err(kt, "port \(n) is out of range 1-65535") }
-                    guard !p.schema.ports.contains(UInt16(n)) else { throw err(tokens[pos - 1], "port \(n) is listed twice") }
-                    p.schema.ports.append(UInt16(n))
-                    let t = tokens[pos - 1]
-                    p.schema.portLocations[UInt16(n)] = lexers[t.file].location(t.line, t.column)
-                } while accept(",")
-            case "any_port", "detect":
-                if key.lowercased() == "detect" { _ = try ident("'any'") }
-                p.schema.anyPort = true
-            case "byte_order", "byteorder", "endian":
-                let (o, ot) = try ident("big or little")
-                switch o.lowercased() {
-                case "big", "be", "network": p.schema.order = .big
-                case "little", "le": p.schema.order = .little
-                default: throw err(ot, "byte order must be 'big' or 'little'")
-                }
-            case "strings", "string":
-                p.schema.strings = try stringRule()
-            case "header":
-                // One header per protocol: a second block would restart the offsets under the
-                // length and id fields already named.
-                guard p.schema.header.isEmpty else { throw err(kt, "the header is declared twice (one header block per protocol)") }
-                try parseHeader(&p)
-                _ = accept(";")
-                return
-            case "frame_length", "body_length":
-                if let earlier = p.lengthToken {
-                    throw err(kt, "the frame length is already given at line \(earlier.line) (frame_length and body_length exclude each other)")
-                }
-                _ = accept("=")
-                p.lengthExpr = try lengthExpr()
-                p.lengthToken = kt
-                p.lengthWholeFrame = key.lowercased() == "frame_length"
-            case "message_id", "id":
-                _ = accept("=")
-                let (f, ft) = try ident("a header field name")
-                p.idName = (f, ft)
-            case "max_frame":
-                let n = try number("a size in bytes")
-                guard n > 0 && n <= 1 << 30 else { throw err(kt, "max_frame must be between 1 and 1073741824") }
-                p.schema.maxFrame = Int(n)
-            case "body":
-                let (b, bt) = try ident("fields, json, text, raw or protobuf")
-                guard let e = BodyEncoding(rawValue: b.lowercased()) else {
-                    throw err(bt, "body must be one of fields, json, text, raw, protobuf")
-                }
-                p.schema.body = e
-            case "pair_by":
-                // `pair_by id;` or `pair_by FIELD;`: how -z rtt pairs responses with requests.
-                let (what, _) = try ident("'id' or a field name")
-                p.schema.pairBy = what.lowercased() == "id" ? .messageID : .field(what)
-            case "labels_from_comments":
-                p.schema.labelsFromComments = true
-            case "websocket":
-                // `websocket;` or `websocket "/path", "/other";`: messages of a WebSocket.
-                p.schema.transport = .websocket
-                if case .string = tok.kind {
-                    repeat { p.schema.webSocketPaths.append(try quoted("a request path")) } while accept(",")
-                }
-            case "subprotocol":
-                repeat { p.schema.webSocketSubprotocols.append(try quoted("a subprotocol name")) } while accept(",")
-            case "text":
-                let (b, bt) = try ident("json, text or raw")
-                guard let e = BodyEncoding(rawValue: b.lowercased()), e == .json || e == .text || e == .raw else {
-                    throw err(bt, "text messages are json, text or raw")
-                }
-                p.schema.textBody = e
-            case "proto", "proto_file", "proto_descriptor", "key", "cipher":
-                try parseProtoSetting(key.lowercased(), kt, &p)
-            default:
-                throw err(kt, "unknown protocol setting '\(key)' (expected port, any_port, byte_order, strings, header, frame_length, body_length, message_id, max_frame, body, labels_from_comments, pair_by, websocket, subprotocol, text, proto, proto_descriptor, key, cipher)")
+        let (key, kt) = try ident("a protocol setting")
+        switch key.lowercased() {
+        case "port", "ports":
+            repeat {
+                let n = try number("a port number")
+                guard (1...65535).contains(n) else { throw err(kt, "port \(n) is out of range 1-65535") }
+                guard !p.schema.ports.contains(UInt16(n)) else { throw err(tokens[pos - 1], "port \(n) is listed twice") }
+                p.schema.ports.append(UInt16(n))
+                let t = tokens[pos - 1]
+                p.schema.portLocations[UInt16(n)] = lexers[t.file].location(t.line, t.column)
+            } while accept(",")
+        case "any_port", "detect":
+            if key.lowercased() == "detect" { _ = try ident("'any'") }
+            p.schema.anyPort = true
+        case "byte_order", "byteorder", "endian":
+            let (o, ot) = try ident("big or little")
+            switch o.lowercased() {
+            case "big", "be", "network": p.schema.order = .big
+            case "little", "le": p.schema.order = .little
+            default: throw err(ot, "byte order must be 'big' or 'little'")
             }
-            endStatement("'\(key)'")
+        case "strings", "string":
+            p.schema.strings = try stringRule()
+        case "header":
+            // One header per protocol: a second block would restart the offsets under the
+            // length and id fields already named.
+            guard p.schema.header.isEmpty else { throw err(kt, "the header is declared twice (one header block per protocol)") }
+            try parseHeader(&p)
+            _ = accept(";")
+            return
+        case "frame_length", "body_length":
+            if let earlier = p.lengthToken {
+                throw err(kt, "the frame length is already given at line \(earlier.line) (frame_length and body_length exclude each other)")
+            }
+            _ = accept("=")
+            p.lengthExpr = try lengthExpr()
+            p.lengthToken = kt
+            p.lengthWholeFrame = key.lowercased() == "frame_length"
+        case "message_id", "id":
+            _ = accept("=")
+            let (f, ft) = try ident("a header field name")
+            p.idName = (f, ft)
+        case "max_frame":
+            let n = try number("a size in bytes")
+            guard n > 0 && n <= 1 << 30 else { throw err(kt, "max_frame must be between 1 and 1073741824") }
+            p.schema.maxFrame = Int(n)
+        case "body":
+            let (b, bt) = try ident("fields, json, text, raw or protobuf")
+            guard let e = BodyEncoding(rawValue: b.lowercased()) else {
+                throw err(bt, "body must be one of fields, json, text, raw, protobuf")
+            }
+            p.schema.body = e
+        case "pair_by":
+            // `pair_by id;` or `pair_by FIELD;`: how -z rtt pairs responses with requests.
+            let (what, _) = try ident("'id' or a field name")
+            p.schema.pairBy = what.lowercased() == "id" ? .messageID : .field(what)
+        case "labels_from_comments":
+            p.schema.labelsFromComments = true
+        case "websocket":
+            // `websocket;` or `websocket "/path", "/other";`: messages of a WebSocket.
+            p.schema.transport = .websocket
+            if case .string = tok.kind {
+                repeat { p.schema.webSocketPaths.append(try quoted("a request path")) } while accept(",")
+            }
+        case "subprotocol":
+            repeat { p.schema.webSocketSubprotocols.append(try quoted("a subprotocol name")) } while accept(",")
+        case "text":
+            let (b, bt) = try ident("json, text or raw")
+            guard let e = BodyEncoding(rawValue: b.lowercased()), e == .json || e == .text || e == .raw else {
+                throw err(bt, "text messages are json, text or raw")
+            }
+            p.schema.textBody = e
+        case "proto", "proto_file", "proto_descriptor", "key", "cipher":
+            try parseProtoSetting(key.lowercased(), kt, &p)
+        default:
+            throw err(kt, "unknown protocol setting '\(key)' (expected port, any_port, byte_order, strings, header, frame_length, body_length, message_id, max_frame, body, labels_from_comments, pair_by, websocket, subprotocol, text, proto, proto_descriptor, key, cipher)")
+        }
+        endStatement("'\(key)'")
     }
 
     mutating func stringRule() throws(DissectorError) -> StringRule {
@@ -356,35 +356,35 @@ struct Parser {
 
     /// One header field (or `pad N`); returns its width.
     mutating func headerField(_ p: inout PendingProtocol, offset: Int) throws(DissectorError) -> Int {
-            let (tname, tt) = try ident("a header field type")
-            var f: HeaderField
-            if tname.lowercased() == "pad" || tname.lowercased() == "padding" || tname.lowercased() == "skip" {
-                let n = try number("a byte count")
-                guard n > 0 && n <= 64 else { throw err(tt, "padding must be 1-64 bytes") }
-                f = HeaderField(name: "pad", width: Int(n), signed: false, order: p.schema.order, constant: nil,
-                                isPadding: true, offset: offset, nameBytes: Array("pad".utf8))
-            } else {
-                guard let it = IntegerType.parse(tname, default: p.schema.order) else {
-                    throw err(tt, "header fields are integers: uint8/16/24/32/64 or int8/16/32/64 (optionally le/be), or 'pad N'")
-                }
-                let (name, _) = try ident("a header field name")
-                f = HeaderField(name: name, width: it.width, signed: it.signed, order: it.order, constant: nil,
-                                isPadding: false, offset: offset, nameBytes: Array(name.utf8))
-                if accept("==") {
-                    let v = try number("the constant value")
-                    f.constant = UInt64(bitPattern: v)
-                }
-                if at("[") {
-                    _ = try displayAttribute()
-                    f.hex = true
-                }
-                if p.schema.header.contains(where: { $0.name == name }) {
-                    throw err(tt, "header field '\(name)' is declared twice")
-                }
+        let (tname, tt) = try ident("a header field type")
+        var f: HeaderField
+        if tname.lowercased() == "pad" || tname.lowercased() == "padding" || tname.lowercased() == "skip" {
+            let n = try number("a byte count")
+            guard n > 0 && n <= 64 else { throw err(tt, "padding must be 1-64 bytes") }
+            f = HeaderField(name: "pad", width: Int(n), signed: false, order: p.schema.order, constant: nil,
+                            isPadding: true, offset: offset, nameBytes: Array("pad".utf8))
+        } else {
+            guard let it = IntegerType.parse(tname, default: p.schema.order) else {
+                throw err(tt, "header fields are integers: uint8/16/24/32/64 or int8/16/32/64 (optionally le/be), or 'pad N'")
             }
-            p.schema.header.append(f)
-            endStatement("header field '\(f.name)'")
-            return f.width
+            let (name, _) = try ident("a header field name")
+            f = HeaderField(name: name, width: it.width, signed: it.signed, order: it.order, constant: nil,
+                            isPadding: false, offset: offset, nameBytes: Array(name.utf8))
+            if accept("==") {
+                let v = try number("the constant value")
+                f.constant = UInt64(bitPattern: v)
+            }
+            if at("[") {
+                _ = try displayAttribute()
+                f.hex = true
+            }
+            if p.schema.header.contains(where: { $0.name == name }) {
+                throw err(tt, "header field '\(name)' is declared twice")
+            }
+        }
+        p.schema.header.append(f)
+        endStatement("header field '\(f.name)'")
+        return f.width
     }
 
     mutating func lengthExpr() throws(DissectorError) -> [(String?, Int64, Bool, Token)] {
