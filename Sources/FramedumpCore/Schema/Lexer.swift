@@ -26,8 +26,15 @@ struct Lexer {
     let lines: [String]
     var tokens: [Token] = []
     var comments: [Int: Comment] = [:]
-    /// What could not be read as tokens (the scan goes on after each, so all are reported).
+    /// What could not be read as tokens (the scan goes on after each, so all are reported),
+    /// kept up to the report's limit; the rest are only counted (a file of garbage is not
+    /// turned into millions of errors).
     var errors: [DissectorError] = []
+    var droppedErrors = 0
+
+    mutating func record(_ e: DissectorError) {
+        if errors.count < Diagnostics.limit { errors.append(e) } else { droppedErrors += 1 }
+    }
 
     let index: Int
 
@@ -87,7 +94,7 @@ struct Lexer {
                 if let v {
                     tokens.append(Token(kind: .number(v), line: line, column: col, file: index))
                 } else {
-                    errors.append(error(line, col, "'\(text)' is not a number"))
+                    record(error(line, col, "'\(text)' is not a number"))
                 }
                 i = j
             } else if c == "\"" {
@@ -98,7 +105,7 @@ struct Lexer {
                     text.unicodeScalars.append(s[j])
                     j += 1
                 }
-                guard j < s.count else { errors.append(error(line, col, "string is not closed with \"")); return }
+                guard j < s.count else { record(error(line, col, "string is not closed with \"")); return }
                 tokens.append(Token(kind: .string(text), line: line, column: col, file: index))
                 i = j + 1
             } else if c == "=" && i + 1 < s.count && s[i + 1] == "=" {
@@ -108,7 +115,7 @@ struct Lexer {
                 tokens.append(Token(kind: .punct(String(c)), line: line, column: col, file: index))
                 i += 1
             } else {
-                errors.append(error(line, col, "unexpected character '\(c)'"))
+                record(error(line, col, "unexpected character '\(c)'"))
                 i += 1
             }
         }

@@ -37,6 +37,9 @@ enum MessageCycles {
                 path[path.count - 1].edge += 1
                 let (target, fi) = es[top.edge]
                 if onPath[target] {
+                    // Past the report's limit the rest would not be shown: stop (a file of many
+                    // cycles must not cost a chain each).
+                    guard found.count < Diagnostics.limit else { return found }
                     // A cycle: from where `target` is on the path, round to it again.
                     let start = path.firstIndex { $0.message == target }!
                     var steps: [(message: Int, field: Int)] = []
@@ -44,8 +47,10 @@ enum MessageCycles {
                         let field = k + 1 < path.count ? path[k + 1].field : fi
                         steps.append((path[k].message, field))
                     }
-                    let chain = steps.map { "\(s.messages[$0.message].name).\(s.messages[$0.message].fields[$0.field].name)" }
-                        + [s.messages[target].name]
+                    // A long chain is shown by its first steps.
+                    var chain = steps.prefix(8).map { "\(s.messages[$0.message].name).\(s.messages[$0.message].fields[$0.field].name)" }
+                    if steps.count > 8 { chain.append("… (\(steps.count - 8) more)") }
+                    chain.append(s.messages[target].name)
                     let first = steps[0]
                     let f = s.messages[first.message].fields[first.field]
                     let type = s.messages[steps.count > 1 ? steps[1].message : target].name

@@ -23,6 +23,7 @@ struct Parser {
         tokens = lexer.tokens
         self.read = read
         for e in lexer.errors { diagnostics.add(e) }
+        diagnostics.dropped += lexer.droppedErrors
     }
 
     var tok: Token { tokens[pos] }
@@ -50,6 +51,7 @@ struct Parser {
         guard let text = read(target) else { throw err(t, "cannot read included file '\(target)'") }
         let l = Lexer(file: target, text: text, index: lexers.count)
         for e in l.errors { diagnostics.add(e) }
+        diagnostics.dropped += l.droppedErrors
         lexers.append(l)
         includedFrom.append(t)
         tokens.insert(contentsOf: l.tokens.dropLast(), at: pos)
