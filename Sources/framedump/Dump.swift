@@ -96,12 +96,6 @@ struct Dump: ParsableCommand {
     @Flag(name: .long, help: "Protobuf: also show fields that are not on the wire, at their default value.")
     var protoDefaults = false
 
-    @Option(name: .long, help: ArgumentHelp("Reassembly: out-of-order bytes buffered per direction before a hole becomes a gap.", valueName: "bytes"))
-    var maxBuffer: Int = 4 << 20
-
-    @Option(name: .long, help: ArgumentHelp("Reassembly: connections tracked at once (least recently used evicted).", valueName: "n"))
-    var maxConnections: Int = 65_536
-
     @Option(name: .long, help: ArgumentHelp("Reassembly: seconds without packets before a connection is closed.", valueName: "seconds"))
     var idleTimeout: Int = 300
 
@@ -114,8 +108,8 @@ struct Dump: ParsableCommand {
     @Flag(name: .long, help: "No progress line on stderr while a file is read (it is shown only when stderr is a terminal).")
     var noProgress = false
 
-    @Option(name: .long, help: ArgumentHelp("WebSocket: the largest message assembled or inflated; larger ones (a deflate bomb) are reported and skipped.", valueName: "bytes"))
-    var wsMaxMessage: Int = 16 << 20
+    @OptionGroup(title: "Limits")
+    var limits: LimitOptions
 
     @Argument(help: ArgumentHelp("A BPF filter expression, compiled by libpcap.", valueName: "filter"))
     var filter: [String] = []
@@ -128,9 +122,7 @@ struct Dump: ParsableCommand {
         if readFile == nil && interface == nil {
             throw ValidationError("Nothing to read: give -r FILE (a pcap/pcapng capture) or -i INTERFACE (live).")
         }
-        if maxBuffer < 0 || maxConnections < 1 || idleTimeout < 1 {
-            throw ValidationError("--max-buffer must be ≥ 0, --max-connections and --idle-timeout ≥ 1.")
-        }
+        if idleTimeout < 1 { throw ValidationError("--idle-timeout must be at least 1.") }
         if count == 0 { throw ValidationError("-c must be at least 1.") }
         if hex && (json || format == .json || diffable) {
             throw ValidationError("-x adds a hex dump to the tree output; NDJSON has no place for it (leave out -x or -T json).")
@@ -138,7 +130,6 @@ struct Dump: ParsableCommand {
         for z in stats where StatisticsKind(argument: z) == nil {
             throw ValidationError("-z \(z): not a statistic (msgs, conv, rtt, rate or rate,SECONDS).")
         }
-        if wsMaxMessage < 1 || wsMaxMessage > 1 << 30 { throw ValidationError("--ws-max-message must be between 1 and 1073741824.") }
         _ = try keys()
     }
 
@@ -178,11 +169,9 @@ struct Dump: ParsableCommand {
         options.color = color == .always || (color == .auto && isatty(1) != 0)
         options.streamsDir = streams
         options.follow = follow
-        options.reassembly.maxBufferedBytes = maxBuffer
-        options.reassembly.maxConnections = maxConnections
         options.reassembly.idleTimeoutSeconds = Int64(idleTimeout)
         options.dissectorPaths = dissectors
-        options.maxWebSocketMessage = wsMaxMessage
+        options.limits = limits.limits
         options.displayFilter = displayFilter
         options.statistics = stats.compactMap(StatisticsKind.init(argument:))
         options.load = LoadOptions(protoPaths: protoPath, keys: (try? keys()) ?? [:])

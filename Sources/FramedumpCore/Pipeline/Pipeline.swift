@@ -4,7 +4,7 @@ public final class Pipeline {
     let options: PipelineOptions
     let out: OutputBuffer
     public private(set) var capture = CaptureStats()
-    public let defragmenter = Defragmenter()
+    public let defragmenter: Defragmenter
     var reassembler: Reassembler?
     var export: StreamExport?
     var consumers: [StreamConsumer] = []
@@ -17,8 +17,16 @@ public final class Pipeline {
     public init(options: PipelineOptions, output: OutputBuffer) throws {
         self.options = options
         self.out = output
+        let limits = options.limits
+        var fragments = Defragmenter.Options()
+        fragments.maxBytes = limits.maxFragmentBytes
+        defragmenter = Defragmenter(options: fragments)
+        var load = options.load
+        load.maxFrame = limits.maxFrame
+        load.maxProtocols = limits.maxProtocols
+        load.maxMessages = limits.maxMessages
         var schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: options.dissectorPaths),
-                                               options: options.load)
+                                               options: load)
         if options.protoDefaults { for i in schemas.indices { schemas[i].protoAddDefaults = true } }
         let printsMessages = !options.segments && !options.follow && !options.quiet
         // The filter is checked against the loaded dissectors before any packet is read.
@@ -38,10 +46,8 @@ public final class Pipeline {
             // With a filter every message is decoded (even for -q, which then counts the matches).
             filtering = filter.map { FilteringSink(printer ?? NullSink(), filter: $0) }
             sink = filtering ?? printer
-            let m = SessionManager(protocols: schemas, sink: sink)
-            m.maxWebSocketMessage = options.maxWebSocketMessage
-            sessions = m
-            consumers.append(m)
+            sessions = SessionManager(protocols: schemas, sink: sink, limits: limits)
+            consumers.append(sessions!)
         }
         if let dir = options.streamsDir {
             let e = try StreamExport(directory: dir)
@@ -52,7 +58,11 @@ public final class Pipeline {
         if !consumers.isEmpty {
             let fan: StreamConsumer = consumers.count == 1 ? consumers[0] : FanOut(consumers)
             let sessions = self.sessions
-            reassembler = Reassembler(options: options.reassembly, consumer: fan,
+            var r = options.reassembly
+            r.maxBufferedBytes = limits.maxBufferPerStream
+            r.maxBufferedTotal = limits.maxBufferTotal
+            r.maxConnections = limits.maxConnections
+            reassembler = Reassembler(options: r, consumer: fan,
                                       isServerPort: { sessions?.isServerPort($0) ?? false })
         }
     }
@@ -104,7 +114,14 @@ public final class Pipeline {
         reassembler?.finish()
         sink?.finish()
         export?.writeIndex()
+        // NDJSON ends with a line per bound the run hit, so a reader knows what was cut.
+        if options.format == .json && !options.segments && !options.follow { limitReport.json(to: out) }
         out.flush()
+    }
+
+    /// The bounds this run ran into.
+    var limitReport: LimitReport {
+        LimitReport(limits: options.limits, reassembly: reassembler?.stats, fragments: defragmenter.stats, sessions: sessions)
     }
 
     /// The summary, to stdout for `-q`, or to stderr after a live capture (as tcpdump does).
@@ -124,6 +141,7 @@ public final class Pipeline {
                 s.line("  " + label + String(repeating: " ", count: width - label.count) + "  \(r.count)")
             }
         }
+        limitReport.text(s.line)
         if let live { s.live(live) }
         if options.verbose > 0 { s.memory() }
         out.flush()

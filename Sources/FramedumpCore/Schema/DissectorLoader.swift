@@ -29,7 +29,14 @@ public enum DissectorLoader {
             }
         }
         var out: [ProtocolSchema] = []
-        for f in files { out += try loadFile(f, options: options) }
+        var budget = options
+        for f in files {
+            let loaded = try loadFile(f, options: budget)
+            // What this file took is no longer there for the next ones.
+            budget.maxProtocols -= loaded.count
+            budget.maxMessages -= loaded.reduce(0) { $0 + $1.messages.count + $1.enums.count }
+            out += loaded
+        }
         var names: [String: String] = [:]
         for s in out {
             if let other = names[s.name] {
@@ -54,6 +61,8 @@ public enum DissectorLoader {
 
     public static func parse(text: String, file: String, options: LoadOptions = LoadOptions()) throws -> [ProtocolSchema] {
         var parser = Parser(lexer: try Lexer(file: file, text: text), read: readFile)
+        parser.protocolsLeft = options.maxProtocols
+        parser.messagesLeft = options.maxMessages
         try parser.parseFile()
         let resolver = Resolver(lexers: parser.lexers, options: options)
         var out: [ProtocolSchema] = []

@@ -11,6 +11,18 @@ struct Parser {
     var current: Int?
     /// Reads a file's text (nil when it cannot be read).
     let read: (String) -> String?
+    /// `--max-protocols` and `--max-messages` left for this file (what earlier files loaded is
+    /// already taken off): past them the file is refused where the next one is declared.
+    var protocolsLeft = Int.max
+    var messagesLeft = Int.max
+
+    /// Counts one more message or enum against `--max-messages`.
+    mutating func countMessage(_ t: Token) throws(DissectorError) {
+        guard messagesLeft > 0 else {
+            throw err(t, "more messages and enums than --max-messages allows (over every dissector file)")
+        }
+        messagesLeft -= 1
+    }
 
     init(lexer: Lexer, read: @escaping (String) -> String?) {
         lexers = [lexer]
@@ -104,6 +116,10 @@ struct Parser {
                 _ = accept(";")
                 try splice(path, at: pt)
             case .ident(let w) where w.lowercased() == "protocol":
+                guard protocolsLeft > 0 else {
+                    throw err(t, "more protocols than --max-protocols allows (over every dissector file)")
+                }
+                protocolsLeft -= 1
                 _ = next()
                 try parseProtocol(t)
             case .ident(let w) where w.lowercased() == "message":
@@ -291,6 +307,7 @@ struct Parser {
             _ = next()
             name += rest
         }
+        try countMessage(nt)
         var m = PendingMessage(name: name, line: nt.line, token: nt)
         if let conv = MessageNaming.parse(name) { m.id = conv.id; m.direction = conv.direction }
         if accept("=") {
@@ -348,6 +365,7 @@ struct Parser {
     mutating func parseEnum(_ start: Token) throws(DissectorError) {
         let pi = try currentProtocol(start)
         let (name, nt) = try ident("an enum name")
+        try countMessage(nt)
         var base = IntegerType(width: 1, signed: false, order: protocols[pi].schema.order)
         if accept(":") {
             let (b, bt) = try ident("an integer type")

@@ -44,6 +44,8 @@ struct Resolver {
 
     func resolve(_ p: PendingProtocol) throws(DissectorError) -> ProtocolSchema {
         var s = p.schema
+        // `--max-frame` is a ceiling over every file's max_frame.
+        s.maxFrame = min(s.maxFrame, options.maxFrame)
         // On WebSocket a message is a frame already: a length rule is only for a stream tunnelled
         // inside binary messages.
         if p.lengthToken == nil && s.transport == .websocket { return try resolveRest(p, s) }

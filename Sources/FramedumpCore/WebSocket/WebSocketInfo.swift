@@ -33,6 +33,9 @@ public struct WebSocketInfo: Sendable, Equatable {
 
     public var hasViolations: Bool { flags != 0 }
 
+    /// The message was larger than `--max-ws-message` (on the wire or once inflated).
+    public var exceededSize: Bool { flags & (1 << 11 | 1 << 12) != 0 }
+
     /// What zlib says when inflating fails (its own fixed texts).
     static let zlibMessages = [
         "data error", "invalid block type", "invalid stored block lengths", "too many length or distance symbols",
