@@ -13,37 +13,40 @@ enum Measured {
         var peakMiB: Int
     }
 
+    /// Forks (a real fork, from a small process) and execs the command, then reports the
+    /// child's peak from wait4. The test process cannot spawn it itself: a child started with
+    /// vfork/posix_spawn inherits the spawning process's resident size as its starting peak.
+    static let wrapper = """
+        import os, signal, sys
+        out, err, ru, timeout = sys.argv[1:5]
+        argv = sys.argv[5:]
+        pid = os.fork()
+        if pid == 0:
+            os.dup2(os.open('/dev/null', os.O_RDONLY), 0)
+            os.dup2(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 1)
+            os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 2)
+            os.execv(argv[0], argv)
+        signal.signal(signal.SIGALRM, lambda *a: os.kill(pid, signal.SIGKILL))
+        signal.alarm(int(timeout))
+        _, status, usage = os.wait4(pid, 0)
+        open(ru, 'w').write(str(usage.ru_maxrss))
+        sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+        """
+
     /// Runs framedump with `args` (stdout and stderr to files, so nothing can block it),
     /// killed after `timeout` seconds.
-    static func framedump(_ args: [String], timeout: TimeInterval = 120) throws -> Run {
+    static func framedump(_ args: [String], timeout: Int = 120) throws -> Run {
+        let python = try TestSupport.oracle("python3")
         let dir = TestSupport.tempDir()
-        let outPath = dir + "/stdout", errPath = dir + "/stderr"
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        let argv = ([TestSupport.binary] + args).map { strdup($0) } + [nil]
-        defer { for a in argv { free(a) } }
-        var pid: pid_t = 0
-        let cwd = FileManager.default.currentDirectoryPath
-        FileManager.default.changeCurrentDirectoryPath(TestSupport.root.path)
-        let rc = posix_spawn(&pid, TestSupport.binary, &actions, nil, argv, environ)
-        FileManager.default.changeCurrentDirectoryPath(cwd)
-        guard rc == 0 else { throw XCTSkip("cannot start framedump: \(rc)") }
-        var status: Int32 = 0
-        var usage = rusage()
-        let deadline = Date().addingTimeInterval(timeout)
-        while wait4(pid, &status, WNOHANG, &usage) == 0 {
-            if Date() > deadline { kill(pid, SIGKILL) }
-            usleep(5_000)
-        }
-        let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return Run(status: code,
+        let outPath = dir + "/stdout", errPath = dir + "/stderr", ruPath = dir + "/rusage"
+        let r = try TestSupport.run(python, ["-c", wrapper, outPath, errPath, ruPath, String(timeout), TestSupport.binary] + args,
+                                    cwd: TestSupport.root.path, timeout: TimeInterval(timeout + 10))
+        let kib = Int(((try? String(contentsOfFile: ruPath, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        XCTAssertGreaterThan(kib, 0, "no rusage: \(r.stderr)")
+        return Run(status: r.status,
                    stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
                    stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "",
-                   peakMiB: Int(usage.ru_maxrss) / 1024)
+                   peakMiB: kib / 1024)
     }
 
     /// The floor: what framedump takes to read a small capture (libraries, Foundation).
