@@ -46,6 +46,29 @@ final class LimitTests: XCTestCase {
         XCTAssertGreaterThan(raised.peakMiB, base + 30, "the bound is what kept memory down")
     }
 
+    /// WebSocket messages of 256 MiB once inflated (a deflate bomb of a few hundred KB each),
+    /// and a frame announcing 2^40 bytes: with the default bound none of it is held.
+    func testWebSocketMessageSizeIsBounded() throws {
+        let path = dir + "/ws.pcap"
+        let b = try CaptureBuilder(path)
+        let c = CaptureBuilder.Connection(b, index: 1, serverPort: 8080)
+        c.send(WS.request(extensions: "permessage-deflate"))
+        c.send(WS.response(extensions: "permessage-deflate; client_no_context_takeover"), fromClient: false)
+        let bomb = WS.deflate([UInt8](repeating: 0, count: 256 << 20))
+        for _ in 0..<3 { c.send(WS.client(2, bomb, rsv: 0x40)) }
+        // A 64-bit length of 2^40, masked, then a little of its payload.
+        c.send([0x82, 0xff, 0, 0, 1, 0, 0, 0, 0, 0, 1, 2, 3, 4] + [UInt8](repeating: 9, count: 100_000))
+        b.finish()
+        let base = try Measured.baselineMiB()
+        let r = try Measured.framedump(["-r", path, "-q"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let line = try XCTUnwrap(limitLine(r.stdout, "--max-ws-message 16777216:"), r.stdout)
+        XCTAssertTrue(line.contains(": 3 WebSocket messages"), line)
+        // The 2^40-byte frame is cut by the capture's end: a malformed report, its bytes counted.
+        XCTAssertTrue(r.stdout.contains("1 malformed (100014 bytes)"), r.stdout)
+        XCTAssertLessThan(r.peakMiB, base + 40, "16 MiB of inflate output at most, never 256")
+    }
+
     /// One connection: a hole at the start, then 40 MB after it.
     func testOutOfOrderBytesPerStreamAreBounded() throws {
         let path = dir + "/hole.pcap"
