@@ -237,12 +237,18 @@ struct Dump: ParsableCommand {
         defer { StopSignal.clear() }
         var readError: Error?
         do {
-            try pipeline.run(source, limit: count, dumper: dumper, lineBuffered: lineBuffered)
+            try pipeline.run(source, limit: count, dumper: dumper, lineBuffered: lineBuffered, dumperToStdout: writeFile == "-")
         } catch {
             readError = error
         }
         pipeline.finish()
         dumper?.flush()
+        // The reader closed the pipe (`framedump ... | head`): files are complete, and nothing
+        // more is said; a closed pipe is how such a run ends, not an error.
+        if out.closed || (writeFile == "-" && dumper?.failed == true) { return nil }
+        if source.endedWhileBeingWritten, case .file(let path) = input {
+            FileHandleErr.write("framedump: \(RawPath.display(path)) is still being written: read up to its last whole record\n")
+        }
         // With NDJSON (or -w -) stdout holds the data and nothing else: the summary goes to stderr.
         let summaryToStderr = options.format == .json || writeFile == "-"
         if source.isLive && !quiet {

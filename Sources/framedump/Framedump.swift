@@ -17,7 +17,8 @@ struct Framedump: ParsableCommand {
     /// As the README says: usage errors exit with 2 (swift-argument-parser's own is 64).
     static func main() {
         do {
-            var command = try parseAsRoot()
+            // The raw argv: file names that are not UTF-8 reach the system byte for byte.
+            var command = try parseAsRoot(RawPath.arguments)
             try command.run()
         } catch {
             let code = exitCode(for: error)

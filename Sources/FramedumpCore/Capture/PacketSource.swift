@@ -27,6 +27,9 @@ public final class PacketSource {
     public let isLive: Bool
     let name: String
     private var packetCount: UInt64 = 0
+    /// The file ended inside a record while another process still had it open for writing:
+    /// what was whole has been read, and that is the end (see `GrowingFile`).
+    public private(set) var endedWhileBeingWritten = false
 
     public init(_ input: CaptureInput) throws(CaptureError) {
         var err = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
@@ -34,8 +37,9 @@ public final class PacketSource {
         case .file(let path):
             name = path
             isLive = false
-            if path != "-" && access(path, F_OK) != 0 { throw .noSuchFile(path) }
-            guard let h = pcap_open_offline_with_tstamp_precision(path, UInt32(PCAP_TSTAMP_PRECISION_NANO), &err) else {
+            if path != "-" && RawPath.withCString(path, { access($0, F_OK) }) != 0 { throw .noSuchFile(path) }
+            let opened = RawPath.withCString(path) { pcap_open_offline_with_tstamp_precision($0, UInt32(PCAP_TSTAMP_PRECISION_NANO), &err) }
+            guard let h = opened else {
                 let why = String(cString: err)
                 if why.contains("No such file") { throw .noSuchFile(path) }
                 if why.contains("truncated") { throw .truncatedCapture(path, why) }
@@ -106,7 +110,13 @@ public final class PacketSource {
                 return
             default:
                 let why = String(cString: pcap_geterr(handle))
-                if !isLive && why.contains("truncated") { throw .truncatedCapture(name, why) }
+                if !isLive && why.contains("truncated") {
+                    if name != "-" && GrowingFile.hasWriter(name) == true {
+                        endedWhileBeingWritten = true
+                        return
+                    }
+                    throw .truncatedCapture(name, why)
+                }
                 throw .readFailedIn(name == "-" ? "standard input" : name, why)
             }
         }
@@ -140,7 +150,7 @@ public final class PacketSource {
 
     /// Opens libpcap's dumper for `-w`: writes packets in this source's link type.
     public func openDumper(_ path: String) throws(CaptureError) -> PacketDumper {
-        guard let d = pcap_dump_open(handle, path) else {
+        guard let d = RawPath.withCString(path, { pcap_dump_open(handle, $0) }) else {
             throw .dumpOpenFailed(path, String(cString: pcap_geterr(handle)))
         }
         return PacketDumper(d)
@@ -190,4 +200,7 @@ public final class PacketDumper {
     }
 
     public func flush() { pcap_dump_flush(dumper) }
+
+    /// A write failed (for `-w -`: the reader closed the pipe).
+    public var failed: Bool { ferror(pcap_dump_file(dumper)) != 0 }
 }

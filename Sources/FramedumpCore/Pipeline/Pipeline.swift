@@ -75,7 +75,8 @@ public final class Pipeline {
         sessions?.protocols.reduce(0) { $0 + $1.messageCounts.reduce(0, +) } ?? 0
     }
 
-    public func run(_ source: PacketSource, limit: UInt64?, dumper: PacketDumper?, lineBuffered: Bool) throws(CaptureError) {
+    public func run(_ source: PacketSource, limit: UInt64?, dumper: PacketDumper?, lineBuffered: Bool,
+                    dumperToStdout: Bool = false) throws(CaptureError) {
         let link = LinkDecoder(linkType: source.linkType)
         let progress = self.progress
         defer { progress?.finish() }
@@ -90,6 +91,8 @@ public final class Pipeline {
                 dumper.write(p)
                 if lineBuffered { dumper.flush() }
             }
+            // Nobody reads the output any more (`| head`): stop, as tcpdump does on SIGPIPE.
+            if out.closed || (dumperToStdout && dumper?.failed == true) { return false }
             let r = link.decode(p.data)
             capture.count(r)
             if case .tcp(let s) = r {

@@ -52,7 +52,7 @@ public enum DissectorLoader {
     public static func loadFile(_ path: String, options: LoadOptions = LoadOptions()) throws -> [ProtocolSchema] {
         guard let text = readFile(path) else {
             var st = stat()
-            let why = stat(path, &st) != 0 ? "no such file"
+            let why = RawPath.withCString(path, { stat($0, &st) }) != 0 ? "no such file"
                 : st.st_size > 4 << 20 ? "larger than 4 MiB" : "cannot be read (permission?)"
             throw DissectorError(file: path, line: 0, column: 0, message: "dissector file: \(why)", sourceLine: "")
         }
@@ -72,11 +72,11 @@ public enum DissectorLoader {
 
     static func isDirectory(_ p: String) -> Bool {
         var st = stat()
-        return stat(p, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+        return RawPath.withCString(p, { stat($0, &st) }) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
     }
 
     static func listDissectorFiles(_ dir: String) -> [String] {
-        guard let d = opendir(dir) else { return [] }
+        guard let d = RawPath.withCString(dir, { opendir($0) }) else { return [] }
         defer { closedir(d) }
         var names: [String] = []
         while let e = readdir(d) {
@@ -94,7 +94,7 @@ public enum DissectorLoader {
 
     /// A whole file, or nil when it cannot be read or is longer than `limit` bytes.
     static func readBytes(_ path: String, limit: Int) -> [UInt8]? {
-        guard let f = fopen(path, "rb") else { return nil }
+        guard let f = RawPath.withCString(path, { fopen($0, "rb") }) else { return nil }
         defer { fclose(f) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
