@@ -117,7 +117,9 @@ public enum UTF8Check {
         var i = 0
         while i < b.count {
             // ASCII eight bytes at a time (most text on the wire).
-            while i + 8 <= b.count && b.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
+            while i + 8 <= b.count {
+                let high = b.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080
+                if high != 0 { i += high.trailingZeroBitCount >> 3; break }
                 i += 8
             }
             if i >= b.count { break }
