@@ -36,7 +36,7 @@ struct Dump: ParsableCommand {
     @Option(name: .customShort("s"), help: ArgumentHelp("Live capture: bytes to keep of each packet.", valueName: "snaplen"))
     var snaplen: Int32 = 262_144
 
-    @Option(name: .customShort("B"), help: ArgumentHelp("Live capture: kernel buffer size in KiB.", valueName: "kib"))
+    @Option(name: .customShort("B"), help: ArgumentHelp("Live capture: kernel buffer size in KiB (default 32768; tcpdump's is 2048).", valueName: "kib"))
     var bufferKiB: Int32?
 
     @Flag(name: .customShort("p"), help: "Live capture: do not put the interface in promiscuous mode.")
@@ -181,7 +181,7 @@ struct Dump: ParsableCommand {
         if let iface = interface {
             var live = LiveOptions(interface: iface)
             live.snaplen = snaplen
-            live.bufferKiB = bufferKiB
+            live.bufferKiB = bufferKiB ?? LiveOptions.defaultBufferKiB
             live.promiscuous = !noPromiscuous
             live.immediate = lineBuffered
             input = .live(live)
