@@ -60,3 +60,32 @@ struct LimitOptions: ParsableArguments {
         if let problem = limits.problem() { throw ValidationError(problem) }
     }
 }
+
+/// The load-time bounds alone, for the subcommands that only read dissector files
+/// (`dissectors`, `check`): a file they accept is one a capture run accepts too.
+struct LoadLimitOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The longest frame any protocol may announce (a dissector's max_frame above it is lowered to it).", valueName: "bytes"))
+    var maxFrame: Int = LimitOptions.defaults.maxFrame
+
+    @Option(help: ArgumentHelp("Protocols loaded from every dissector file together.", valueName: "n"))
+    var maxProtocols: Int = LimitOptions.defaults.maxProtocols
+
+    @Option(help: ArgumentHelp("Messages and enums loaded from every dissector file together.", valueName: "n"))
+    var maxMessages: Int = LimitOptions.defaults.maxMessages
+
+    func apply(_ o: LoadOptions) -> LoadOptions {
+        var o = o
+        o.maxFrame = maxFrame
+        o.maxProtocols = maxProtocols
+        o.maxMessages = maxMessages
+        return o
+    }
+
+    func validate() throws {
+        var l = Limits()
+        l.maxFrame = maxFrame
+        l.maxProtocols = maxProtocols
+        l.maxMessages = maxMessages
+        if let problem = l.problem() { throw ValidationError(problem) }
+    }
+}

@@ -12,11 +12,14 @@ struct Dissectors: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Also look for .proto files in this folder (repeatable).", valueName: "dir"))
     var protoPath: [String] = []
 
+    @OptionGroup(title: "Limits")
+    var limits: LoadLimitOptions
+
     func run() throws {
         let schemas: [ProtocolSchema]
         do {
             schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: paths),
-                                               options: LoadOptions(protoPaths: protoPath))
+                                               options: limits.apply(LoadOptions(protoPaths: protoPath)))
         } catch let e as DissectorError {
             FileHandleErr.write("\(e.description)\n")
             throw ExitCode(2)
@@ -37,11 +40,14 @@ struct Check: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Also look for .proto files in this folder (repeatable).", valueName: "dir"))
     var protoPath: [String] = []
 
+    @OptionGroup(title: "Limits")
+    var limits: LoadLimitOptions
+
     func run() throws {
         var failed = false
         for p in paths.isEmpty ? DissectorLoader.defaultPaths(explicit: []) : paths {
             do {
-                let s = try DissectorLoader.load(paths: [p], options: LoadOptions(protoPaths: protoPath))
+                let s = try DissectorLoader.load(paths: [p], options: limits.apply(LoadOptions(protoPaths: protoPath)))
                 print("\(p): ok (" + s.map { "\($0.name): \($0.messages.count) messages" }.joined(separator: ", ") + ")")
             } catch let e as DissectorError {
                 FileHandleErr.write("\(e.description)\n")
