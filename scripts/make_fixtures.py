@@ -131,6 +131,7 @@ def scapy_fixtures():
     print("wrote", path)
     reassembly_fixtures()
     fidelity_fixtures()
+    output_fixtures()
 
 
 def stream_segments(data, cport, isn_c, isn_s, cuts, order, extra=()):
@@ -503,6 +504,19 @@ def live_any():
         dump.wait(5)
         srv.close()
     print("wrote", path)
+
+
+def output_fixtures():
+    # HTTP sent to the game port: the client's bytes are no game frames (a bad header, then
+    # bytes skipped while the deframer hunts), and the server's game messages come in between.
+    k = Talk(cport=40100)
+    k.handshake()
+    k.send(True, b"GET /index.html HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n")
+    k.send(False, S2C[0])
+    k.send(True, b"User-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n")
+    k.send(False, S2C[1])
+    k.close()
+    write("http_on_game_port.pcap", k.pkts)
 
 
 if __name__ == "__main__":

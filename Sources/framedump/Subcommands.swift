@@ -12,13 +12,16 @@ struct Dissectors: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Also look for .proto files in this folder (repeatable).", valueName: "dir"))
     var protoPath: [String] = []
 
+    @OptionGroup(title: "Limits")
+    var limits: LoadLimitOptions
+
     func run() throws {
         let schemas: [ProtocolSchema]
         do {
             schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: paths),
-                                               options: LoadOptions(protoPaths: protoPath))
-        } catch let e as DissectorError {
-            FileHandleErr.write("\(e.description)\n")
+                                               options: limits.apply(LoadOptions(protoPaths: protoPath)))
+        } catch {
+            FileHandleErr.write("\(error.description)\n")
             throw ExitCode(2)
         }
         if schemas.isEmpty { print("no dissectors found (give -d PATH, or run where ./Dissectors exists)") }
@@ -26,27 +29,47 @@ struct Dissectors: ParsableCommand {
     }
 }
 
-/// `framedump check FILE...`: parse dissector files and report the first error in each.
+/// `framedump check FILE...`: parse dissector files and report every error in each.
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check dissector files; errors are reported as file:line:column (exit 2).")
 
-    @Argument(help: "Dissector files or folders.")
+    @Argument(help: "Dissector files or folders (default ./Dissectors and $FRAMEDUMP_DISSECTORS).")
     var paths: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Also look for .proto files in this folder (repeatable).", valueName: "dir"))
     var protoPath: [String] = []
 
+    @OptionGroup(title: "Limits")
+    var limits: LoadLimitOptions
+
     func run() throws {
+        let targets = paths.isEmpty ? DissectorLoader.defaultPaths(explicit: []) : paths
+        guard !targets.isEmpty else {
+            FileHandleErr.write("framedump check: nothing to check: give dissector files or folders (there is no ./Dissectors here and FRAMEDUMP_DISSECTORS is not set)\n")
+            throw ExitCode(2)
+        }
         var failed = false
-        for p in paths.isEmpty ? DissectorLoader.defaultPaths(explicit: []) : paths {
+        var loaded: [ProtocolSchema] = []
+        for p in targets {
+            if DissectorLoader.files(in: [p]).isEmpty {
+                FileHandleErr.write("\(p): error: no .dissector files in this folder\n")
+                failed = true
+                continue
+            }
             do {
-                let s = try DissectorLoader.load(paths: [p], options: LoadOptions(protoPaths: protoPath))
+                let s = try DissectorLoader.load(paths: [p], options: limits.apply(LoadOptions(protoPaths: protoPath)))
+                loaded += s
                 print("\(p): ok (" + s.map { "\($0.name): \($0.messages.count) messages" }.joined(separator: ", ") + ")")
-            } catch let e as DissectorError {
-                FileHandleErr.write("\(e.description)\n")
+            } catch {
+                FileHandleErr.write("\(error.description)\n")
                 failed = true
             }
+        }
+        // Files that are fine alone may still clash together (a protocol name, a port).
+        if targets.count > 1, let e = DissectorError.combined(DissectorLoader.conflicts(loaded)) {
+            FileHandleErr.write("\(e.description)\n")
+            failed = true
         }
         if failed { throw ExitCode(2) }
     }

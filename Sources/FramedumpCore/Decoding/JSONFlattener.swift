@@ -9,9 +9,11 @@ struct JSONFlattener {
     /// Why the body was refused, when it is valid JSON all the same.
     var tooDeep = false
     var loneSurrogate = false
-    static let maxDepth = 64
+    /// `--max-depth`.
+    let maxDepth: Int
 
-    init(bytes: UnsafeRawBufferPointer, start: Int, into m: DecodedMessage) {
+    init(bytes: UnsafeRawBufferPointer, start: Int, into m: DecodedMessage, maxDepth: Int = Limits().maxDepth) {
+        self.maxDepth = maxDepth
         b = bytes
         pos = start
         self.start = start
@@ -33,7 +35,7 @@ struct JSONFlattener {
     /// A top-level object's members are shown at depth 0 (the body *is* the object).
     mutating func value(name: FieldName, depth: Int) -> Bool {
         guard pos < b.count else { return false }
-        guard depth < Self.maxDepth else { tooDeep = true; return false }
+        guard depth < maxDepth else { tooDeep = true; return false }
         let s = pos
         switch b[pos] {
         case 0x7b: return container(name: name, depth: depth, object: true)
@@ -115,6 +117,15 @@ struct JSONFlattener {
         pos += 1
         let s = pos
         while pos < b.count {
+            // Plain ASCII eight bytes at a time, straight to the first quote, backslash,
+            // control or high byte.
+            while pos + 8 <= b.count {
+                let w = b.loadUnaligned(fromByteOffset: pos, as: UInt64.self)
+                let m = Cursor.escapeMask(w) | w & 0x8080_8080_8080_8080
+                if m != 0 { pos += m.trailingZeroBitCount >> 3; break }
+                pos += 8
+            }
+            guard pos < b.count else { break }
             let c = b[pos]
             if c == 0x22 { let e = pos; pos += 1; return (s, e) }
             if c < 0x20 { return nil }

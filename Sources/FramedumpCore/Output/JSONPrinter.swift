@@ -109,11 +109,16 @@ public final class JSONPrinter: MessageSink {
             k.byte(topIsArray ? 0x5d : 0x7d)
         }
         out.commit(k)
-        if !m.warnings.isEmpty {
+        let cut = p.takeCutWarning()
+        if !m.warnings.isEmpty || cut != nil {
             out.write(",\"warnings\":[")
             for (n, w) in m.warnings.enumerated() {
                 if n > 0 { out.byte(0x2c) }
                 JSONText.string(w.text, to: out)
+            }
+            if let cut {
+                if !m.warnings.isEmpty { out.byte(0x2c) }
+                JSONText.string(cut, to: out)
             }
             out.byte(0x5d)
         }
@@ -209,7 +214,8 @@ public final class JSONPrinter: MessageSink {
 
     public func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
                           reason: MalformedReason, packet: PacketRef) {
-        event(c, p, d, "malformed", packet, offset: offset, length: length)
+        // A frame the end of the capture cut is not malformed: a line of its own type.
+        event(c, p, d, reason.isCaptureCut ? "cut" : "malformed", packet, offset: offset, length: length)
         out.write(",\"reason\":\""); out.write(reason.kind); out.write("\",\"detail\":")
         JSONText.string(reason.text, to: out)
         out.byte(0x7d); out.newline()

@@ -38,7 +38,7 @@ final class Session {
     func attachWebSocket(_ p: ProtocolRuntime) {
         proto = p
         p.connections += 1
-        let ws = WebSocketConnection(session: self, inner: p, maxMessage: manager.maxWebSocketMessage)
+        let ws = WebSocketConnection(session: self, inner: p, maxMessage: manager.limits.maxWebSocketMessage)
         webSocket = ws
         frames = ws.frames
         layers = ws.streams
@@ -59,7 +59,9 @@ final class SessionFrames: FrameConsumer {
     let decoder: MessageDecoder
     /// WebSocket text messages (the protocol's `text` rule); the binary decoder elsewhere.
     let textDecoder: MessageDecoder
-    let sink: MessageSink?
+    /// -q decodes too (into a sink that prints nothing), so its summary counts the messages
+    /// with warnings exactly as -v's does.
+    let sink: MessageSink
     let decoded: DecodedMessage
     /// Held until the session ends (which drops this object), so never a lasting cycle.
     let connection: Connection
@@ -70,7 +72,7 @@ final class SessionFrames: FrameConsumer {
         self.runtime = runtime
         decoder = runtime.decoder
         textDecoder = runtime.textDecoder ?? runtime.decoder
-        self.sink = sink
+        self.sink = sink ?? NullSink()
         self.decoded = decoded
         self.connection = connection
         prefilter = sink as? FilteringSink
@@ -79,18 +81,11 @@ final class SessionFrames: FrameConsumer {
     func frame(_ f: Frame, _ dir: Direction) {
         let p = runtime
         p.bytes += UInt64(f.bytes.count)
-        guard let sink else {
-            // Summary only (-q): the header says which message it is; the body is not needed.
-            let id = p.layout.messageID(f.bytes, at: 0)
-            let mi = id.flatMap { decoder.program.message(dir, $0) }
-            p.count(mi, id: id)
-            return
-        }
         if let pre = prefilter, !prefilterAllows(f, dir, pre) { return }
         decoder.decode(f, dir, into: decoded)
         if decoded.webSocket != nil { decoded.webSocket = nil }
         p.count(decoded.message, id: decoded.id)
-        if !decoded.warnings.isEmpty { p.warnings += 1 }
+        if !decoded.warnings.isEmpty { p.warnings += 1; p.limitHits.count(decoded.warnings) }
         sink.message(decoded, connection, p)
     }
 
@@ -120,14 +115,8 @@ final class SessionFrames: FrameConsumer {
     func deliver(_ f: Frame, _ dir: Direction, body: WebSocketBody, ws: WebSocketInfo) {
         let p = runtime
         p.bytes += UInt64(f.bytes.count)
+        if ws.hasViolations && ws.exceededSize { p.limitHits.webSocketTooLarge += 1 }
         let isData = ws.opcode == .text || ws.opcode == .binary || ws.opcode == .continuation
-        guard let sink else {
-            guard isData else { return }
-            let id = body == .binary ? p.layout.messageID(f.bytes, at: 0) : nil
-            let mi = id.flatMap { decoder.program.message(dir, $0) }
-            p.count(mi, id: id)
-            return
-        }
         switch body {
         case .binary: decoder.decode(f, dir, into: decoded)
         case .text: textDecoder.decode(f, dir, into: decoded)
@@ -138,7 +127,7 @@ final class SessionFrames: FrameConsumer {
         if isData {
             p.count(decoded.message, id: decoded.id)
         }
-        if !decoded.warnings.isEmpty { p.warnings += 1 }
+        if !decoded.warnings.isEmpty { p.warnings += 1; p.limitHits.count(decoded.warnings) }
         sink.message(decoded, connection, p)
     }
 
@@ -170,9 +159,21 @@ final class SessionFrames: FrameConsumer {
     }
 
     func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef) {
-        runtime.malformed += 1
-        runtime.malformedBytes += length
-        sink?.malformed(connection, runtime, dir, offset: offset, length: length, reason: reason, packet: packet)
+        malformed(dir, offset: offset, length: length, reason: reason, packet: packet, bytes: UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+
+    func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef,
+                   bytes: UnsafeRawBufferPointer) {
+        // A frame the capture cut is counted apart: nothing is wrong with the stream.
+        if reason.isCaptureCut {
+            runtime.cutAtEnd += 1
+            runtime.cutAtEndBytes += length
+        } else {
+            runtime.malformed += 1
+            runtime.malformedBytes += length
+        }
+        if case .lengthTooLong = reason { runtime.limitHits.frameTooLong += 1 }
+        sink.malformed(connection, runtime, dir, offset: offset, length: length, reason: reason, packet: packet, bytes: bytes)
     }
 }
 
@@ -190,17 +191,24 @@ public final class SessionManager: StreamConsumer {
     /// WebSocket messages no dissector claims: shown by opcode, as text or hex.
     let webSocketDefault: ProtocolRuntime
     let webSocketProtocols: [ProtocolRuntime]
-    /// The largest WebSocket message assembled or inflated (`--ws-max-message`).
-    public var maxWebSocketMessage = 16 << 20
+    /// The bounds decoding and the WebSocket layer keep to (`--max-ws-message`, `--max-depth`, ...).
+    /// (The decoders took theirs when the manager was made; the WebSocket bound is read per connection.)
+    public private(set) var limits: Limits
+    /// `--max-ws-message`, settable after the manager is made.
+    public var maxWebSocketMessage: Int {
+        get { limits.maxWebSocketMessage }
+        set { limits.maxWebSocketMessage = newValue }
+    }
     /// Connections that began as HTTP and were not upgraded to WebSocket (passed over).
     public internal(set) var httpPassedOver: UInt64 = 0
     /// permessage-deflate's output block, shared by every connection.
     let inflateScratch = Inflater.Scratch()
 
-    public init(protocols: [ProtocolSchema], sink: MessageSink?) {
-        var runtimes = protocols.map(ProtocolRuntime.init)
+    public init(protocols: [ProtocolSchema], sink: MessageSink?, limits: Limits = Limits()) {
+        self.limits = limits
+        var runtimes = protocols.map { ProtocolRuntime($0, limits: limits) }
         webSocketProtocols = runtimes.filter { $0.schema.transport == .websocket }
-        webSocketDefault = ProtocolRuntime(ProtocolSchema.webSocketDefault)
+        webSocketDefault = ProtocolRuntime(ProtocolSchema.webSocketDefault, limits: limits)
         runtimes.append(webSocketDefault)
         self.protocols = runtimes
         for p in self.protocols { for port in p.schema.ports where byPort[port] == nil { byPort[port] = p } }
@@ -331,7 +339,7 @@ public final class SessionManager: StreamConsumer {
     public func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {
         guard let s = session(c) else { return }
         if s.proto == nil && !s.undissected && s.detectTries > 0 { undissectedConnections += 1 }
-        for d in Direction.allCases { s.layers[d.rawValue]?.finish(packet: packet) }
+        for d in Direction.allCases { s.layers[d.rawValue]?.finish(packet: packet, captureEnded: reason == .captureEnd) }
         sink?.closed(c, s.proto, reason: reason, packet: packet)
         s.end()
     }

@@ -105,17 +105,18 @@ final class WebSocketConnection {
         t.gap(offset: tunnelOffset[d.rawValue], length: 0, packet: packet)
     }
 
-    func streamFinished(_ d: Direction, packet: PacketRef) {
-        tunnel[d.rawValue]?.finish(packet: packet)
+    func streamFinished(_ d: Direction, packet: PacketRef, captureEnded: Bool) {
+        tunnel[d.rawValue]?.finish(packet: packet, captureEnded: captureEnded)
     }
 
-    func malformed(_ d: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef) {
-        frames.malformed(d, offset: offset, length: length, reason: reason, packet: packet)
+    func malformed(_ d: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef,
+                   bytes: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) {
+        frames.malformed(d, offset: offset, length: length, reason: reason, packet: packet, bytes: bytes)
     }
 
     /// One whole message (or control frame) of direction `d`.
     func message(_ info: WebSocketInfo, _ payload: UnsafeRawBufferPointer, _ d: Direction,
-                 offset: UInt64, first: PacketRef, last: PacketRef) {
+                 offset: UInt64, first: PacketRef, last: PacketRef, coalesced: Int = 1) {
         var info = info
         // Plain references for the per-message path (both are held strongly by `inner`/`frames`).
         let p = inner
@@ -124,7 +125,7 @@ final class WebSocketConnection {
             info.add(.invalidUTF8)
         }
         p.webSocket.count(info, inflated: payload.count)
-        let f = Frame(bytes: payload, offset: offset, firstPacket: first, lastPacket: last, coalesced: 1)
+        let f = Frame(bytes: payload, offset: offset, firstPacket: first, lastPacket: last, coalesced: coalesced)
         // What kind of message decides the decoder: control frames and undecodable payloads are
         // the WebSocket layer's own; text and binary go to the inner protocol.
         if info.undecodable {

@@ -33,6 +33,10 @@ final class WebSocketStream: StreamLayer {
     var headerOffset: UInt64 = 0
     var headerPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
     var inFrame = false
+    /// Whole messages in the packet being read (`[coalesced N in pkt P]`), counted before its
+    /// frames are taken; `wholePacket` is that packet's number.
+    var wholeHere = 1
+    var wholePacket: UInt64 = .max
     var frame = WebSocketFrameHeader(fin: true, rsv: 0, opcode: .binary, masked: false, length: 0, maskKey: 0,
                                      headerSize: 2, nonMinimalLength: false)
     var remaining: UInt64 = 0
@@ -64,7 +68,7 @@ final class WebSocketStream: StreamLayer {
     var hunt: [UInt8] = []
     var huntOffset: UInt64 = 0
     var huntPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
-    var skipped: (offset: UInt64, length: UInt64, packet: PacketRef)?
+    var skipped: (offset: UInt64, length: UInt64)?
 
     init(owner: WebSocketConnection, direction: Direction, maxMessage: Int, mode: Mode) {
         self.owner = owner
@@ -115,13 +119,13 @@ final class WebSocketStream: StreamLayer {
         case .head:
             // The head was cut: what we have is not a handshake we can read.
             if !head.isEmpty {
-                owner.malformed(dir, offset: headOffset, length: UInt64(head.count), reason: .cutByGap(have: head.count, need: nil), packet: headPacket)
+                owner.malformed(dir, offset: headOffset, length: UInt64(head.count), reason: .cutByGap(have: head.count, need: nil), packet: packet)
                 head.removeAll()
             }
         case .hunting: huntBoundary(final: true, packet: packet)
         case .frames: break
         }
-        flushSkipped()
+        flushSkipped(packet)
         cutMessage(packet: packet) { .cutByGap(have: $0, need: $1) }
         owner.streamGap(dir, packet: packet)
         // Back-references into the lost bytes cannot be resolved any more.
@@ -132,41 +136,42 @@ final class WebSocketStream: StreamLayer {
 
     func resetInflater() { inflater?.reset() }
 
-    func finish(packet: PacketRef) {
+    func finish(packet: PacketRef, captureEnded: Bool) {
         switch mode {
         case .head:
             if !head.isEmpty {
                 owner.malformed(dir, offset: headOffset, length: UInt64(head.count),
-                                reason: .incompleteAtEnd(have: head.count, need: nil), packet: headPacket)
+                                reason: captureEnded ? .cutByCaptureEnd(have: head.count, need: nil) : .incompleteAtEnd(have: head.count, need: nil),
+                                packet: packet)
             }
         case .hunting: huntBoundary(final: true, packet: packet)
         default: break
         }
-        flushSkipped()
-        cutMessage(packet: packet) { .incompleteAtEnd(have: $0, need: $1) }
-        owner.streamFinished(dir, packet: packet)
+        flushSkipped(packet)
+        cutMessage(packet: packet) { captureEnded ? .cutByCaptureEnd(have: $0, need: $1) : .incompleteAtEnd(have: $0, need: $1) }
+        owner.streamFinished(dir, packet: packet, captureEnded: captureEnded)
     }
 
     /// A frame or message that will never complete: its bytes are reported as malformed.
     func cutMessage(packet: PacketRef, _ reason: (_ have: Int, _ need: Int?) -> MalformedReason) {
         var start: UInt64?
-        var startPacket = packet
         var end: UInt64 = 0
         var need: Int?
-        if let m = building { start = m.offset; startPacket = m.firstPacket }
+        if let m = building { start = m.offset }
         if inFrame {
-            if start == nil { start = frameOffset; startPacket = framePacket }
+            if start == nil { start = frameOffset }
             end = frameOffset + UInt64(frame.headerSize) + (frame.length - remaining)
             let total = UInt64(frame.headerSize) + frame.length
             need = total <= UInt64(Int.max) ? Int(total) : nil
         } else if !headerBytes.isEmpty {
-            if start == nil { start = headerOffset; startPacket = headerPacket }
+            if start == nil { start = headerOffset }
             end = headerOffset + UInt64(headerBytes.count)
         } else if let m = building {
             end = m.offset + m.info.wireLength  // approximate: the fragments' payloads
         }
         if let s = start, end > s {
-            owner.malformed(dir, offset: s, length: end - s, reason: reason(Int(clamping: end - s), need), packet: startPacket)
+            // Dated by the packet that makes the cut known, so the output stays in time order.
+            owner.malformed(dir, offset: s, length: end - s, reason: reason(Int(clamping: end - s), need), packet: packet)
         }
         building = nil
         inFrame = false
@@ -219,9 +224,18 @@ final class WebSocketStream: StreamLayer {
 
     // MARK: - Frames: the common path
 
-    func frames(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+    func frames(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef, fromHunt: Bool = false) {
+        // Counted at the first frame boundary in the packet (after the end of a frame it
+        // continues). Bytes gathered while hunting came in several packets: no count for them.
+        var counted = fromHunt
+        if fromHunt { wholeHere = 1; wholePacket = packet.number }
         var i = 0
         while i < b.count {
+            if !counted && !inFrame && headerBytes.isEmpty {
+                wholeHere = WebSocketStream.wholeMessages(UnsafeRawBufferPointer(rebasing: b[i...]), continuing: building != nil)
+                wholePacket = packet.number
+                counted = true
+            }
             if !inFrame {
                 if headerBytes.isEmpty {
                     switch WebSocketFrameHeader.parse(b, at: i) {
@@ -235,7 +249,8 @@ final class WebSocketStream: StreamLayer {
                                                      frames: 1, wireLength: h.length)
                             if h.nonMinimalLength { info.add(.nonMinimalLength) }
                             owner.message(info, UnsafeRawBufferPointer(rebasing: b[s..<(s + Int(h.length))]), dir,
-                                          offset: offset + UInt64(i), first: packet, last: packet)
+                                          offset: offset + UInt64(i), first: packet, last: packet,
+                                          coalesced: coalesced(packet, packet))
                             i = s + Int(h.length)
                             continue
                         }
@@ -286,9 +301,35 @@ final class WebSocketStream: StreamLayer {
         }
     }
 
+    /// How many whole messages share a message's packet: more than one only for a message
+    /// that began and ended in the packet whose frames were counted.
+    @inline(__always) func coalesced(_ first: PacketRef, _ last: PacketRef) -> Int {
+        first.number == last.number && last.number == wholePacket ? wholeHere : 1
+    }
+
+    /// Messages that begin and end inside `b` read from a frame boundary: control frames, and
+    /// data messages whose first frame and FIN frame are both here (`continuing`: the first
+    /// frames belong to a message begun earlier). Headers only, so a few instructions a frame.
+    static func wholeMessages(_ b: UnsafeRawBufferPointer, continuing: Bool) -> Int {
+        var i = 0, n = 0
+        var open = continuing, startedHere = false
+        while case .header(let h) = WebSocketFrameHeader.parse(b, at: i) {
+            guard UInt64(b.count - i - h.headerSize) >= h.length else { break }
+            i += h.headerSize + Int(h.length)
+            if h.opcode.isControl { n += 1; continue }
+            if h.opcode != .continuation { open = true; startedHere = true }
+            if h.fin && open {
+                if startedHere { n += 1 }
+                open = false
+                startedHere = false
+            }
+        }
+        return max(n, 1)
+    }
+
     /// A header no frame can have: its first byte is reported, and we hunt from the next.
     func badHeader(offset: UInt64, packet: PacketRef) {
-        flushSkipped()
+        flushSkipped(packet)
         owner.malformed(dir, offset: offset, length: 1, reason: .webSocketLengthTopBit, packet: packet)
         mode = .hunting
     }
@@ -397,9 +438,11 @@ final class WebSocketStream: StreamLayer {
                 var i = info
                 i.add(.messageTooLarge(frame.length, max: maxMessage))
                 control.removeAll()
-                owner.message(i, control.bytes, dir, offset: frameOffset, first: framePacket, last: packet)
+                owner.message(i, control.bytes, dir, offset: frameOffset, first: framePacket, last: packet,
+                              coalesced: coalesced(framePacket, packet))
             } else {
-                owner.message(info, control.bytes, dir, offset: frameOffset, first: framePacket, last: packet)
+                owner.message(info, control.bytes, dir, offset: frameOffset, first: framePacket, last: packet,
+                              coalesced: coalesced(framePacket, packet))
             }
             return
         }
@@ -428,20 +471,23 @@ final class WebSocketStream: StreamLayer {
             switch r {
             case .ok:
                 contextLost = false
-                owner.message(m.info, inflated.bytes, dir, offset: m.offset, first: m.firstPacket, last: last)
+                owner.message(m.info, inflated.bytes, dir, offset: m.offset, first: m.firstPacket, last: last,
+                              coalesced: coalesced(m.firstPacket, last))
                 return
             case .tooLarge:
                 m.info.add(.inflatedTooLarge(max: maxMessage))
                 inflated.removeAll()
                 contextLost = owner.deflate?.contextTakeover(dir) ?? true
-                owner.message(m.info, inflated.bytes, dir, offset: m.offset, first: m.firstPacket, last: last)
+                owner.message(m.info, inflated.bytes, dir, offset: m.offset, first: m.firstPacket, last: last,
+                              coalesced: coalesced(m.firstPacket, last))
                 return
             case .failed(let why):
                 if contextLost { m.info.add(.compressionContextLost) }
                 m.info.add(.inflateFailed(why))
             }
         }
-        owner.message(m.info, payload.bytes, dir, offset: m.offset, first: m.firstPacket, last: last)
+        owner.message(m.info, payload.bytes, dir, offset: m.offset, first: m.firstPacket, last: last,
+                              coalesced: coalesced(m.firstPacket, last))
     }
 
     // MARK: - Hunting: the rare path
@@ -513,12 +559,12 @@ final class WebSocketStream: StreamLayer {
                 return
             case .found(let p):
                 if p > 0 { skip(p, packet: packet) }
-                flushSkipped()
+                flushSkipped(packet)
                 mode = .frames
                 let rest = hunt
                 let off = huntOffset
                 hunt.removeAll(keepingCapacity: true)
-                rest.withUnsafeBytes { frames($0, offset: off, packet: packet) }
+                rest.withUnsafeBytes { frames($0, offset: off, packet: packet, fromHunt: true) }
             }
         }
     }
@@ -527,17 +573,27 @@ final class WebSocketStream: StreamLayer {
         if let s = skipped, s.offset + s.length == huntOffset {
             skipped!.length += UInt64(n)
         } else {
-            flushSkipped()
-            skipped = (huntOffset, UInt64(n), huntPacket)
+            flushSkipped(packet)
+            skipped = (huntOffset, UInt64(n))
+        }
+        if skippedSample.count < MalformedSample.limit {
+            skippedSample += hunt.prefix(min(n, MalformedSample.limit - skippedSample.count))
         }
         hunt.removeFirst(n)
         huntOffset += UInt64(n)
         huntPacket = packet
     }
 
-    func flushSkipped() {
+    /// Reports the run of skipped bytes, dated by `packet`: the one that ended the run.
+    func flushSkipped(_ packet: PacketRef) {
         guard let s = skipped else { return }
         skipped = nil
-        owner.malformed(dir, offset: s.offset, length: s.length, reason: .skipped, packet: s.packet)
+        skippedSample.withUnsafeBytes { b in
+            owner.malformed(dir, offset: s.offset, length: s.length, reason: .skipped, packet: packet, bytes: b)
+        }
+        skippedSample.removeAll(keepingCapacity: true)
     }
+
+    /// The first bytes of the skipped run, for `-x`.
+    var skippedSample: [UInt8] = []
 }
