@@ -30,9 +30,11 @@ public enum PipelineFuzz {
         for pass in 0..<3 {
             var o = PipelineOptions()
             o.dissectorPaths = [FuzzDeframer.dissectorDirectory]
-            o.reassembly.maxConnections = 64
-            o.reassembly.maxBufferedBytes = 1 << 16
-            o.maxWebSocketMessage = 1 << 16
+            o.limits.maxConnections = 64
+            o.limits.maxBufferPerStream = 1 << 16
+            o.limits.maxBufferTotal = 1 << 18
+            o.limits.maxWebSocketMessage = 1 << 16
+            o.limits.maxFragmentBytes = 1 << 18
             switch pass {
             case 0:
                 o.hexDump = true

@@ -5,9 +5,10 @@
 ///   its sequence number, so a byte at stream offset `o` must equal `origin + o` (mod 256)
 ///   for one origin per direction (unless the input sent conflicting copies);
 /// - never more bytes delivered than were sent in that direction;
-/// - out-of-order bytes and segments held stay within `maxBufferedBytes` / `maxBufferedSegments`.
+/// - out-of-order bytes and segments held stay within `maxBufferedBytes` / `maxBufferedSegments`
+///   per direction and `maxBufferedTotal` over every connection.
 ///
-/// Input: 2 option bytes (buffer limits, connections), then 8-byte records, one segment each:
+/// Input: 2 option bytes (buffer limits, connections, TIME-WAIT), then 8-byte records, one segment each:
 /// `[ctl][seq i16 BE][len][ack i16 BE][time][captured]`. ctl bit 0 = server to client, bits 1–4
 /// = SYN, FIN, RST, ACK, bit 5 = bytes that disagree with the sequence pattern, bits 6–7 =
 /// which of four client ports. Sequence and ACK are relative to each side's ISN (the client's
@@ -24,6 +25,7 @@ public enum ReassemblyFuzz {
         o.maxConnections = 1 + Int(input[1] & 3)
         o.recentBytesPerDirection = 64 << Int(input[1] >> 2 & 3)
         o.maxTimeWait = Int(input[1] >> 4 & 3)
+        o.maxBufferedTotal = 256 << Int(input[1] >> 6)
         let check = Checker(options: o)
         let r = Reassembler(options: o, consumer: check, isServerPort: { $0 == 8000 })
         check.reassembler = r
@@ -83,6 +85,11 @@ public enum ReassemblyFuzz {
         func bounded() {
             guard let r = reassembler else { return }
             precondition(r.table.count <= options.maxConnections, "more connections than maxConnections")
+            precondition(r.heldTotal <= options.maxBufferedTotal, "buffered bytes over maxBufferedTotal")
+            let held = r.table.all.reduce(0) { sum, c in
+                sum + c.halves.reduce(0) { $0 + $1.pendingBytes + $1.pending.count * ReassemblyOptions.segmentOverhead }
+            }
+            precondition(held == r.heldTotal, "heldTotal miscounted")
             for c in r.table.all {
                 for h in c.halves {
                     precondition(h.pendingBytes <= options.maxBufferedBytes, "buffered bytes over maxBufferedBytes")
