@@ -59,9 +59,11 @@ run() {
     for s in "$@"; do
       if [ -d "$s" ]; then find "$s" -type f -exec cp {} "$corpus/" \; ; else cp "$s" "$corpus/"; fi
     done
-    # No leak check at exit: the shipped dissectors a target loads once stay for the process's
-    # life (their tables refer to each other); growth per input still ends as an oom-* file.
-    FRAMEDUMP_FUZZ_TARGET="$t" "$bin" -max_total_time="$seconds" -timeout=10 -detect_leaks=0 "$corpus"
+    # No leak check (per input or at exit): the schemas a target loads once stay for the
+    # process's life and their .proto tables refer to each other; growth per input still ends
+    # as an oom-* file.
+    ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}" FRAMEDUMP_FUZZ_TARGET="$t" "$bin" \
+      -max_total_time="$seconds" -timeout=10 -detect_leaks=0 "$corpus"
     [ -n "${FUZZ_CORPUS:-}" ] || rm -rf "$corpus"
   else
     "$bin" "$t" "$seconds" "$@"
