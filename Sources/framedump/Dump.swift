@@ -72,6 +72,9 @@ struct Dump: ParsableCommand {
     @Flag(name: .long, help: "JSON: leave out what changes between two runs (timestamps, ephemeral ports, packet numbers).")
     var diffable = false
 
+    @Option(name: .long, help: ArgumentHelp("--diffable: leave out this field (repeatable; Cs_10002.ClientTime, game.*.Timestamp; see README).", valueName: "path"))
+    var ignore: [String] = []
+
     @Option(name: .long, help: "Colour: auto (when stdout is a terminal), always or never.")
     var color: ColorChoice = .auto
 
@@ -140,6 +143,7 @@ struct Dump: ParsableCommand {
         }
         if wsMaxMessage < 1 || wsMaxMessage > 1 << 30 { throw ValidationError("--ws-max-message must be between 1 and 1073741824.") }
         _ = try keys()
+        _ = try ignorePatterns(ignore)
     }
 
     /// `--key NAME=HEX` values; the error never repeats the key.
@@ -175,6 +179,7 @@ struct Dump: ParsableCommand {
         // --diffable is a property of the NDJSON output: asking for it asks for NDJSON.
         options.format = (json || format == .json || diffable) ? .json : .tree
         options.diffable = diffable
+        options.ignore = (try? ignorePatterns(ignore)) ?? []
         options.color = color == .always || (color == .auto && isatty(1) != 0)
         options.streamsDir = streams
         options.follow = follow
