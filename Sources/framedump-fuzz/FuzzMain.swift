@@ -19,6 +19,7 @@ struct FuzzMain {
         "http-head": FuzzWebSocket.httpHead,
         "dissector": FuzzDissector.fileAndTraffic,
         "display-filter": FuzzDissector.displayFilter,
+        "ndjson-line": FuzzNDJSON.line,
     ]
 
     static func main() {

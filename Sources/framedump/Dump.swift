@@ -144,6 +144,7 @@ struct Dump: ParsableCommand {
         if wsMaxMessage < 1 || wsMaxMessage > 1 << 30 { throw ValidationError("--ws-max-message must be between 1 and 1073741824.") }
         _ = try keys()
         _ = try ignorePatterns(ignore)
+        if !ignore.isEmpty && !diffable { throw ValidationError("--ignore leaves fields out of --diffable output: add --diffable.") }
     }
 
     /// `--key NAME=HEX` values; the error never repeats the key.

@@ -19,8 +19,8 @@ final class DiffTests: XCTestCase {
         XCTAssertEqual(a.stdout.split(separator: "\n").count, 6 * 2 + 66, "open, close and 11 items per connection")
         XCTAssertEqual(a.stdout, b.stdout)
         // The recordings do differ: the plain exports (ports, interleaving), and the heartbeat times.
-        let pa = try TestSupport.framedump(["-r", scenario("a"), "-T", "json"] + ignore)
-        let pb = try TestSupport.framedump(["-r", scenario("b"), "-T", "json"] + ignore)
+        let pa = try TestSupport.framedump(["-r", scenario("a"), "-T", "json"])
+        let pb = try TestSupport.framedump(["-r", scenario("b"), "-T", "json"])
         XCTAssertNotEqual(pa.stdout, pb.stdout)
         let plainA = try TestSupport.framedump(["-r", scenario("a"), "--diffable"])
         let plainB = try TestSupport.framedump(["-r", scenario("b"), "--diffable"])
@@ -65,10 +65,12 @@ final class DiffTests: XCTestCase {
         let t = try TestSupport.framedump(["diff", scenario("a"), scenario("changed")] + ignore)
         XCTAssertEqual(t.status, 1, t.stderr)
         let (old, new) = try packets("Cs_20001", "\"Line\":3", in: "changed", otherSide: "\"SceneId\":14,")
+        let four = try key(ofClient: 4, in: "a")
+        XCTAssertEqual(try key(ofClient: 4, in: "changed"), four, "the changed connection is still the same content order")
         XCTAssertEqual(t.stdout, """
             --- \(scenario("a"))
             +++ \(scenario("changed"))
-            @@ game@127.0.0.1:8000#4 c2s @@
+            @@ \(four) c2s @@
             ~Cs_20001 (pkt \(old) → pkt \(new))
                 Line: 2 → 3
             1 difference: 1 changed, 0 added, 0 removed (old: 66 items in 6 connections, new: 66 in 6)
@@ -77,7 +79,7 @@ final class DiffTests: XCTestCase {
         let j = try TestSupport.framedump(["diff", "--json", scenario("a"), scenario("changed")] + ignore)
         XCTAssertEqual(j.status, 1)
         XCTAssertEqual(j.stdout, """
-            {"change":"changed","conn":"game@127.0.0.1:8000#4","dir":"c2s","message":"Cs_20001","pkts_old":[\(old),\(old)],"pkts_new":[\(new),\(new)],"fields":[{"path":"Line","old":2,"new":3}]}
+            {"change":"changed","conn":"\(four)","dir":"c2s","message":"Cs_20001","pkts_old":[\(old),\(old)],"pkts_new":[\(new),\(new)],"fields":[{"path":"Line","old":2,"new":3}]}
 
             """)
         XCTAssertEqual(j.stderr, "1 difference: 1 changed, 0 added, 0 removed (old: 66 items in 6 connections, new: 66 in 6)\n")
@@ -93,20 +95,21 @@ final class DiffTests: XCTestCase {
         let five = connection(ofClient: 5, a)
         let removed = try firstPacket(a.filter { $0["conn"] == five && $0["message"] == .string("Cs_10002") }[1])
         let added = try firstPacket(edited.first { $0["fields"]?["name"] == .string("bonus") })
+        let key5 = try key(ofClient: 5, in: "a")
         let lines = t.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         XCTAssertEqual(lines.count, 8, t.stdout)
-        XCTAssertEqual(Array(lines[2...3]), ["@@ game@127.0.0.1:8000#5 c2s @@"] + [lines[3]])
+        XCTAssertEqual(Array(lines[2...3]), ["@@ \(key5) c2s @@"] + [lines[3]])
         XCTAssertTrue(lines[3].hasPrefix("-Cs_10002 (pkt \(removed)) {\"ClientTime\":"), lines[3])
         XCTAssertEqual(Array(lines[4...6]), [
-            "@@ game@127.0.0.1:8000#5 s2c @@",
+            "@@ \(key5) s2c @@",
             "+Sc_30005 (pkt \(added)) {\"Hp\":1,\"Level\":1,\"name\":\"bonus\"}",
             "2 differences: 0 changed, 1 added, 1 removed (old: 66 items in 6 connections, new: 66 in 6)",
         ])
         let j = try TestSupport.framedump(["diff", "--json", scenario("a"), scenario("edited")] + ignore)
         XCTAssertEqual(j.status, 1)
         XCTAssertEqual(j.stdout, """
-            {"change":"removed","conn":"game@127.0.0.1:8000#5","dir":"c2s","message":"Cs_10002","pkts_old":[\(removed),\(removed)],"pkts_new":null}
-            {"change":"added","conn":"game@127.0.0.1:8000#5","dir":"s2c","message":"Sc_30005","pkts_old":null,"pkts_new":[\(added),\(added)]}
+            {"change":"removed","conn":"\(key5)","dir":"c2s","message":"Cs_10002","pkts_old":[\(removed),\(removed)],"pkts_new":null}
+            {"change":"added","conn":"\(key5)","dir":"s2c","message":"Sc_30005","pkts_old":null,"pkts_new":[\(added),\(added)]}
 
             """)
     }
@@ -129,6 +132,13 @@ final class DiffTests: XCTestCase {
     }
 
     // MARK: helpers
+
+    /// The stable key of client `n`'s connection in a capture's `--diffable` export.
+    func key(ofClient n: Int, in name: String) throws -> String {
+        let lines = try TestSupport.framedump(["-r", scenario(name), "--diffable"] + ignore).stdout.split(separator: "\n")
+            .map { try JSONValue.parse(String($0)) }
+        return try XCTUnwrap(connection(ofClient: n, lines)?.stringValue)
+    }
 
     /// A capture's plain NDJSON, parsed.
     func plain(_ name: String) throws -> [JSONValue] {

@@ -87,6 +87,8 @@ public final class CaptureDiff {
             let sink = ConnectionCollector(wanted.map { .fetch($0) } ?? .fingerprints, ignore: ignore)
             let pipeline = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: sink)
             let source = try PacketSource(.file(path))
+            // The second pass ends with the last line it needs.
+            sink.onAllFetched = { source.stop() }
             try pipeline.run(source, limit: nil, dumper: nil, lineBuffered: false)
             pipeline.finish()
             return (sink.connections, sink.fetched)
@@ -229,33 +231,52 @@ public enum ConnectionPairing {
         return out
     }
 
-    /// A connection's items as sorted hashes (direction folded in), for multiset overlap.
+    /// A connection's items in brief: a bottom-k sketch of its content hashes (the k smallest
+    /// distinct ones, direction folded in; exact below k), and its item count per identity.
     struct Signature {
-        var content: [UInt64] = []
-        var identity: [UInt64] = []
+        static let k = 256
+        var sketch: [UInt64] = []
+        var names: [UInt64: Int] = [:]
+        var total = 0
 
         init(_ c: TrackedConnection) {
+            total = c.messageCount
             for d in 0..<2 {
+                let mix = UInt64(d) &* 0x9e3779b97f4a7c15
                 for p in c.prints[d] {
-                    content.append(p.content ^ UInt64(d) &* 0x9e3779b97f4a7c15)
-                    identity.append(p.identity ^ UInt64(d) &* 0x9e3779b97f4a7c15)
+                    names[p.identity ^ mix, default: 0] += 1
+                    let h = p.content ^ mix
+                    // Most hashes are above the current k-th smallest: one comparison each.
+                    if sketch.count == Self.k, h >= sketch[Self.k - 1] { continue }
+                    var lo = 0, hi = sketch.count
+                    while lo < hi {
+                        let m = (lo + hi) / 2
+                        if sketch[m] < h { lo = m + 1 } else { hi = m }
+                    }
+                    if lo < sketch.count && sketch[lo] == h { continue }
+                    sketch.insert(h, at: lo)
+                    if sketch.count > Self.k { sketch.removeLast() }
                 }
             }
-            content.sort()
-            identity.sort()
         }
 
+        /// (share of content in common, share of items with a name in common), each 0...1.
         func similarity(_ o: Signature) -> (Double, Double) {
-            let total = Double(max(1, content.count + o.content.count))
-            return (2 * Double(Self.common(content, o.content)) / total, 2 * Double(Self.common(identity, o.identity)) / total)
-        }
-
-        static func common(_ a: [UInt64], _ b: [UInt64]) -> Int {
-            var i = 0, j = 0, n = 0
-            while i < a.count && j < b.count {
-                if a[i] == b[j] { n += 1; i += 1; j += 1 } else if a[i] < b[j] { i += 1 } else { j += 1 }
+            var i = 0, j = 0, seen = 0, both = 0
+            while seen < Self.k && (i < sketch.count || j < o.sketch.count) {
+                if j == o.sketch.count || (i < sketch.count && sketch[i] < o.sketch[j]) {
+                    i += 1
+                } else if i == sketch.count || o.sketch[j] < sketch[i] {
+                    j += 1
+                } else {
+                    both += 1; i += 1; j += 1
+                }
+                seen += 1
             }
-            return n
+            var common = 0
+            for (n, c) in names { common += min(c, o.names[n] ?? 0) }
+            let content = seen == 0 ? 1 : Double(both) / Double(seen)
+            return (content, 2 * Double(common) / Double(max(1, total + o.total)))
         }
     }
 }

@@ -35,15 +35,26 @@ public final class ConnectionCollector: MessageSink {
     var counts: [[Int]] = []
     public private(set) var fetched: [ItemRef: JSONValue] = [:]
     let fetching: Bool
+    let exporting: Bool
+    /// Lines come from the printer; without `--ignore` their rest is hashed unread.
+    let trusted: Bool
 
     public init(_ mode: Mode, ignore: [IgnorePattern]) {
         self.mode = mode
         printer = JSONPrinter(output: mem, diffable: true)
         scanner = LineScanner(ignore: ignore)
+        trusted = ignore.isEmpty
         if case .fetch = mode { fetching = true } else { fetching = false }
+        if case .export = mode { exporting = true } else { exporting = false }
     }
 
+    /// The connection of the previous call (consecutive messages are often of one connection).
+    var last: TrackedConnection?
+    var lastNumber: UInt64 = 0
+
+    @inline(__always)
     func track(_ c: Connection, _ p: ProtocolRuntime?) -> TrackedConnection {
+        if let t = last, lastNumber == c.number, p == nil || t.protocolName != nil { return t }
         let t: TrackedConnection
         if let x = byNumber[c.number] {
             t = x
@@ -53,29 +64,53 @@ public final class ConnectionCollector: MessageSink {
             counts.append([0, 0])
             byNumber[c.number] = t
         }
-        if let p { t.protocolName = p.schema.name }
+        if let p, t.protocolName == nil { t.protocolName = p.schema.name }
+        last = t
+        lastNumber = c.number
         return t
     }
 
-    /// One item of a direction; `write` has the printer put its line into `mem`.
-    func item(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, _ first: UInt64, _ last: UInt64, _ write: () -> Void) {
-        let t = track(c, p)
+    /// One item of a direction: whether the printer should write its line (then `took`).
+    @inline(__always)
+    func wants(_ t: TrackedConnection, _ d: Direction, _ first: UInt64, _ last: UInt64) -> Bool {
         t.packet(first, last)
         let index = counts[t.order][d.rawValue]
         counts[t.order][d.rawValue] += 1
-        if case .fetch(let wanted) = mode {
-            let ref = ItemRef(conn: t.order, dir: d.rawValue, index: index)
-            guard wanted.contains(ref) else { return }
-            write()
-            withLine { if let v = try? JSONValue.parse($0) { fetched[ref] = v } }
+        guard fetching else { return true }
+        guard case .fetch(let wanted) = mode else { return false }
+        let ref = ItemRef(conn: t.order, dir: d.rawValue, index: index)
+        guard wanted.contains(ref) else { return false }
+        pendingRef = ref
+        return true
+    }
+
+    var pendingRef: ItemRef?
+    /// Fetch: called once every wanted line is in (the reading can stop there).
+    public var onAllFetched: (() -> Void)?
+
+    /// The line the printer wrote for an item: fingerprinted (and kept for the export), or
+    /// parsed (fetch).
+    func took(_ t: TrackedConnection, _ d: Direction, _ first: UInt64, _ last: UInt64) {
+        var n = mem.count
+        if n > 0 && mem.base[n - 1] == 0x0a { n -= 1 }
+        let line = UnsafeRawBufferPointer(start: mem.base, count: n)
+        defer { mem.count = 0 }
+        if let ref = pendingRef {
+            pendingRef = nil
+            if let v = try? JSONValue.parse(line) { fetched[ref] = v }
+            if case .fetch(let wanted) = mode, fetched.count == wanted.count { onAllFetched?() }
             return
         }
+        guard let f = try? scanner.scan(line, trusted: trusted) else { return }
+        t.prints[d.rawValue].append(MessagePrint(identity: f.identity, content: f.content, first: first, last: last))
+        if exporting { appendTail(line, f, to: &t.lines[d.rawValue]) }
+    }
+
+    func item(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, _ first: UInt64, _ last: UInt64, _ write: () -> Void) {
+        let t = track(c, p)
+        guard wants(t, d, first, last) else { return }
         write()
-        withLine { line in
-            guard let f = try? scanner.scan(line) else { return }
-            t.prints[d.rawValue].append(MessagePrint(identity: f.identity, content: f.content, first: first, last: last))
-            if case .export = mode { appendTail(line, f, to: &t.lines[d.rawValue]) }
-        }
+        took(t, d, first, last)
     }
 
     /// A line that is not an item: kept by the export only.
@@ -117,8 +152,12 @@ public final class ConnectionCollector: MessageSink {
     }
 
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
-        let f = m.frame!
-        item(c, p, m.direction, f.firstPacket.number, f.lastPacket.number) { printer.message(m, c, p) }
+        // The common path, without a closure.
+        let first = m.frame.firstPacket.number, last = m.frame.lastPacket.number
+        let t = track(c, p)
+        guard wants(t, m.direction, first, last) else { return }
+        printer.message(m, c, p)
+        took(t, m.direction, first, last)
     }
 
     public func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,

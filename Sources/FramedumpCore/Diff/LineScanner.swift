@@ -26,7 +26,9 @@ public final class LineScanner {
 
     public init(ignore: [IgnorePattern]) { self.ignore = ignore }
 
-    public func scan(_ line: UnsafeRawBufferPointer) throws(JSONSyntaxError) -> LineFacts {
+    /// `trusted`: a line the NDJSON printer just wrote (no white space, no per-run keys after
+    /// `dir`): after the keys that name the message, the rest is hashed without being read.
+    public func scan(_ line: UnsafeRawBufferPointer, trusted: Bool = false) throws(JSONSyntaxError) -> LineFacts {
         var t = JSONTokens(line)
         var f = LineFacts()
         cuts.removeAll(keepingCapacity: true)
@@ -74,14 +76,21 @@ public final class LineScanner {
                     case 2: if isString { f.message = inner }
                     default: idText = r
                     }
-                    content.add(line, k)
-                    content.add(line, r)
+                    content.byte(0x2c)
+                    content.add(line, memberStart..<t.i)
                 case .other:
                     if ignore.isEmpty {
-                        content.add(line, k)
-                        let start = t.i
+                        // The content is the stream of kept members, each after a comma, then
+                        // the closing brace: for a printer's line, the raw rest of the line.
+                        if trusted {
+                            content.add(line, prevEnd..<line.count)
+                            f.identity = identity(line, f, idText)
+                            f.content = content.value
+                            return f
+                        }
+                        content.byte(0x2c)
                         try t.skipValue(depth: 1)
-                        content.add(line, start..<t.i)
+                        content.add(line, memberStart..<t.i)
                     } else {
                         resetPath(f)
                         let inFields = Self.equal(key, "fields")
@@ -107,15 +116,21 @@ public final class LineScanner {
         }
         t.skipSpace()
         guard t.i == line.count else { throw t.fail("text after the object") }
+        content.byte(0x7d)
+        f.identity = identity(line, f, idText)
+        f.content = content.value
+        return f
+    }
+
+    /// Event type, protocol, and message name (or `#id`).
+    func identity(_ line: UnsafeRawBufferPointer, _ f: LineFacts, _ idText: Range<Int>?) -> UInt64 {
         var id = Hash()
         if let r = f.type { id.add(line, r) }
         id.byte(0x1f)
         if let r = f.proto { id.add(line, r) }
         id.byte(0x1f)
         if let r = f.message { id.add(line, r) } else if let r = idText { id.byte(0x23); id.add(line, r) }
-        f.identity = id.value
-        f.content = content.value
-        return f
+        return id.value
     }
 
     /// A value with `--ignore` in force: its members' paths are matched, ignored ones cut.
@@ -250,35 +265,48 @@ public final class LineScanner {
     }
 }
 
-/// A 64-bit hash fed with byte ranges, eight bytes at a time (not cryptographic: a collision
-/// would hide a difference, at odds of one in 2^64 per pair compared).
+/// A 64-bit hash of a byte stream fed in pieces, eight bytes at a time; how the stream is cut
+/// into pieces does not change it (not cryptographic: a collision would hide a difference, at
+/// odds of about one in 2^64 per pair of items compared).
 struct Hash {
-    var value: UInt64 = 0x9e3779b97f4a7c15
+    var state: UInt64 = 0x9e3779b97f4a7c15
+    var word: UInt64 = 0
+    var filled: UInt64 = 0
+    var length: UInt64 = 0
 
-    @inline(__always) mutating func byte(_ c: UInt8) {
-        value = (value ^ UInt64(c)) &* 0x100000001b3
-        value ^= value >> 31
+    @inline(__always) mutating func mix(_ w: UInt64) {
+        state = (state ^ w) &* 0xff51afd7ed558ccd
+        state ^= state >> 33
     }
 
-    @inline(__always) mutating func word(_ w: UInt64) {
-        value = (value ^ w) &* 0xff51afd7ed558ccd
-        value ^= value >> 33
+    @inline(__always) mutating func byte(_ c: UInt8) {
+        word |= UInt64(c) << (filled << 3)
+        filled += 1
+        length += 1
+        if filled == 8 {
+            mix(word)
+            word = 0
+            filled = 0
+        }
     }
 
     @inline(__always) mutating func add(_ b: UnsafeRawBufferPointer, _ r: Range<Int>) {
         var k = r.lowerBound
+        while filled != 0 && k < r.upperBound { byte(b[k]); k += 1 }
         while k + 8 <= r.upperBound {
-            word(b.loadUnaligned(fromByteOffset: k, as: UInt64.self))
+            mix(b.loadUnaligned(fromByteOffset: k, as: UInt64.self))
+            length += 8
             k += 8
         }
-        var tail: UInt64 = 0
-        var shift: UInt64 = 0
-        while k < r.upperBound {
-            tail |= UInt64(b[k]) << shift
-            shift += 8
-            k += 1
-        }
-        word(tail ^ (UInt64(r.count) << 56) ^ 0x5555)
+        while k < r.upperBound { byte(b[k]); k += 1 }
+    }
+
+    var value: UInt64 {
+        var h = self
+        h.mix(word ^ (length << 8) ^ 0x5555)
+        h.state ^= h.state >> 29
+        h.state = h.state &* 0xc4ceb9fe1a85ec53
+        return h.state ^ (h.state >> 32)
     }
 }
 
