@@ -123,6 +123,7 @@ final class HardeningTests: XCTestCase {
             "dissector": FuzzDissector.fileAndTraffic, "display-filter": FuzzDissector.displayFilter,
             "websocket": FuzzWebSocket.connection, "http-head": FuzzWebSocket.httpHead, "link": LinkFuzz.run,
             "proto-parser": FuzzEntry.protoParser, "protobuf-wire": FuzzEntry.protobufWire,
+            "ndjson-line": FuzzNDJSON.line,
         ]
         let files = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
         XCTAssertFalse(files.isEmpty)

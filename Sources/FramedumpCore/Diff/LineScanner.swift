@@ -55,9 +55,13 @@ public final class LineScanner {
                     if t.peek == 0x22 { f.conn = try t.string().0 } else { try t.skipValue(depth: 1) }
                     f.tailStart = t.i
                 case .dir:
-                    let (r, _) = try t.string()
-                    let v = UnsafeRawBufferPointer(rebasing: line[r])
-                    f.dir = Self.equal(v, "c2s") ? .c2s : Self.equal(v, "s2c") ? .s2c : nil
+                    if t.peek == 0x22 {
+                        let (r, _) = try t.string()
+                        let v = UnsafeRawBufferPointer(rebasing: line[r])
+                        f.dir = Self.equal(v, "c2s") ? .c2s : Self.equal(v, "s2c") ? .s2c : nil
+                    } else {
+                        try t.skipValue(depth: 1)
+                    }
                     f.tailStart = t.i
                 case .perRun:
                     try t.skipValue(depth: 1)
@@ -226,9 +230,9 @@ public final class LineScanner {
     /// `"pkts":[first,last]` or `"pkt":n`.
     static func packets(_ t: inout JSONTokens) throws(JSONSyntaxError) -> (UInt64, UInt64)? {
         func number(_ t: inout JSONTokens) throws(JSONSyntaxError) -> UInt64? {
+            // Anything but a plain number: nil, nothing read (the caller reads the value whole).
             t.skipSpace()
-            guard t.peek != 0x7b && t.peek != 0x5b && t.peek != 0x22 else { try t.skipValue(depth: 1); return nil }
-            guard t.peek != nil, JSONTokens.isDigit(t.peek!) else { try t.skipValue(depth: 1); return nil }
+            guard let c = t.peek, JSONTokens.isDigit(c) else { return nil }
             let r = try t.number()
             var v: UInt64 = 0
             for k in r {
@@ -260,7 +264,10 @@ public final class LineScanner {
             try t.skipValue(depth: 1)
             return nil
         }
+        let save = t
         if let n = try number(&t) { return (n, n) }
+        t = save
+        try t.skipValue(depth: 1)
         return nil
     }
 }
