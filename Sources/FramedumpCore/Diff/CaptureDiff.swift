@@ -156,8 +156,8 @@ public final class CaptureDiff {
                 d.fields = FieldCompare.changes(lo, ln, ignore: ignore)
                 // Equal once read (a difference of spelling only, such as escapes): no change.
                 if d.fields.isEmpty { continue }
-            case .added: d.line = ln
-            case .removed: d.line = lo
+            case .added: d.line = ln.map { FieldCompare.without(ignore, $0) }
+            case .removed: d.line = lo.map { FieldCompare.without(ignore, $0) }
             }
             kept.append(d)
         }
@@ -303,6 +303,29 @@ public enum FieldCompare {
         // The frame's length follows its fields: shown only when no field explains it.
         if !inFields.isEmpty { outside.removeAll { $0.path == "length" } }
         return inFields + outside
+    }
+
+    /// A line without the `--ignore`d values (for showing an added or removed message).
+    public static func without(_ ignore: [IgnorePattern], _ line: JSONValue) -> JSONValue {
+        guard !ignore.isEmpty, case .object(let ms) = line else { return line }
+        let base = [line["protocol"]?.stringValue ?? "", line["message"]?.stringValue ?? ""]
+        func strip(_ v: JSONValue, _ names: [String]) -> JSONValue {
+            switch v {
+            case .object(let ms):
+                return .object(ms.compactMap { m in
+                    let n = names + [m.key]
+                    return ignore.contains { $0.matches(n) } ? nil : JSONMember(key: m.key, value: strip(m.value, n))
+                })
+            case .array(let a): return .array(a.map { strip($0, names) })
+            default: return v
+            }
+        }
+        return .object(ms.compactMap { m in
+            if m.key == "fields" { return JSONMember(key: m.key, value: strip(m.value, base)) }
+            if FieldCompare.perRun.contains(m.key) { return m }
+            let n = base + [m.key]
+            return ignore.contains { $0.matches(n) } ? nil : JSONMember(key: m.key, value: strip(m.value, n))
+        })
     }
 
     static func keys(_ a: [JSONMember], _ b: [JSONMember]) -> [String] {
