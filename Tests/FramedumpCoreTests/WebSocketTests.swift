@@ -14,6 +14,8 @@ final class WebSocketCollector: MessageSink {
         var violations: [WebSocketViolation]
         var protocolName: String
     }
+    /// `[coalesced N ...]` per message, apart: it depends on how the stream was cut.
+    var coalesced: [(Direction, Int)] = []
     var messages: [Message] = []
     var malformed: [(Direction, UInt64, UInt64, MalformedReason)] = []
     var handshakes: [(Direction, HTTPHandshake, DeflateParameters?)] = []
@@ -32,6 +34,7 @@ final class WebSocketCollector: MessageSink {
         messages.append(Message(dir: m.direction, opcode: ws.opcode.rawValue, payload: Array(m.frame.bytes),
                                 frames: ws.frames, compressed: ws.compressed, violations: ws.violations,
                                 protocolName: p.schema.name))
+        coalesced.append((m.direction, m.frame.coalesced))
     }
     func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
                    reason: MalformedReason, packet: PacketRef) { malformed.append((d, offset, length, reason)) }
@@ -331,6 +334,24 @@ final class WebSocketTests: XCTestCase {
         XCTAssertTrue(s.messages.allSatisfy { $0.violations.isEmpty })
         XCTAssertEqual(s.handshakes.count, 2)
         XCTAssertEqual(s.handshakes[1].1.acceptValid, true, "RFC 6455 §1.3's key and accept")
+    }
+
+    /// `[coalesced N in pkt P]` as for length-framed protocols: N whole messages began and
+    /// ended in packet P; a message split over packets has no count.
+    func testMessagesSharingAPacketAreCounted() {
+        let one = WS.frame(2, [1, 2, 3]), two = WS.frame(1, Array("hi".utf8)), ping = WS.frame(9, [])
+        let fragmented = WS.frame(1, Array("{\"a\":".utf8), fin: false) + ping + WS.frame(0, Array("1}".utf8))
+        let long = WS.frame(2, Array(repeating: 7, count: 40))
+        let response = WS.response()
+        // Packet 1: the 101. Packet 2: three messages, the fragmented one (with its ping), and
+        // half of `long`. Packet 3: the rest of `long`, then two more whole messages.
+        let p2 = one + two + fragmented + long
+        let s2c = response + p2 + two + one
+        let cuts = [response.count, response.count + p2.count - 20, response.count + p2.count + 20]
+        let (s, _) = StreamFeeder.run(c2s: WS.request(), s2c: s2c, s2cCuts: cuts)
+        let got = s.messages.filter { $0.dir == .s2c }
+        XCTAssertEqual(got.map(\.opcode), [2, 1, 9, 1, 2, 1, 2])
+        XCTAssertEqual(s.coalesced.filter { $0.0 == .s2c }.map(\.1), [4, 4, 4, 4, 1, 2, 2])
     }
 
     func testViolationsAreFlaggedAndDecodingGoesOn() {

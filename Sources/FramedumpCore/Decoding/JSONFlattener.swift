@@ -115,6 +115,15 @@ struct JSONFlattener {
         pos += 1
         let s = pos
         while pos < b.count {
+            // Plain ASCII eight bytes at a time, straight to the first quote, backslash,
+            // control or high byte.
+            while pos + 8 <= b.count {
+                let w = b.loadUnaligned(fromByteOffset: pos, as: UInt64.self)
+                let m = Cursor.escapeMask(w) | w & 0x8080_8080_8080_8080
+                if m != 0 { pos += m.trailingZeroBitCount >> 3; break }
+                pos += 8
+            }
+            guard pos < b.count else { break }
             let c = b[pos]
             if c == 0x22 { let e = pos; pos += 1; return (s, e) }
             if c < 0x20 { return nil }

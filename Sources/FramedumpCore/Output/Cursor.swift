@@ -130,47 +130,77 @@ struct Cursor {
     /// UTF-8 replaced by U+FFFD. Needs at most 6 bytes per input byte plus 2.
     mutating func jsonString(_ b: UnsafeRawBufferPointer) {
         byte(0x22)
+        if UTF8Check.isValid(b) { validText(b) } else { repairedText(b) }
+        byte(0x22)
+    }
+
+    /// The high bit of each of eight bytes that is a control character, `"` or `\` (bytes of
+    /// 0x80 and above do not count: in valid UTF-8 they are copied as they are). The lowest
+    /// bit set is exact (borrows only start at a byte that matches), so
+    /// `trailingZeroBitCount / 8` is the index of the first such byte.
+    @inline(__always) static func escapeMask(_ w: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        let control = (w &- 0x2020_2020_2020_2020) & ~w
+        let q = w ^ 0x2222_2222_2222_2222, s = w ^ 0x5c5c_5c5c_5c5c_5c5c
+        return (control | (q &- ones) & ~q | (s &- ones) & ~s) & highs
+    }
+
+    /// Valid UTF-8, the common case: copied eight bytes at a time, multi-byte characters
+    /// included; where a byte needs an escape, the bytes before it are kept and it is escaped.
+    @inline(__always) mutating func validText(_ b: UnsafeRawBufferPointer) {
         var i = 0
         let n = b.count
         while i < n {
-            // Eight plain ASCII bytes at a time: no high bit, no control, no `"` or `\`.
             while i + 8 <= n {
                 let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-                let control = (w &- 0x2020_2020_2020_2020) & ~w
-                let quote = (w ^ 0x2222_2222_2222_2222) &- ones & ~(w ^ 0x2222_2222_2222_2222)
-                let slash = (w ^ 0x5c5c_5c5c_5c5c_5c5c) &- ones & ~(w ^ 0x5c5c_5c5c_5c5c_5c5c)
-                if (w | control | quote | slash) & highs != 0 { break }
+                // The whole word is stored (the reservation has room); only the plain part counts.
                 UnsafeMutableRawPointer(p).storeBytes(of: w, as: UInt64.self)
+                let m = Cursor.escapeMask(w)
+                if m != 0 {
+                    let plain = m.trailingZeroBitCount >> 3
+                    p += plain
+                    i += plain
+                    break
+                }
                 p += 8
                 i += 8
             }
             guard i < n else { break }
-            let c = b[i]
-            if c >= 0x20 && c < 0x80 {
-                if c == 0x22 || c == 0x5c { byte(0x5c) }
-                byte(c)
-                i += 1
-            } else if c < 0x20 {
-                switch c {
-                case 0x0a: write("\\n")
-                case 0x0d: write("\\r")
-                case 0x09: write("\\t")
-                default: write("\\u00"); hex(c)
-                }
-                i += 1
-            } else {
-                let len = UTF8Check.sequenceLength(b, i)
-                if len == 0 {
-                    write("\u{FFFD}")
-                    i += 1
-                } else {
-                    for k in 0..<len { byte(b[i + k]) }
-                    i += len
-                }
-            }
+            escaped(b[i])
+            i += 1
         }
-        byte(0x22)
+    }
+
+    /// One byte of valid text: escaped if it must be, else as it is.
+    @inline(__always) mutating func escaped(_ c: UInt8) {
+        if c >= 0x20 {
+            if c == 0x22 || c == 0x5c { byte(0x5c) }
+            byte(c)
+            return
+        }
+        switch c {
+        case 0x0a: write("\\n")
+        case 0x0d: write("\\r")
+        case 0x09: write("\\t")
+        default: write("\\u00"); hex(c)
+        }
+    }
+
+    /// Text with invalid UTF-8 (the rare path): each invalid byte becomes U+FFFD.
+    mutating func repairedText(_ b: UnsafeRawBufferPointer) {
+        var i = 0
+        let n = b.count
+        while i < n {
+            let len = UTF8Check.sequenceLength(b, i)
+            if len == 0 {
+                write("\u{FFFD}")
+            } else if len == 1 {
+                escaped(b[i])
+            } else {
+                for k in 0..<len { byte(b[i + k]) }
+            }
+            i += Swift.max(len, 1)
+        }
     }
 }
 

@@ -117,10 +117,23 @@ public enum UTF8Check {
         var i = 0
         while i < b.count {
             // ASCII eight bytes at a time (most text on the wire).
-            while i + 8 <= b.count && b.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
+            while i + 8 <= b.count {
+                let high = b.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080
+                if high != 0 { i += high.trailingZeroBitCount >> 3; break }
                 i += 8
             }
             if i >= b.count { break }
+            // Three-byte characters (CJK, most non-Latin text) by one 4-byte load when room:
+            // lead 1110xxxx and two 10xxxxxx, no overlong (E0 80..9F) and no surrogate (ED A0..BF).
+            if i + 4 <= b.count {
+                let w = b.loadUnaligned(fromByteOffset: i, as: UInt32.self)
+                if w & 0x00C0_C0F0 == 0x0080_80E0 {
+                    let c0 = w & 0xff, c1 = (w >> 8) & 0xff
+                    if (c0 == 0xe0 && c1 < 0xa0) || (c0 == 0xed && c1 >= 0xa0) { return false }
+                    i += 3
+                    continue
+                }
+            }
             let l = sequenceLength(b, i)
             if l == 0 { return false }
             i += l

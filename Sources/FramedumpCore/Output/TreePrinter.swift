@@ -119,12 +119,12 @@ public final class TreePrinter: MessageSink {
     /// `websocket: binary, FIN, masked, compressed 52 → 120 bytes, 3 frames`: the layer the
     /// message came in, above its own fields.
     func webSocketLine(_ ws: WebSocketInfo, _ f: Frame, _ k: inout Cursor) {
-        k.write("    ")
-        if color { k.write("\u{1b}[2m") }
-        k.write("websocket: "); k.write(ws.opcode.name)
-        if !ws.opcode.isKnown { k.write(" ("); k.decimal(UInt64(ws.opcode.rawValue)); k.byte(0x29) }
-        k.write(ws.fin ? ", FIN" : ", no FIN")
-        k.write(ws.masked ? ", masked" : ", unmasked")
+        if color {
+            k.write("    \u{1b}[2m")
+            WebSocketLinePrefix.write(ws, from: 4, &k)
+        } else {
+            WebSocketLinePrefix.write(ws, from: 0, &k)
+        }
         if ws.compressed {
             k.write(", compressed "); k.decimal(ws.wireLength)
             if ws.undecodable {
@@ -147,7 +147,7 @@ public final class TreePrinter: MessageSink {
         out.newline()
         for x in h.headers {
             out.write("    "); writeText(x.name); out.write(": "); writeText(x.value)
-            if x.name.lowercased() == "sec-websocket-accept", let ok = h.acceptValid {
+            if HTTPHandshake.sameName(x.name, "Sec-WebSocket-Accept"), let ok = h.acceptValid {
                 if !ok { paint("\u{1b}[1;31m") }
                 out.write(ok ? " (valid)" : " (does not match the key)")
                 if !ok { reset() }
@@ -160,13 +160,18 @@ public final class TreePrinter: MessageSink {
         out.endOfRecord()
     }
 
-    /// Text from the wire, with control characters escaped so they cannot drive the terminal.
+    /// Text from the wire, with control characters escaped (`\x1b`) so they cannot drive the
+    /// terminal.
     func writeText(_ s: String) {
-        var t = ""
-        for u in s.unicodeScalars {
-            if u.value < 0x20 || u.value == 0x7f { t += "\\x" + String(u.value, radix: 16) } else { t.unicodeScalars.append(u) }
+        for c in s.utf8 {
+            if c < 0x20 || c == 0x7f {
+                out.write("\\x")
+                if c >= 0x10 { out.byte(OutputBuffer.hexDigits.utf8Start[Int(c >> 4)]) }
+                out.byte(OutputBuffer.hexDigits.utf8Start[Int(c & 15)])
+            } else {
+                out.byte(c)
+            }
         }
-        out.write(t)
     }
 
     @inline(__always)
@@ -282,4 +287,38 @@ public final class TreePrinter: MessageSink {
     }
 
     public func finish() { out.flush() }
+}
+
+/// `    websocket: binary, FIN, masked` for each opcode, FIN and mask bit, made once: the part of
+/// the WebSocket line that every message has, written with one copy.
+enum WebSocketLinePrefix {
+    static let stride = 64
+    nonisolated(unsafe) static let table: (bytes: UnsafeMutablePointer<UInt8>, lengths: UnsafeMutablePointer<UInt8>) = {
+        let bytes = UnsafeMutablePointer<UInt8>.allocate(capacity: 64 * stride)
+        let lengths = UnsafeMutablePointer<UInt8>.allocate(capacity: 64)
+        for op in 0..<16 {
+            for fin in 0..<2 {
+                for masked in 0..<2 {
+                    let o = WebSocketOpcode(rawValue: UInt8(op))
+                    var t = "    websocket: " + o.name.description
+                    if !o.isKnown { t += " (\(op))" }
+                    t += fin == 1 ? ", FIN" : ", no FIN"
+                    t += masked == 1 ? ", masked" : ", unmasked"
+                    let i = op << 2 | fin << 1 | masked
+                    let u = Array(t.utf8)
+                    precondition(u.count <= stride)
+                    for (j, c) in u.enumerated() { bytes[i * stride + j] = c }
+                    lengths[i] = UInt8(u.count)
+                }
+            }
+        }
+        return (bytes, lengths)
+    }()
+
+    /// Writes the prefix from byte `from` on (4 skips the indentation).
+    @inline(__always) static func write(_ ws: WebSocketInfo, from: Int, _ k: inout Cursor) {
+        let i = Int(ws.opcode.rawValue & 15) << 2 | (ws.fin ? 2 : 0) | (ws.masked ? 1 : 0)
+        let t = table
+        k.write(UnsafeRawBufferPointer(start: t.bytes + i * stride + from, count: Int(t.lengths[i]) - from))
+    }
 }

@@ -41,7 +41,8 @@ public struct HTTPHandshake: Sendable {
         return true
     }
 
-    /// Reads a head from the start of `b`.
+    /// Reads a head from the start of `b`: bytes split into lines and fields here, a String
+    /// made only for each start line, name and value kept.
     public static func parse(_ b: UnsafeRawBufferPointer, request: Bool) -> Parse {
         guard looksLikeHTTP(b, request: request) else { return .notHTTP }
         // The blank line that ends the head.
@@ -53,11 +54,27 @@ public struct HTTPHandshake: Sendable {
             i += 1
         }
         guard end >= 0 else { return b.count >= maxLength ? .notHTTP : .needMoreData }
-        let text = String(decoding: UnsafeRawBufferPointer(rebasing: b[0..<end]), as: UTF8.self)
-        var lines = text.split(separator: "\r\n", omittingEmptySubsequences: false).map(String.init)
-        guard !lines.isEmpty else { return .notHTTP }
-        var h = HTTPHandshake(isRequest: request, startLine: lines.removeFirst())
+        var h = HTTPHandshake(isRequest: request, startLine: "")
         h.length = end + 4
+        var lineStart = 0
+        var first = true
+        while lineStart <= end {
+            // Lines end at CRLF; `b[end]` is the CR of the blank line, so `e + 1` stays inside.
+            var e = lineStart
+            while e < end && !(b[e] == 0x0d && b[e + 1] == 0x0a) { e += 1 }
+            defer { lineStart = e + 2 }
+            if first {
+                h.startLine = text(b, lineStart, e)
+                first = false
+                continue
+            }
+            guard let colon = (lineStart..<e).first(where: { b[$0] == 0x3a }) else { continue }
+            let (ns, ne) = trimmed(b, lineStart, colon)
+            // Only token names (RFC 9110 §5.1): anything else is not a header we show.
+            guard ns < ne, (ns..<ne).allSatisfy({ b[$0] > 0x20 && b[$0] < 0x7f && b[$0] != 0x22 && b[$0] != 0x5c }) else { continue }
+            let (vs, ve) = trimmed(b, colon + 1, e)
+            h.headers.append(Header(name: text(b, ns, ne), value: text(b, vs, ve)))
+        }
         let parts = h.startLine.split(separator: " ", maxSplits: 2).map(String.init)
         if request {
             guard parts.count == 3, parts[2].hasPrefix("HTTP/") else { return .notHTTP }
@@ -67,19 +84,38 @@ public struct HTTPHandshake: Sendable {
             guard parts.count >= 2, let code = Int(parts[1]) else { return .notHTTP }
             h.status = code
         }
-        for line in lines {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            let name = line[..<colon].trimmingCharacters(in: .whitespaces)
-            // Only token names (RFC 9110 §5.1): anything else is not a header we show.
-            guard !name.isEmpty, name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f && $0 != 0x22 && $0 != 0x5c }) else { continue }
-            h.headers.append(Header(name: name, value: line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
-        }
         return .complete(h)
+    }
+
+    static func text(_ b: UnsafeRawBufferPointer, _ from: Int, _ to: Int) -> String {
+        String(decoding: UnsafeRawBufferPointer(rebasing: b[from..<to]), as: UTF8.self)
+    }
+
+    /// `from..<to` without the spaces and tabs (HTTP's optional whitespace) at either end.
+    static func trimmed(_ b: UnsafeRawBufferPointer, _ from: Int, _ to: Int) -> (Int, Int) {
+        var s = from, e = to
+        while s < e && (b[s] == 0x20 || b[s] == 0x09) { s += 1 }
+        while e > s && (b[e - 1] == 0x20 || b[e - 1] == 0x09) { e -= 1 }
+        return (s, e)
+    }
+
+    /// Text without the optional whitespace at either end.
+    static func trimmed(_ s: Substring) -> Substring {
+        var t = s.drop { $0 == " " || $0 == "\t" }
+        while let l = t.last, l == " " || l == "\t" { t = t.dropLast() }
+        return t
+    }
+
+    /// Header names compare without case (ASCII only: names are tokens).
+    public static func sameName(_ a: String, _ b: String) -> Bool {
+        a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { x, y in
+            x == y || (x | 0x20 == y | 0x20 && (x | 0x20) >= 0x61 && (x | 0x20) <= 0x7a)
+        }
     }
 
     /// The first value of a header field (names compare without case).
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        headers.first { HTTPHandshake.sameName($0.name, name) }?.value
     }
 
     /// A request that asks to become a WebSocket.
@@ -90,9 +126,9 @@ public struct HTTPHandshake: Sendable {
 
     /// The comma-separated values of a header field, each trimmed.
     public func list(_ name: String) -> [String] {
-        headers.filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+        headers.filter { HTTPHandshake.sameName($0.name, name) }
             .flatMap { $0.value.split(separator: ",") }
-            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .map { String(HTTPHandshake.trimmed($0)) }
             .filter { !$0.isEmpty }
     }
 
@@ -113,12 +149,18 @@ public struct DeflateParameters: Sendable, Equatable {
     /// The permessage-deflate offer the server accepted, if any.
     public init?(extensions: [String]) {
         guard let ext = extensions.first(where: {
-            $0.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() == "permessage-deflate"
+            $0.split(separator: ";").first.map { HTTPHandshake.trimmed($0).lowercased() } == "permessage-deflate"
         }) else { return nil }
         for param in ext.split(separator: ";").dropFirst() {
-            let kv = param.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            let value = kv.count > 1 ? Int(kv[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))) : nil
-            switch kv[0].lowercased() {
+            // `;=` splits into nothing: no parameter.
+            let kv = param.split(separator: "=", maxSplits: 1).map { HTTPHandshake.trimmed($0) }
+            guard let key = kv.first else { continue }
+            // A quoted-string value (`"10"`) is allowed (§7.1).
+            var v = kv.count > 1 ? kv[1] : ""
+            while v.first == "\"" { v = v.dropFirst() }
+            while v.last == "\"" { v = v.dropLast() }
+            let value = kv.count > 1 ? Int(v) : nil
+            switch key.lowercased() {
             case "server_no_context_takeover": serverNoContextTakeover = true
             case "client_no_context_takeover": clientNoContextTakeover = true
             case "server_max_window_bits": serverMaxWindowBits = value

@@ -115,7 +115,7 @@ final class WebSocketConnection {
 
     /// One whole message (or control frame) of direction `d`.
     func message(_ info: WebSocketInfo, _ payload: UnsafeRawBufferPointer, _ d: Direction,
-                 offset: UInt64, first: PacketRef, last: PacketRef) {
+                 offset: UInt64, first: PacketRef, last: PacketRef, coalesced: Int = 1) {
         var info = info
         // Plain references for the per-message path (both are held strongly by `inner`/`frames`).
         let p = inner
@@ -124,7 +124,7 @@ final class WebSocketConnection {
             info.add(.invalidUTF8)
         }
         p.webSocket.count(info, inflated: payload.count)
-        let f = Frame(bytes: payload, offset: offset, firstPacket: first, lastPacket: last, coalesced: 1)
+        let f = Frame(bytes: payload, offset: offset, firstPacket: first, lastPacket: last, coalesced: coalesced)
         // What kind of message decides the decoder: control frames and undecodable payloads are
         // the WebSocket layer's own; text and binary go to the inner protocol.
         if info.undecodable {

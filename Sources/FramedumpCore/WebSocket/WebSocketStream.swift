@@ -33,6 +33,10 @@ final class WebSocketStream: StreamLayer {
     var headerOffset: UInt64 = 0
     var headerPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
     var inFrame = false
+    /// Whole messages in the packet being read (`[coalesced N in pkt P]`), counted before its
+    /// frames are taken; `wholePacket` is that packet's number.
+    var wholeHere = 1
+    var wholePacket: UInt64 = .max
     var frame = WebSocketFrameHeader(fin: true, rsv: 0, opcode: .binary, masked: false, length: 0, maskKey: 0,
                                      headerSize: 2, nonMinimalLength: false)
     var remaining: UInt64 = 0
@@ -211,9 +215,18 @@ final class WebSocketStream: StreamLayer {
 
     // MARK: - Frames: the common path
 
-    func frames(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+    func frames(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef, fromHunt: Bool = false) {
+        // Counted at the first frame boundary in the packet (after the end of a frame it
+        // continues). Bytes gathered while hunting came in several packets: no count for them.
+        var counted = fromHunt
+        if fromHunt { wholeHere = 1; wholePacket = packet.number }
         var i = 0
         while i < b.count {
+            if !counted && !inFrame && headerBytes.isEmpty {
+                wholeHere = WebSocketStream.wholeMessages(UnsafeRawBufferPointer(rebasing: b[i...]), continuing: building != nil)
+                wholePacket = packet.number
+                counted = true
+            }
             if !inFrame {
                 if headerBytes.isEmpty {
                     switch WebSocketFrameHeader.parse(b, at: i) {
@@ -227,7 +240,8 @@ final class WebSocketStream: StreamLayer {
                                                      frames: 1, wireLength: h.length)
                             if h.nonMinimalLength { info.add(.nonMinimalLength) }
                             owner.message(info, UnsafeRawBufferPointer(rebasing: b[s..<(s + Int(h.length))]), dir,
-                                          offset: offset + UInt64(i), first: packet, last: packet)
+                                          offset: offset + UInt64(i), first: packet, last: packet,
+                                          coalesced: coalesced(packet, packet))
                             i = s + Int(h.length)
                             continue
                         }
@@ -276,6 +290,32 @@ final class WebSocketStream: StreamLayer {
             remaining -= UInt64(take)
             if remaining == 0 { endFrame(packet: packet) }
         }
+    }
+
+    /// How many whole messages share a message's packet: more than one only for a message
+    /// that began and ended in the packet whose frames were counted.
+    @inline(__always) func coalesced(_ first: PacketRef, _ last: PacketRef) -> Int {
+        first.number == last.number && last.number == wholePacket ? wholeHere : 1
+    }
+
+    /// Messages that begin and end inside `b` read from a frame boundary: control frames, and
+    /// data messages whose first frame and FIN frame are both here (`continuing`: the first
+    /// frames belong to a message begun earlier). Headers only, so a few instructions a frame.
+    static func wholeMessages(_ b: UnsafeRawBufferPointer, continuing: Bool) -> Int {
+        var i = 0, n = 0
+        var open = continuing, startedHere = false
+        while case .header(let h) = WebSocketFrameHeader.parse(b, at: i) {
+            guard UInt64(b.count - i - h.headerSize) >= h.length else { break }
+            i += h.headerSize + Int(h.length)
+            if h.opcode.isControl { n += 1; continue }
+            if h.opcode != .continuation { open = true; startedHere = true }
+            if h.fin && open {
+                if startedHere { n += 1 }
+                open = false
+                startedHere = false
+            }
+        }
+        return max(n, 1)
     }
 
     /// A header no frame can have: its first byte is reported, and we hunt from the next.
@@ -389,9 +429,11 @@ final class WebSocketStream: StreamLayer {
                 var i = info
                 i.add(.messageTooLarge(frame.length, max: maxMessage))
                 control.removeAll()
-                owner.message(i, control.bytes, dir, offset: frameOffset, first: framePacket, last: packet)
+                owner.message(i, control.bytes, dir, offset: frameOffset, first: framePacket, last: packet,
+                              coalesced: coalesced(framePacket, packet))
             } else {
-                owner.message(info, control.bytes, dir, offset: frameOffset, first: framePacket, last: packet)
+                owner.message(info, control.bytes, dir, offset: frameOffset, first: framePacket, last: packet,
+                              coalesced: coalesced(framePacket, packet))
             }
             return
         }
@@ -420,20 +462,23 @@ final class WebSocketStream: StreamLayer {
             switch r {
             case .ok:
                 contextLost = false
-                owner.message(m.info, inflated.bytes, dir, offset: m.offset, first: m.firstPacket, last: last)
+                owner.message(m.info, inflated.bytes, dir, offset: m.offset, first: m.firstPacket, last: last,
+                              coalesced: coalesced(m.firstPacket, last))
                 return
             case .tooLarge:
                 m.info.add(.inflatedTooLarge(max: maxMessage))
                 inflated.removeAll()
                 contextLost = owner.deflate?.contextTakeover(dir) ?? true
-                owner.message(m.info, inflated.bytes, dir, offset: m.offset, first: m.firstPacket, last: last)
+                owner.message(m.info, inflated.bytes, dir, offset: m.offset, first: m.firstPacket, last: last,
+                              coalesced: coalesced(m.firstPacket, last))
                 return
             case .failed(let why):
                 if contextLost { m.info.add(.compressionContextLost) }
                 m.info.add(.inflateFailed(why))
             }
         }
-        owner.message(m.info, payload.bytes, dir, offset: m.offset, first: m.firstPacket, last: last)
+        owner.message(m.info, payload.bytes, dir, offset: m.offset, first: m.firstPacket, last: last,
+                              coalesced: coalesced(m.firstPacket, last))
     }
 
     // MARK: - Hunting: the rare path
@@ -510,7 +555,7 @@ final class WebSocketStream: StreamLayer {
                 let rest = hunt
                 let off = huntOffset
                 hunt.removeAll(keepingCapacity: true)
-                rest.withUnsafeBytes { frames($0, offset: off, packet: packet) }
+                rest.withUnsafeBytes { frames($0, offset: off, packet: packet, fromHunt: true) }
             }
         }
     }
