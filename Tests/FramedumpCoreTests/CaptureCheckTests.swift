@@ -88,11 +88,14 @@ final class CaptureCheckTests: XCTestCase {
         let dir = TestSupport.tempDir()
         try checker.write(toFile: dir + "/strict.py", atomically: true, encoding: .utf8)
         var inputs = (Self.samples + ["im.pcap"]).map(TestSupport.sample)
-        inputs += ["check_problems.pcap", "lost_segment.pcap", "conflict.pcap", "late_data.pcap"].map(TestSupport.fixture)
+        // Every capture fixture too (the odd link layers, reassembly cases, crafted problems);
+        // a fixture that is no capture, or is cut off, still prints strict lines before failing.
+        let fixtures = try FileManager.default.contentsOfDirectory(atPath: TestSupport.fixture(""))
+        inputs += fixtures.filter { $0.hasSuffix(".pcap") || $0.hasSuffix(".pcapng") }.sorted().map(TestSupport.fixture)
+        XCTAssertGreaterThan(inputs.count, 40)
         for input in inputs {
             for mode in [["-T", "json"], ["--diffable"]] {
                 let r = try TestSupport.framedump(["-r", input] + mode)
-                XCTAssertEqual(r.status, 0, r.stderr)
                 try r.stdout.write(toFile: dir + "/out.ndjson", atomically: true, encoding: .utf8)
                 let p = try TestSupport.run(python, [dir + "/strict.py", dir + "/out.ndjson"])
                 XCTAssertEqual(p.status, 0, input + " " + mode.joined() + ": " + p.stderr)
