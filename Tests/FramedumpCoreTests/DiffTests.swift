@@ -42,6 +42,27 @@ final class DiffTests: XCTestCase {
         }
     }
 
+    /// diff(1) of two exports of different runs: one line per message that differs. (A
+    /// connection's key follows its content from the first message on, so an edit later in it
+    /// does not move the keys.)
+    func testLineDiffOfExportsShowsOneMessagePerLine() throws {
+        let tool = try TestSupport.oracle("diff")
+        let dir = TestSupport.tempDir()
+        for name in ["a", "changed", "edited"] {
+            let r = try TestSupport.framedump(["-r", scenario(name), "--diffable"] + ignore)
+            try r.stdout.write(toFile: "\(dir)/\(name).ndjson", atomically: true, encoding: .utf8)
+        }
+        // edited: the heartbeat removed, the status inserted, and the connection's close line
+        // (its byte counts) changed.
+        for (name, removed, added) in [("changed", 1, 1), ("edited", 2, 2)] {
+            let d = try TestSupport.run(tool, ["\(dir)/a.ndjson", "\(dir)/\(name).ndjson"])
+            XCTAssertEqual(d.status, 1)
+            let lines = d.stdout.split(separator: "\n")
+            XCTAssertEqual(lines.filter { $0.hasPrefix("< ") }.count, removed, d.stdout)
+            XCTAssertEqual(lines.filter { $0.hasPrefix("> ") }.count, added, d.stdout)
+        }
+    }
+
     /// The `--diffable` export of a capture, as an input, equals the capture.
     func testExportsAndCapturesCompareAlike() throws {
         let dir = TestSupport.tempDir()
