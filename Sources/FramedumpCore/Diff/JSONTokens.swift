@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The tokens of JSON text (RFC 8259), read strictly from borrowed bytes: no comments, no
 /// trailing commas, no NaN, no leading zeros, no control characters or invalid UTF-8 in
 /// strings. Shared by the line scanner (fingerprints, `--ignore`) and the value parser.
@@ -203,9 +209,3 @@ struct JSONTokens {
         return String(decoding: out, as: UTF8.self)
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif

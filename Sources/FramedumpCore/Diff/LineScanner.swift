@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Reads one NDJSON line (ours, or any strict JSON object line) in a single pass without
 /// building a tree: the keys a diff groups by (`conn`, `dir`, `type`, `protocol`, `message`,
 /// `pkts`), and two hashes — the message's identity (protocol and message name, or id, or
@@ -316,9 +322,3 @@ struct Hash {
         return h.state ^ (h.state >> 32)
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
