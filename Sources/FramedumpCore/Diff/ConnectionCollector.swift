@@ -102,8 +102,11 @@ public final class ConnectionCollector: MessageSink {
             return
         }
         guard let f = try? scanner.scan(line, trusted: trusted) else { return }
-        t.prints[d.rawValue].append(MessagePrint(identity: f.identity, content: f.content, first: first, last: last))
-        if exporting { appendTail(line, f, to: &t.lines[d.rawValue]) }
+        t.add(d.rawValue, MessagePrint(identity: f.identity, content: f.content, first: first, last: last), keep: !exporting)
+        if exporting {
+            appendTail(line, f, to: &t.lines[d.rawValue])
+            if t.lines[d.rawValue].count >= Self.block { spool(t, d.rawValue) }
+        }
     }
 
     func item(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, _ first: UInt64, _ last: UInt64, _ write: () -> Void) {
@@ -124,6 +127,16 @@ public final class ConnectionCollector: MessageSink {
             appendTail(line, f, to: &tail)
             if let d { t.lines[d.rawValue] += tail } else if open { t.openLine = tail } else { t.closeLine = tail }
         }
+    }
+
+    /// Lines held per direction before they go to the spool as one block.
+    static let block = 16 << 10
+    lazy var spoolFile = LineSpool()
+
+    func spool(_ t: TrackedConnection, _ d: Int) {
+        guard !t.lines[d].isEmpty, let at = spoolFile.append(t.lines[d]) else { return }
+        t.spooled[d].append((at, t.lines[d].count))
+        t.lines[d] = []
     }
 
     /// The line in `mem` (without its newline), then `mem` emptied.
@@ -191,6 +204,8 @@ public final class ConnectionCollector: MessageSink {
 
     public func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {
         other(c, p, nil) { printer.closed(c, p, reason: reason, packet: packet) }
+        // A closed connection's lines wait in the spool.
+        if exporting, let t = byNumber[c.number] { spool(t, 0); spool(t, 1) }
     }
 
     public func finish() {
@@ -201,18 +216,24 @@ public final class ConnectionCollector: MessageSink {
             JSONValue.quote(t.key, to: &key)
             let opening = "{\"conn\":" + key
             if let l = t.openLine { out.write(opening); out.write(l) }
-            for d in Direction.allCases where !t.lines[d.rawValue].isEmpty {
+            for d in Direction.allCases {
                 // Each line of the direction gets the opening again.
                 let open = opening + (d == .c2s ? ",\"dir\":\"c2s\"" : ",\"dir\":\"s2c\"")
-                t.lines[d.rawValue].withUnsafeBytes { b in
-                    var s = 0
-                    for k in 0..<b.count where b[k] == 0x0a {
-                        out.write(open)
-                        out.write(UnsafeRawBufferPointer(rebasing: b[s...k]))
-                        s = k + 1
+                func emit(_ block: [UInt8]) {
+                    block.withUnsafeBytes { b in
+                        var s = 0
+                        for k in 0..<b.count where b[k] == 0x0a {
+                            out.write(open)
+                            out.write(UnsafeRawBufferPointer(rebasing: b[s...k]))
+                            s = k + 1
+                        }
                     }
+                    if out.count >= 1 << 20 { out.flush() }
                 }
+                for (at, n) in t.spooled[d.rawValue] { emit(spoolFile.read(at, n)) }
+                emit(t.lines[d.rawValue])
                 t.lines[d.rawValue] = []
+                t.spooled[d.rawValue] = []
             }
             if let l = t.closeLine { out.write(opening); out.write(l) }
         }

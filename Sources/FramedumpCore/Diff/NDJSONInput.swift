@@ -77,7 +77,7 @@ public enum NDJSONInput {
                 let ref = ItemRef(conn: t.order, dir: d.rawValue, index: index)
                 if wanted.contains(ref), let v = try? JSONValue.parse(line) { fetched[ref] = v }
             } else {
-                t.prints[d.rawValue].append(MessagePrint(identity: f.identity, content: f.content, first: first, last: last))
+                t.add(d.rawValue, MessagePrint(identity: f.identity, content: f.content, first: first, last: last), keep: true)
             }
             return true
         }

@@ -26,12 +26,16 @@ public final class TrackedConnection {
     /// `protocol@server#ordinal`, set by `StableKeys.assign` (or read from an export).
     public var key = ""
     var givenKey = false
+    /// Every item's fingerprint, per direction (kept by `diff`; the export keeps only `summary`).
     public var prints: [[MessagePrint]] = [[], []]
+    /// What the stable key's order reads of each direction.
+    var summary: [OrderSummary] = [OrderSummary(), OrderSummary()]
     public var firstPacket: UInt64 = 0
     public var lastPacket: UInt64 = 0
-    /// Export only: each direction's lines (after `conn` and `dir`, `--ignore` applied), and the
-    /// open and close lines.
+    /// Export only: each direction's latest lines (after `conn` and `dir`, `--ignore` applied),
+    /// the earlier ones as blocks in the spool (offset, length), and the open and close lines.
     var lines: [[UInt8]] = [[], []]
+    var spooled: [[(Int, Int)]] = [[], []]
     var openLine: [UInt8]?
     var closeLine: [UInt8]?
 
@@ -40,12 +44,33 @@ public final class TrackedConnection {
         self.server = server
     }
 
-    public var messageCount: Int { prints[0].count + prints[1].count }
+    public var messageCount: Int { summary[0].count + summary[1].count }
+
+    /// One item of a direction: its fingerprint noted (and kept, for a diff).
+    func add(_ d: Int, _ p: MessagePrint, keep: Bool) {
+        summary[d].note(p.content)
+        if keep { prints[d].append(p) }
+    }
 
     func packet(_ first: UInt64, _ last: UInt64) {
         guard first > 0 else { return }
         if firstPacket == 0 || first < firstPacket { firstPacket = first }
         lastPacket = max(lastPacket, last)
+    }
+}
+
+/// A direction in brief, for ordering connections by content in bounded memory: its first
+/// `headLength` content fingerprints, its item count, and one hash of all of them.
+struct OrderSummary {
+    static let headLength = 64
+    var head: [UInt64] = []
+    var count = 0
+    var all = Hash()
+
+    mutating func note(_ content: UInt64) {
+        if head.count < Self.headLength { head.append(content) }
+        count += 1
+        all.mix(content)
     }
 }
 
@@ -65,15 +90,18 @@ public enum StableKeys {
     /// `protocol@server` (`tcp@…` for a connection no dissector claimed).
     public static func group(_ c: TrackedConnection) -> String { (c.protocolName ?? "tcp") + "@" + c.server }
 
-    /// Content order: fingerprint by fingerprint, c2s first; a shorter prefix first; then the
-    /// order of appearance.
+    /// Content order: the first items' fingerprints one by one, c2s first (a shorter head
+    /// first); then the item counts; then a hash of every item; then the order of appearance.
+    /// Connections usually differ in their first messages, so a later edit keeps the keys.
     static func before(_ a: TrackedConnection, _ b: TrackedConnection) -> Bool {
         for d in 0..<2 {
-            let x = a.prints[d], y = b.prints[d]
-            for k in 0..<min(x.count, y.count) where x[k].content != y[k].content {
-                return x[k].content < y[k].content
-            }
+            let x = a.summary[d].head, y = b.summary[d].head
+            for k in 0..<min(x.count, y.count) where x[k] != y[k] { return x[k] < y[k] }
             if x.count != y.count { return x.count < y.count }
+        }
+        for d in 0..<2 where a.summary[d].count != b.summary[d].count { return a.summary[d].count < b.summary[d].count }
+        for d in 0..<2 where a.summary[d].all.value != b.summary[d].all.value {
+            return a.summary[d].all.value < b.summary[d].all.value
         }
         return a.order < b.order
     }
