@@ -42,6 +42,24 @@ final class DiffTests: XCTestCase {
         }
     }
 
+    /// The export's lines wait in a temporary file; where none can be made they stay in memory,
+    /// and the output is the same.
+    func testExportWithoutATemporaryFile() throws {
+        let normal = try TestSupport.framedump(["-r", scenario("a"), "--diffable"])
+        let inMemory = try TestSupport.run(TestSupport.binary, ["-r", scenario("a"), "--diffable"], cwd: TestSupport.root.path,
+                                           environment: ["TMPDIR": "/nonexistent/dir"])
+        XCTAssertEqual(inMemory.status, 0, inMemory.stderr)
+        XCTAssertEqual(inMemory.stdout, normal.stdout)
+        XCTAssertEqual(normal.stdout.split(separator: "\n").count, 78)
+        // bridge.pcap's 70,010-byte message makes its connection's lines go out in blocks mid-stream.
+        let big = try TestSupport.framedump(["-r", "samples/bridge.pcap", "--diffable"])
+        let bigInMemory = try TestSupport.run(TestSupport.binary, ["-r", "samples/bridge.pcap", "--diffable"],
+                                              cwd: TestSupport.root.path, environment: ["TMPDIR": "/nonexistent/dir"])
+        XCTAssertGreaterThan(big.stdout.utf8.count, 3 * ConnectionCollector.block)
+        XCTAssertEqual(bigInMemory.stdout, big.stdout)
+        XCTAssertEqual(try TestSupport.framedump(["diff", "samples/bridge.pcap", "samples/bridge.pcap"]).status, 0)
+    }
+
     /// diff(1) of two exports of different runs: one line per message that differs. (A
     /// connection's key follows its content from the first message on, so an edit later in it
     /// does not move the keys.)
