@@ -131,6 +131,7 @@ def scapy_fixtures():
     print("wrote", path)
     reassembly_fixtures()
     fidelity_fixtures()
+    output_fixtures()
 
 
 def stream_segments(data, cport, isn_c, isn_s, cuts, order, extra=()):
@@ -561,6 +562,19 @@ def check_fixtures():
         s2c = c[3] if len(c) > 3 else ()
         pkts += tcp_conversation(41000 + n, sport, chunks, s2c, lose=lose, t0=T0 + n)
     write("check_problems.pcap", pkts)
+
+
+def output_fixtures():
+    # HTTP sent to the game port: the client's bytes are no game frames (a bad header, then
+    # bytes skipped while the deframer hunts), and the server's game messages come in between.
+    k = Talk(cport=40100)
+    k.handshake()
+    k.send(True, b"GET /index.html HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n")
+    k.send(False, S2C[0])
+    k.send(True, b"User-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n")
+    k.send(False, S2C[1])
+    k.close()
+    write("http_on_game_port.pcap", k.pkts)
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["check"]:

@@ -128,9 +128,6 @@ struct Dump: ParsableCommand {
         if readFile != nil && interface != nil {
             throw ValidationError("Give either -r FILE or -i INTERFACE, not both.")
         }
-        if readFile == nil && interface == nil {
-            throw ValidationError("Nothing to read: give -r FILE (a pcap/pcapng capture) or -i INTERFACE (live).")
-        }
         if maxBuffer < 0 || maxConnections < 1 || idleTimeout < 1 {
             throw ValidationError("--max-buffer must be ≥ 0, --max-connections and --idle-timeout ≥ 1.")
         }
@@ -164,11 +161,14 @@ struct Dump: ParsableCommand {
     }
 
     func run() throws {
+        // Checked here rather than in validate(): the parser reports an unknown option only
+        // after validate(), and `framedump --bogus` must name `--bogus`.
+        if readFile == nil && interface == nil && !listInterfaces {
+            throw ValidationError("Nothing to read: give -r FILE (a pcap/pcapng capture) or -i INTERFACE (live).")
+        }
         if listInterfaces {
             do {
-                for (i, d) in try PacketSource.interfaces().enumerated() {
-                    print("\(i + 1).\(d.name)" + (d.description.map { " (\($0))" } ?? ""))
-                }
+                for d in try PacketSource.interfaces() { print(d.line) }
             } catch { fail(error) }
             return
         }
@@ -196,7 +196,8 @@ struct Dump: ParsableCommand {
 
         let input: CaptureInput
         if let iface = interface {
-            var live = LiveOptions(interface: iface)
+            var live: LiveOptions
+            do { live = LiveOptions(interface: try PacketSource.interfaceName(iface)) } catch { fail(error) }
             live.snaplen = snaplen
             live.bufferKiB = bufferKiB
             live.promiscuous = !noPromiscuous
@@ -231,6 +232,9 @@ struct Dump: ParsableCommand {
     func capture(input: CaptureInput, options: PipelineOptions, out: OutputBuffer) throws -> Error? {
         let pipeline = try Pipeline(options: options, output: out)
         let source = try PacketSource(input)
+        if pipeline.dissectorCount == 0 && !segments && !follow {
+            FileHandleErr.write("framedump: warning: no dissector loaded (\(DissectorLoader.searchDescription(explicit: dissectors))): messages will not be decoded, only WebSocket is shown; give -d PATH\n")
+        }
         // A progress line for files, on a terminal's stderr, unless stdout is that terminal too
         // with the messages being printed to it.
         if case .file(let path) = input, path != "-", !noProgress, isatty(2) != 0,

@@ -16,6 +16,11 @@ struct Framedump: ParsableCommand {
 
     /// As the README says: usage errors exit with 2 (swift-argument-parser's own is 64).
     static func main() {
+        // `framedump --help` shows the dump options first, as tcpdump's does.
+        if ["--help", "-h", "help"].contains(CommandLine.arguments.dropFirst().first ?? ""), CommandLine.arguments.count == 2 {
+            print(topLevelHelp())
+            return
+        }
         do {
             var command = try parseAsRoot()
             try command.run()
@@ -27,5 +32,30 @@ struct Framedump: ParsableCommand {
             }
             Framedump.exit(withError: error)
         }
+    }
+
+    /// The dump command's arguments and options under the root's overview, then the subcommands.
+    static func topLevelHelp() -> String {
+        let dump = helpMessage(for: Dump.self)
+        let root = helpMessage()
+        let options = dump.range(of: "ARGUMENTS:").map { String(dump[$0.lowerBound...]) } ?? dump
+        let subcommands = root.range(of: "SUBCOMMANDS:").map { String(root[$0.lowerBound...]) } ?? ""
+        let overview = root.range(of: "USAGE:").map { String(root[..<$0.lowerBound]) } ?? ""
+        return overview + """
+            USAGE: framedump -r <file> [<options>] [<filter> ...]
+                   framedump -i <iface> [<options>] [<filter> ...]
+                   framedump -D
+                   framedump <subcommand> [<options>]
+
+
+            """ + options.trimmingSuffixNewlines + "\n\n" + subcommands.trimmingSuffixNewlines
+    }
+}
+
+extension String {
+    var trimmingSuffixNewlines: String {
+        var s = Substring(self)
+        while s.last == "\n" { s.removeLast() }
+        return String(s)
     }
 }

@@ -17,8 +17,8 @@ struct Dissectors: ParsableCommand {
         do {
             schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: paths),
                                                options: LoadOptions(protoPaths: protoPath))
-        } catch let e as DissectorError {
-            FileHandleErr.write("\(e.description)\n")
+        } catch {
+            FileHandleErr.write("\(error.description)\n")
             throw ExitCode(2)
         }
         if schemas.isEmpty { print("no dissectors found (give -d PATH, or run where ./Dissectors exists)") }
@@ -26,12 +26,12 @@ struct Dissectors: ParsableCommand {
     }
 }
 
-/// `framedump check FILE...`: parse dissector files and report the first error in each.
+/// `framedump check FILE...`: parse dissector files and report every error in each.
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check dissector files (errors as file:line:column, exit 2), or with -r a capture against them (exit 1 on a problem).")
 
-    @Argument(help: "Dissector files or folders.")
+    @Argument(help: "Dissector files or folders (default ./Dissectors and $FRAMEDUMP_DISSECTORS).")
     var paths: [String] = []
 
     @Option(name: .customShort("d"), help: ArgumentHelp("With -r: a dissector file or folder (repeatable), as the positional paths.", valueName: "path"))
@@ -55,15 +55,32 @@ struct Check: ParsableCommand {
         if let capture {
             return try CheckCapture.run(capture: capture, dissectors: paths + dissectors, protoPath: protoPath, allow: allow, unclaimed: unclaimed)
         }
+        let targets = paths.isEmpty ? DissectorLoader.defaultPaths(explicit: []) : paths
+        guard !targets.isEmpty else {
+            FileHandleErr.write("framedump check: nothing to check: give dissector files or folders (there is no ./Dissectors here and FRAMEDUMP_DISSECTORS is not set)\n")
+            throw ExitCode(2)
+        }
         var failed = false
-        for p in paths.isEmpty ? DissectorLoader.defaultPaths(explicit: []) : paths {
+        var loaded: [ProtocolSchema] = []
+        for p in targets {
+            if DissectorLoader.files(in: [p]).isEmpty {
+                FileHandleErr.write("\(p): error: no .dissector files in this folder\n")
+                failed = true
+                continue
+            }
             do {
                 let s = try DissectorLoader.load(paths: [p], options: LoadOptions(protoPaths: protoPath))
+                loaded += s
                 print("\(p): ok (" + s.map { "\($0.name): \($0.messages.count) messages" }.joined(separator: ", ") + ")")
-            } catch let e as DissectorError {
-                FileHandleErr.write("\(e.description)\n")
+            } catch {
+                FileHandleErr.write("\(error.description)\n")
                 failed = true
             }
+        }
+        // Files that are fine alone may still clash together (a protocol name, a port).
+        if targets.count > 1, let e = DissectorError.combined(DissectorLoader.conflicts(loaded)) {
+            FileHandleErr.write("\(e.description)\n")
+            failed = true
         }
         if failed { throw ExitCode(2) }
     }

@@ -55,7 +55,7 @@ final class DeframerTests: XCTestCase {
                 last = c
             }
         }
-        d.finish(packet: p)
+        d.finish(packet: p, captureEnded: false)
         return col
     }
 

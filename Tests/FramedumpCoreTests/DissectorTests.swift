@@ -47,7 +47,7 @@ final class DissectorTests: XCTestCase {
 
     func testErrorsHaveFileLineColumn() {
         expectError(header + "Message Cs_1 {\n  Uint7 a = 1;\n}\n", "8:3", "unknown type 'Uint7'")
-        expectError(header + "Message Cs_1 {\n  Uint8 a = 1\n  Uint8 a = 2;\n}\n", "9:3", "declared twice")
+        expectError(header + "Message Cs_1 {\n  Uint8 a = 1;\n  Uint8 a = 2;\n}\n", "9:3", "declared twice")
         expectError("protocol p {\n  port 70000;\n}\n", "2:3", "out of range")
         expectError("protocol p {\n  colour red;\n}\n", "2:3", "unknown protocol setting 'colour'")
         expectError("protocol p {\n  header { uint16 len; }\n  frame_length = nosuch;\n}\n", "3:18", "'nosuch' is not a header field")
@@ -57,7 +57,7 @@ final class DissectorTests: XCTestCase {
         expectError(header + "Message Cs_1 { Uint8 a = 1; }\nMessage Cs_1 { Uint8 b = 1; }\n", "8:9", "declared twice")
         expectError("protocol p { body xml; }", "1:19", "body must be one of")
         expectError("protocol p {\n  header { uint16 len; }\n}\n", "1:1", "needs 'frame_length")
-        expectError("protocol p { port 1 $ }", "1:21", "unexpected character")
+        expectError("protocol p { port 1 $ header { uint8 n; } frame_length = n; }", "1:21", "unexpected character")
     }
 
     func testAllFieldKindsParse() throws {

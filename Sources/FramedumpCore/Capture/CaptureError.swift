@@ -1,6 +1,10 @@
 /// Everything that can go wrong opening or reading a capture, each with its own exit code.
 public enum CaptureError: Error, CustomStringConvertible, Equatable {
     case noSuchFile(String)
+    /// The file is there but cannot be opened for reading: the reason (permission denied, a folder).
+    case cannotReadFile(String, String)
+    /// A capture of zero bytes: not even a file header.
+    case emptyFile(String)
     case notACapture(String, String)
     case truncatedCapture(String, String)
     case readFailed(String)
@@ -16,6 +20,8 @@ public enum CaptureError: Error, CustomStringConvertible, Equatable {
     public var description: String {
         switch self {
         case .noSuchFile(let p): return "\(p): no such file"
+        case .cannotReadFile(let p, let why): return "\(p): cannot read: \(why)"
+        case .emptyFile(let p): return "\(p): the capture is empty (0 bytes, not even a file header)"
         case .notACapture(let p, let why): return "\(p): not a pcap or pcapng capture (\(why))"
         case .truncatedCapture(let p, let why): return "\(p): capture is cut off mid-record (\(why))"
         case .readFailed(let why): return "read error: \(why)"
@@ -42,6 +48,8 @@ public enum CaptureError: Error, CustomStringConvertible, Equatable {
         case .liveOpenFailed: return 8
         case .dumpOpenFailed: return 9
         case .privilegeDrop: return 10
+        case .cannotReadFile: return 11
+        case .emptyFile: return 12
         }
     }
 }

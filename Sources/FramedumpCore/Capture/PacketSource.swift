@@ -34,11 +34,14 @@ public final class PacketSource {
         case .file(let path):
             name = path
             isLive = false
-            if path != "-" && access(path, F_OK) != 0 { throw .noSuchFile(path) }
+            if path != "-" { try Self.checkReadable(path) }
             guard let h = pcap_open_offline_with_tstamp_precision(path, UInt32(PCAP_TSTAMP_PRECISION_NANO), &err) else {
-                let why = String(cString: err)
+                let why = String(cChars: err)
                 if why.contains("No such file") { throw .noSuchFile(path) }
+                // libpcap's words for a file that ends before its first header byte (stdin too).
+                if why.contains("only got 0") { throw .emptyFile(path) }
                 if why.contains("truncated") { throw .truncatedCapture(path, why) }
+                if why.contains("Permission denied") { throw .cannotReadFile(path, "permission denied") }
                 throw .notACapture(path, why)
             }
             handle = h
@@ -46,7 +49,7 @@ public final class PacketSource {
             name = o.interface
             isLive = true
             guard let h = pcap_create(o.interface, &err) else {
-                throw .liveOpenFailed(o.interface, String(cString: err))
+                throw .liveOpenFailed(o.interface, String(cChars: err))
             }
             pcap_set_snaplen(h, o.snaplen)
             pcap_set_promisc(h, o.promiscuous ? 1 : 0)
@@ -72,6 +75,23 @@ public final class PacketSource {
     }
 
     deinit { pcap_close(handle) }
+
+    /// What is wrong with a capture path before libpcap is asked: missing, not readable, a
+    /// folder, or empty each have their own message and exit code.
+    static func checkReadable(_ path: String) throws(CaptureError) {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            if errno == EACCES { throw .cannotReadFile(path, "permission denied") }
+            throw .noSuchFile(path)
+        }
+        if (st.st_mode & S_IFMT) == S_IFDIR { throw .cannotReadFile(path, "it is a folder") }
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else {
+            throw .cannotReadFile(path, errno == EACCES ? "permission denied" : String(cString: strerror(errno)))
+        }
+        close(fd)
+        if (st.st_mode & S_IFMT) == S_IFREG && st.st_size == 0 { throw .emptyFile(path) }
+    }
 
     /// Compiles a BPF filter with libpcap and installs it.
     public func setFilter(_ expression: String) throws(CaptureError) {
@@ -123,19 +143,30 @@ public final class PacketSource {
         return (s.ps_recv, s.ps_drop, s.ps_ifdrop)
     }
 
-    /// Lists capture interfaces the way `tcpdump -D` does.
-    public static func interfaces() throws(CaptureError) -> [(name: String, description: String?)] {
+    /// The capture interfaces, in libpcap's order (`-D` numbers them from 1, `-i N` takes that number).
+    public static func interfaces() throws(CaptureError) -> [CaptureInterface] {
         var err = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
         var list: UnsafeMutablePointer<pcap_if_t>?
-        guard pcap_findalldevs(&list, &err) == 0 else { throw .readFailed(String(cString: err)) }
+        guard pcap_findalldevs(&list, &err) == 0 else { throw .readFailed(String(cChars: err)) }
         defer { pcap_freealldevs(list) }
-        var out: [(String, String?)] = []
+        var out: [CaptureInterface] = []
         var cur = list
         while let d = cur {
-            out.append((String(cString: d.pointee.name), d.pointee.description.map { String(cString: $0) }))
+            out.append(CaptureInterface(number: out.count + 1, name: String(cString: d.pointee.name),
+                                        description: d.pointee.description.map { String(cString: $0) },
+                                        flags: d.pointee.flags))
             cur = d.pointee.next
         }
         return out
+    }
+
+    /// `-i 3`: a number names the interface `-D` lists with it, unless an interface has that name.
+    public static func interfaceName(_ argument: String) throws(CaptureError) -> String {
+        guard let n = Int(argument), n > 0 else { return argument }
+        let all = try interfaces()
+        if all.contains(where: { $0.name == argument }) { return argument }
+        guard n <= all.count else { throw .noSuchInterface(argument) }
+        return all[n - 1].name
     }
 
     /// Opens libpcap's dumper for `-w`: writes packets in this source's link type.
@@ -190,4 +221,33 @@ public final class PacketDumper {
     }
 
     public func flush() { pcap_dump_flush(dumper) }
+}
+
+/// One line of `-D`: number, name, description and libpcap's status flags.
+public struct CaptureInterface: Sendable {
+    public var number: Int
+    public var name: String
+    public var description: String?
+    public var flags: UInt32
+
+    /// As `tcpdump -D` prints it: `1.eth0 [Up, Running, Connected]`.
+    public var line: String {
+        var s = "\(number).\(name)"
+        if let description { s += " (\(description))" }
+        guard flags != 0 else { return s }
+        var words: [String] = []
+        if flags & UInt32(PCAP_IF_UP) != 0 { words.append("Up") }
+        if flags & UInt32(PCAP_IF_RUNNING) != 0 { words.append("Running") }
+        if flags & UInt32(PCAP_IF_LOOPBACK) != 0 { words.append("Loopback") }
+        let wireless = flags & UInt32(PCAP_IF_WIRELESS) != 0
+        if wireless { words.append("Wireless") }
+        var status = words.isEmpty ? "none" : words.joined(separator: ", ")
+        switch flags & UInt32(PCAP_IF_CONNECTION_STATUS) {
+        case UInt32(PCAP_IF_CONNECTION_STATUS_UNKNOWN): status += wireless ? ", Association status unknown" : ", Connection status unknown"
+        case UInt32(PCAP_IF_CONNECTION_STATUS_CONNECTED): status += wireless ? ", Associated" : ", Connected"
+        case UInt32(PCAP_IF_CONNECTION_STATUS_DISCONNECTED): status += wireless ? ", Not associated" : ", Disconnected"
+        default: break
+        }
+        return s + " [\(status)]"
+    }
 }

@@ -12,6 +12,8 @@ struct DecodeOp {
     var ruleParam: Int32
     var count: Count
     var countParam: Int32
+    /// The byte order of a count prefix.
+    var countBigEndian: Bool
     /// Nested message index for `.message`.
     var target: Int32
     var message: Int32
@@ -30,7 +32,8 @@ final class DecodeProgram {
             r.append((Int32(all.count), Int32(m.fields.count)))
             for (fi, f) in m.fields.enumerated() {
                 var op = DecodeOp(kind: .unsigned, width: 0, bigEndian: true, rule: .rest, ruleParam: 0,
-                                  count: .single, countParam: 0, target: -1, message: Int32(mi), field: Int32(fi))
+                                  count: .single, countParam: 0, countBigEndian: s.order == .big,
+                                  target: -1, message: Int32(mi), field: Int32(fi))
                 switch f.type {
                 case .unsigned(let w, let o): op.kind = .unsigned; op.width = Int32(w); op.bigEndian = o == .big
                 case .signed(let w, let o): op.kind = .signed; op.width = Int32(w); op.bigEndian = o == .big
@@ -43,7 +46,9 @@ final class DecodeProgram {
                     if case .string = f.type { op.kind = .string } else { op.kind = .bytes }
                     op.bigEndian = s.order == .big
                     switch rule {
-                    case .prefixed(let w): op.rule = .prefixed; op.ruleParam = Int32(w)
+                    case .prefixed(let w, let o):
+                        op.rule = .prefixed; op.ruleParam = Int32(w)
+                        if let o { op.bigEndian = o == .big }
                     case .nulTerminated: op.rule = .nul
                     case .rest: op.rule = .rest
                     case .fixed(let n): op.rule = .fixed; op.ruleParam = Int32(n)
@@ -53,7 +58,9 @@ final class DecodeProgram {
                 switch f.array {
                 case nil: op.count = .single
                 case .fixed(let n)?: op.count = .fixed; op.countParam = Int32(n)
-                case .prefixed(let w)?: op.count = .prefixed; op.countParam = Int32(w)
+                case .prefixed(let w, let o)?:
+                    op.count = .prefixed; op.countParam = Int32(w)
+                    if let o { op.countBigEndian = o == .big }
                 case .field(let i)?: op.count = .field; op.countParam = Int32(i)
                 }
                 all.append(op)

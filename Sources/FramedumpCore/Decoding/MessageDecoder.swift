@@ -148,7 +148,7 @@ public final class MessageDecoder {
             switch op.count {
             case .fixed: count = UInt64(op.countParam)
             case .prefixed:
-                guard let v = b.uint(pos, width: Int(op.countParam), bigEndian: schema.order == .big) else {
+                guard let v = b.uint(pos, width: Int(op.countParam), bigEndian: op.countBigEndian) else {
                     m.warnings.append(.bodyTooShort(field: fieldName(op), at: pos)); return false
                 }
                 count = v

@@ -74,25 +74,31 @@ public final class Deframer {
         if state == .hunting {
             hunt(final: true, packet: packet)
         }
-        flushSkipped()
-        reportUnfinished { .cutByGap(have: $0, need: $1) }
+        flushSkipped(packet)
+        reportUnfinished(packet) { .cutByGap(have: $0, need: $1) }
         state = .hunting
     }
 
-    /// End of the stream: whatever is left is reported.
-    public func finish(packet: PacketRef) {
+    /// End of the stream: whatever is left is reported (`captureEnded`: the capture stopped,
+    /// not the connection, so a frame in progress was cut by the capture, not malformed).
+    public func finish(packet: PacketRef, captureEnded: Bool) {
         if state == .hunting { hunt(final: true, packet: packet) }
-        flushSkipped()
-        reportUnfinished { .incompleteAtEnd(have: $0, need: $1) }
+        flushSkipped(packet)
+        reportUnfinished(packet) { captureEnded ? .cutByCaptureEnd(have: $0, need: $1) : .incompleteAtEnd(have: $0, need: $1) }
     }
 
     /// A frame that will never complete: report what we had (and how long it said it was).
-    func reportUnfinished(_ reason: (_ have: Int, _ need: Int?) -> MalformedReason) {
+    /// Reports are dated by the packet that makes them known (as a message is by its last
+    /// packet), so the output stays in time order; the stream offset says where they began.
+    func reportUnfinished(_ packet: PacketRef, _ reason: (_ have: Int, _ need: Int?) -> MalformedReason) {
         guard !buffer.isEmpty else { return }
         var need: Int?
         if case .ok(let n) = buffer.withUnsafeBytes({ layout.check($0, at: 0) }) { need = n }
-        consumer.malformed(dir, offset: bufferOffset, length: UInt64(buffer.count),
-                           reason: reason(buffer.count, need), packet: bufferPacket)
+        buffer.withUnsafeBytes { b in
+            consumer.malformed(dir, offset: bufferOffset, length: UInt64(buffer.count),
+                               reason: reason(buffer.count, need), packet: packet,
+                               bytes: UnsafeRawBufferPointer(rebasing: b.prefix(MalformedSample.limit)))
+        }
         buffer.removeAll(keepingCapacity: true)
     }
 
@@ -132,9 +138,11 @@ public final class Deframer {
                                  coalesced: fromHunt ? 1 : found.count), dir)
         }
         if let (at, why) = bad {
-            flushSkipped()
+            flushSkipped(packet)
             // Report the bad header's first byte, then hunt from the next one.
-            consumer.malformed(dir, offset: offset + UInt64(at), length: 1, reason: why, packet: packetAt(offset + UInt64(at)))
+            // With -x the bad header is shown (as much of it as is here).
+            consumer.malformed(dir, offset: offset + UInt64(at), length: 1, reason: why, packet: packet,
+                               bytes: UnsafeRawBufferPointer(rebasing: b[at..<min(at + layout.headerSize, b.count)]))
             state = .hunting
             let restStart = offset + UInt64(at + 1)
             if let spans {
@@ -175,8 +183,11 @@ public final class Deframer {
             let check = buffer.withUnsafeBytes { layout.check($0, at: 0) }
             guard case .ok(let n) = check else {
                 // A bad header that arrived in pieces: report its first byte and hunt in the rest.
-                flushSkipped()
-                consumer.malformed(dir, offset: bufferOffset, length: 1, reason: reason(check), packet: bufferPacket)
+                flushSkipped(packet)
+                buffer.withUnsafeBytes { hb in
+                    consumer.malformed(dir, offset: bufferOffset, length: 1, reason: reason(check), packet: packet,
+                                       bytes: UnsafeRawBufferPointer(rebasing: hb.prefix(layout.headerSize)))
+                }
                 buffer.removeFirst()
                 bufferOffset += 1
                 state = .hunting
@@ -253,7 +264,7 @@ public final class Deframer {
                 return
             case .found(let p):
                 if p > 0 { skip(p, packet: packet) }
-                flushSkipped()
+                flushSkipped(packet)
                 state = .synced
                 let rest = buffer
                 let off = bufferOffset
@@ -301,8 +312,11 @@ public final class Deframer {
         if let s = skipped, s.offset + s.length == bufferOffset {
             skipped!.length += UInt64(n)
         } else {
-            flushSkipped()
-            skipped = (bufferOffset, UInt64(n), bufferPacket)
+            flushSkipped(packet)
+            skipped = (bufferOffset, UInt64(n))
+        }
+        if skippedSample.count < MalformedSample.limit {
+            skippedSample += buffer.prefix(min(n, MalformedSample.limit - skippedSample.count))
         }
         buffer.removeFirst(n)
         bufferOffset += UInt64(n)
@@ -313,11 +327,17 @@ public final class Deframer {
         bufferPacket = huntSpans.first?.packet ?? packet
     }
 
-    var skipped: (offset: UInt64, length: UInt64, packet: PacketRef)?
+    var skipped: (offset: UInt64, length: UInt64)?
+    /// The first bytes of the skipped run, for `-x`.
+    var skippedSample: [UInt8] = []
 
-    func flushSkipped() {
+    /// Reports the run of skipped bytes, dated by `packet`: the one that ended the run.
+    func flushSkipped(_ packet: PacketRef) {
         guard let s = skipped else { return }
         skipped = nil
-        consumer.malformed(dir, offset: s.offset, length: s.length, reason: .skipped, packet: s.packet)
+        skippedSample.withUnsafeBytes { b in
+            consumer.malformed(dir, offset: s.offset, length: s.length, reason: .skipped, packet: packet, bytes: b)
+        }
+        skippedSample.removeAll(keepingCapacity: true)
     }
 }

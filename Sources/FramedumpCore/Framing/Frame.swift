@@ -19,8 +19,10 @@ public enum MalformedReason: Sendable, Equatable {
     case skipped
     /// A frame whose bytes were cut by a gap in the stream.
     case cutByGap(have: Int, need: Int?)
-    /// The stream ended inside a frame.
+    /// The stream ended inside a frame (the connection closed).
     case incompleteAtEnd(have: Int, need: Int?)
+    /// The capture ended inside a frame (end of the file, `-c`): not malformed, only cut.
+    case cutByCaptureEnd(have: Int, need: Int?)
     /// A WebSocket frame header whose 64-bit length has its top bit set (RFC 6455 §5.2).
     case webSocketLengthTopBit
 
@@ -35,8 +37,16 @@ public enum MalformedReason: Sendable, Equatable {
             return "frame cut by a gap in the stream (had \(h)" + (n.map { " of \($0)" } ?? "") + " bytes)"
         case .incompleteAtEnd(let h, let n):
             return "stream ended inside a frame (had \(h)" + (n.map { " of \($0)" } ?? "") + " bytes)"
+        case .cutByCaptureEnd(let h, let n):
+            return "capture ended inside a frame (\(h)" + (n.map { " of \($0)" } ?? "") + " bytes)"
         case .webSocketLengthTopBit: return "WebSocket frame length has its most significant bit set"
         }
+    }
+
+    /// Not a fault of the stream: the capture stopped inside a frame.
+    public var isCaptureCut: Bool {
+        if case .cutByCaptureEnd = self { return true }
+        return false
     }
 
     public var kind: String {
@@ -47,6 +57,7 @@ public enum MalformedReason: Sendable, Equatable {
         case .skipped: return "skipped"
         case .cutByGap: return "cut-by-gap"
         case .incompleteAtEnd: return "incomplete"
+        case .cutByCaptureEnd: return "capture-ended"
         case .webSocketLengthTopBit: return "websocket-length"
         }
     }
@@ -56,4 +67,20 @@ public enum MalformedReason: Sendable, Equatable {
 public protocol FrameConsumer: AnyObject {
     func frame(_ f: Frame, _ dir: Direction)
     func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef)
+    /// The same with the reported bytes (their first `MalformedSample.limit` at most) for `-x`.
+    func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef,
+                   bytes: UnsafeRawBufferPointer)
+}
+
+extension FrameConsumer {
+    public func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef,
+                          bytes: UnsafeRawBufferPointer) {
+        malformed(dir, offset: offset, length: length, reason: reason, packet: packet)
+    }
+}
+
+/// How many bytes of a malformed stretch are kept to be shown with `-x` (a run of garbage can
+/// be as long as the stream: only its start is kept).
+public enum MalformedSample {
+    public static let limit = 256
 }

@@ -21,8 +21,10 @@ struct FieldText {
     @inline(__always)
     func sharedScalar(_ x: DecodedField, _ k: inout Cursor, json: Bool, out: OutputBuffer, bound: Int) -> Bool {
         switch x.value {
-        case .unsigned(let v): k.decimal(v)
-        case .signed(let v): k.decimal(v)
+        case .unsigned(let v):
+            if names.anyHex && names.shownInHex(x.name) { hex(v, x, &k, json: json) } else { k.decimal(v) }
+        case .signed(let v):
+            if names.anyHex && names.shownInHex(x.name) { hex(UInt64(bitPattern: v), x, &k, json: json) } else { k.decimal(v) }
         case .float(let d):
             out.commit(k)
             FieldText.float(d, to: out, json: json)
@@ -36,6 +38,15 @@ struct FieldText {
         case .bytes, .object, .array: return false
         }
         return true
+    }
+
+    /// `0xbeef`: all the field's bytes (a negative number as its two's complement); quoted in NDJSON.
+    func hex(_ v: UInt64, _ x: DecodedField, _ k: inout Cursor, json: Bool) {
+        if json { k.byte(0x22) }
+        k.write("0x")
+        let width = min(max(Int(x.width), 1), 8)
+        for i in stride(from: width - 1, through: 0, by: -1) { k.hex(UInt8(truncatingIfNeeded: v >> (8 * UInt64(i)))) }
+        if json { k.byte(0x22) }
     }
 
     static func float(_ d: Double, to out: OutputBuffer, json: Bool) {

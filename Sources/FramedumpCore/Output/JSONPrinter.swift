@@ -209,7 +209,8 @@ public final class JSONPrinter: MessageSink {
 
     public func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
                           reason: MalformedReason, packet: PacketRef) {
-        event(c, p, d, "malformed", packet, offset: offset, length: length)
+        // A frame the end of the capture cut is not malformed: a line of its own type.
+        event(c, p, d, reason.isCaptureCut ? "cut" : "malformed", packet, offset: offset, length: length)
         out.write(",\"reason\":\""); out.write(reason.kind); out.write("\",\"detail\":")
         JSONText.string(reason.text, to: out)
         out.byte(0x7d); out.newline()

@@ -8,6 +8,8 @@ public final class NameTable {
     let hasLabels: UnsafeMutableBufferPointer<Bool>
     /// Per field: NDJSON writes its value as its label (protobuf enums, as protobuf's JSON mapping does).
     let jsonEnums: UnsafeMutableBufferPointer<Bool>
+    /// Per body field, then per header field: shown in hex (`[hex]`).
+    let hexShown: UnsafeMutableBufferPointer<Bool>
     /// Labels of values 0-255 as span indexes (-1: none), 256 per labelled field.
     let smallLabels: UnsafeMutableBufferPointer<Int32>
     /// Per field span: its block in `smallLabels` (-1: no labels).
@@ -20,6 +22,7 @@ public final class NameTable {
         var bytes: [UInt8] = []
         var spans: [(Int32, Int32)] = []
         var labels: [Bool] = []
+        var hex: [Bool] = []
         var enums: [Bool] = []
         func add(_ b: [UInt8]) {
             spans.append((Int32(bytes.count), Int32(b.count)))
@@ -33,9 +36,14 @@ public final class NameTable {
                 add(f.nameBytes)
                 labels.append(f.labels != nil)
                 enums.append(f.labels != nil && f.jsonEnumNames)
+                hex.append(f.hex)
             }
         }
         var v = Names()
+        // Header fields' `[hex]` after the body fields'.
+        v.hexHeaderBase = hex.count
+        hex += s.header.map(\.hex)
+        v.anyHex = hex.contains(true)
         v.messageBase = spans.count
         for m in s.messages { add(m.nameBytes) }
         v.headerBase = spans.count
@@ -92,6 +100,9 @@ public final class NameTable {
         _ = hasLabels.initialize(from: labels)
         jsonEnums = .allocate(capacity: max(1, enums.count))
         _ = jsonEnums.initialize(from: enums)
+        hexShown = .allocate(capacity: max(1, hex.count))
+        _ = hexShown.initialize(from: hex)
+        v.hex = UnsafePointer(hexShown.baseAddress!)
         smallLabels = .allocate(capacity: max(1, small.count))
         _ = smallLabels.initialize(from: small)
         labelBlock = .allocate(capacity: blocks.count)
@@ -112,6 +123,7 @@ public final class NameTable {
         fieldBase.deallocate()
         hasLabels.deallocate()
         jsonEnums.deallocate()
+        hexShown.deallocate()
         smallLabels.deallocate()
         labelBlock.deallocate()
     }
@@ -129,6 +141,10 @@ public struct Names {
     var fieldBase: UnsafePointer<Int>?
     var hasLabels: UnsafePointer<Bool>?
     var jsonEnums: UnsafePointer<Bool>?
+    var hex: UnsafePointer<Bool>?
+    /// Where header fields start in `hex`; whether any field is shown in hex at all.
+    var hexHeaderBase = 0
+    var anyHex = false
     var smallLabels: UnsafePointer<Int32>?
     var labelBlock: UnsafePointer<Int32>?
     var messageBase = 0, headerBase = 0, jsonFieldBase = 0, jsonHeaderBase = 0, jsonMessageBase = 0
@@ -155,6 +171,16 @@ public struct Names {
     var protocolName: UnsafeRawBufferPointer { bytes(protocolNameIndex) }
     @inline(__always) func labelled(_ mi: Int32, _ fi: Int32) -> Bool { hasLabels![fieldBase![Int(mi)] + Int(fi)] }
     @inline(__always) func jsonEnum(_ mi: Int32, _ fi: Int32) -> Bool { jsonEnums![fieldBase![Int(mi)] + Int(fi)] }
+
+    /// Whether a field's value is shown in hex (`[hex]`).
+    @inline(__always) func shownInHex(_ n: FieldName) -> Bool {
+        guard anyHex else { return false }
+        switch n {
+        case .field(let mi, let fi): return hex![fieldBase![Int(mi)] + Int(fi)]
+        case .header(let i): return hex![hexHeaderBase + Int(i)]
+        default: return false
+        }
+    }
 
     /// The label of a small value (0-255) straight from the table; nil: none or not small.
     @inline(__always) func smallLabel(_ mi: Int32, _ fi: Int32, _ v: Int64) -> UnsafeRawBufferPointer? {

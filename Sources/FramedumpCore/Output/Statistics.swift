@@ -117,8 +117,13 @@ public final class StatisticsSink: MessageSink {
 
     public func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
                           reason: MalformedReason, packet: PacketRef) {
-        conversation(c, p, packet.ts).malformed += 1
-        inner?.malformed(c, p, d, offset: offset, length: length, reason: reason, packet: packet)
+        malformed(c, p, d, offset: offset, length: length, reason: reason, packet: packet, bytes: UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+
+    public func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
+                          reason: MalformedReason, packet: PacketRef, bytes: UnsafeRawBufferPointer) {
+        if !reason.isCaptureCut { conversation(c, p, packet.ts).malformed += 1 }
+        inner?.malformed(c, p, d, offset: offset, length: length, reason: reason, packet: packet, bytes: bytes)
     }
 
     public func gap(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, offset: UInt64, length: UInt64,

@@ -61,7 +61,8 @@ struct Summary {
     func protocols(_ m: SessionManager) {
         for p in m.protocols where p.connections > 0 {
             let total = p.messageCounts.reduce(0, +)
-            line("\(p.schema.name): \(p.connections) connections, \(total) messages, \(p.bytes) bytes in frames, \(p.malformed) malformed (\(p.malformedBytes) bytes), \(p.gaps) gaps (\(p.gapBytes) bytes)" + (p.warnings > 0 ? ", \(p.warnings) messages with warnings" : ""))
+            line("\(p.schema.name): \(p.connections) connections, \(total) messages, \(p.bytes) bytes in frames, \(p.malformed) malformed (\(p.malformedBytes) bytes), \(p.gaps) gaps (\(p.gapBytes) bytes)" + (p.warnings > 0 ? ", \(p.warnings) messages with warnings" : "")
+                 + (p.cutAtEnd > 0 ? ", \(p.cutAtEnd) frames cut by the end of the capture (\(p.cutAtEndBytes) bytes)" : ""))
             var rows: [(String, UInt64)] = []
             for (i, msg) in p.schema.messages.enumerated() where p.messageCounts[i] > 0 {
                 rows.append((msg.name + (msg.id.map { " (id \($0))" } ?? ""), p.messageCounts[i]))

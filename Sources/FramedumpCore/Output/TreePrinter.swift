@@ -258,11 +258,28 @@ public final class TreePrinter: MessageSink {
 
     public func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
                           reason: MalformedReason, packet: PacketRef) {
-        eventStart(packet.ts, c, d, p, "MALFORMED", colour: "\u{1b}[1;31m")
+        malformed(c, p, d, offset: offset, length: length, reason: reason, packet: packet, bytes: UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+
+    /// `MALFORMED` (or `CUT` for a frame the end of the capture cut), and with -x its bytes.
+    public func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
+                          reason: MalformedReason, packet: PacketRef, bytes: UnsafeRawBufferPointer) {
+        if reason.isCaptureCut {
+            eventStart(packet.ts, c, d, p, "CUT", colour: "\u{1b}[1;33m")
+        } else {
+            eventStart(packet.ts, c, d, p, "MALFORMED", colour: "\u{1b}[1;31m")
+        }
         out.decimal(length); out.write(length == 1 ? " byte" : " bytes")
         out.write(" at stream offset "); out.decimal(offset); out.write(": ")
         out.write(reason.text)
         out.newline()
+        if hexDump && bytes.count > 0 {
+            HexDump.write(bytes, base: 0, indent: 4, to: out)
+            if UInt64(bytes.count) < length {
+                out.spaces(4); out.write("(the first "); out.decimal(UInt64(bytes.count)); out.write(" of ")
+                out.decimal(length); out.write(" bytes)"); out.newline()
+            }
+        }
     }
 
     public func gap(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, offset: UInt64, length: UInt64,

@@ -12,6 +12,8 @@ public final class Pipeline {
     let sink: MessageSink?
     /// The `-Y` filter in front of the output, when one was given.
     let filtering: FilteringSink?
+    /// How many protocols the dissector files declared (none: only WebSocket is decoded, built in).
+    public let dissectorCount: Int
 
     /// Dissector files are loaded here, before any packet is read (and before privileges drop).
     /// `messageSink`, when given, takes the decoded stream in place of the printer (`diff`, `check -r`).
@@ -21,6 +23,7 @@ public final class Pipeline {
         var schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: options.dissectorPaths),
                                                options: options.load)
         if options.protoDefaults { for i in schemas.indices { schemas[i].protoAddDefaults = true } }
+        dissectorCount = schemas.count
         let printsMessages = !options.segments && !options.follow && !options.quiet
         // The filter is checked against the loaded dissectors before any packet is read.
         let filter = try options.displayFilter.map { f throws(FilterError) in try FilterParser.parse(f, protocols: schemas) }
@@ -40,7 +43,8 @@ public final class Pipeline {
             }
             // With a filter every message is decoded (even for -q, which then counts the matches).
             filtering = filter.map { FilteringSink(printer ?? NullSink(), filter: $0) }
-            sink = filtering ?? printer
+            // -q still decodes every message (its summary counts warnings as -v's does).
+            sink = filtering ?? printer ?? NullSink()
             let m = SessionManager(protocols: schemas, sink: sink)
             m.maxWebSocketMessage = options.maxWebSocketMessage
             sessions = m

@@ -19,45 +19,92 @@ public enum DissectorLoader {
         return paths
     }
 
-    public static func load(paths: [String], options: LoadOptions = LoadOptions()) throws -> [ProtocolSchema] {
-        var files: [String] = []
-        for p in paths {
-            if isDirectory(p) {
-                files += listDissectorFiles(p)
-            } else {
-                files.append(p)
-            }
-        }
+    /// Where a run looked for dissectors, for the warning when it found none.
+    public static func searchDescription(explicit: [String]) -> String {
+        if !explicit.isEmpty { return "looked in " + explicit.joined(separator: ", ") }
+        let here = isDirectory("Dissectors") ? "./Dissectors (no .dissector files)" : "./Dissectors (not found)"
+        let env = getenv("FRAMEDUMP_DISSECTORS").map { "FRAMEDUMP_DISSECTORS=" + String(cString: $0) } ?? "FRAMEDUMP_DISSECTORS (not set)"
+        return "looked in \(here) and \(env)"
+    }
+
+    /// Every file of `paths` (folders: their `*.dissector` files); the errors of all of them
+    /// are thrown together.
+    public static func load(paths: [String], options: LoadOptions = LoadOptions()) throws(DissectorError) -> [ProtocolSchema] {
+        let files = files(in: paths)
         var out: [ProtocolSchema] = []
-        for f in files { out += try loadFile(f, options: options) }
-        var names: [String: String] = [:]
-        for s in out {
-            if let other = names[s.name] {
-                throw DissectorError(file: s.file, line: 1, column: 1,
-                                     message: "protocol '\(s.name)' is also defined in \(other)", sourceLine: "")
-            }
-            names[s.name] = s.file
+        var errors: [DissectorError] = []
+        for f in files {
+            do throws(DissectorError) { out += try loadFile(f, options: options) } catch { errors.append(error) }
         }
+        errors += conflicts(out)
+        if let e = DissectorError.combined(errors) { throw e }
         return out
     }
 
+    /// The files `paths` name: each file itself, each folder's `*.dissector` files.
+    public static func files(in paths: [String]) -> [String] {
+        paths.flatMap { isDirectory($0) ? listDissectorFiles($0) : [$0] }
+    }
+
+    /// What two protocols cannot both say: the same name, or the same server port (then which
+    /// one decodes that port's connections would depend on the order the files are loaded in).
+    /// Two WebSocket protocols may share a port when their paths or subprotocols tell them apart.
+    public static func conflicts(_ schemas: [ProtocolSchema]) -> [DissectorError] {
+        var errors: [DissectorError] = []
+        var names: [String: String] = [:]
+        var ports: [UInt16: ProtocolSchema] = [:]
+        for s in schemas {
+            if let other = names[s.name] {
+                errors.append(DissectorError(file: s.file, line: 0, column: 0,
+                                             message: "protocol '\(s.name)' is also defined in \(other)", sourceLine: ""))
+            }
+            names[s.name] = s.file
+            for port in s.ports {
+                guard let other = ports[port] else { ports[port] = s; continue }
+                if sharesPortByHandshake(s, other) { continue }
+                let message = "port \(port) is also claimed by protocol '\(other.name)' (\(other.file)): one port, one protocol"
+                errors.append(s.portLocations[port]?.error(message)
+                              ?? DissectorError(file: s.file, line: 0, column: 0, message: message, sourceLine: ""))
+            }
+        }
+        return errors
+    }
+
+    /// Two WebSocket protocols told apart at the handshake: each names request paths or
+    /// subprotocols, and they name none in common.
+    static func sharesPortByHandshake(_ a: ProtocolSchema, _ b: ProtocolSchema) -> Bool {
+        guard a.transport == .websocket, b.transport == .websocket else { return false }
+        let ka = Set(a.webSocketPaths.map { "p" + $0 } + a.webSocketSubprotocols.map { "s" + $0 })
+        let kb = Set(b.webSocketPaths.map { "p" + $0 } + b.webSocketSubprotocols.map { "s" + $0 })
+        return !ka.isEmpty && !kb.isEmpty && ka.isDisjoint(with: kb)
+    }
+
     /// One file (with its includes) → the protocols it declares.
-    public static func loadFile(_ path: String, options: LoadOptions = LoadOptions()) throws -> [ProtocolSchema] {
+    public static func loadFile(_ path: String, options: LoadOptions = LoadOptions()) throws(DissectorError) -> [ProtocolSchema] {
         guard let text = readFile(path) else {
             var st = stat()
             let why = stat(path, &st) != 0 ? "no such file"
-                : st.st_size > 4 << 20 ? "larger than 4 MiB" : "cannot be read (permission?)"
+                : (st.st_mode & S_IFMT) == S_IFDIR ? "is a folder"
+                : st.st_size > 4 << 20 ? "larger than 4 MiB" : "cannot be read (permission denied)"
             throw DissectorError(file: path, line: 0, column: 0, message: "dissector file: \(why)", sourceLine: "")
         }
         return try parse(text: text, file: path, options: options)
     }
 
-    public static func parse(text: String, file: String, options: LoadOptions = LoadOptions()) throws -> [ProtocolSchema] {
-        var parser = Parser(lexer: try Lexer(file: file, text: text), read: readFile)
-        try parser.parseFile()
+    /// One file's text: every error in it is reported (up to `Diagnostics.limit`), syntax and
+    /// meaning alike.
+    public static func parse(text: String, file: String, options: LoadOptions = LoadOptions()) throws(DissectorError) -> [ProtocolSchema] {
+        var parser = Parser(lexer: Lexer(file: file, text: text), read: readFile)
+        parser.parseFile()
+        var errors = parser.diagnostics
         let resolver = Resolver(lexers: parser.lexers, options: options)
         var out: [ProtocolSchema] = []
-        for p in parser.protocols { out.append(try resolver.resolve(p)) }
+        for p in parser.protocols where !errors.full {
+            do throws(DissectorError) { out.append(try resolver.resolve(p)) } catch { errors.add(error) }
+        }
+        errors.sort(files: parser.lexers.map(\.file))
+        for e in conflicts(out) { errors.add(e) }
+        try errors.check()
         return out
     }
 

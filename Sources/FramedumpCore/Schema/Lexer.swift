@@ -26,10 +26,19 @@ struct Lexer {
     let lines: [String]
     var tokens: [Token] = []
     var comments: [Int: Comment] = [:]
+    /// What could not be read as tokens (the scan goes on after each, so all are reported),
+    /// kept up to the report's limit; the rest are only counted (a file of garbage is not
+    /// turned into millions of errors).
+    var errors: [DissectorError] = []
+    var droppedErrors = 0
+
+    mutating func record(_ e: DissectorError) {
+        if errors.count < Diagnostics.limit { errors.append(e) } else { droppedErrors += 1 }
+    }
 
     let index: Int
 
-    init(file: String, text: String, index: Int = 0) throws(DissectorError) {
+    init(file: String, text: String, index: Int = 0) {
         self.file = file
         self.index = index
         // Accept CRLF files and a UTF-8 BOM as pasted from other editors.
@@ -38,7 +47,7 @@ struct Lexer {
         lines = t.split(separator: "\n", omittingEmptySubsequences: false).map {
             $0.hasSuffix("\r") ? String($0.dropLast()) : String($0)
         }
-        for (i, l) in lines.enumerated() { try scan(Array(l.unicodeScalars), line: i + 1) }
+        for (i, l) in lines.enumerated() { scan(Array(l.unicodeScalars), line: i + 1) }
         tokens.append(Token(kind: .end, line: lines.count, column: 1, file: index))
     }
 
@@ -47,7 +56,12 @@ struct Lexer {
                        sourceLine: line >= 1 && line <= lines.count ? lines[line - 1] : "")
     }
 
-    mutating func scan(_ s: [Unicode.Scalar], line: Int) throws(DissectorError) {
+    func location(_ line: Int, _ column: Int) -> SourceLocation {
+        SourceLocation(file: file, line: line, column: column,
+                       text: line >= 1 && line <= lines.count ? lines[line - 1] : "")
+    }
+
+    mutating func scan(_ s: [Unicode.Scalar], line: Int) {
         var i = 0
         var sawToken = false
         func isIdentStart(_ c: Unicode.Scalar) -> Bool {
@@ -77,8 +91,11 @@ struct Lexer {
                 let text = String(String.UnicodeScalarView(s[i..<j]))
                 let v: Int64?
                 if text.lowercased().hasPrefix("0x") { v = Int64(text.dropFirst(2), radix: 16) } else { v = Int64(text) }
-                guard let v else { throw error(line, col, "'\(text)' is not a number") }
-                tokens.append(Token(kind: .number(v), line: line, column: col, file: index))
+                if let v {
+                    tokens.append(Token(kind: .number(v), line: line, column: col, file: index))
+                } else {
+                    record(error(line, col, "'\(text)' is not a number"))
+                }
                 i = j
             } else if c == "\"" {
                 var j = i + 1
@@ -88,7 +105,7 @@ struct Lexer {
                     text.unicodeScalars.append(s[j])
                     j += 1
                 }
-                guard j < s.count else { throw error(line, col, "string is not closed with \"") }
+                guard j < s.count else { record(error(line, col, "string is not closed with \"")); return }
                 tokens.append(Token(kind: .string(text), line: line, column: col, file: index))
                 i = j + 1
             } else if c == "=" && i + 1 < s.count && s[i + 1] == "=" {
@@ -98,7 +115,8 @@ struct Lexer {
                 tokens.append(Token(kind: .punct(String(c)), line: line, column: col, file: index))
                 i += 1
             } else {
-                throw error(line, col, "unexpected character '\(c)'")
+                record(error(line, col, "unexpected character '\(c)'"))
+                i += 1
             }
         }
     }

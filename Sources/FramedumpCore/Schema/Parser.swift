@@ -3,6 +3,9 @@
 ///
 /// `include "file"` splices the included file's tokens in place, so its messages belong to
 /// the protocol being declared, and every token still knows its own file for errors.
+///
+/// An error does not stop the parse: it is recorded, the rest of its statement is skipped, and
+/// parsing goes on, so one run reports every mistake of a file (up to `Diagnostics.limit`).
 struct Parser {
     var lexers: [Lexer]
     var tokens: [Token]
@@ -11,11 +14,16 @@ struct Parser {
     var current: Int?
     /// Reads a file's text (nil when it cannot be read).
     let read: (String) -> String?
+    var diagnostics = Diagnostics()
+    /// Where each file (by lexer index) was included from, to show an include cycle's chain.
+    var includedFrom: [Token?] = [nil]
 
     init(lexer: Lexer, read: @escaping (String) -> String?) {
         lexers = [lexer]
         tokens = lexer.tokens
         self.read = read
+        for e in lexer.errors { diagnostics.add(e) }
+        diagnostics.dropped += lexer.droppedErrors
     }
 
     var tok: Token { tokens[pos] }
@@ -29,12 +37,23 @@ struct Parser {
         let target = path.hasPrefix("/") ? path : dir + path
         guard lexers.count < 64 else { throw err(t, "too many includes (64 at most)") }
         // Compared in a normal form, so `./s.dissector` and `a/../s.dissector` are seen as the same file.
-        if lexers.contains(where: { Self.normalized($0.file) == Self.normalized(target) }) {
-            throw err(t, "'\(path)' is included twice (or includes itself)")
+        if let earlier = lexers.firstIndex(where: { Self.normalized($0.file) == Self.normalized(target) }) {
+            // The files from the including one up its chain of includes: a cycle when `earlier` is among them.
+            var chain = [t.file]
+            while let up = includedFrom[chain.last!]?.file { chain.append(up) }
+            if let k = chain.firstIndex(of: earlier) {
+                let names = chain[...k].reversed().map { lexers[$0].file } + [target]
+                throw err(t, "include cycle: " + names.joined(separator: " → "))
+            }
+            let site = includedFrom[earlier].map { " (first at \(lexers[$0.file].file):\($0.line))" } ?? ""
+            throw err(t, "'\(path)' is included twice\(site)")
         }
         guard let text = read(target) else { throw err(t, "cannot read included file '\(target)'") }
-        let l = try Lexer(file: target, text: text, index: lexers.count)
+        let l = Lexer(file: target, text: text, index: lexers.count)
+        for e in l.errors { diagnostics.add(e) }
+        diagnostics.dropped += l.droppedErrors
         lexers.append(l)
+        includedFrom.append(t)
         tokens.insert(contentsOf: l.tokens.dropLast(), at: pos)
     }
 
@@ -69,6 +88,65 @@ struct Parser {
         return false
     }
 
+    func at(_ p: String) -> Bool {
+        if case .punct(p) = tok.kind { return true }
+        return false
+    }
+
+    /// The end of a statement: its ';' (optional before the block's '}'). A missing one is
+    /// recorded and parsing goes on as if it were there, so `Uint32le flags = 2 Uint8 extra = 9;`
+    /// is an error, not two fields.
+    mutating func endStatement(_ what: String) {
+        if accept(";") || at("}") { return }
+        if case .end = tok.kind { return }
+        diagnostics.add(err(tok, "expected ';' after \(what), found \(describe(tok))"))
+    }
+
+    /// Inside a block: a token that can only start a new top-level block (first on its line)
+    /// means the block being read was never closed.
+    func unclosed(_ open: Token, _ what: String) -> DissectorError? {
+        if case .end = tok.kind { return err(open, "\(what) is not closed with '}'") }
+        if startsTopLevel(), tokens[pos - 1].line != tok.line || tokens[pos - 1].file != tok.file {
+            return err(open, "\(what) is not closed with '}' before \(describe(tok)) at line \(tok.line)")
+        }
+        return nil
+    }
+
+    func startsTopLevel() -> Bool {
+        guard case .ident(let w) = tok.kind else { return false }
+        return ["protocol", "message", "enum", "include"].contains(w.lowercased())
+    }
+
+    /// After an error inside a block: skip past the statement's ';' or up to the block's '}'
+    /// (a nested block is skipped whole), so the next statement is read from its start.
+    mutating func skipStatement() {
+        var depth = 0
+        while true {
+            switch tok.kind {
+            case .end: return
+            case .punct("{"): depth += 1
+            case .punct("}"):
+                if depth == 0 { return }
+                depth -= 1
+                if depth == 0 { _ = next(); return }
+            case .punct(";") where depth == 0: _ = next(); return
+            default: if depth == 0, startsTopLevel(), pos > 0, tokens[pos - 1].line != tok.line { return }
+            }
+            _ = next()
+        }
+    }
+
+    /// After an error at the top level: skip to the next `protocol`, `Message`, `Enum` or
+    /// `include` that starts a line.
+    mutating func skipToTopLevel() {
+        let from = pos
+        while true {
+            if case .end = tok.kind { return }
+            if pos > from, startsTopLevel(), tokens[pos - 1].line != tok.line || tokens[pos - 1].file != tok.file { return }
+            _ = next()
+        }
+    }
+
     mutating func ident(_ what: String) throws(DissectorError) -> (String, Token) {
         let t = tok
         guard case .ident(let s) = t.kind else { throw err(t, "expected \(what), found \(describe(t))") }
@@ -92,31 +170,41 @@ struct Parser {
 
     // MARK: - Top level
 
-    mutating func parseFile() throws(DissectorError) {
-        while true {
+    /// Reads the whole file; what went wrong is in `diagnostics`.
+    mutating func parseFile() {
+        while !diagnostics.full {
             let t = tok
-            switch t.kind {
-            case .end: return
-            case .ident(let w) where w.lowercased() == "include":
-                _ = next()
-                guard case .string(let path) = tok.kind else { throw err(tok, "include needs a quoted file name") }
-                let pt = next()
-                _ = accept(";")
-                try splice(path, at: pt)
-            case .ident(let w) where w.lowercased() == "protocol":
-                _ = next()
-                try parseProtocol(t)
-            case .ident(let w) where w.lowercased() == "message":
-                _ = next()
-                try parseMessage(t)
-            case .ident(let w) where w.lowercased() == "enum":
-                _ = next()
-                try parseEnum(t)
-            case .punct(";"):
-                _ = next()
-            default:
-                throw err(t, "expected 'protocol', 'Message', 'Enum' or 'include', found \(describe(t))")
+            if case .end = t.kind { return }
+            do throws(DissectorError) {
+                try topLevel(t)
+            } catch {
+                diagnostics.add(error)
+                skipToTopLevel()
             }
+        }
+    }
+
+    mutating func topLevel(_ t: Token) throws(DissectorError) {
+        switch t.kind {
+        case .ident(let w) where w.lowercased() == "include":
+            _ = next()
+            guard case .string(let path) = tok.kind else { throw err(tok, "include needs a quoted file name") }
+            let pt = next()
+            _ = accept(";")
+            try splice(path, at: pt)
+        case .ident(let w) where w.lowercased() == "protocol":
+            _ = next()
+            try parseProtocol(t)
+        case .ident(let w) where w.lowercased() == "message":
+            _ = next()
+            try parseMessage(t)
+        case .ident(let w) where w.lowercased() == "enum":
+            _ = next()
+            try parseEnum(t)
+        case .punct(";"):
+            _ = next()
+        default:
+            throw err(t, "expected 'protocol', 'Message', 'Enum' or 'include', found \(describe(t))")
         }
     }
 
@@ -135,84 +223,105 @@ struct Parser {
         p.token = start
         p.schema.nameBytes = Array(name.utf8)
         p.line = start.line
+        let open = tok
         try expect("{")
-        while !accept("}") {
-            let (key, kt) = try ident("a protocol setting")
-            switch key.lowercased() {
-            case "port", "ports":
-                repeat {
-                    let n = try number("a port number")
-                    guard (1...65535).contains(n) else { throw err(kt, "port \(n) is out of range 1-65535") }
-                    p.schema.ports.append(UInt16(n))
-                } while accept(",")
-            case "any_port", "detect":
-                if key.lowercased() == "detect" { _ = try ident("'any'") }
-                p.schema.anyPort = true
-            case "byte_order", "byteorder", "endian":
-                let (o, ot) = try ident("big or little")
-                switch o.lowercased() {
-                case "big", "be", "network": p.schema.order = .big
-                case "little", "le": p.schema.order = .little
-                default: throw err(ot, "byte order must be 'big' or 'little'")
-                }
-            case "strings", "string":
-                p.schema.strings = try stringRule()
-            case "header":
-                // One header per protocol: a second block would restart the offsets under the
-                // length and id fields already named.
-                guard p.schema.header.isEmpty else { throw err(kt, "the header is declared twice (one header block per protocol)") }
-                try parseHeader(&p)
-            case "frame_length", "body_length":
-                if let earlier = p.lengthToken {
-                    throw err(kt, "the frame length is already given at line \(earlier.line) (frame_length and body_length exclude each other)")
-                }
-                _ = accept("=")
-                p.lengthExpr = try lengthExpr()
-                p.lengthToken = kt
-                p.lengthWholeFrame = key.lowercased() == "frame_length"
-            case "message_id", "id":
-                _ = accept("=")
-                let (f, ft) = try ident("a header field name")
-                p.idName = (f, ft)
-            case "max_frame":
-                let n = try number("a size in bytes")
-                guard n > 0 && n <= 1 << 30 else { throw err(kt, "max_frame must be between 1 and 1073741824") }
-                p.schema.maxFrame = Int(n)
-            case "body":
-                let (b, bt) = try ident("fields, json, text, raw or protobuf")
-                guard let e = BodyEncoding(rawValue: b.lowercased()) else {
-                    throw err(bt, "body must be one of fields, json, text, raw, protobuf")
-                }
-                p.schema.body = e
-            case "pair_by":
-                // `pair_by id;` or `pair_by FIELD;`: how -z rtt pairs responses with requests.
-                let (what, _) = try ident("'id' or a field name")
-                p.schema.pairBy = what.lowercased() == "id" ? .messageID : .field(what)
-            case "labels_from_comments":
-                p.schema.labelsFromComments = true
-            case "websocket":
-                // `websocket;` or `websocket "/path", "/other";`: messages of a WebSocket.
-                p.schema.transport = .websocket
-                if case .string = tok.kind {
-                    repeat { p.schema.webSocketPaths.append(try quoted("a request path")) } while accept(",")
-                }
-            case "subprotocol":
-                repeat { p.schema.webSocketSubprotocols.append(try quoted("a subprotocol name")) } while accept(",")
-            case "text":
-                let (b, bt) = try ident("json, text or raw")
-                guard let e = BodyEncoding(rawValue: b.lowercased()), e == .json || e == .text || e == .raw else {
-                    throw err(bt, "text messages are json, text or raw")
-                }
-                p.schema.textBody = e
-            case "proto", "proto_file", "proto_descriptor", "key", "cipher":
-                try parseProtoSetting(key.lowercased(), kt, &p)
-            default:
-                throw err(kt, "unknown protocol setting '\(key)' (expected port, any_port, byte_order, strings, header, frame_length, body_length, message_id, max_frame, body, labels_from_comments, pair_by, websocket, subprotocol, text, proto, proto_descriptor, key, cipher)")
-            }
-            _ = accept(";")
-        }
+        // Entered before its settings are read, so an error in one still leaves the protocol
+        // (and its messages) in place for the errors after it.
         protocols.append(p)
         current = protocols.count - 1
+        while !accept("}") {
+            if let e = unclosed(open, "protocol '\(name)'") { throw e }
+            var cur = protocols[protocols.count - 1]
+            do throws(DissectorError) {
+                try protocolSetting(&cur)
+            } catch {
+                diagnostics.add(error)
+                skipStatement()
+                cur.hadErrors = true
+            }
+            protocols[protocols.count - 1] = cur
+        }
+    }
+
+    mutating func protocolSetting(_ p: inout PendingProtocol) throws(DissectorError) {
+        let (key, kt) = try ident("a protocol setting")
+        switch key.lowercased() {
+        case "port", "ports":
+            repeat {
+                let n = try number("a port number")
+                guard (1...65535).contains(n) else { throw err(kt, "port \(n) is out of range 1-65535") }
+                guard !p.schema.ports.contains(UInt16(n)) else { throw err(tokens[pos - 1], "port \(n) is listed twice") }
+                p.schema.ports.append(UInt16(n))
+                let t = tokens[pos - 1]
+                p.schema.portLocations[UInt16(n)] = lexers[t.file].location(t.line, t.column)
+            } while accept(",")
+        case "any_port", "detect":
+            if key.lowercased() == "detect" { _ = try ident("'any'") }
+            p.schema.anyPort = true
+        case "byte_order", "byteorder", "endian":
+            let (o, ot) = try ident("big or little")
+            switch o.lowercased() {
+            case "big", "be", "network": p.schema.order = .big
+            case "little", "le": p.schema.order = .little
+            default: throw err(ot, "byte order must be 'big' or 'little'")
+            }
+        case "strings", "string":
+            p.schema.strings = try stringRule()
+        case "header":
+            // One header per protocol: a second block would restart the offsets under the
+            // length and id fields already named.
+            guard p.schema.header.isEmpty else { throw err(kt, "the header is declared twice (one header block per protocol)") }
+            try parseHeader(&p)
+            _ = accept(";")
+            return
+        case "frame_length", "body_length":
+            if let earlier = p.lengthToken {
+                throw err(kt, "the frame length is already given at line \(earlier.line) (frame_length and body_length exclude each other)")
+            }
+            _ = accept("=")
+            p.lengthExpr = try lengthExpr()
+            p.lengthToken = kt
+            p.lengthWholeFrame = key.lowercased() == "frame_length"
+        case "message_id", "id":
+            _ = accept("=")
+            let (f, ft) = try ident("a header field name")
+            p.idName = (f, ft)
+        case "max_frame":
+            let n = try number("a size in bytes")
+            guard n > 0 && n <= 1 << 30 else { throw err(kt, "max_frame must be between 1 and 1073741824") }
+            p.schema.maxFrame = Int(n)
+        case "body":
+            let (b, bt) = try ident("fields, json, text, raw or protobuf")
+            guard let e = BodyEncoding(rawValue: b.lowercased()) else {
+                throw err(bt, "body must be one of fields, json, text, raw, protobuf")
+            }
+            p.schema.body = e
+        case "pair_by":
+            // `pair_by id;` or `pair_by FIELD;`: how -z rtt pairs responses with requests.
+            let (what, _) = try ident("'id' or a field name")
+            p.schema.pairBy = what.lowercased() == "id" ? .messageID : .field(what)
+        case "labels_from_comments":
+            p.schema.labelsFromComments = true
+        case "websocket":
+            // `websocket;` or `websocket "/path", "/other";`: messages of a WebSocket.
+            p.schema.transport = .websocket
+            if case .string = tok.kind {
+                repeat { p.schema.webSocketPaths.append(try quoted("a request path")) } while accept(",")
+            }
+        case "subprotocol":
+            repeat { p.schema.webSocketSubprotocols.append(try quoted("a subprotocol name")) } while accept(",")
+        case "text":
+            let (b, bt) = try ident("json, text or raw")
+            guard let e = BodyEncoding(rawValue: b.lowercased()), e == .json || e == .text || e == .raw else {
+                throw err(bt, "text messages are json, text or raw")
+            }
+            p.schema.textBody = e
+        case "proto", "proto_file", "proto_descriptor", "key", "cipher":
+            try parseProtoSetting(key.lowercased(), kt, &p)
+        default:
+            throw err(kt, "unknown protocol setting '\(key)' (expected port, any_port, byte_order, strings, header, frame_length, body_length, message_id, max_frame, body, labels_from_comments, pair_by, websocket, subprotocol, text, proto, proto_descriptor, key, cipher)")
+        }
+        endStatement("'\(key)'")
     }
 
     mutating func stringRule() throws(DissectorError) -> StringRule {
@@ -223,47 +332,61 @@ struct Parser {
             return .fixed(Int(n))
         }
         let (r, rt) = try ident("u8, u16, u32, nul or rest")
+        if let (w, o) = Resolver.prefix(r) { return .prefixed(width: w, order: o) }
         switch r.lowercased() {
-        case "u8", "uint8": return .prefixed(width: 1)
-        case "u16", "uint16": return .prefixed(width: 2)
-        case "u32", "uint32": return .prefixed(width: 4)
         case "nul", "null", "cstring", "zero": return .nulTerminated
         case "rest": return .rest
-        default: throw err(rt, "string rule must be u8, u16, u32, nul, rest or a fixed size")
+        default: throw err(rt, "string rule must be u8, u16, u32 (optionally le/be), nul, rest or a fixed size")
         }
     }
 
     mutating func parseHeader(_ p: inout PendingProtocol) throws(DissectorError) {
+        let open = tok
         try expect("{")
         var offset = 0
         while !accept("}") {
-            let (tname, tt) = try ident("a header field type")
-            var f: HeaderField
-            if tname.lowercased() == "pad" || tname.lowercased() == "padding" || tname.lowercased() == "skip" {
-                let n = try number("a byte count")
-                guard n > 0 && n <= 64 else { throw err(tt, "padding must be 1-64 bytes") }
-                f = HeaderField(name: "pad", width: Int(n), signed: false, order: p.schema.order, constant: nil,
-                                isPadding: true, offset: offset, nameBytes: Array("pad".utf8))
-            } else {
-                guard let it = IntegerType.parse(tname, default: p.schema.order) else {
-                    throw err(tt, "header fields are integers: uint8/16/24/32/64 or int8/16/32/64 (optionally le/be), or 'pad N'")
-                }
-                let (name, _) = try ident("a header field name")
-                f = HeaderField(name: name, width: it.width, signed: it.signed, order: it.order, constant: nil,
-                                isPadding: false, offset: offset, nameBytes: Array(name.utf8))
-                if accept("==") {
-                    let v = try number("the constant value")
-                    f.constant = UInt64(bitPattern: v)
-                }
-                if p.schema.header.contains(where: { $0.name == name }) {
-                    throw err(tt, "header field '\(name)' is declared twice")
-                }
+            if let e = unclosed(open, "the header") { throw e }
+            do throws(DissectorError) {
+                offset += try headerField(&p, offset: offset)
+            } catch {
+                diagnostics.add(error)
+                skipStatement()
             }
-            offset += f.width
-            p.schema.header.append(f)
-            _ = accept(";")
         }
-        guard offset > 0 else { throw err(tok, "the header needs at least one field") }
+        guard offset > 0 else { throw err(tokens[pos - 1], "the header needs at least one field") }
+    }
+
+    /// One header field (or `pad N`); returns its width.
+    mutating func headerField(_ p: inout PendingProtocol, offset: Int) throws(DissectorError) -> Int {
+        let (tname, tt) = try ident("a header field type")
+        var f: HeaderField
+        if tname.lowercased() == "pad" || tname.lowercased() == "padding" || tname.lowercased() == "skip" {
+            let n = try number("a byte count")
+            guard n > 0 && n <= 64 else { throw err(tt, "padding must be 1-64 bytes") }
+            f = HeaderField(name: "pad", width: Int(n), signed: false, order: p.schema.order, constant: nil,
+                            isPadding: true, offset: offset, nameBytes: Array("pad".utf8))
+        } else {
+            guard let it = IntegerType.parse(tname, default: p.schema.order) else {
+                throw err(tt, "header fields are integers: uint8/16/24/32/64 or int8/16/32/64 (optionally le/be), or 'pad N'")
+            }
+            let (name, _) = try ident("a header field name")
+            f = HeaderField(name: name, width: it.width, signed: it.signed, order: it.order, constant: nil,
+                            isPadding: false, offset: offset, nameBytes: Array(name.utf8))
+            if accept("==") {
+                let v = try number("the constant value")
+                f.constant = UInt64(bitPattern: v)
+            }
+            if at("[") {
+                _ = try displayAttribute()
+                f.hex = true
+            }
+            if p.schema.header.contains(where: { $0.name == name }) {
+                throw err(tt, "header field '\(name)' is declared twice")
+            }
+        }
+        p.schema.header.append(f)
+        endStatement("header field '\(f.name)'")
+        return f.width
     }
 
     mutating func lengthExpr() throws(DissectorError) -> [(String?, Int64, Bool, Token)] {
@@ -302,7 +425,7 @@ struct Parser {
         if accept(":") {
             let (type, tt) = try ident("a protobuf message type (package.Message)")
             m.protoType = (type, tt)
-            _ = accept(";")
+            endStatement("message '\(name)'")
             protocols[pi].messages.append(m)
             return
         }
@@ -314,12 +437,21 @@ struct Parser {
             let title = c.text.trimmingCharacters(in: "=-*# ")
             if !title.isEmpty { m.title = title }
         }
+        let open = tok
         try expect("{")
+        // Kept even when a field has an error, so the messages that use it do not report more.
+        defer { protocols[pi].messages.append(m) }
         while !accept("}") {
-            m.fields.append(try parseField(pi))
-            _ = accept(";")
+            if let e = unclosed(open, "message '\(name)'") { throw e }
+            do throws(DissectorError) {
+                let f = try parseField(pi)
+                m.fields.append(f)
+                endStatement("field '\(f.name)'")
+            } catch {
+                diagnostics.add(error)
+                skipStatement()
+            }
         }
-        protocols[pi].messages.append(m)
     }
 
     mutating func parseField(_ pi: Int) throws(DissectorError) -> PendingField {
@@ -338,9 +470,19 @@ struct Parser {
         let (name, _) = try ident("a field name")
         f.name = name
         if accept("=") { f.tag = Int(try number("a field number")) }
+        if at("[") { f.hex = try displayAttribute() }
         let lex = lexers[tt.file]
         f.description = lex.comments[tt.line].flatMap { $0.wholeLine ? nil : $0.text }
         return f
+    }
+
+    /// `[hex]` after a field: how its value is shown. Returns where it was written.
+    mutating func displayAttribute() throws(DissectorError) -> Token {
+        try expect("[")
+        let (a, at) = try ident("a display attribute ('hex')")
+        guard a.lowercased() == "hex" else { throw err(at, "unknown display attribute '\(a)' (expected 'hex')") }
+        try expect("]")
+        return at
     }
 
     // MARK: - Enum NAME [: Uint8] { LABEL = N; }
@@ -356,14 +498,20 @@ struct Parser {
             }
             base = it
         }
+        let open = tok
         try expect("{")
         var labels: [Int64: String] = [:]
         while !accept("}") {
-            let (label, _) = try ident("a label")
-            try expect("=")
-            labels[try number("the label's value")] = label
-            _ = accept(";")
-            _ = accept(",")
+            if let e = unclosed(open, "enum '\(name)'") { throw e }
+            do throws(DissectorError) {
+                let (label, _) = try ident("a label")
+                try expect("=")
+                labels[try number("the label's value")] = label
+                if !accept(",") { endStatement("label '\(label)'") }
+            } catch {
+                diagnostics.add(error)
+                skipStatement()
+            }
         }
         if protocols[pi].enums.contains(where: { $0.name.lowercased() == name.lowercased() }) {
             throw err(nt, "enum '\(name)' is declared twice")

@@ -7,6 +7,8 @@ struct PendingField {
     var name = ""
     var tag: Int?
     var description: String?
+    /// `[hex]` after the field: where it was written, for an error on a field that is no integer.
+    var hex: Token?
 }
 
 struct PendingMessage {
@@ -29,6 +31,8 @@ struct PendingProtocol {
     var lengthToken: Token?
     var lengthWholeFrame = true
     var idName: (String, Token)?
+    /// A setting of the block had an error: what seems missing may be what was misspelt.
+    var hadErrors = false
     var messages: [PendingMessage] = []
     var enums: [EnumDef] = []
     /// Protobuf bodies and encryption (see ProtoBinding.swift).
@@ -42,16 +46,26 @@ struct Resolver {
 
     func err(_ t: Token, _ m: String) -> DissectorError { lexers[t.file].error(t.line, t.column, m) }
 
+    /// One protocol, every error found in it reported (thrown together).
     func resolve(_ p: PendingProtocol) throws(DissectorError) -> ProtocolSchema {
+        var errors = Diagnostics()
         var s = p.schema
+        do throws(DissectorError) { try resolveLength(p, &s) } catch { errors.add(error) }
+        resolveRest(p, &s, &errors)
+        try errors.check()
+        return s
+    }
+
+    /// `frame_length` / `body_length`.
+    func resolveLength(_ p: PendingProtocol, _ s: inout ProtocolSchema) throws(DissectorError) {
         // On WebSocket a message is a frame already: a length rule is only for a stream tunnelled
         // inside binary messages.
-        if p.lengthToken == nil && s.transport == .websocket { return try resolveRest(p, s) }
-        guard let lt = p.lengthToken, let pt = p.token else {
+        if p.lengthToken == nil && s.transport == .websocket { return }
+        guard let lt = p.lengthToken else {
+            if p.hadErrors { return }
             throw err(p.token ?? Token(kind: .end, line: p.line, column: 1),
                       "protocol '\(s.name)' needs 'frame_length = FIELD;' or 'body_length = FIELD;'")
         }
-        _ = pt
         var terms: [(field: Int?, constant: Int64, negative: Bool)] = []
         for (name, c, neg, t) in p.lengthExpr {
             if let name {
@@ -74,23 +88,22 @@ struct Resolver {
                 throw err(lt, "the frame length is always \(total) bytes: it must be at least \(least) (the header, and one byte) and at most max_frame \(s.maxFrame)")
             }
         }
-        return try resolveRest(p, s)
     }
 
-    /// The message id, enums and messages.
-    func resolveRest(_ p: PendingProtocol, _ s0: ProtocolSchema) throws(DissectorError) -> ProtocolSchema {
-        var s = s0
+    /// The message id, enums and messages; each error is recorded and the next thing checked.
+    func resolveRest(_ p: PendingProtocol, _ s: inout ProtocolSchema, _ errors: inout Diagnostics) {
         if let (name, t) = p.idName {
-            guard let i = s.header.firstIndex(where: { $0.name == name && !$0.isPadding }) else {
-                throw err(t, "'\(name)' is not a header field")
+            if let i = s.header.firstIndex(where: { $0.name == name && !$0.isPadding }) {
+                s.idField = i
+            } else {
+                errors.add(err(t, "'\(name)' is not a header field"))
             }
-            s.idField = i
         }
         s.enums = p.enums
         // Messages first by name, so fields can refer to messages declared later.
         var byName: [String: Int] = [:]
         for (i, m) in p.messages.enumerated() {
-            if byName[m.name.lowercased()] != nil { throw err(m.token, "message '\(m.name)' is declared twice") }
+            if byName[m.name.lowercased()] != nil { errors.add(err(m.token, "message '\(m.name)' is declared twice")); continue }
             byName[m.name.lowercased()] = i
         }
         var enumsByName: [String: Int] = [:]
@@ -99,28 +112,39 @@ struct Resolver {
         var fieldTokens: [[Token]] = []
         for (mi, m) in p.messages.enumerated() {
             var fields: [FieldDef] = []
+            var tokens: [Token] = []
             for pf in m.fields {
-                var fd = FieldDef(name: pf.name, type: .bool, array: nil, tag: pf.tag, description: pf.description,
-                                  labels: nil, nameBytes: Array(pf.name.utf8))
-                fd.type = try fieldType(pf, schema: s, messages: byName, enums: enumsByName)
-                if case .enumeration(let ei, _) = fd.type { fd.labels = s.enums[ei].labels }
-                if let a = pf.array { fd.array = try arrayCount(a, earlier: fields) }
-                if s.labelsFromComments, fd.labels == nil, let d = pf.description, fd.type.isInteger {
-                    let l = CommentLabels.parse(d)
-                    if !l.isEmpty { fd.labels = l }
+                do throws(DissectorError) {
+                    var fd = FieldDef(name: pf.name, type: .bool, array: nil, tag: pf.tag, description: pf.description,
+                                      labels: nil, nameBytes: Array(pf.name.utf8))
+                    fd.type = try fieldType(pf, schema: s, messages: byName, enums: enumsByName)
+                    if case .enumeration(let ei, _) = fd.type { fd.labels = s.enums[ei].labels }
+                    if let h = pf.hex {
+                        guard fd.type.isInteger else { throw err(h, "[hex] shows an integer in hex: '\(pf.name)' is not an integer field") }
+                        fd.hex = true
+                    }
+                    if let a = pf.array { fd.array = try arrayCount(a, earlier: fields) }
+                    if s.labelsFromComments, fd.labels == nil, let d = pf.description, fd.type.isInteger {
+                        let l = CommentLabels.parse(d)
+                        if !l.isEmpty { fd.labels = l }
+                    }
+                    if fields.contains(where: { $0.name == pf.name }) {
+                        throw err(pf.token, "field '\(pf.name)' is declared twice in '\(m.name)'")
+                    }
+                    fields.append(fd)
+                    tokens.append(pf.token)
+                } catch {
+                    errors.add(error)
                 }
-                if fields.contains(where: { $0.name == pf.name }) {
-                    throw err(pf.token, "field '\(pf.name)' is declared twice in '\(m.name)'")
-                }
-                fields.append(fd)
             }
             s.messages.append(MessageDef(name: m.name, title: m.title, id: m.id, direction: m.direction,
                                          fields: fields, nameBytes: Array(m.name.utf8), line: m.line))
-            fieldTokens.append(m.fields.map(\.token))
+            fieldTokens.append(tokens)
             if let id = m.id {
                 for d in m.direction.map({ [$0] }) ?? Direction.allCases {
                     if let other = s.byID[d]?[id] {
-                        throw err(m.token, "message id \(id) (\(d.name)) is already used by '\(s.messages[other].name)'")
+                        errors.add(err(m.token, "message id \(id) (\(d.name)) is already used by '\(s.messages[other].name)'"))
+                        break
                     }
                     s.byID[d]?[id] = mi
                 }
@@ -131,11 +155,11 @@ struct Resolver {
         var widths = MinimumWidths(s)
         for (mi, m) in s.messages.enumerated() {
             for (fi, f) in m.fields.enumerated() where f.array != nil && widths.of(f.type) == 0 {
-                throw err(fieldTokens[mi][fi], "array '\(f.name)' of elements that can take no bytes (an empty message, Bytes(0), rest): its count could make fields out of nothing")
+                errors.add(err(fieldTokens[mi][fi], "array '\(f.name)' of elements that can take no bytes (an empty message, Bytes(0), rest): its count could make fields out of nothing"))
             }
         }
-        try attachProto(p, to: &s)
-        return s
+        for e in MessageCycles.find(in: s, fieldTokens: fieldTokens, error: err) { errors.add(e) }
+        do throws(DissectorError) { try attachProto(p, to: &s) } catch { errors.add(error) }
     }
 
     func fieldType(_ pf: PendingField, schema s: ProtocolSchema, messages: [String: Int],
@@ -166,7 +190,7 @@ struct Resolver {
             guard n >= 0 && n <= 1 << 20 else { throw err(t, "size out of range") }
             return .fixed(Int(n))
         case .ident(let r):
-            if let w = Self.prefixWidth(r) { return .prefixed(width: w) }
+            if let (w, o) = Self.prefix(r) { return .prefixed(width: w, order: o) }
             switch r.lowercased() {
             case "nul", "null", "cstring": return .nulTerminated
             case "rest": return .rest
@@ -177,12 +201,16 @@ struct Resolver {
         throw err(t, "expected u8, u16, u32, nul, rest or a size")
     }
 
-    /// `u8`/`u16`/`u32` (or `uint8`...) as a length or count prefix width.
-    static func prefixWidth(_ name: String) -> Int? {
-        switch name.lowercased() {
-        case "u8", "uint8": return 1
-        case "u16", "uint16": return 2
-        case "u32", "uint32": return 4
+    /// `u8`/`u16`/`u32` (or `uint8`...) as a length or count prefix width, with `le`/`be`
+    /// for a byte order other than the protocol's (`u16le`).
+    static func prefix(_ name: String) -> (width: Int, order: ByteOrder?)? {
+        var l = name.lowercased()
+        var order: ByteOrder?
+        if l.hasSuffix("le") { order = .little; l.removeLast(2) } else if l.hasSuffix("be") { order = .big; l.removeLast(2) }
+        switch l {
+        case "u8", "uint8": return (1, order)
+        case "u16", "uint16": return (2, order)
+        case "u32", "uint32": return (4, order)
         default: return nil
         }
     }
@@ -193,7 +221,7 @@ struct Resolver {
             guard n >= 0 && n <= 1 << 16 else { throw err(t, "array size out of range 0-65536") }
             return .fixed(Int(n))
         case .ident(let r):
-            if let w = Self.prefixWidth(r) { return .prefixed(width: w) }
+            if let (w, o) = Self.prefix(r) { return .prefixed(width: w, order: o) }
             guard let i = earlier.firstIndex(where: { $0.name == r }) else {
                 throw err(t, "array count '\(r)' is not u8/u16/u32 or an earlier field of this message")
             }
@@ -261,7 +289,7 @@ struct MinimumWidths {
         case .enumeration(_, let b): return b.width
         case .string(let r), .bytes(let r):
             switch r {
-            case .prefixed(let w): return w
+            case .prefixed(let w, _): return w
             case .nulTerminated: return 1
             case .rest: return 0
             case .fixed(let n): return n
@@ -280,7 +308,7 @@ struct MinimumWidths {
             switch f.array {
             case nil: total += w
             case .fixed(let n): total += n * w
-            case .prefixed(let pw): total += pw
+            case .prefixed(let pw, _): total += pw
             case .field: break
             }
         }

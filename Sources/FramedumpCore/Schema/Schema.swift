@@ -4,8 +4,9 @@ public enum ByteOrder: Sendable { case big, little }
 
 /// How a string's length is known.
 public enum StringRule: Sendable, Equatable {
-    /// `[u8|u16|u32 length][bytes]` in the protocol's byte order.
-    case prefixed(width: Int)
+    /// `[u8|u16|u32 length][bytes]`: in the protocol's byte order, or the one given
+    /// (`String(u16le)`).
+    case prefixed(width: Int, order: ByteOrder? = nil)
     /// Bytes up to a NUL (consumed, not shown).
     case nulTerminated
     /// Everything left in the frame.
@@ -17,8 +18,9 @@ public enum StringRule: Sendable, Equatable {
 /// How many elements an array has.
 public enum ArrayCount: Sendable, Equatable {
     case fixed(Int)
-    /// A count prefix of this width before the elements.
-    case prefixed(width: Int)
+    /// A count prefix of this width before the elements: in the protocol's byte order, or the
+    /// one given (`Item[u16le] items`).
+    case prefixed(width: Int, order: ByteOrder? = nil)
     /// The value of an earlier field of the same message (its index there).
     case field(Int)
 }
@@ -71,6 +73,8 @@ public struct FieldDef: Sendable {
     public var jsonNameBytes: [UInt8]? = nil
     /// NDJSON writes the value's label rather than its number (protobuf enums).
     public var jsonEnumNames = false
+    /// `[hex]`: the value is shown in hex (`magic: 0xbeef`; NDJSON `"0xbeef"`).
+    public var hex = false
 }
 
 public struct MessageDef: Sendable {
@@ -105,6 +109,8 @@ public struct HeaderField: Sendable {
     public var isPadding: Bool
     public var offset: Int
     public var nameBytes: [UInt8]
+    /// `[hex]`: the value is shown in hex.
+    public var hex = false
 }
 
 /// `frame_length = a + b - 4` or `body_length = len`: a sum of header fields and constants.
@@ -139,6 +145,8 @@ public struct ProtocolSchema: Sendable {
     public var name: String
     public var file: String
     public var ports: [UInt16] = []
+    /// Where each port was declared, for the error when two protocols claim one.
+    public var portLocations: [UInt16: SourceLocation] = [:]
     /// Try this dissector on connections of any port, validating the first header.
     public var anyPort = false
     public var order: ByteOrder = .big

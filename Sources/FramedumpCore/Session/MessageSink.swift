@@ -4,6 +4,9 @@ public protocol MessageSink: AnyObject {
     func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime)
     func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
                    reason: MalformedReason, packet: PacketRef)
+    /// The same with the reported bytes (their first `MalformedSample.limit` at most), for `-x`.
+    func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
+                   reason: MalformedReason, packet: PacketRef, bytes: UnsafeRawBufferPointer)
     func gap(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, offset: UInt64, length: UInt64,
              reason: GapReason, packet: PacketRef)
     func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef)
@@ -44,6 +47,11 @@ public enum StreamNotice: Sendable, Equatable {
 }
 
 extension MessageSink {
+    public func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
+                          reason: MalformedReason, packet: PacketRef, bytes: UnsafeRawBufferPointer) {
+        malformed(c, p, d, offset: offset, length: length, reason: reason, packet: packet)
+    }
+
     public func notice(_ n: StreamNotice, _ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, packet: PacketRef) {}
 
     public func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,

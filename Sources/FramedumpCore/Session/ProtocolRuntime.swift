@@ -14,6 +14,9 @@ public final class ProtocolRuntime {
     public var bytes: UInt64 = 0
     public var malformed: UInt64 = 0
     public var malformedBytes: UInt64 = 0
+    /// Frames the end of the capture (or `-c`) cut, and their bytes: not malformed.
+    public var cutAtEnd: UInt64 = 0
+    public var cutAtEndBytes: UInt64 = 0
     public var gaps: UInt64 = 0
     public var gapBytes: UInt64 = 0
     public var connections: UInt64 = 0

@@ -59,7 +59,9 @@ final class SessionFrames: FrameConsumer {
     let decoder: MessageDecoder
     /// WebSocket text messages (the protocol's `text` rule); the binary decoder elsewhere.
     let textDecoder: MessageDecoder
-    let sink: MessageSink?
+    /// -q decodes too (into a sink that prints nothing), so its summary counts the messages
+    /// with warnings exactly as -v's does.
+    let sink: MessageSink
     let decoded: DecodedMessage
     /// Held until the session ends (which drops this object), so never a lasting cycle.
     let connection: Connection
@@ -70,7 +72,7 @@ final class SessionFrames: FrameConsumer {
         self.runtime = runtime
         decoder = runtime.decoder
         textDecoder = runtime.textDecoder ?? runtime.decoder
-        self.sink = sink
+        self.sink = sink ?? NullSink()
         self.decoded = decoded
         self.connection = connection
         prefilter = sink as? FilteringSink
@@ -79,13 +81,6 @@ final class SessionFrames: FrameConsumer {
     func frame(_ f: Frame, _ dir: Direction) {
         let p = runtime
         p.bytes += UInt64(f.bytes.count)
-        guard let sink else {
-            // Summary only (-q): the header says which message it is; the body is not needed.
-            let id = p.layout.messageID(f.bytes, at: 0)
-            let mi = id.flatMap { decoder.program.message(dir, $0) }
-            p.count(mi, id: id)
-            return
-        }
         if let pre = prefilter, !prefilterAllows(f, dir, pre) { return }
         decoder.decode(f, dir, into: decoded)
         if decoded.webSocket != nil { decoded.webSocket = nil }
@@ -121,13 +116,6 @@ final class SessionFrames: FrameConsumer {
         let p = runtime
         p.bytes += UInt64(f.bytes.count)
         let isData = ws.opcode == .text || ws.opcode == .binary || ws.opcode == .continuation
-        guard let sink else {
-            guard isData else { return }
-            let id = body == .binary ? p.layout.messageID(f.bytes, at: 0) : nil
-            let mi = id.flatMap { decoder.program.message(dir, $0) }
-            p.count(mi, id: id)
-            return
-        }
         switch body {
         case .binary: decoder.decode(f, dir, into: decoded)
         case .text: textDecoder.decode(f, dir, into: decoded)
@@ -170,9 +158,20 @@ final class SessionFrames: FrameConsumer {
     }
 
     func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef) {
-        runtime.malformed += 1
-        runtime.malformedBytes += length
-        sink?.malformed(connection, runtime, dir, offset: offset, length: length, reason: reason, packet: packet)
+        malformed(dir, offset: offset, length: length, reason: reason, packet: packet, bytes: UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+
+    func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef,
+                   bytes: UnsafeRawBufferPointer) {
+        // A frame the capture cut is counted apart: nothing is wrong with the stream.
+        if reason.isCaptureCut {
+            runtime.cutAtEnd += 1
+            runtime.cutAtEndBytes += length
+        } else {
+            runtime.malformed += 1
+            runtime.malformedBytes += length
+        }
+        sink.malformed(connection, runtime, dir, offset: offset, length: length, reason: reason, packet: packet, bytes: bytes)
     }
 }
 
@@ -331,7 +330,7 @@ public final class SessionManager: StreamConsumer {
     public func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {
         guard let s = session(c) else { return }
         if s.proto == nil && !s.undissected && s.detectTries > 0 { undissectedConnections += 1 }
-        for d in Direction.allCases { s.layers[d.rawValue]?.finish(packet: packet) }
+        for d in Direction.allCases { s.layers[d.rawValue]?.finish(packet: packet, captureEnded: reason == .captureEnd) }
         sink?.closed(c, s.proto, reason: reason, packet: packet)
         s.end()
     }

@@ -17,7 +17,8 @@ public protocol StreamLayer: AnyObject {
     func start(atBoundary: Bool)
     func data(_ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef)
     func gap(offset: UInt64, length: UInt64, packet: PacketRef)
-    func finish(packet: PacketRef)
+    /// The end of the stream; `captureEnded`: the capture stopped (end of file, `-c`), not the connection.
+    func finish(packet: PacketRef, captureEnded: Bool)
 }
 
 extension Deframer: StreamLayer {}

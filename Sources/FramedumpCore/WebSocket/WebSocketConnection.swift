@@ -105,12 +105,13 @@ final class WebSocketConnection {
         t.gap(offset: tunnelOffset[d.rawValue], length: 0, packet: packet)
     }
 
-    func streamFinished(_ d: Direction, packet: PacketRef) {
-        tunnel[d.rawValue]?.finish(packet: packet)
+    func streamFinished(_ d: Direction, packet: PacketRef, captureEnded: Bool) {
+        tunnel[d.rawValue]?.finish(packet: packet, captureEnded: captureEnded)
     }
 
-    func malformed(_ d: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef) {
-        frames.malformed(d, offset: offset, length: length, reason: reason, packet: packet)
+    func malformed(_ d: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef,
+                   bytes: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)) {
+        frames.malformed(d, offset: offset, length: length, reason: reason, packet: packet, bytes: bytes)
     }
 
     /// One whole message (or control frame) of direction `d`.

@@ -68,7 +68,7 @@ final class WebSocketStream: StreamLayer {
     var hunt: [UInt8] = []
     var huntOffset: UInt64 = 0
     var huntPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
-    var skipped: (offset: UInt64, length: UInt64, packet: PacketRef)?
+    var skipped: (offset: UInt64, length: UInt64)?
 
     init(owner: WebSocketConnection, direction: Direction, maxMessage: Int, mode: Mode) {
         self.owner = owner
@@ -111,13 +111,13 @@ final class WebSocketStream: StreamLayer {
         case .head:
             // The head was cut: what we have is not a handshake we can read.
             if !head.isEmpty {
-                owner.malformed(dir, offset: headOffset, length: UInt64(head.count), reason: .cutByGap(have: head.count, need: nil), packet: headPacket)
+                owner.malformed(dir, offset: headOffset, length: UInt64(head.count), reason: .cutByGap(have: head.count, need: nil), packet: packet)
                 head.removeAll()
             }
         case .hunting: huntBoundary(final: true, packet: packet)
         case .frames: break
         }
-        flushSkipped()
+        flushSkipped(packet)
         cutMessage(packet: packet) { .cutByGap(have: $0, need: $1) }
         owner.streamGap(dir, packet: packet)
         // Back-references into the lost bytes cannot be resolved any more.
@@ -128,41 +128,42 @@ final class WebSocketStream: StreamLayer {
 
     func resetInflater() { inflater?.reset() }
 
-    func finish(packet: PacketRef) {
+    func finish(packet: PacketRef, captureEnded: Bool) {
         switch mode {
         case .head:
             if !head.isEmpty {
                 owner.malformed(dir, offset: headOffset, length: UInt64(head.count),
-                                reason: .incompleteAtEnd(have: head.count, need: nil), packet: headPacket)
+                                reason: captureEnded ? .cutByCaptureEnd(have: head.count, need: nil) : .incompleteAtEnd(have: head.count, need: nil),
+                                packet: packet)
             }
         case .hunting: huntBoundary(final: true, packet: packet)
         default: break
         }
-        flushSkipped()
-        cutMessage(packet: packet) { .incompleteAtEnd(have: $0, need: $1) }
-        owner.streamFinished(dir, packet: packet)
+        flushSkipped(packet)
+        cutMessage(packet: packet) { captureEnded ? .cutByCaptureEnd(have: $0, need: $1) : .incompleteAtEnd(have: $0, need: $1) }
+        owner.streamFinished(dir, packet: packet, captureEnded: captureEnded)
     }
 
     /// A frame or message that will never complete: its bytes are reported as malformed.
     func cutMessage(packet: PacketRef, _ reason: (_ have: Int, _ need: Int?) -> MalformedReason) {
         var start: UInt64?
-        var startPacket = packet
         var end: UInt64 = 0
         var need: Int?
-        if let m = building { start = m.offset; startPacket = m.firstPacket }
+        if let m = building { start = m.offset }
         if inFrame {
-            if start == nil { start = frameOffset; startPacket = framePacket }
+            if start == nil { start = frameOffset }
             end = frameOffset + UInt64(frame.headerSize) + (frame.length - remaining)
             let total = UInt64(frame.headerSize) + frame.length
             need = total <= UInt64(Int.max) ? Int(total) : nil
         } else if !headerBytes.isEmpty {
-            if start == nil { start = headerOffset; startPacket = headerPacket }
+            if start == nil { start = headerOffset }
             end = headerOffset + UInt64(headerBytes.count)
         } else if let m = building {
             end = m.offset + m.info.wireLength  // approximate: the fragments' payloads
         }
         if let s = start, end > s {
-            owner.malformed(dir, offset: s, length: end - s, reason: reason(Int(clamping: end - s), need), packet: startPacket)
+            // Dated by the packet that makes the cut known, so the output stays in time order.
+            owner.malformed(dir, offset: s, length: end - s, reason: reason(Int(clamping: end - s), need), packet: packet)
         }
         building = nil
         inFrame = false
@@ -320,7 +321,7 @@ final class WebSocketStream: StreamLayer {
 
     /// A header no frame can have: its first byte is reported, and we hunt from the next.
     func badHeader(offset: UInt64, packet: PacketRef) {
-        flushSkipped()
+        flushSkipped(packet)
         owner.malformed(dir, offset: offset, length: 1, reason: .webSocketLengthTopBit, packet: packet)
         mode = .hunting
     }
@@ -550,7 +551,7 @@ final class WebSocketStream: StreamLayer {
                 return
             case .found(let p):
                 if p > 0 { skip(p, packet: packet) }
-                flushSkipped()
+                flushSkipped(packet)
                 mode = .frames
                 let rest = hunt
                 let off = huntOffset
@@ -564,17 +565,27 @@ final class WebSocketStream: StreamLayer {
         if let s = skipped, s.offset + s.length == huntOffset {
             skipped!.length += UInt64(n)
         } else {
-            flushSkipped()
-            skipped = (huntOffset, UInt64(n), huntPacket)
+            flushSkipped(packet)
+            skipped = (huntOffset, UInt64(n))
+        }
+        if skippedSample.count < MalformedSample.limit {
+            skippedSample += hunt.prefix(min(n, MalformedSample.limit - skippedSample.count))
         }
         hunt.removeFirst(n)
         huntOffset += UInt64(n)
         huntPacket = packet
     }
 
-    func flushSkipped() {
+    /// Reports the run of skipped bytes, dated by `packet`: the one that ended the run.
+    func flushSkipped(_ packet: PacketRef) {
         guard let s = skipped else { return }
         skipped = nil
-        owner.malformed(dir, offset: s.offset, length: s.length, reason: .skipped, packet: s.packet)
+        skippedSample.withUnsafeBytes { b in
+            owner.malformed(dir, offset: s.offset, length: s.length, reason: .skipped, packet: packet, bytes: b)
+        }
+        skippedSample.removeAll(keepingCapacity: true)
     }
+
+    /// The first bytes of the skipped run, for `-x`.
+    var skippedSample: [UInt8] = []
 }

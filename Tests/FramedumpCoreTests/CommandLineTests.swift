@@ -1,0 +1,131 @@
+import Foundation
+import XCTest
+@testable import FramedumpCore
+
+/// The command line keeps tcpdump's promises: options named when wrong, help that starts with
+/// what a capture needs, `-D` as tcpdump prints it, file errors that say what is wrong.
+final class CommandLineTests: XCTestCase {
+    func testAnUnknownOptionIsNamed() throws {
+        for args in [["--bogus"], ["-r", "samples/game.pcap", "--bogus"]] {
+            let r = try TestSupport.framedump(args)
+            XCTAssertEqual(r.status, 2, "\(args)")
+            XCTAssertTrue(r.stderr.contains("Unknown option '--bogus'"), r.stderr)
+            XCTAssertFalse(r.stderr.contains("Nothing to read"), r.stderr)
+        }
+        // With nothing wrong but nothing to read, that is what it says.
+        let none = try TestSupport.framedump([])
+        XCTAssertEqual(none.status, 2)
+        XCTAssertTrue(none.stderr.contains("Nothing to read"), none.stderr)
+    }
+
+    /// `framedump --help` starts with the capture options, as tcpdump's does, then the subcommands.
+    func testTopLevelHelpShowsTheDumpOptionsFirst() throws {
+        for flag in ["--help", "-h"] {
+            let r = try TestSupport.framedump([flag])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            let text = r.stdout
+            let options = ["-r <file>", "-i <iface>", "-w <file>", "-c <count>", "--filter <filter>", "-T <format>"]
+            for o in options { XCTAssertTrue(text.contains(o), "\(o) missing from\n\(text)") }
+            let firstOption = try XCTUnwrap(text.range(of: "-r <file>")).lowerBound
+            let subcommands = try XCTUnwrap(text.range(of: "SUBCOMMANDS:")).lowerBound
+            XCTAssertLessThan(firstOption, subcommands)
+            XCTAssertTrue(text.contains("check"), text)
+        }
+    }
+
+    /// `-D` prints what `tcpdump -D` prints: numbers, names, descriptions, status flags.
+    func testInterfaceListIsTcpdumps() throws {
+        let tcpdump = try TestSupport.oracle("tcpdump")
+        let ours = try TestSupport.framedump(["-D"])
+        let theirs = try TestSupport.run(tcpdump, ["-D"])
+        XCTAssertEqual(ours.status, 0, ours.stderr)
+        XCTAssertEqual(ours.stdout, theirs.stdout)
+        XCTAssertTrue(ours.stdout.contains("["), "status flags shown")
+    }
+
+    /// `-i 3` is the third interface `-D` lists; a number past the list is no such interface.
+    func testInterfaceByNumber() throws {
+        let all = try PacketSource.interfaces()
+        guard all.count >= 2 else { throw XCTSkip("fewer than two capture interfaces") }
+        XCTAssertEqual(try PacketSource.interfaceName("2"), all[1].name)
+        XCTAssertEqual(try PacketSource.interfaceName(all[0].name), all[0].name)
+        XCTAssertThrowsError(try PacketSource.interfaceName("\(all.count + 1)")) {
+            XCTAssertEqual($0 as? CaptureError, .noSuchInterface("\(all.count + 1)"))
+        }
+        let r = try TestSupport.framedump(["-i", "\(all.count + 1)"])
+        XCTAssertEqual(r.status, 6, r.stderr)
+        XCTAssertTrue(r.stderr.contains("no such interface"), r.stderr)
+    }
+
+    /// An empty capture says it is empty (exit 12), from a file or from stdin.
+    func testAnEmptyCaptureSaysSo() throws {
+        let dir = TestSupport.tempDir()
+        XCTAssertTrue(FileManager.default.createFile(atPath: dir + "/empty.pcap", contents: Data()))
+        let r = try TestSupport.framedump(["-r", dir + "/empty.pcap"])
+        XCTAssertEqual(r.status, 12)
+        XCTAssertEqual(r.stderr, "framedump: \(dir)/empty.pcap: the capture is empty (0 bytes, not even a file header)\n")
+        let stdin = try TestSupport.run(TestSupport.binary, ["-r", "-"], stdin: dir + "/empty.pcap")
+        XCTAssertEqual(stdin.status, 12, stdin.stderr)
+        // A capture cut after its header is still "cut off" (5), and a text file "not a capture" (4).
+        XCTAssertEqual(try TestSupport.framedump(["-r", TestSupport.fixture("not_a_capture.pcap")]).status, 4)
+    }
+
+    /// A capture that cannot be read is a permission error (exit 11), not "not a capture";
+    /// a folder is said to be one.
+    func testAnUnreadableCaptureIsAPermissionError() throws {
+        let dir = TestSupport.tempDir()
+        let path = dir + "/secret.pcap"
+        try FileManager.default.copyItem(atPath: TestSupport.sample("game.pcap"), toPath: path)
+        chmod(path, 0)
+        chmod(dir, 0o755)
+        // root reads anything: the check runs as nobody then.
+        let r: TestSupport.Result
+        if TestSupport.isRoot {
+            let setpriv = try TestSupport.oracle("setpriv")
+            r = try TestSupport.run(setpriv, ["--reuid=65534", "--regid=65534", "--clear-groups", TestSupport.binary, "-r", path], cwd: "/")
+        } else {
+            r = try TestSupport.framedump(["-r", path])
+        }
+        XCTAssertEqual(r.status, 11, r.stderr)
+        XCTAssertEqual(r.stderr, "framedump: \(path): cannot read: permission denied\n")
+        let folder = try TestSupport.framedump(["-r", dir])
+        XCTAssertEqual(folder.status, 11)
+        XCTAssertTrue(folder.stderr.contains("it is a folder"), folder.stderr)
+    }
+
+    /// -q and -v count the same: -q decodes too, so messages with warnings are counted.
+    func testQuietAndVerboseReportTheSameCounts() throws {
+        let q = try TestSupport.framedump(["-r", "samples/im.pcap", "-q"])
+        let v = try TestSupport.framedump(["-r", "samples/im.pcap", "-v"])
+        XCTAssertEqual(q.status, 0, q.stderr)
+        let summary = try XCTUnwrap(v.stdout.range(of: "packets: ")).lowerBound
+        let verbose = String(v.stdout[summary...]).split(separator: "\n").filter { !$0.hasPrefix("peak memory") }
+        XCTAssertEqual(q.stdout.split(separator: "\n"), verbose)
+        XCTAssertTrue(q.stdout.contains("1 messages with warnings"), q.stdout)
+    }
+
+    /// The committed man page (`scripts/framedump.1`, made by scripts/make_manual.sh) lists every
+    /// option and subcommand the help shows: an option added without regenerating it fails here.
+    func testManPageListsEveryOption() throws {
+        let page = try String(contentsOfFile: TestSupport.root.appendingPathComponent("scripts/framedump.1").path, encoding: .utf8)
+        var inPage = Set<String>()
+        for line in page.split(separator: "\n") where line.hasPrefix(".It Fl ") {
+            for word in line.split(separator: " ").dropFirst(2) {
+                if word == "Ar" { break }
+                if word != "," && word != "Fl" { inPage.insert("-" + word) }
+            }
+        }
+        var inHelp = Set<String>()
+        for sub in ["dump", "check", "dissectors"] {
+            let r = try TestSupport.framedump([sub, "--help"])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            XCTAssertTrue(page.contains(".It Em \(sub)"), "subcommand \(sub) missing: run scripts/make_manual.sh")
+            for line in r.stdout.split(separator: "\n") where line.hasPrefix("  -") {
+                let flags = line.dropFirst(2).prefix { $0 != "<" }.components(separatedBy: "  ")[0]
+                for f in flags.split(separator: ",") { inHelp.insert(f.trimmingCharacters(in: .whitespaces)) }
+            }
+        }
+        XCTAssertEqual(inHelp.subtracting(inPage).sorted(), [], "options missing from scripts/framedump.1: run scripts/make_manual.sh")
+        XCTAssertEqual(inPage.subtracting(inHelp).sorted(), [], "scripts/framedump.1 lists options the command no longer has: run scripts/make_manual.sh")
+    }
+}
