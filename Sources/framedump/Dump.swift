@@ -69,7 +69,7 @@ struct Dump: ParsableCommand {
     @Flag(name: .long, help: "Same as -T json.")
     var json = false
 
-    @Flag(name: .long, help: "JSON: leave out what changes between two runs (timestamps, ephemeral ports, packet numbers).")
+    @Flag(name: .long, help: "JSON: leave out what changes between two runs (timestamps, ephemeral ports, packet numbers); connections by stable keys, their lines grouped.")
     var diffable = false
 
     @Option(name: .long, help: ArgumentHelp("--diffable: leave out this field (repeatable; Cs_10002.ClientTime, game.*.Timestamp; see README).", valueName: "path"))
