@@ -170,7 +170,7 @@ final class DiffTests: XCTestCase {
         XCTAssertEqual(try TestSupport.framedump(["diff", "--ignore", "a..b", "samples/game.pcap", "samples/game.pcap"]).status, 2)
     }
 
-    // MARK: helpers
+    // MARK: support
 
     /// The stable key of client `n`'s connection in a capture's `--diffable` export.
     func key(ofClient n: Int, in name: String) throws -> String {
