@@ -530,7 +530,7 @@ def tcp_conversation(cport, sport, c2s=(), s2c=(), lose=None, t0=T0):
 
 def check_fixtures():
     """check_problems.pcap: one connection per problem class `framedump check -r` knows, each
-    problem once (the classes are named in the comments; `nesting` is not crafted)."""
+    problem once (the classes are named in the comments; `nesting` and `limit` are not crafted)."""
     import base64, hashlib
     im = lambda cid, body, version=1, head=12: struct.pack(">HHHIH", head, version, cid, 1, len(body)) + body
     svc = lambda service, body: struct.pack(">II", service, len(body)) + body

@@ -14,8 +14,10 @@ enum CheckCapture {
         })
     }
 
-    static func run(capture: String, dissectors: [String], protoPath: [String], allow: [String], unclaimed: Bool) throws {
+    static func run(capture: String, dissectors: [String], protoPath: [String], allow: [String], unclaimed: Bool,
+                    limits: Limits) throws {
         var options = PipelineOptions()
+        options.limits = limits
         options.dissectorPaths = dissectors
         options.load = LoadOptions(protoPaths: protoPath)
         let out = OutputBuffer(fd: 1)

@@ -43,6 +43,9 @@ struct Diff: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("An AES key a dissector names, as hex (repeatable).", valueName: "name=hex"))
     var key: [String] = []
 
+    @OptionGroup(title: "Limits")
+    var limits: LimitOptions
+
     func validate() throws {
         _ = try ignorePatterns(ignore)
         _ = try parsedKeys(key)
@@ -51,6 +54,7 @@ struct Diff: ParsableCommand {
     func run() throws {
         var options = PipelineOptions()
         options.dissectorPaths = dissectors
+        options.limits = limits.limits
         options.load = LoadOptions(protoPaths: protoPath, keys: try parsedKeys(key))
         let differ = CaptureDiff(options: options, ignore: try ignorePatterns(ignore))
         let result: DiffResult

@@ -36,7 +36,7 @@ struct Dump: ParsableCommand {
     @Option(name: .customShort("s"), help: ArgumentHelp("Live capture: bytes to keep of each packet.", valueName: "snaplen"))
     var snaplen: Int32 = 262_144
 
-    @Option(name: .customShort("B"), help: ArgumentHelp("Live capture: kernel buffer size in KiB.", valueName: "kib"))
+    @Option(name: .customShort("B"), help: ArgumentHelp("Live capture: kernel buffer size in KiB (default 32768; tcpdump's is 2048).", valueName: "kib"))
     var bufferKiB: Int32?
 
     @Flag(name: .customShort("p"), help: "Live capture: do not put the interface in promiscuous mode.")
@@ -99,12 +99,6 @@ struct Dump: ParsableCommand {
     @Flag(name: .long, help: "Protobuf: also show fields that are not on the wire, at their default value.")
     var protoDefaults = false
 
-    @Option(name: .long, help: ArgumentHelp("Reassembly: out-of-order bytes buffered per direction before a hole becomes a gap.", valueName: "bytes"))
-    var maxBuffer: Int = 4 << 20
-
-    @Option(name: .long, help: ArgumentHelp("Reassembly: connections tracked at once (least recently used evicted).", valueName: "n"))
-    var maxConnections: Int = 65_536
-
     @Option(name: .long, help: ArgumentHelp("Reassembly: seconds without packets before a connection is closed.", valueName: "seconds"))
     var idleTimeout: Int = 300
 
@@ -117,8 +111,8 @@ struct Dump: ParsableCommand {
     @Flag(name: .long, help: "No progress line on stderr while a file is read (it is shown only when stderr is a terminal).")
     var noProgress = false
 
-    @Option(name: .long, help: ArgumentHelp("WebSocket: the largest message assembled or inflated; larger ones (a deflate bomb) are reported and skipped.", valueName: "bytes"))
-    var wsMaxMessage: Int = 16 << 20
+    @OptionGroup(title: "Limits")
+    var limits: LimitOptions
 
     @Argument(help: ArgumentHelp("A BPF filter expression, compiled by libpcap.", valueName: "filter"))
     var filter: [String] = []
@@ -128,9 +122,7 @@ struct Dump: ParsableCommand {
         if readFile != nil && interface != nil {
             throw ValidationError("Give either -r FILE or -i INTERFACE, not both.")
         }
-        if maxBuffer < 0 || maxConnections < 1 || idleTimeout < 1 {
-            throw ValidationError("--max-buffer must be ≥ 0, --max-connections and --idle-timeout ≥ 1.")
-        }
+        if idleTimeout < 1 { throw ValidationError("--idle-timeout must be at least 1.") }
         if count == 0 { throw ValidationError("-c must be at least 1.") }
         if hex && (json || format == .json || diffable) {
             throw ValidationError("-x adds a hex dump to the tree output; NDJSON has no place for it (leave out -x or -T json).")
@@ -138,7 +130,6 @@ struct Dump: ParsableCommand {
         for z in stats where StatisticsKind(argument: z) == nil {
             throw ValidationError("-z \(z): not a statistic (msgs, conv, rtt, rate or rate,SECONDS).")
         }
-        if wsMaxMessage < 1 || wsMaxMessage > 1 << 30 { throw ValidationError("--ws-max-message must be between 1 and 1073741824.") }
         _ = try keys()
         _ = try ignorePatterns(ignore)
         if !ignore.isEmpty && !diffable { throw ValidationError("--ignore leaves fields out of --diffable output: add --diffable.") }
@@ -184,11 +175,9 @@ struct Dump: ParsableCommand {
         options.color = color == .always || (color == .auto && isatty(1) != 0)
         options.streamsDir = streams
         options.follow = follow
-        options.reassembly.maxBufferedBytes = maxBuffer
-        options.reassembly.maxConnections = maxConnections
         options.reassembly.idleTimeoutSeconds = Int64(idleTimeout)
         options.dissectorPaths = dissectors
-        options.maxWebSocketMessage = wsMaxMessage
+        options.limits = limits.limits
         options.displayFilter = displayFilter
         options.statistics = stats.compactMap(StatisticsKind.init(argument:))
         options.load = LoadOptions(protoPaths: protoPath, keys: (try? keys()) ?? [:])
@@ -199,7 +188,7 @@ struct Dump: ParsableCommand {
             var live: LiveOptions
             do { live = LiveOptions(interface: try PacketSource.interfaceName(iface)) } catch { fail(error) }
             live.snaplen = snaplen
-            live.bufferKiB = bufferKiB
+            live.bufferKiB = bufferKiB ?? LiveOptions.defaultBufferKiB
             live.promiscuous = !noPromiscuous
             live.immediate = lineBuffered
             input = .live(live)
@@ -258,12 +247,18 @@ struct Dump: ParsableCommand {
         defer { StopSignal.clear() }
         var readError: Error?
         do {
-            try pipeline.run(source, limit: count, dumper: dumper, lineBuffered: lineBuffered)
+            try pipeline.run(source, limit: count, dumper: dumper, lineBuffered: lineBuffered, dumperToStdout: writeFile == "-")
         } catch {
             readError = error
         }
         pipeline.finish()
         dumper?.flush()
+        // The reader closed the pipe (`framedump ... | head`): files are complete, and nothing
+        // more is said; a closed pipe is how such a run ends, not an error.
+        if out.closed || (writeFile == "-" && dumper?.failed == true) { return nil }
+        if source.endedWhileBeingWritten, case .file(let path) = input {
+            FileHandleErr.write("framedump: \(RawPath.display(path)) is still being written: read up to its last whole record\n")
+        }
         // With NDJSON (or -w -) stdout holds the data and nothing else: the summary goes to stderr.
         let summaryToStderr = options.format == .json || writeFile == "-"
         if source.isLive && !quiet {

@@ -22,7 +22,8 @@ struct Framedump: ParsableCommand {
             return
         }
         do {
-            var command = try parseAsRoot()
+            // The raw argv: file names that are not UTF-8 reach the system byte for byte.
+            var command = try parseAsRoot(RawPath.arguments)
             try command.run()
         } catch {
             let code = exitCode(for: error)

@@ -12,11 +12,14 @@ struct Dissectors: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Also look for .proto files in this folder (repeatable).", valueName: "dir"))
     var protoPath: [String] = []
 
+    @OptionGroup(title: "Limits")
+    var limits: LoadLimitOptions
+
     func run() throws {
         let schemas: [ProtocolSchema]
         do {
             schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: paths),
-                                               options: LoadOptions(protoPaths: protoPath))
+                                               options: limits.apply(LoadOptions(protoPaths: protoPath)))
         } catch {
             FileHandleErr.write("\(error.description)\n")
             throw ExitCode(2)
@@ -51,9 +54,17 @@ struct Check: ParsableCommand {
 
     func validate() throws { _ = try CheckCapture.classes(allow) }
 
+    @OptionGroup(title: "Limits")
+    var limits: LoadLimitOptions
+
     func run() throws {
         if let capture {
-            return try CheckCapture.run(capture: capture, dissectors: paths + dissectors, protoPath: protoPath, allow: allow, unclaimed: unclaimed)
+            var l = Limits()
+            l.maxFrame = limits.maxFrame
+            l.maxProtocols = limits.maxProtocols
+            l.maxMessages = limits.maxMessages
+            return try CheckCapture.run(capture: capture, dissectors: paths + dissectors, protoPath: protoPath, allow: allow,
+                                        unclaimed: unclaimed, limits: l)
         }
         let targets = paths.isEmpty ? DissectorLoader.defaultPaths(explicit: []) : paths
         guard !targets.isEmpty else {
@@ -69,7 +80,7 @@ struct Check: ParsableCommand {
                 continue
             }
             do {
-                let s = try DissectorLoader.load(paths: [p], options: LoadOptions(protoPaths: protoPath))
+                let s = try DissectorLoader.load(paths: [p], options: limits.apply(LoadOptions(protoPaths: protoPath)))
                 loaded += s
                 print("\(p): ok (" + s.map { "\($0.name): \($0.messages.count) messages" }.joined(separator: ", ") + ")")
             } catch {

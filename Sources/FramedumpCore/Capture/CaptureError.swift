@@ -18,7 +18,8 @@ public enum CaptureError: Error, CustomStringConvertible, Equatable {
     case privilegeDrop(String)
 
     public var description: String {
-        switch self {
+        // A path whose bytes are not UTF-8 is shown with `\xFF` escapes.
+        switch self.displayed {
         case .noSuchFile(let p): return "\(p): no such file"
         case .cannotReadFile(let p, let why): return "\(p): cannot read: \(why)"
         case .emptyFile(let p): return "\(p): the capture is empty (0 bytes, not even a file header)"
@@ -33,6 +34,17 @@ public enum CaptureError: Error, CustomStringConvertible, Equatable {
         case .badFilter(let f, let why): return "bad filter expression '\(f)': \(why)"
         case .dumpOpenFailed(let p, let why): return "\(p): cannot write capture: \(why)"
         case .privilegeDrop(let why): return "cannot drop privileges: \(why)"
+        }
+    }
+
+    var displayed: CaptureError {
+        switch self {
+        case .noSuchFile(let p): return .noSuchFile(RawPath.display(p))
+        case .notACapture(let p, let w): return .notACapture(RawPath.display(p), w)
+        case .truncatedCapture(let p, let w): return .truncatedCapture(RawPath.display(p), w)
+        case .readFailedIn(let p, let w): return .readFailedIn(RawPath.display(p), w)
+        case .dumpOpenFailed(let p, let w): return .dumpOpenFailed(RawPath.display(p), w)
+        default: return self
         }
     }
 

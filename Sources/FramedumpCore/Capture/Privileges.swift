@@ -14,8 +14,8 @@ public enum Privileges {
         guard let pw = getpwnam(user) else { throw .privilegeDrop("no such user '\(user)'") }
         let uid = pw.pointee.pw_uid, gid = pw.pointee.pw_gid
         if uid == geteuid() { return }
-        for path in handOver where chown(path, uid, gid) != 0 {
-            throw .privilegeDrop("cannot hand \(path) to \(user): \(String(cString: strerror(errno)))")
+        for path in handOver where RawPath.withCString(path, { chown($0, uid, gid) }) != 0 {
+            throw .privilegeDrop("cannot hand \(RawPath.display(path)) to \(user): \(String(cString: strerror(errno)))")
         }
         guard initgroups(user, gid) == 0, setgid(gid) == 0, setuid(uid) == 0 else {
             throw .privilegeDrop(String(cString: strerror(errno)))

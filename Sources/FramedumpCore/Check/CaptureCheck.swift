@@ -28,6 +28,8 @@ public enum ProblemClass: String, CaseIterable, Sendable {
     case cipher
     /// Messages nested too deep to decode.
     case nesting
+    /// A bound of the run (`--max-array`…) stopped a message from being decoded whole.
+    case limit
 
     public static var names: String { allCases.map(\.rawValue).joined(separator: ", ") }
 }
@@ -84,7 +86,8 @@ public final class CaptureCheck: MessageSink {
             case .unknownMessage: kind = .unknownMessage
             case .bodyTooShort, .arrayTooLong: kind = .bodyShort
             case .trailingBytes: kind = .bodyLong
-            case .nestingTooDeep: kind = .nesting
+            case .nestingTooDeep, .protobufTooDeep: kind = .nesting
+            case .arrayOverLimit: kind = .limit
             case .invalidJSON, .jsonTooDeep, .jsonLoneSurrogate: kind = .json
             case .invalidUTF8: kind = .utf8
             case .webSocket: kind = .websocket

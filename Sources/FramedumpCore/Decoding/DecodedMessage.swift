@@ -72,7 +72,11 @@ public enum DecodeWarning: Sendable, Equatable {
     case bodyTooShort(field: String, at: Int)
     case trailingBytes(Int, at: Int)
     case arrayTooLong(field: String, count: UInt64)
-    case nestingTooDeep
+    /// More elements than `--max-array` allows (the frame could have held them).
+    case arrayOverLimit(field: String, count: UInt64, limit: Int)
+    case nestingTooDeep(limit: Int)
+    /// Protobuf messages or groups nested past `--max-depth` (the text says where).
+    case protobufTooDeep(String)
     case invalidJSON(at: Int)
     case jsonTooDeep(limit: Int)
     case jsonLoneSurrogate(at: Int)
@@ -89,9 +93,11 @@ public enum DecodeWarning: Sendable, Equatable {
         case .bodyTooShort(let f, let at): return "body ends inside field '\(f)' at byte \(at)"
         case .trailingBytes(let n, let at): return "\(n) trailing bytes at byte \(at) not described by the schema"
         case .arrayTooLong(let f, let c): return "array '\(f)' announces \(c) elements, more than the frame can hold"
-        case .nestingTooDeep: return "messages nested deeper than 32 levels"
+        case .arrayOverLimit(let f, let c, let l): return "array '\(f)' announces \(c) elements, more than --max-array \(l): the rest shown raw"
+        case .nestingTooDeep(let l): return "messages nested deeper than \(l) levels (--max-depth)"
+        case .protobufTooDeep(let t): return t
         case .invalidJSON(let at): return "body is not valid JSON (at byte \(at)): shown as text"
-        case .jsonTooDeep(let l): return "JSON body nested deeper than \(l) levels: shown as text"
+        case .jsonTooDeep(let l): return "JSON body nested deeper than \(l) levels (--max-depth): shown as text"
         case .jsonLoneSurrogate(let at): return "JSON string with a lone surrogate escape (not Unicode text) at byte \(at): shown as text"
         case .invalidUTF8(let f): return "field '\(f)' is not valid UTF-8"
         case .webSocket(let v): return "websocket: " + v.text

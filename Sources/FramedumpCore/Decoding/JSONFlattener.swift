@@ -9,9 +9,11 @@ struct JSONFlattener {
     /// Why the body was refused, when it is valid JSON all the same.
     var tooDeep = false
     var loneSurrogate = false
-    static let maxDepth = 64
+    /// `--max-depth`.
+    let maxDepth: Int
 
-    init(bytes: UnsafeRawBufferPointer, start: Int, into m: DecodedMessage) {
+    init(bytes: UnsafeRawBufferPointer, start: Int, into m: DecodedMessage, maxDepth: Int = Limits().maxDepth) {
+        self.maxDepth = maxDepth
         b = bytes
         pos = start
         self.start = start
@@ -33,7 +35,7 @@ struct JSONFlattener {
     /// A top-level object's members are shown at depth 0 (the body *is* the object).
     mutating func value(name: FieldName, depth: Int) -> Bool {
         guard pos < b.count else { return false }
-        guard depth < Self.maxDepth else { tooDeep = true; return false }
+        guard depth < maxDepth else { tooDeep = true; return false }
         let s = pos
         switch b[pos] {
         case 0x7b: return container(name: name, depth: depth, object: true)

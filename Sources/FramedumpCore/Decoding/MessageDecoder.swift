@@ -3,16 +3,19 @@ public final class MessageDecoder {
     public let schema: ProtocolSchema
     public let layout: FrameLayout
     let program: DecodeProgram
-    static let maxDepth = 32
-    static let maxArray: UInt64 = 1 << 20
+    /// `--max-depth` and `--max-array`.
+    let maxDepth: Int
+    let maxArray: UInt64
     /// Fields one message may produce (each is 24 bytes of memory): nested arrays multiply.
     static let maxFields = 1 << 20
 
     /// Decrypts bodies when the protocol says they are encrypted (one reusable buffer).
     let cipher: BodyCipher?
 
-    public init(schema: ProtocolSchema) {
+    public init(schema: ProtocolSchema, limits: Limits = Limits()) {
         self.schema = schema
+        maxDepth = limits.maxDepth
+        maxArray = UInt64(limits.maxArray)
         layout = FrameLayout(schema)
         program = DecodeProgram(schema)
         cipher = schema.cipher.map { BodyCipher($0, maxFrame: schema.maxFrame) }
@@ -84,10 +87,10 @@ public final class MessageDecoder {
             }
         case .json:
             if b.count > body {
-                var parser = JSONFlattener(bytes: b, start: body, into: m)
+                var parser = JSONFlattener(bytes: b, start: body, into: m, maxDepth: maxDepth)
                 if !parser.run() {
                     m.fields.removeAll()
-                    m.warnings.append(parser.tooDeep ? .jsonTooDeep(limit: JSONFlattener.maxDepth)
+                    m.warnings.append(parser.tooDeep ? .jsonTooDeep(limit: maxDepth)
                                       : parser.loneSurrogate ? .jsonLoneSurrogate(at: parser.errorAt) : .invalidJSON(at: parser.errorAt))
                     m.fields.append(DecodedField(name: .builtin(.text), value: .string, offset: Int32(body),
                                                  width: Int32(b.count - body), depth: 0))
@@ -131,7 +134,7 @@ public final class MessageDecoder {
     /// Appends the fields of message `mi`; false when the body ran out (a warning was added).
     func decodeFields(_ mi: Int, _ b: UnsafeRawBufferPointer, _ pos: inout Int, depth: Int,
                       into m: DecodedMessage) -> Bool {
-        guard depth < Self.maxDepth else { m.warnings.append(.nestingTooDeep); return false }
+        guard depth < maxDepth else { m.warnings.append(.nestingTooDeep(limit: maxDepth)); return false }
         let (first, n) = program.ranges[mi]
         var k = Int(first)
         let end = k + Int(n)
@@ -159,9 +162,10 @@ public final class MessageDecoder {
             // Never trust a count beyond what the frame can hold.
             let minWidth = op.kind == .message || op.kind == .string || op.kind == .bytes ? 0 : Int(op.width)
             let room = UInt64(b.count - pos)
-            if count > Self.maxArray || (minWidth > 0 && count > room / UInt64(minWidth))
-                || UInt64(m.fields.count) + count > UInt64(Self.maxFields) {
-                m.warnings.append(.arrayTooLong(field: fieldName(op), count: count))
+            let fits = !(minWidth > 0 && count > room / UInt64(minWidth))
+            if count > maxArray || !fits || UInt64(m.fields.count) + count > UInt64(Self.maxFields) {
+                m.warnings.append(fits && count > maxArray ? .arrayOverLimit(field: fieldName(op), count: count, limit: Int(maxArray))
+                                  : .arrayTooLong(field: fieldName(op), count: count))
                 pos = start  // the count itself is shown in the undecoded rest
                 return false
             }

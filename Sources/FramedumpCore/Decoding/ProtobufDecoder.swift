@@ -16,12 +16,14 @@ final class ProtobufDecoder {
     /// The schema (for names in warnings only); owned by the MessageDecoder that owns us.
     unowned(unsafe) let owner: MessageDecoder
     let addDefaults: Bool
-    static let maxDepth = 64
+    /// `--max-depth`, from the owner.
+    let maxDepth: Int
 
     init(tables: ProtoTables, owner: MessageDecoder, addDefaults: Bool, into m: DecodedMessage) {
         t = tables
         self.owner = owner
         self.addDefaults = addDefaults
+        maxDepth = owner.maxDepth
         self.m = m
         fl = m.fields
     }
@@ -321,8 +323,8 @@ final class ProtobufDecoder {
         let idx = fl.count
         fl.append(DecodedField(name: name, value: .object(count: 0), offset: Int32(s), width: Int32(e - s),
                                      depth: Int16(depth)))
-        guard depth + 1 < Self.maxDepth else {
-            warn("protobuf messages nested deeper than \(Self.maxDepth) levels at byte \(s): the rest shown raw")
+        guard depth + 1 < maxDepth else {
+            m.warnings.append(.protobufTooDeep("protobuf messages nested deeper than \(maxDepth) levels (--max-depth) at byte \(s): the rest shown raw"))
             fl[idx].value = .object(count: rest(s, e, depth: depth + 1))
             return
         }
@@ -413,8 +415,8 @@ final class ProtobufDecoder {
         case 5: if fixed(&p, e, 4) != nil { return true }
         case 2: return lengthDelimited(&p, e, at: at) != nil
         case 3:
-            guard depth < Self.maxDepth else {
-                warn("protobuf groups nested deeper than \(Self.maxDepth) levels at byte \(at)")
+            guard depth < maxDepth else {
+                m.warnings.append(.protobufTooDeep("protobuf groups nested deeper than \(maxDepth) levels (--max-depth) at byte \(at)"))
                 return false
             }
             while p < e {
@@ -460,7 +462,7 @@ final class ProtobufDecoder {
             }
             if s < e && printableText(s, e) {
                 fl.append(DecodedField(name: name, value: .string, offset: Int32(s), width: Int32(e - s), depth: Int16(depth)))
-            } else if s < e && depth + 1 < Self.maxDepth && looksLikeMessage(s, e) {
+            } else if s < e && depth + 1 < maxDepth && looksLikeMessage(s, e) {
                 nested(-1, name: name, s, e, depth: depth)
             } else {
                 fl.append(DecodedField(name: name, value: .bytes, offset: Int32(s), width: Int32(e - s), depth: Int16(depth)))
@@ -476,8 +478,8 @@ final class ProtobufDecoder {
     func groupField(_ target: Int, _ name: FieldName, at: Int, _ pos: inout Int, _ end: Int, depth: Int, number: Int32) -> Int32? {
         let idx = fl.count
         fl.append(DecodedField(name: name, value: .object(count: 0), offset: Int32(at), width: 0, depth: Int16(depth)))
-        guard depth + 1 < Self.maxDepth else {
-            warn("protobuf messages nested deeper than \(Self.maxDepth) levels at byte \(at): the rest shown raw")
+        guard depth + 1 < maxDepth else {
+            m.warnings.append(.protobufTooDeep("protobuf messages nested deeper than \(maxDepth) levels (--max-depth) at byte \(at): the rest shown raw"))
             fl[idx].value = .object(count: rest(at, end, depth: depth + 1))
             fl[idx].width = Int32(end - at)
             return nil
@@ -503,7 +505,7 @@ final class ProtobufDecoder {
                 guard let n = varint(&p, e), n <= UInt64(e - p) else { return false }
                 p += Int(n)
             case 3:
-                guard groups.count < Self.maxDepth else { return false }
+                guard groups.count < maxDepth else { return false }
                 groups.append(k >> 3)
             case 4:
                 guard groups.last == k >> 3 else { return false }

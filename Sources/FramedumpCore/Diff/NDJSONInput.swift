@@ -12,7 +12,8 @@ public struct DiffInputError: Error, CustomStringConvertible, Sendable {
 /// An NDJSON export (`--diffable` or plain `-T json`) read as an input of `framedump diff`:
 /// the same tracks and fingerprints a capture gives. Connections are told apart by `conn`
 /// (a stable key, or `CLIENT:PORT-SERVER:PORT`); `open`, `close` and the reassembler's notices
-/// are not items. Every line must be strict JSON: the first that is not is an error.
+/// are not items, nor lines without `conn` (`-z` statistics, limits reached). Every line must
+/// be strict JSON: the first that is not is an error.
 public enum NDJSONInput {
     /// The longest line accepted (a line is held whole while it is read).
     public static let maxLine = 64 << 20
@@ -45,10 +46,8 @@ public enum NDJSONInput {
                 failure = DiffInputError("\(path):\(lineNumber): not strict JSON (\(error))")
                 return false
             }
-            guard let cr = f.conn else {
-                failure = DiffInputError("\(path):\(lineNumber): a line without \"conn\"")
-                return false
-            }
+            // Lines about no connection (statistics, limits reached) are not compared.
+            guard let cr = f.conn else { return true }
             let conn = String(decoding: UnsafeRawBufferPointer(rebasing: line[cr]), as: UTF8.self)
             let t: TrackedConnection
             if let x = byConn[conn] {

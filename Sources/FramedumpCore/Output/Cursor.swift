@@ -126,6 +126,16 @@ struct Cursor {
         p += 2
     }
 
+    /// A JSON string literal of the first `limit` bytes of a longer text (cut back to a whole
+    /// UTF-8 character), ending in `…` (`--max-string`).
+    mutating func jsonStringCut(_ b: UnsafeRawBufferPointer, limit: Int) {
+        var n = min(limit, b.count)
+        while n > 0 && n < b.count && b[n] & 0xC0 == 0x80 { n -= 1 }
+        jsonString(UnsafeRawBufferPointer(rebasing: b[..<n]))
+        p -= 1
+        write("…\"")
+    }
+
     /// A JSON string literal of text bytes: `"`, `\`, control characters escaped; invalid
     /// UTF-8 replaced by U+FFFD. Needs at most 6 bytes per input byte plus 2.
     mutating func jsonString(_ b: UnsafeRawBufferPointer) {

@@ -30,7 +30,13 @@ struct FieldText {
             FieldText.float(d, to: out, json: json)
             k = out.cursor(reserving: bound)
         case .bool(let v): k.write(v ? "true" : "false")
-        case .string: k.jsonString(frame.slice(Int(x.offset), Int(x.width)))
+        case .string:
+            if Int(x.width) > runtime.maxString {
+                k.jsonStringCut(frame.slice(Int(x.offset), Int(x.width)), limit: runtime.maxString)
+                runtime.stringCut()
+            } else {
+                k.jsonString(frame.slice(Int(x.offset), Int(x.width)))
+            }
         case .jsonString:
             // Already a valid JSON string's content (checked by the flattener): written as is.
             k.byte(0x22); k.write(frame.slice(Int(x.offset), Int(x.width))); k.byte(0x22)

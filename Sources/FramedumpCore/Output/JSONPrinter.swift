@@ -109,11 +109,16 @@ public final class JSONPrinter: MessageSink {
             k.byte(topIsArray ? 0x5d : 0x7d)
         }
         out.commit(k)
-        if !m.warnings.isEmpty {
+        let cut = p.takeCutWarning()
+        if !m.warnings.isEmpty || cut != nil {
             out.write(",\"warnings\":[")
             for (n, w) in m.warnings.enumerated() {
                 if n > 0 { out.byte(0x2c) }
                 JSONText.string(w.text, to: out)
+            }
+            if let cut {
+                if !m.warnings.isEmpty { out.byte(0x2c) }
+                JSONText.string(cut, to: out)
             }
             out.byte(0x5d)
         }

@@ -13,6 +13,8 @@ public final class OutputBuffer {
     public internal(set) var count = 0
     let fd: Int32?
     public var lineBuffered = false
+    /// The reader went away (EPIPE): the pipeline stops reading packets, nothing more is written.
+    public private(set) var closed = false
     /// The digit tables, looked up once per buffer rather than through globals per number.
     let pairs = UnsafePointer(OutputBuffer.pairTable)
     let hexDigitsPointer = OutputBuffer.hexDigits.utf8Start
@@ -188,7 +190,9 @@ public final class OutputBuffer {
             let n = Glibc.write(fd, base + written, count - written)
             if n <= 0 {
                 if n < 0 && errno == EINTR { continue }
-                break  // closed pipe (e.g. `| head`): drop the output, keep going
+                // A closed pipe (`| head`): nobody reads any more; the run stops quietly.
+                if n < 0 && errno == EPIPE { closed = true }
+                break
             }
             written += n
         }

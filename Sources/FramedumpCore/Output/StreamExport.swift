@@ -27,7 +27,7 @@ public final class StreamExport: StreamConsumer {
 
     public init(directory: String) throws(CaptureError) {
         dir = directory
-        if mkdir(directory, 0o755) != 0 && errno != EEXIST {
+        if RawPath.withCString(directory, { mkdir($0, 0o755) }) != 0 && errno != EEXIST {
             throw .dumpOpenFailed(directory, String(cString: strerror(errno)))
         }
     }
@@ -89,7 +89,7 @@ public final class StreamExport: StreamConsumer {
         let buf = e.buffers[d.rawValue]
         let path = "\(dir)/\(e.base).\(d.name)"
         // Both files exist for every connection, even when one direction is empty.
-        guard let f = fopen(path, "ab") else {
+        guard let f = RawPath.withCString(path, { fopen($0, "ab") }) else {
             error = "\(path): \(String(cString: strerror(errno)))"
             return
         }
@@ -145,7 +145,7 @@ public final class StreamExport: StreamConsumer {
         }
         out.write("]\n")
         let path = "\(dir)/index.json"
-        guard let f = fopen(path, "wb") else {
+        guard let f = RawPath.withCString(path, { fopen($0, "wb") }) else {
             error = "\(path): \(String(cString: strerror(errno)))"
             return
         }

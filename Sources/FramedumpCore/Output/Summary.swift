@@ -31,7 +31,7 @@ struct Summary {
         if s.overlapsTrimmed > 0 { parts.append("\(s.overlapsTrimmed) IPv4 overlaps (first copy kept)") }
         if s.overlaps > 0 { parts.append("\(s.overlaps) dropped for overlapping IPv6 fragments") }
         if s.timedOut > 0 { parts.append("\(s.timedOut) timed out (\(d.options.timeoutSeconds) s)") }
-        if s.evicted > 0 { parts.append("\(s.evicted) evicted (bounds)") }
+        if s.evicted > 0 { parts.append("\(s.evicted) evicted (--max-ip-fragments)") }
         if s.cut > 0 { parts.append("\(s.cut) fragments cut by snaplen") }
         if s.malformed > 0 { parts.append("\(s.malformed) malformed fragments") }
         line("IP fragments: \(s.fragments), " + parts.joined(separator: ", "))
@@ -49,12 +49,6 @@ struct Summary {
         if r.continuedAfterClose > 0 { extra.append("\(r.continuedAfterClose) connections continued by new bytes after close") }
         if r.clockJumps > 0 { extra.append("\(r.clockJumps) packets with a timestamp jump not followed") }
         if !extra.isEmpty { line("reassembly: " + extra.joined(separator: ", ")) }
-        if r.bufferLimitHits > 0 {
-            line("bound hit: out-of-order buffer (\(options.maxBufferedBytes) bytes per direction) forced \(r.bufferLimitHits) gaps")
-        }
-        if r.evicted > 0 {
-            line("bound hit: connection table full (\(options.maxConnections)): \(r.evicted) connections evicted")
-        }
         if r.idleClosed > 0 { line("idle timeout (\(options.idleTimeoutSeconds) s): \(r.idleClosed) connections closed") }
     }
 

@@ -104,16 +104,19 @@ public final class TreePrinter: MessageSink {
             for x in fs { field(x, ft, depth: Int(x.depth), &k, out) }
         }
         out.commit(k)
-        for w in m.warnings {
-            out.write("    ")
-            paint("\u{1b}[1;31m")
-            out.write("warning: ")
-            out.write(w.text)
-            reset()
-            out.newline()
-        }
+        for w in m.warnings { warning(w.text) }
+        if let cut = p.takeCutWarning() { warning(cut) }
         if hexDump { HexDump.write(f.bytes, base: 0, indent: 4, to: out) }
         out.endOfRecord()
+    }
+
+    func warning(_ text: String) {
+        out.write("    ")
+        paint("\u{1b}[1;31m")
+        out.write("warning: ")
+        out.write(text)
+        reset()
+        out.newline()
     }
 
     /// `websocket: binary, FIN, masked, compressed 52 → 120 bytes, 3 frames`: the layer the

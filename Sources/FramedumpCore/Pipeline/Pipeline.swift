@@ -4,7 +4,7 @@ public final class Pipeline {
     let options: PipelineOptions
     let out: OutputBuffer
     public private(set) var capture = CaptureStats()
-    public let defragmenter = Defragmenter()
+    public let defragmenter: Defragmenter
     var reassembler: Reassembler?
     var export: StreamExport?
     var consumers: [StreamConsumer] = []
@@ -20,8 +20,16 @@ public final class Pipeline {
     public init(options: PipelineOptions, output: OutputBuffer, messageSink: MessageSink? = nil) throws {
         self.options = options
         self.out = output
+        let limits = options.limits
+        var fragments = Defragmenter.Options()
+        fragments.maxBytes = limits.maxFragmentBytes
+        defragmenter = Defragmenter(options: fragments)
+        var load = options.load
+        load.maxFrame = limits.maxFrame
+        load.maxProtocols = limits.maxProtocols
+        load.maxMessages = limits.maxMessages
         var schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: options.dissectorPaths),
-                                               options: options.load)
+                                               options: load)
         if options.protoDefaults { for i in schemas.indices { schemas[i].protoAddDefaults = true } }
         dissectorCount = schemas.count
         let printsMessages = !options.segments && !options.follow && !options.quiet
@@ -45,8 +53,7 @@ public final class Pipeline {
             filtering = filter.map { FilteringSink(printer ?? NullSink(), filter: $0) }
             // -q still decodes every message (its summary counts warnings as -v's does).
             sink = filtering ?? printer ?? NullSink()
-            let m = SessionManager(protocols: schemas, sink: sink)
-            m.maxWebSocketMessage = options.maxWebSocketMessage
+            let m = SessionManager(protocols: schemas, sink: sink, limits: limits)
             sessions = m
             consumers.append(m)
         }
@@ -59,7 +66,11 @@ public final class Pipeline {
         if !consumers.isEmpty {
             let fan: StreamConsumer = consumers.count == 1 ? consumers[0] : FanOut(consumers)
             let sessions = self.sessions
-            reassembler = Reassembler(options: options.reassembly, consumer: fan,
+            var r = options.reassembly
+            r.maxBufferedBytes = limits.maxBufferPerStream
+            r.maxBufferedTotal = limits.maxBufferTotal
+            r.maxConnections = limits.maxConnections
+            reassembler = Reassembler(options: r, consumer: fan,
                                       isServerPort: { sessions?.isServerPort($0) ?? false })
         }
     }
@@ -72,7 +83,8 @@ public final class Pipeline {
         sessions?.protocols.reduce(0) { $0 + $1.messageCounts.reduce(0, +) } ?? 0
     }
 
-    public func run(_ source: PacketSource, limit: UInt64?, dumper: PacketDumper?, lineBuffered: Bool) throws(CaptureError) {
+    public func run(_ source: PacketSource, limit: UInt64?, dumper: PacketDumper?, lineBuffered: Bool,
+                    dumperToStdout: Bool = false) throws(CaptureError) {
         let link = LinkDecoder(linkType: source.linkType)
         let progress = self.progress
         defer { progress?.finish() }
@@ -87,6 +99,8 @@ public final class Pipeline {
                 dumper.write(p)
                 if lineBuffered { dumper.flush() }
             }
+            // Nobody reads the output any more (`| head`): stop, as tcpdump does on SIGPIPE.
+            if out.closed || (dumperToStdout && dumper?.failed == true) { return false }
             let r = link.decode(p.data)
             capture.count(r)
             if case .tcp(let s) = r {
@@ -111,7 +125,14 @@ public final class Pipeline {
         reassembler?.finish()
         sink?.finish()
         export?.writeIndex()
+        // NDJSON ends with a line per bound the run hit, so a reader knows what was cut.
+        if options.format == .json && !options.segments && !options.follow { limitReport.json(to: out) }
         out.flush()
+    }
+
+    /// The bounds this run ran into.
+    var limitReport: LimitReport {
+        LimitReport(limits: options.limits, reassembly: reassembler?.stats, fragments: defragmenter.stats, sessions: sessions)
     }
 
     /// The summary, to stdout for `-q`, or to stderr after a live capture (as tcpdump does).
@@ -131,6 +152,7 @@ public final class Pipeline {
                 s.line("  " + label + String(repeating: " ", count: width - label.count) + "  \(r.count)")
             }
         }
+        limitReport.text(s.line)
         if let live { s.live(live) }
         if options.verbose > 0 { s.memory() }
         out.flush()

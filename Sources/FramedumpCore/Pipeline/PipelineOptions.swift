@@ -13,10 +13,11 @@ public struct PipelineOptions: Sendable {
     public var color = false
     public var streamsDir: String?
     public var follow = false
+    /// The reassembler's settings; its buffer and connection bounds come from `limits`.
     public var reassembly = ReassemblyOptions()
+    /// Every bound on what the input can make the run hold or do (`--max-…`).
+    public var limits = Limits()
     public var dissectorPaths: [String] = []
-    /// The largest WebSocket message assembled or inflated; larger ones are reported and skipped.
-    public var maxWebSocketMessage = 16 << 20
     /// `-Y`: a display filter on decoded messages (Wireshark's syntax).
     public var displayFilter: String?
     /// `-z`: statistics tables printed at the end.

@@ -33,6 +33,8 @@ public final class Reassembler {
     /// `RecentBytes` buffers in use (bounded by `maxRecentBuffers`).
     var recentBuffers = 0
     var nextNumber: UInt64 = 1
+    /// Out-of-order bytes (with bookkeeping) held over every connection (`maxBufferedTotal`).
+    var heldTotal = 0
     /// The connection of the previous packet (cleared when it closes).
     var lastConnection: Connection?
     var lastPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
@@ -447,6 +449,12 @@ public final class Reassembler {
             stats.bufferLimitHits += 1
             skipToFirstPending(c, d, reason: .bufferLimit)
         }
+        // Every connection together: this direction gives up its holes until the total fits
+        // (it held nothing more before this segment came, so emptying it always suffices).
+        while heldTotal > options.maxBufferedTotal && !c.halves[h].pending.isEmpty {
+            stats.totalBufferLimitHits += 1
+            skipToFirstPending(c, d, reason: .bufferLimit)
+        }
     }
 
     @inline(__always)
@@ -492,8 +500,10 @@ public final class Reassembler {
             }
         }
         if i > 0 {
+            heldTotal -= c.halves[h].pendingBytes + i * ReassemblyOptions.segmentOverhead
             c.halves[h].pending.removeFirst(i)
             c.halves[h].pendingBytes = c.halves[h].pending.reduce(0) { $0 + $1.bytes.count }
+            heldTotal += c.halves[h].pendingBytes
         }
     }
 
@@ -676,6 +686,8 @@ public final class Reassembler {
             let idx = c.halves[h].pending.firstIndex { $0.offset > p.offset } ?? c.halves[h].pending.count
             c.halves[h].pending.insert(p, at: idx)
             c.halves[h].pendingBytes += p.bytes.count
+            heldTotal += p.bytes.count + ReassemblyOptions.segmentOverhead
+            if heldTotal > stats.peakBufferedTotal { stats.peakBufferedTotal = heldTotal }
         }
     }
 

@@ -4,6 +4,11 @@ public struct ReassemblyOptions: Sendable {
     public var maxBufferedBytes = 4 << 20
     /// Out-of-order segments held per direction (bounds the bookkeeping for tiny segments).
     public var maxBufferedSegments = 4096
+    /// Out-of-order bytes held over every connection together; each held segment also counts
+    /// `segmentOverhead` bytes for its bookkeeping. Past it the direction that just grew
+    /// gives up its holes (the newest arrival pays, so the others keep their data).
+    public var maxBufferedTotal = 64 << 20
+    public static let segmentOverhead = 64
     /// Connections tracked at once; the least recently used is closed to make room.
     public var maxConnections = 65_536
     /// A connection without packets for this long is closed.
@@ -41,6 +46,10 @@ public struct ReassemblyStats: Sendable {
     public var gapBytes: UInt64 = 0
     public var conflicts: UInt64 = 0
     public var bufferLimitHits: UInt64 = 0
+    /// Gaps forced because every connection together held `maxBufferedTotal`.
+    public var totalBufferLimitHits: UInt64 = 0
+    /// The most out-of-order bytes (with bookkeeping) held at once over every connection.
+    public var peakBufferedTotal = 0
     public var evicted: UInt64 = 0
     public var idleClosed: UInt64 = 0
     public var ignoredSegments: UInt64 = 0

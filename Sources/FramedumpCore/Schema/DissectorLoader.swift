@@ -33,8 +33,15 @@ public enum DissectorLoader {
         let files = files(in: paths)
         var out: [ProtocolSchema] = []
         var errors: [DissectorError] = []
+        var budget = options
         for f in files {
-            do throws(DissectorError) { out += try loadFile(f, options: options) } catch { errors.append(error) }
+            do throws(DissectorError) {
+                let loaded = try loadFile(f, options: budget)
+                // What this file took is no longer there for the next ones.
+                budget.maxProtocols -= loaded.count
+                budget.maxMessages -= loaded.reduce(0) { $0 + $1.messages.count + $1.enums.count }
+                out += loaded
+            } catch { errors.append(error) }
         }
         errors += conflicts(out)
         if let e = DissectorError.combined(errors) { throw e }
@@ -83,7 +90,7 @@ public enum DissectorLoader {
     public static func loadFile(_ path: String, options: LoadOptions = LoadOptions()) throws(DissectorError) -> [ProtocolSchema] {
         guard let text = readFile(path) else {
             var st = stat()
-            let why = stat(path, &st) != 0 ? "no such file"
+            let why = RawPath.withCString(path, { stat($0, &st) }) != 0 ? "no such file"
                 : (st.st_mode & S_IFMT) == S_IFDIR ? "is a folder"
                 : st.st_size > 4 << 20 ? "larger than 4 MiB" : "cannot be read (permission denied)"
             throw DissectorError(file: path, line: 0, column: 0, message: "dissector file: \(why)", sourceLine: "")
@@ -95,6 +102,8 @@ public enum DissectorLoader {
     /// meaning alike.
     public static func parse(text: String, file: String, options: LoadOptions = LoadOptions()) throws(DissectorError) -> [ProtocolSchema] {
         var parser = Parser(lexer: Lexer(file: file, text: text), read: readFile)
+        parser.protocolsLeft = options.maxProtocols
+        parser.messagesLeft = options.maxMessages
         parser.parseFile()
         var errors = parser.diagnostics
         let resolver = Resolver(lexers: parser.lexers, options: options)
@@ -110,11 +119,11 @@ public enum DissectorLoader {
 
     static func isDirectory(_ p: String) -> Bool {
         var st = stat()
-        return stat(p, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+        return RawPath.withCString(p, { stat($0, &st) }) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
     }
 
     static func listDissectorFiles(_ dir: String) -> [String] {
-        guard let d = opendir(dir) else { return [] }
+        guard let d = RawPath.withCString(dir, { opendir($0) }) else { return [] }
         defer { closedir(d) }
         var names: [String] = []
         while let e = readdir(d) {
@@ -132,7 +141,7 @@ public enum DissectorLoader {
 
     /// A whole file, or nil when it cannot be read or is longer than `limit` bytes.
     static func readBytes(_ path: String, limit: Int) -> [UInt8]? {
-        guard let f = fopen(path, "rb") else { return nil }
+        guard let f = RawPath.withCString(path, { fopen($0, "rb") }) else { return nil }
         defer { fclose(f) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)

@@ -17,6 +17,18 @@ struct Parser {
     var diagnostics = Diagnostics()
     /// Where each file (by lexer index) was included from, to show an include cycle's chain.
     var includedFrom: [Token?] = [nil]
+    /// `--max-protocols` and `--max-messages` left for this file (what earlier files loaded is
+    /// already taken off): past them the file is refused where the next one is declared.
+    var protocolsLeft = Int.max
+    var messagesLeft = Int.max
+
+    /// Counts one more message or enum against `--max-messages`.
+    mutating func countMessage(_ t: Token) throws(DissectorError) {
+        guard messagesLeft > 0 else {
+            throw err(t, "more messages and enums than --max-messages allows (over every dissector file)")
+        }
+        messagesLeft -= 1
+    }
 
     init(lexer: Lexer, read: @escaping (String) -> String?) {
         lexers = [lexer]
@@ -193,6 +205,10 @@ struct Parser {
             _ = accept(";")
             try splice(path, at: pt)
         case .ident(let w) where w.lowercased() == "protocol":
+            guard protocolsLeft > 0 else {
+                throw err(t, "more protocols than --max-protocols allows (over every dissector file)")
+            }
+            protocolsLeft -= 1
             _ = next()
             try parseProtocol(t)
         case .ident(let w) where w.lowercased() == "message":
@@ -414,6 +430,7 @@ struct Parser {
             _ = next()
             name += rest
         }
+        try countMessage(nt)
         var m = PendingMessage(name: name, line: nt.line, token: nt)
         if let conv = MessageNaming.parse(name) { m.id = conv.id; m.direction = conv.direction }
         if accept("=") {
@@ -490,6 +507,7 @@ struct Parser {
     mutating func parseEnum(_ start: Token) throws(DissectorError) {
         let pi = try currentProtocol(start)
         let (name, nt) = try ident("an enum name")
+        try countMessage(nt)
         var base = IntegerType(width: 1, signed: false, order: protocols[pi].schema.order)
         if accept(":") {
             let (b, bt) = try ident("an integer type")

@@ -8,6 +8,10 @@ public struct LoadOptions: Sendable {
     public var protoPaths: [String] = []
     /// `--key NAME=HEX`: values for the keys a dissector names (they override the file's).
     public var keys: [String: [UInt8]] = [:]
+    /// `--max-frame`, `--max-protocols`, `--max-messages` (see `Limits`).
+    public var maxFrame = Limits().maxFrame
+    public var maxProtocols = Limits().maxProtocols
+    public var maxMessages = Limits().maxMessages
 
     public init(protoPaths: [String] = [], keys: [String: [UInt8]] = [:]) {
         self.protoPaths = protoPaths

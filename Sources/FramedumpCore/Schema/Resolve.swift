@@ -50,6 +50,8 @@ struct Resolver {
     func resolve(_ p: PendingProtocol) throws(DissectorError) -> ProtocolSchema {
         var errors = Diagnostics()
         var s = p.schema
+        // `--max-frame` is a ceiling over every file's max_frame.
+        s.maxFrame = min(s.maxFrame, options.maxFrame)
         do throws(DissectorError) { try resolveLength(p, &s) } catch { errors.add(error) }
         resolveRest(p, &s, &errors)
         try errors.check()

@@ -25,11 +25,30 @@ public final class ProtocolRuntime {
     /// WebSocket protocols: how text messages are decoded (no header, the `text` rule).
     public let textDecoder: MessageDecoder?
     public let webSocket = WebSocketCounters()
+    /// Bounds this protocol's traffic ran into (summed over protocols for the summary).
+    public var limitHits = LimitHits()
+    /// `--max-string`: string values are printed up to this many bytes.
+    let maxString: Int
+    /// Strings of the message being printed that were cut (the printers add one warning).
+    var stringsCutInMessage = 0
 
-    public init(_ schema: ProtocolSchema) {
+    func stringCut() {
+        limitHits.stringCut += 1
+        stringsCutInMessage += 1
+    }
+
+    /// The warning for the strings just cut, once per message (and the count starts over).
+    func takeCutWarning() -> String? {
+        guard stringsCutInMessage > 0 else { return nil }
+        defer { stringsCutInMessage = 0 }
+        return "\(stringsCutInMessage == 1 ? "a string" : "\(stringsCutInMessage) strings") longer than --max-string \(maxString) bytes shown cut"
+    }
+
+    public init(_ schema: ProtocolSchema, limits: Limits = Limits()) {
         self.schema = schema
         layout = FrameLayout(schema)
-        decoder = MessageDecoder(schema: schema)
+        decoder = MessageDecoder(schema: schema, limits: limits)
+        maxString = limits.maxString
         names = NameTable(schema)
         var shown = schema.header.map { !$0.isPadding }
         if let id = schema.idField { shown[id] = false }
@@ -39,7 +58,7 @@ public final class ProtocolRuntime {
         jsonHeaderShown = shown
         nameBytes = schema.nameBytes
         messageCounts = [UInt64](repeating: 0, count: schema.messages.count + 1)
-        textDecoder = schema.transport == .websocket ? MessageDecoder(schema: schema.textSchema) : nil
+        textDecoder = schema.transport == .websocket ? MessageDecoder(schema: schema.textSchema, limits: limits) : nil
     }
 
     /// One message counted: by its schema message, else as an unknown id (or as having none).

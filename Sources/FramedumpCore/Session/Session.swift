@@ -38,7 +38,7 @@ final class Session {
     func attachWebSocket(_ p: ProtocolRuntime) {
         proto = p
         p.connections += 1
-        let ws = WebSocketConnection(session: self, inner: p, maxMessage: manager.maxWebSocketMessage)
+        let ws = WebSocketConnection(session: self, inner: p, maxMessage: manager.limits.maxWebSocketMessage)
         webSocket = ws
         frames = ws.frames
         layers = ws.streams
@@ -85,7 +85,7 @@ final class SessionFrames: FrameConsumer {
         decoder.decode(f, dir, into: decoded)
         if decoded.webSocket != nil { decoded.webSocket = nil }
         p.count(decoded.message, id: decoded.id)
-        if !decoded.warnings.isEmpty { p.warnings += 1 }
+        if !decoded.warnings.isEmpty { p.warnings += 1; p.limitHits.count(decoded.warnings) }
         sink.message(decoded, connection, p)
     }
 
@@ -115,6 +115,7 @@ final class SessionFrames: FrameConsumer {
     func deliver(_ f: Frame, _ dir: Direction, body: WebSocketBody, ws: WebSocketInfo) {
         let p = runtime
         p.bytes += UInt64(f.bytes.count)
+        if ws.hasViolations && ws.exceededSize { p.limitHits.webSocketTooLarge += 1 }
         let isData = ws.opcode == .text || ws.opcode == .binary || ws.opcode == .continuation
         switch body {
         case .binary: decoder.decode(f, dir, into: decoded)
@@ -126,7 +127,7 @@ final class SessionFrames: FrameConsumer {
         if isData {
             p.count(decoded.message, id: decoded.id)
         }
-        if !decoded.warnings.isEmpty { p.warnings += 1 }
+        if !decoded.warnings.isEmpty { p.warnings += 1; p.limitHits.count(decoded.warnings) }
         sink.message(decoded, connection, p)
     }
 
@@ -171,6 +172,7 @@ final class SessionFrames: FrameConsumer {
             runtime.malformed += 1
             runtime.malformedBytes += length
         }
+        if case .lengthTooLong = reason { runtime.limitHits.frameTooLong += 1 }
         sink.malformed(connection, runtime, dir, offset: offset, length: length, reason: reason, packet: packet, bytes: bytes)
     }
 }
@@ -189,17 +191,24 @@ public final class SessionManager: StreamConsumer {
     /// WebSocket messages no dissector claims: shown by opcode, as text or hex.
     let webSocketDefault: ProtocolRuntime
     let webSocketProtocols: [ProtocolRuntime]
-    /// The largest WebSocket message assembled or inflated (`--ws-max-message`).
-    public var maxWebSocketMessage = 16 << 20
+    /// The bounds decoding and the WebSocket layer keep to (`--max-ws-message`, `--max-depth`, ...).
+    /// (The decoders took theirs when the manager was made; the WebSocket bound is read per connection.)
+    public private(set) var limits: Limits
+    /// `--max-ws-message`, settable after the manager is made.
+    public var maxWebSocketMessage: Int {
+        get { limits.maxWebSocketMessage }
+        set { limits.maxWebSocketMessage = newValue }
+    }
     /// Connections that began as HTTP and were not upgraded to WebSocket (passed over).
     public internal(set) var httpPassedOver: UInt64 = 0
     /// permessage-deflate's output block, shared by every connection.
     let inflateScratch = Inflater.Scratch()
 
-    public init(protocols: [ProtocolSchema], sink: MessageSink?) {
-        var runtimes = protocols.map(ProtocolRuntime.init)
+    public init(protocols: [ProtocolSchema], sink: MessageSink?, limits: Limits = Limits()) {
+        self.limits = limits
+        var runtimes = protocols.map { ProtocolRuntime($0, limits: limits) }
         webSocketProtocols = runtimes.filter { $0.schema.transport == .websocket }
-        webSocketDefault = ProtocolRuntime(ProtocolSchema.webSocketDefault)
+        webSocketDefault = ProtocolRuntime(ProtocolSchema.webSocketDefault, limits: limits)
         runtimes.append(webSocketDefault)
         self.protocols = runtimes
         for p in self.protocols { for port in p.schema.ports where byPort[port] == nil { byPort[port] = p } }

@@ -33,6 +33,9 @@ public struct WebSocketInfo: Sendable, Equatable {
 
     public var hasViolations: Bool { flags != 0 }
 
+    /// The message was larger than `--max-ws-message` (on the wire or once inflated).
+    public var exceededSize: Bool { flags & (1 << 11 | 1 << 12) != 0 }
+
     /// What zlib says when inflating fails (its own fixed texts).
     static let zlibMessages = [
         "data error", "invalid block type", "invalid stored block lengths", "too many length or distance symbols",
@@ -137,8 +140,8 @@ public enum WebSocketViolation: Sendable, Equatable {
         case .invalidUTF8: return "text message is not valid UTF-8"
         case .compressedControlOrContinuation: return "RSV1 set on a control or continuation frame"
         case .inflateFailed(let why): return "cannot inflate (permessage-deflate): \(why): compressed bytes shown"
-        case .inflatedTooLarge(let m): return "inflated message exceeds \(m) bytes (--ws-max-message): skipped"
-        case .messageTooLarge(let n, let m): return "message of \(n) bytes exceeds \(m) (--ws-max-message): skipped"
+        case .inflatedTooLarge(let m): return "inflated message exceeds \(m) bytes (--max-ws-message): skipped"
+        case .messageTooLarge(let n, let m): return "message of \(n) bytes exceeds \(m) (--max-ws-message): skipped"
         case .closePayloadOneByte: return "close payload of 1 byte (a status code takes 2)"
         case .compressionContextLost: return "compression context lost in an earlier gap"
         case .shorterThanHeader(let n, let h): return "binary message of \(n) bytes is shorter than the \(h)-byte header: shown raw"

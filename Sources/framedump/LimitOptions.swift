@@ -1,0 +1,91 @@
+import ArgumentParser
+import FramedumpCore
+
+/// `--max-…`: every bound on what the input can make a run hold or do (see `Limits`). A run
+/// that hits one says so in its summary (`limit hit: ...`) and in NDJSON (`"type":"limit"`).
+struct LimitOptions: ParsableArguments {
+    static let defaults = Limits()
+
+    @Option(help: ArgumentHelp("The longest frame any protocol may announce; a dissector's max_frame above it is lowered to it.", valueName: "bytes"))
+    var maxFrame: Int = defaults.maxFrame
+
+    @Option(name: [.customLong("max-ws-message"), .customLong("ws-max-message")],
+            help: ArgumentHelp("WebSocket: the largest message assembled or inflated; larger ones (a deflate bomb) are reported and skipped.", valueName: "bytes"))
+    var maxWebSocketMessage: Int = defaults.maxWebSocketMessage
+
+    @Option(help: ArgumentHelp("Reassembly: out-of-order bytes held per direction before a hole becomes a gap.", valueName: "bytes"))
+    var maxBuffer: Int = defaults.maxBufferPerStream
+
+    @Option(help: ArgumentHelp("Reassembly: out-of-order bytes held over every connection together.", valueName: "bytes"))
+    var maxBufferTotal: Int = defaults.maxBufferTotal
+
+    @Option(help: ArgumentHelp("Reassembly: connections tracked at once, least recently used evicted.", valueName: "n"))
+    var maxConnections: Int = defaults.maxConnections
+
+    @Option(help: ArgumentHelp("Bytes of IP fragments held while their datagrams are incomplete.", valueName: "bytes"))
+    var maxIpFragments: Int = defaults.maxFragmentBytes
+
+    @Option(help: ArgumentHelp("Nesting of messages, protobuf messages and JSON values decoded.", valueName: "levels"))
+    var maxDepth: Int = defaults.maxDepth
+
+    @Option(help: ArgumentHelp("Elements of one array decoded.", valueName: "n"))
+    var maxArray: Int = defaults.maxArray
+
+    @Option(help: ArgumentHelp("Bytes of one string value printed; longer ones are cut.", valueName: "bytes"))
+    var maxString: Int = defaults.maxString
+
+    @Option(help: ArgumentHelp("Protocols loaded from every dissector file together.", valueName: "n"))
+    var maxProtocols: Int = defaults.maxProtocols
+
+    @Option(help: ArgumentHelp("Messages and enums loaded from every dissector file together.", valueName: "n"))
+    var maxMessages: Int = defaults.maxMessages
+
+    var limits: Limits {
+        var l = Limits()
+        l.maxFrame = maxFrame
+        l.maxWebSocketMessage = maxWebSocketMessage
+        l.maxBufferPerStream = maxBuffer
+        l.maxBufferTotal = maxBufferTotal
+        l.maxConnections = maxConnections
+        l.maxFragmentBytes = maxIpFragments
+        l.maxDepth = maxDepth
+        l.maxArray = maxArray
+        l.maxString = maxString
+        l.maxProtocols = maxProtocols
+        l.maxMessages = maxMessages
+        return l
+    }
+
+    func validate() throws {
+        if let problem = limits.problem() { throw ValidationError(problem) }
+    }
+}
+
+/// The load-time bounds alone, for the subcommands that only read dissector files
+/// (`dissectors`, `check`): a file they accept is one a capture run accepts too.
+struct LoadLimitOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The longest frame any protocol may announce (a dissector's max_frame above it is lowered to it).", valueName: "bytes"))
+    var maxFrame: Int = LimitOptions.defaults.maxFrame
+
+    @Option(help: ArgumentHelp("Protocols loaded from every dissector file together.", valueName: "n"))
+    var maxProtocols: Int = LimitOptions.defaults.maxProtocols
+
+    @Option(help: ArgumentHelp("Messages and enums loaded from every dissector file together.", valueName: "n"))
+    var maxMessages: Int = LimitOptions.defaults.maxMessages
+
+    func apply(_ o: LoadOptions) -> LoadOptions {
+        var o = o
+        o.maxFrame = maxFrame
+        o.maxProtocols = maxProtocols
+        o.maxMessages = maxMessages
+        return o
+    }
+
+    func validate() throws {
+        var l = Limits()
+        l.maxFrame = maxFrame
+        l.maxProtocols = maxProtocols
+        l.maxMessages = maxMessages
+        if let problem = l.problem() { throw ValidationError(problem) }
+    }
+}
