@@ -153,6 +153,15 @@ final class DiffTests: XCTestCase {
             """)
     }
 
+    /// Colour only when asked for or on a terminal: piped output has none.
+    func testReportColour() throws {
+        let piped = try TestSupport.framedump(["diff", scenario("a"), scenario("changed")] + ignore)
+        XCTAssertFalse(piped.stdout.contains("\u{1b}["), piped.stdout)
+        let coloured = try TestSupport.framedump(["diff", "--color", "always", scenario("a"), scenario("changed")] + ignore)
+        XCTAssertTrue(coloured.stdout.contains("\u{1b}[33m~Cs_20001"), coloured.stdout)
+        XCTAssertTrue(coloured.stdout.contains("Line: \u{1b}[31m2\u{1b}[0m → \u{1b}[32m3\u{1b}[0m"), coloured.stdout)
+    }
+
     /// A connection only one side has is one difference; other protocols are other servers.
     func testUnpairedConnectionsAndErrors() throws {
         let d = try TestSupport.framedump(["diff", "--json", "samples/game.pcap", "samples/svc.pcap"])
