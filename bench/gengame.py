@@ -7,7 +7,11 @@ Cs_20001 {SceneId u8, Line u32, message}, Cs_10002 {ClientTime u64},
 Sc_20001 {Res u8, SceneId u32, Pos u8, Status u8, Type u8, DefaultCombat u32, message},
 Sc_30005 {Hp i32, Level u16, name}.
 
-Usage: gengame.py OUT.pcap [MESSAGES] [CONNECTIONS]
+Usage: gengame.py OUT.pcap [MESSAGES] [CONNECTIONS] [edited]
+
+With `edited`, the same capture with three edits, for timing `framedump diff`: message
+100,000 left out, message 300,000 sent twice, message 500,000 with its first body byte changed
+(the random stream is the same, so everything else is as without).
 """
 import random, struct, sys
 
@@ -17,6 +21,7 @@ from pcapgen import PcapWriter, eth_ip_tcp
 out = sys.argv[1]
 total = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
 nconn = int(sys.argv[3]) if len(sys.argv) > 3 else 64
+edited = len(sys.argv) > 4 and sys.argv[4] == "edited"
 rng = random.Random(20001)
 MSS = 1448
 PORT = 8000
@@ -64,11 +69,18 @@ for i in range(nconn):
     c["seq"][0] += 1
     c["seq"][1] += 1
 
-for _ in range(total):
+for k in range(total):
     c = rng.choice(conns)
     d = rng.randrange(2)
     mid, body = message(d)
-    c["pend"][d] += struct.pack(">IH", len(body) + 6, mid) + body
+    frame = struct.pack(">IH", len(body) + 6, mid) + body
+    if edited and k == 100_000:
+        frame = b""
+    elif edited and k == 300_000:
+        frame += frame
+    elif edited and k == 500_000:
+        frame = frame[:6] + bytes([frame[6] ^ 1]) + frame[7:]
+    c["pend"][d] += frame
     # Sticky (several frames in one segment) and split (a frame over several) both happen.
     if len(c["pend"][d]) >= rng.choice([1, 40, 200, 1448, 4000]):
         send(c, d, c["pend"][d])

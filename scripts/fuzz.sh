@@ -19,6 +19,7 @@
 #   pipeline        capture file bytes through libpcap and the whole pipeline with the
 #                   shipped dissectors (tree, NDJSON, segments, follow, stream export, summary)
 #   display-filter  -Y filters parsed and evaluated
+#   ndjson-line     one NDJSON line, as `framedump diff` reads it
 # Each builds the `framedump-fuzz` harness (an in-process mutation fuzzer), seeds it with
 # the inputs below (taken from samples/ and the test fixtures), and runs it. A crash or hang
 # leaves the input in fuzz-crash-TARGET (copy it to Tests/FramedumpCoreTests/Fixtures/fuzz/TARGET-what,
@@ -227,13 +228,25 @@ PY
       printf 'game.Res == "success" and msg.dir == s2c' > "$seeds/1"
       printf 'svc.device.os matches "^i" || svc.user in {"u" "v"} && !(msg.id >= 3)' > "$seeds/2"
       run display-filter "$seeds" ;;
+    ndjson-line)
+      # Seeds: NDJSON lines of the samples, plain and --diffable (what `framedump diff` reads).
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      n=0
+      for s in game svc im bridge; do
+        for mode in "-T json" "--diffable"; do
+          framedump -r "samples/$s.pcap" $mode 2>/dev/null | head -n 6 |
+            while IFS= read -r line; do n=$((n + 1)); printf '%s' "$line" > "$seeds/$s-${mode#--}-$RANDOM$n"; done
+        done
+      done
+      run ndjson-line "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, link, reassembly, dissector, deframer, pipeline, display-filter, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, link, reassembly, dissector, deframer, pipeline, display-filter, ndjson-line, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire websocket http-head link reassembly dissector deframer pipeline display-filter; do fuzz_one "$t"; done
+  for t in proto-parser protobuf-wire websocket http-head link reassembly dissector deframer pipeline display-filter ndjson-line; do fuzz_one "$t"; done
 else
   fuzz_one "$target"
 fi

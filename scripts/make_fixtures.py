@@ -506,6 +506,64 @@ def live_any():
     print("wrote", path)
 
 
+def tcp_conversation(cport, sport, c2s=(), s2c=(), lose=None, t0=T0):
+    """A SYN handshake, the c2s chunks then the s2c chunks (each its own segment; chunk number
+    `lose` of c2s left out, so the stream has a hole), and a FIN close."""
+    l3 = lambda c2s_: Ether() / (IP(src="10.0.0.2", dst="10.0.0.1") if c2s_ else IP(src="10.0.0.1", dst="10.0.0.2"))
+    seg = lambda c, flags, seq, ack: l3(c) / TCP(sport=cport if c else sport, dport=sport if c else cport,
+                                                  flags=flags, seq=seq, ack=ack, window=512)
+    cs, ss = 1000, 5000
+    pkts = [seg(True, "S", cs, 0), seg(False, "SA", ss, cs + 1), seg(True, "A", cs + 1, ss + 1)]
+    cs += 1; ss += 1
+    for n, d in enumerate(c2s):
+        if n != lose:
+            pkts.append(seg(True, "PA", cs, ss) / Raw(d))
+        cs += len(d)
+    for d in s2c:
+        pkts.append(seg(False, "PA", ss, cs) / Raw(d))
+        ss += len(d)
+    pkts += [seg(True, "FA", cs, ss), seg(False, "FA", ss, cs + 1), seg(True, "A", cs + 1, ss + 1)]
+    for i, p in enumerate(pkts):
+        p.time = t0 + i * 0.001
+    return pkts
+
+
+def check_fixtures():
+    """check_problems.pcap: one connection per problem class `framedump check -r` knows, each
+    problem once (the classes are named in the comments; `nesting` and `limit` are not crafted)."""
+    import base64, hashlib
+    im = lambda cid, body, version=1, head=12: struct.pack(">HHHIH", head, version, cid, 1, len(body)) + body
+    svc = lambda service, body: struct.pack(">II", service, len(body)) + body
+    key = "dGhlIHNhbXBsZSBub25jZQ=="
+    accept = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+    ws_request = ("GET /service HTTP/1.1\r\nHost: 10.0.0.1:12345\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % key).encode()
+    ws_response = ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   "Sec-WebSocket-Accept: %s\r\n\r\n" % accept).encode()
+    good = C2S[0]
+    conversations = [
+        (8000, [game(999, b"\x01\x02")]),                                   # unknown-message
+        (8000, [game(20001, b"\x07")]),                                      # body-short
+        (8000, [game(10002, struct.pack(">Q", 1) + b"xyz")]),                 # body-long
+        (9000, [im(7, b"", head=13), im(7, b"")]),                            # constant
+        (8000, [struct.pack(">IH", 3, 20001), good]),                         # malformed (length 3 < 6)
+        (8000, [good, good[:9], good[9:], good], 1),                          # gap (and the frame it cut)
+        (5555, [b"hello, nobody decodes this\n"]),                           # unclaimed
+        (9000, [im(1, b"\xff\xff\xff")]),                                   # protobuf
+        (7000, [svc(1, b"not json")]),                                       # json
+        (9000, [im(1, b"\x0a\x02\xff\xfe")]),                              # utf8 (a protobuf string)
+        (9000, [im(7, b"12345", version=2)]),                                 # cipher
+        (12345, [ws_request, b"\x81\x07" + b'{"a":1}'], None, [ws_response]),  # websocket (unmasked client frame)
+    ]
+    pkts = []
+    for n, c in enumerate(conversations):
+        sport, chunks = c[0], c[1]
+        lose = c[2] if len(c) > 2 else None
+        s2c = c[3] if len(c) > 3 else ()
+        pkts += tcp_conversation(41000 + n, sport, chunks, s2c, lose=lose, t0=T0 + n)
+    write("check_problems.pcap", pkts)
+
+
 def output_fixtures():
     # HTTP sent to the game port: the client's bytes are no game frames (a bad header, then
     # bytes skipped while the deframer hunts), and the server's game messages come in between.
@@ -519,7 +577,12 @@ def output_fixtures():
     write("http_on_game_port.pcap", k.pkts)
 
 
+if __name__ == "__main__" and sys.argv[1:] == ["check"]:
+    check_fixtures()
+    sys.exit(0)
+
 if __name__ == "__main__":
+    check_fixtures()
     scapy_fixtures()
     if os.geteuid() == 0:
         live_any()

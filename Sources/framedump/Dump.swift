@@ -69,8 +69,11 @@ struct Dump: ParsableCommand {
     @Flag(name: .long, help: "Same as -T json.")
     var json = false
 
-    @Flag(name: .long, help: "JSON: leave out what changes between two runs (timestamps, ephemeral ports, packet numbers).")
+    @Flag(name: .long, help: "JSON: leave out what changes between two runs (timestamps, ephemeral ports, packet numbers); connections by stable keys, their lines grouped.")
     var diffable = false
+
+    @Option(name: .long, help: ArgumentHelp("--diffable: leave out this field (repeatable; Cs_10002.ClientTime, game.*.Timestamp; see README).", valueName: "path"))
+    var ignore: [String] = []
 
     @Option(name: .long, help: "Colour: auto (when stdout is a terminal), always or never.")
     var color: ColorChoice = .auto
@@ -128,6 +131,8 @@ struct Dump: ParsableCommand {
             throw ValidationError("-z \(z): not a statistic (msgs, conv, rtt, rate or rate,SECONDS).")
         }
         _ = try keys()
+        _ = try ignorePatterns(ignore)
+        if !ignore.isEmpty && !diffable { throw ValidationError("--ignore leaves fields out of --diffable output: add --diffable.") }
     }
 
     /// `--key NAME=HEX` values; the error never repeats the key.
@@ -166,6 +171,7 @@ struct Dump: ParsableCommand {
         // --diffable is a property of the NDJSON output: asking for it asks for NDJSON.
         options.format = (json || format == .json || diffable) ? .json : .tree
         options.diffable = diffable
+        options.ignore = (try? ignorePatterns(ignore)) ?? []
         options.color = color == .always || (color == .auto && isatty(1) != 0)
         options.streamsDir = streams
         options.follow = follow

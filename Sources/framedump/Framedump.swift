@@ -10,7 +10,7 @@ struct Framedump: ParsableCommand {
         commandName: "framedump",
         abstract: "A tcpdump for custom binary protocols: capture, reassemble, deframe and decode.",
         version: "framedump 0.4 (WebSocket, protobuf, filters)",
-        subcommands: [Dump.self, Dissectors.self, Check.self],
+        subcommands: [Dump.self, Dissectors.self, Check.self, Diff.self],
         defaultSubcommand: Dump.self
     )
 

@@ -32,18 +32,40 @@ struct Dissectors: ParsableCommand {
 /// `framedump check FILE...`: parse dissector files and report every error in each.
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check dissector files; errors are reported as file:line:column (exit 2).")
+        abstract: "Check dissector files (errors as file:line:column, exit 2), or with -r a capture against them (exit 1 on a problem).")
 
     @Argument(help: "Dissector files or folders (default ./Dissectors and $FRAMEDUMP_DISSECTORS).")
     var paths: [String] = []
 
+    @Option(name: .customShort("d"), help: ArgumentHelp("With -r: a dissector file or folder (repeatable), as the positional paths.", valueName: "path"))
+    var dissectors: [String] = []
+
+    @Option(name: .customShort("r"), help: ArgumentHelp("Validate this capture against the dissectors (default ./Dissectors and $FRAMEDUMP_DISSECTORS).", valueName: "file"))
+    var capture: String?
+
+    @Option(name: .long, help: ArgumentHelp("With -r: tolerate this problem class (repeatable).", valueName: "class"))
+    var allow: [String] = []
+
+    @Flag(name: .long, help: "With -r: report connections no dissector claimed.")
+    var unclaimed = false
+
     @Option(name: .long, help: ArgumentHelp("Also look for .proto files in this folder (repeatable).", valueName: "dir"))
     var protoPath: [String] = []
+
+    func validate() throws { _ = try CheckCapture.classes(allow) }
 
     @OptionGroup(title: "Limits")
     var limits: LoadLimitOptions
 
     func run() throws {
+        if let capture {
+            var l = Limits()
+            l.maxFrame = limits.maxFrame
+            l.maxProtocols = limits.maxProtocols
+            l.maxMessages = limits.maxMessages
+            return try CheckCapture.run(capture: capture, dissectors: paths + dissectors, protoPath: protoPath, allow: allow,
+                                        unclaimed: unclaimed, limits: l)
+        }
         let targets = paths.isEmpty ? DissectorLoader.defaultPaths(explicit: []) : paths
         guard !targets.isEmpty else {
             FileHandleErr.write("framedump check: nothing to check: give dissector files or folders (there is no ./Dissectors here and FRAMEDUMP_DISSECTORS is not set)\n")

@@ -55,7 +55,7 @@ final class GoldenTests: XCTestCase {
         XCTAssertFalse(r.stdout.contains("\"ts\""))
         XCTAssertFalse(r.stdout.contains("\"pkts\""))
         XCTAssertNil(r.stdout.range(of: "127\\.0\\.0\\.1:[0-9]+-", options: .regularExpression), "no ephemeral client ports")
-        XCTAssertTrue(r.stdout.contains("\"conn\":\"127.0.0.1:*-127.0.0.1:8000\""))
+        XCTAssertTrue(r.stdout.contains("\"conn\":\"game@127.0.0.1:8000#3\""))
     }
 
     func testFollowShowsBytesAndGaps() throws {

@@ -148,7 +148,7 @@ final class LiveOperationTests: XCTestCase {
         let game = try Data(contentsOf: URL(fileURLWithPath: TestSupport.sample("game.pcap")))
         func raw(_ name: [UInt8]) -> String { dir + "/" + name.withUnsafeBytes { RawPath.decodeSlow($0) } }
         let input = raw([0xff] + Array(".pcap".utf8))
-        try RawPath.withCString(input) { p in
+        RawPath.withCString(input) { p in
             let f = fopen(p, "wb")!
             game.withUnsafeBytes { _ = fwrite($0.baseAddress, 1, $0.count, f) }
             fclose(f)

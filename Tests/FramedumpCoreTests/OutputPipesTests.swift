@@ -35,7 +35,7 @@ final class OutputPipesTests: XCTestCase {
         let r = try TestSupport.framedump(["-r", "samples/game.pcap", "--diffable"])
         XCTAssertEqual(r.status, 0, r.stderr)
         let first = try XCTUnwrap(r.stdout.split(separator: "\n").first)
-        XCTAssertTrue(first.hasPrefix("{\"conn\":\"127.0.0.1:*-127.0.0.1:8000\""), String(first))
+        XCTAssertTrue(first.hasPrefix("{\"conn\":\"game@127.0.0.1:8000#1\""), String(first))
     }
 
     func testUsageErrorsExitWithTwo() throws {

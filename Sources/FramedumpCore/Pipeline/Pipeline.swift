@@ -16,7 +16,8 @@ public final class Pipeline {
     public let dissectorCount: Int
 
     /// Dissector files are loaded here, before any packet is read (and before privileges drop).
-    public init(options: PipelineOptions, output: OutputBuffer) throws {
+    /// `messageSink`, when given, takes the decoded stream in place of the printer (`diff`, `check -r`).
+    public init(options: PipelineOptions, output: OutputBuffer, messageSink: MessageSink? = nil) throws {
         self.options = options
         self.out = output
         let limits = options.limits
@@ -39,8 +40,10 @@ public final class Pipeline {
             sessions = nil
             filtering = nil
         } else {
-            var printer: MessageSink? = !printsMessages ? nil
-                : options.format == .json ? JSONPrinter(output: output, diffable: options.diffable) as MessageSink
+            // --diffable: the lines are held per connection and written grouped at the end.
+            var printer: MessageSink? = messageSink != nil ? messageSink : !printsMessages ? nil
+                : options.format == .json && options.diffable ? ConnectionCollector(.export(output), ignore: options.ignore)
+                : options.format == .json ? JSONPrinter(output: output, diffable: false) as MessageSink
                 : TreePrinter(output: output, hexDump: options.hexDump, verbose: options.verbose > 0, color: options.color)
             // -z counts what reaches the output (after -Y), so it sits between the two.
             if !options.statistics.isEmpty && !options.follow {

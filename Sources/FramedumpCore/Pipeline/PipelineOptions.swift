@@ -8,6 +8,8 @@ public struct PipelineOptions: Sendable {
     public var verbose = 0
     public var format: MessageFormat = .tree
     public var diffable = false
+    /// `--ignore`: fields left out of `--diffable` lines.
+    public var ignore: [IgnorePattern] = []
     public var color = false
     public var streamsDir: String?
     public var follow = false

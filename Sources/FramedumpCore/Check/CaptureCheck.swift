@@ -1,0 +1,157 @@
+/// `framedump check -r CAPTURE`: a capture validated against the loaded dissectors, for CI of
+/// protocol changes. Each problem is one line (class, connection, direction, packet, message,
+/// what is wrong); the summary counts them per class.
+public enum ProblemClass: String, CaseIterable, Sendable {
+    /// A message id no message of the schema has.
+    case unknownMessage = "unknown-message"
+    /// A body that ends inside a field (or an array announcing more than the frame holds).
+    case bodyShort = "body-short"
+    /// A body with bytes after its last field.
+    case bodyLong = "body-long"
+    /// A header field declared constant with another value.
+    case constant
+    /// A frame the deframer could not take (length out of bounds, bytes skipped, cut at the end).
+    case malformed
+    /// Bytes missing from a stream (the frame it cut and the bytes skipped after it are part of it).
+    case gap
+    /// A connection that carried bytes no dissector claimed (reported with `--unclaimed`).
+    case unclaimed
+    /// RFC 6455 violations, a handshake whose accept value is wrong.
+    case websocket
+    /// Protobuf bodies that are not valid wire data or do not fit their message.
+    case protobuf
+    /// JSON bodies that are not JSON.
+    case json
+    /// Text fields that are not UTF-8.
+    case utf8
+    /// Bodies that could not be decrypted.
+    case cipher
+    /// Messages nested too deep to decode.
+    case nesting
+    /// A bound of the run (`--max-array`…) stopped a message from being decoded whole.
+    case limit
+
+    public static var names: String { allCases.map(\.rawValue).joined(separator: ", ") }
+}
+
+public struct Problem: Sendable {
+    public var kind: ProblemClass
+    public var conn: String
+    public var dir: Direction?
+    public var packet: UInt64
+    public var message: String?
+    public var detail: String
+}
+
+public final class CaptureCheck: MessageSink {
+    let out: OutputBuffer
+    let allowed: Set<ProblemClass>
+    let reportUnclaimed: Bool
+    public private(set) var counts: [ProblemClass: Int] = [:]
+    /// Per connection number and direction: a gap or a malformed frame was reported and no
+    /// message decoded since (the frame a gap cut, and the bytes skipped to the next header,
+    /// belong to the problem before them).
+    var afterGap: Set<UInt64> = []
+
+    public init(output: OutputBuffer, allowed: Set<ProblemClass>, unclaimed: Bool) {
+        out = output
+        self.allowed = allowed
+        reportUnclaimed = unclaimed
+    }
+
+    /// Problems that are not allowed.
+    public var failures: Int { counts.filter { !allowed.contains($0.key) }.reduce(0) { $0 + $1.value } }
+
+    func report(_ p: Problem) {
+        counts[p.kind, default: 0] += 1
+        var line = p.kind.rawValue + " " + p.conn
+        if let d = p.dir { line += d == .c2s ? " c2s" : " s2c" }
+        line += " pkt \(p.packet)"
+        if let m = p.message { line += " " + m }
+        line += ": " + p.detail
+        if allowed.contains(p.kind) { line += " (allowed)" }
+        out.write(line)
+        out.newline()
+    }
+
+    func key(_ c: Connection, _ d: Direction) -> UInt64 { c.number << 1 | UInt64(d.rawValue) }
+
+    public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
+        afterGap.remove(key(c, m.direction))
+        guard !m.warnings.isEmpty else { return }
+        let name = m.name(in: p) ?? m.id.map { "id \($0)" }
+        for w in m.warnings {
+            let kind: ProblemClass
+            switch w {
+            case .unknownMessage: kind = .unknownMessage
+            case .bodyTooShort, .arrayTooLong: kind = .bodyShort
+            case .trailingBytes: kind = .bodyLong
+            case .nestingTooDeep, .protobufTooDeep: kind = .nesting
+            case .arrayOverLimit: kind = .limit
+            case .invalidJSON, .jsonTooDeep, .jsonLoneSurrogate: kind = .json
+            case .invalidUTF8: kind = .utf8
+            case .webSocket: kind = .websocket
+            // A protobuf protocol decodes an id no line binds without a schema: still an unknown id.
+            case .protobuf where m.message == nil && m.id != nil && m.webSocket == nil: kind = .unknownMessage
+            case .protobuf: kind = .protobuf
+            case .cipher: kind = .cipher
+            }
+            report(Problem(kind: kind, conn: c.name, dir: m.direction, packet: m.frame.firstPacket.number,
+                           message: name, detail: w.text))
+        }
+    }
+
+    public func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
+                          reason: MalformedReason, packet: PacketRef) {
+        let kind: ProblemClass
+        switch reason {
+        case .cutByGap: return
+        case .skipped where afterGap.contains(key(c, d)): return
+        case .constantMismatch: kind = .constant
+        case .webSocketLengthTopBit: kind = .websocket
+        default: kind = .malformed
+        }
+        afterGap.insert(key(c, d))
+        report(Problem(kind: kind, conn: c.name, dir: d, packet: packet.number, message: nil,
+                       detail: reason.text + " (\(length) bytes at stream offset \(offset))"))
+    }
+
+    public func gap(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, offset: UInt64, length: UInt64,
+                    reason: GapReason, packet: PacketRef) {
+        afterGap.insert(key(c, d))
+        report(Problem(kind: .gap, conn: c.name, dir: d, packet: packet.number, message: nil,
+                       detail: "\(length) bytes missing at stream offset \(offset) (\(reason.rawValue))"))
+    }
+
+    public func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
+                          deflate: DeflateParameters?, packet: PacketRef) {
+        if h.acceptValid == false {
+            report(Problem(kind: .websocket, conn: c.name, dir: d, packet: packet.number, message: nil,
+                           detail: "Sec-WebSocket-Accept does not match the request's key"))
+        }
+    }
+
+    public func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {
+        afterGap.remove(key(c, .c2s))
+        afterGap.remove(key(c, .s2c))
+        let bytes = c.bytesDelivered(.c2s) + c.bytesDelivered(.s2c)
+        if reportUnclaimed && p == nil && bytes > 0 {
+            report(Problem(kind: .unclaimed, conn: c.name, dir: nil, packet: c.firstPacket.number, message: nil,
+                           detail: "\(bytes) bytes no dissector claimed"))
+        }
+    }
+
+    public func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {}
+    public func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {}
+    public func finish() { out.flush() }
+
+    /// `N problems: 2 unknown-message, 1 gap (allowed)` or `no problems`.
+    public func summary(_ capture: String, messages: UInt64) -> String {
+        let total = counts.values.reduce(0, +)
+        guard total > 0 else { return "\(capture): no problems (\(messages) messages)" }
+        let parts = ProblemClass.allCases.compactMap { k in
+            counts[k].map { "\($0) \(k.rawValue)" + (allowed.contains(k) ? " (allowed)" : "") }
+        }
+        return "\(capture): \(total) problem\(total == 1 ? "" : "s") in \(messages) messages: " + parts.joined(separator: ", ")
+    }
+}

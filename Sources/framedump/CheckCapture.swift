@@ -1,0 +1,43 @@
+import ArgumentParser
+import FramedumpCore
+
+/// `framedump check -r CAPTURE`: the capture validated against the loaded dissectors; one
+/// line per problem, a summary per class on stderr; exit 0 when clean (or every problem is of
+/// an allowed class), 1 when a problem was found, 2 on error.
+enum CheckCapture {
+    static func classes(_ names: [String]) throws -> Set<ProblemClass> {
+        Set(try names.map { n in
+            guard let k = ProblemClass(rawValue: n) else {
+                throw ValidationError("--allow \(n): not a problem class (\(ProblemClass.names)).")
+            }
+            return k
+        })
+    }
+
+    static func run(capture: String, dissectors: [String], protoPath: [String], allow: [String], unclaimed: Bool,
+                    limits: Limits) throws {
+        var options = PipelineOptions()
+        options.limits = limits
+        options.dissectorPaths = dissectors
+        options.load = LoadOptions(protoPaths: protoPath)
+        let out = OutputBuffer(fd: 1)
+        let check = CaptureCheck(output: out, allowed: try classes(allow), unclaimed: unclaimed)
+        let pipeline: Pipeline
+        do {
+            pipeline = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: check)
+            let source = try PacketSource(.file(capture))
+            try pipeline.run(source, limit: nil, dumper: nil, lineBuffered: false)
+        } catch let e as DissectorError {
+            FileHandleErr.write("\(e.description)\n")
+            throw ExitCode(2)
+        } catch {
+            out.flush()
+            FileHandleErr.write("framedump check: \(error)\n")
+            throw ExitCode(2)
+        }
+        pipeline.finish()
+        out.flush()
+        FileHandleErr.write(check.summary(capture, messages: pipeline.messageCount) + "\n")
+        if check.failures > 0 { throw ExitCode(1) }
+    }
+}

@@ -1,0 +1,95 @@
+import ArgumentParser
+import FramedumpCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `--ignore PATH` values, checked.
+func ignorePatterns(_ texts: [String]) throws -> [IgnorePattern] {
+    try texts.map { t in
+        guard let p = IgnorePattern(t) else {
+            throw ValidationError("--ignore \(t): not a field path (names joined by dots, * for any name: Cs_10002.ClientTime, game.*.Timestamp).")
+        }
+        return p
+    }
+}
+
+/// `framedump diff A B`: the protocol differences between two runs of one scenario.
+struct Diff: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Compare two captures (or NDJSON exports) message by message; exit 0 when equal, 1 when different, 2 on error.")
+
+    @Argument(help: ArgumentHelp("The old capture (pcap/pcapng) or NDJSON export.", valueName: "old"))
+    var old: String
+
+    @Argument(help: ArgumentHelp("The new capture (pcap/pcapng) or NDJSON export.", valueName: "new"))
+    var new: String
+
+    @Option(name: .long, help: ArgumentHelp("Leave out this field (repeatable; ClientTime, Cs_10002.ClientTime, game.*.Timestamp).", valueName: "path"))
+    var ignore: [String] = []
+
+    @Flag(name: .long, help: "One JSON object per difference instead of the report.")
+    var json = false
+
+    @Option(name: .long, help: "Colour: auto (when stdout is a terminal), always or never.")
+    var color: ColorChoice = .auto
+
+    @Option(name: .customShort("d"), help: ArgumentHelp("Load a dissector file or folder (repeatable); default ./Dissectors and $FRAMEDUMP_DISSECTORS.", valueName: "path"))
+    var dissectors: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Also look for .proto files and their imports in this folder (repeatable).", valueName: "dir"))
+    var protoPath: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("An AES key a dissector names, as hex (repeatable).", valueName: "name=hex"))
+    var key: [String] = []
+
+    @OptionGroup(title: "Limits")
+    var limits: LimitOptions
+
+    func validate() throws {
+        _ = try ignorePatterns(ignore)
+        _ = try parsedKeys(key)
+    }
+
+    func run() throws {
+        var options = PipelineOptions()
+        options.dissectorPaths = dissectors
+        options.limits = limits.limits
+        options.load = LoadOptions(protoPaths: protoPath, keys: try parsedKeys(key))
+        let differ = CaptureDiff(options: options, ignore: try ignorePatterns(ignore))
+        let result: DiffResult
+        do {
+            result = try differ.run(DiffInput.at(old), DiffInput.at(new))
+        } catch let e as DissectorError {
+            FileHandleErr.write("\(e.description)\n")
+            throw ExitCode(2)
+        } catch {
+            FileHandleErr.write("framedump diff: \(error)\n")
+            throw ExitCode(2)
+        }
+        let out = OutputBuffer(fd: 1)
+        if json {
+            out.write(DiffReport.json(result))
+            out.flush()
+            FileHandleErr.write(DiffReport.summaryLine(result) + "\n")
+        } else {
+            let paint = color == .always || (color == .auto && isatty(1) != 0)
+            out.write(DiffReport.text(result, old: old, new: new, color: paint))
+            out.flush()
+        }
+        if !result.differences.isEmpty { throw ExitCode(1) }
+    }
+}
+
+/// `--key NAME=HEX` values (as `dump` reads them).
+func parsedKeys(_ key: [String]) throws -> [String: [UInt8]] {
+    var out: [String: [UInt8]] = [:]
+    for k in key {
+        guard let eq = k.firstIndex(of: "="), eq != k.startIndex,
+              let v = BodyCipherSpec.hex(String(k[k.index(after: eq)...])), [16, 24, 32].contains(v.count) else {
+            throw ValidationError("--key takes NAME=HEX with 16, 24 or 32 bytes of hex.")
+        }
+        out[String(k[..<eq])] = v
+    }
+    return out
+}
