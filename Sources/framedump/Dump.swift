@@ -111,6 +111,9 @@ struct Dump: ParsableCommand {
     @Flag(name: .long, help: "No progress line on stderr while a file is read (it is shown only when stderr is a terminal).")
     var noProgress = false
 
+    @Flag(name: .long, help: "Read, decode and print on one thread (files are otherwise decoded and printed on a second thread while the first reads; live captures always use one).")
+    var oneThread = false
+
     @OptionGroup(title: "Limits")
     var limits: LimitOptions
 
@@ -194,6 +197,7 @@ struct Dump: ParsableCommand {
             input = .live(live)
         } else {
             input = .file(readFile!)
+            options.decodeThread = !oneThread && !lineBuffered
         }
         // `-w -`: stdout is the capture and nothing else (as with tcpdump); text goes to stderr.
         let out = OutputBuffer(fd: writeFile == "-" ? 2 : 1)

@@ -12,6 +12,8 @@ public final class Pipeline {
     let sink: MessageSink?
     /// The `-Y` filter in front of the output, when one was given.
     let filtering: FilteringSink?
+    /// Set when decoding and printing run on a thread of their own (`PipelineOptions.decodeThread`).
+    var decodeThread: DecodeThread?
     /// How many protocols the dissector files declared (none: only WebSocket is decoded, built in).
     public let dissectorCount: Int
 
@@ -63,6 +65,13 @@ public final class Pipeline {
             consumers.append(e)
         }
         if options.follow && !options.quiet { consumers.append(FollowPrinter(output: output)) }
+        // Only messages and the manager's events reach the output, so the output can be written
+        // from a second thread (the follow printer writes it from this one).
+        if options.decodeThread && messageSink == nil && !options.follow, let m = sessions,
+           let t = DecodeThread(output: output, sizes: options.decodeThreadSizes) {
+            decodeThread = t
+            m.decode(on: t)
+        }
         if !consumers.isEmpty {
             let fan: StreamConsumer = consumers.count == 1 ? consumers[0] : FanOut(consumers)
             let sessions = self.sessions
@@ -80,7 +89,9 @@ public final class Pipeline {
 
     /// Messages decoded or counted so far, over every protocol (for the progress line).
     public var messageCount: UInt64 {
-        sessions?.protocols.reduce(0) { $0 + $1.messageCounts.reduce(0, +) } ?? 0
+        // The counters are the decoding thread's: count what was handed to it instead.
+        if let t = decodeThread { return t.framesSent }
+        return sessions?.protocols.reduce(0) { $0 + $1.messageCounts.reduce(0, +) } ?? 0
     }
 
     public func run(_ source: PacketSource, limit: UInt64?, dumper: PacketDumper?, lineBuffered: Bool,
@@ -91,6 +102,7 @@ public final class Pipeline {
         let printSegments = options.segments && !options.quiet
         let seg = SegmentPrinter()
         let reassembler = self.reassembler
+        let decodeThread = self.decodeThread
         try source.forEach(limit: limit) { p in
             capture.packets += 1
             capture.bytes += UInt64(p.wireLength)
@@ -100,7 +112,8 @@ public final class Pipeline {
                 if lineBuffered { dumper.flush() }
             }
             // Nobody reads the output any more (`| head`): stop, as tcpdump does on SIGPIPE.
-            if out.closed || (dumperToStdout && dumper?.failed == true) { return false }
+            // (The output is the decoding thread's, when there is one: it tells when it closed.)
+            if (decodeThread?.stopRequested ?? out.closed) || (dumperToStdout && dumper?.failed == true) { return false }
             let r = link.decode(p.data)
             capture.count(r)
             if case .tcp(let s) = r {
@@ -123,7 +136,13 @@ public final class Pipeline {
     /// End of capture: close every connection (their holes become gaps) and write indexes.
     public func finish() {
         reassembler?.finish()
-        sink?.finish()
+        if let t = decodeThread {
+            // Behind the last frames; then wait until the other thread has printed everything.
+            sessions?.sink?.finish()
+            t.finish()
+        } else {
+            sink?.finish()
+        }
         export?.writeIndex()
         // NDJSON ends with a line per bound the run hit, so a reader knows what was cut.
         if options.format == .json && !options.segments && !options.follow { limitReport.json(to: out) }

@@ -28,5 +28,10 @@ public struct PipelineOptions: Sendable {
     public var load = LoadOptions()
     /// `--proto-defaults`: protobuf fields not on the wire shown at their default value.
     public var protoDefaults = false
+    /// Decode and print on a second thread while this one reads, reassembles and takes the
+    /// WebSocket layer apart (files: live captures print each packet's messages at once).
+    public var decodeThread = false
+    /// Its batches (tests make them tiny, so every boundary is crossed).
+    var decodeThreadSizes = DecodeThread.Sizes()
     public init() {}
 }

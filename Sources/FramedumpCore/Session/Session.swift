@@ -25,7 +25,7 @@ final class Session {
         if p.schema.transport == .websocket { return attachWebSocket(p) }
         proto = p
         p.connections += 1
-        let f = SessionFrames(runtime: p, sink: manager.sink, decoded: manager.decoded, connection: connection)
+        let f = SessionFrames(manager: manager, runtime: p, connection: connection)
         frames = f
         for d in Direction.allCases {
             layers[d.rawValue] = Deframer(layout: p.layout, direction: d, consumer: f,
@@ -67,18 +67,30 @@ final class SessionFrames: FrameConsumer {
     let connection: Connection
     /// With `-Y`: the filter, asked before decoding whether a message can match at all.
     let prefilter: FilteringSink?
+    /// Reading a file: the thread frames are handed to, decoded and printed there.
+    let handoff: DecodeThread?
+    /// The batch that last took this object (the reading thread's; see `DecodeThread`).
+    var handoffSerial: UInt64 = 0
 
-    init(runtime: ProtocolRuntime, sink: MessageSink?, decoded: DecodedMessage, connection: Connection) {
+    init(manager: SessionManager, runtime: ProtocolRuntime, connection: Connection) {
         self.runtime = runtime
         decoder = runtime.decoder
         textDecoder = runtime.textDecoder ?? runtime.decoder
+        let sink = manager.decodeSink
         self.sink = sink ?? NullSink()
-        self.decoded = decoded
+        decoded = manager.decoded
         self.connection = connection
         prefilter = sink as? FilteringSink
+        handoff = manager.handoff
     }
 
     func frame(_ f: Frame, _ dir: Direction) {
+        if let h = handoff { return h.frame(self, f, dir) }
+        decode(f, dir)
+    }
+
+    /// A frame decoded and handed to the sink (on the decoding thread, when there is one).
+    func decode(_ f: Frame, _ dir: Direction) {
         let p = runtime
         p.bytes += UInt64(f.bytes.count)
         if let pre = prefilter, !prefilterAllows(f, dir, pre) { return }
@@ -113,6 +125,11 @@ final class SessionFrames: FrameConsumer {
 
     /// A WebSocket message, decoded as `body` says, with the layer's info above it.
     func deliver(_ f: Frame, _ dir: Direction, body: WebSocketBody, ws: WebSocketInfo) {
+        if let h = handoff { return h.deliver(self, f, dir, body: body, ws: ws) }
+        decode(f, dir, body: body, ws: ws)
+    }
+
+    func decode(_ f: Frame, _ dir: Direction, body: WebSocketBody, ws: WebSocketInfo) {
         let p = runtime
         p.bytes += UInt64(f.bytes.count)
         if ws.hasViolations && ws.exceededSize { p.limitHits.webSocketTooLarge += 1 }
@@ -164,6 +181,18 @@ final class SessionFrames: FrameConsumer {
 
     func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef,
                    bytes: UnsafeRawBufferPointer) {
+        guard let h = handoff else {
+            return report(dir, offset: offset, length: length, reason: reason, packet: packet, bytes: bytes)
+        }
+        // The rare path: the bytes (a sample at most) copied for the other thread.
+        let copy = [UInt8](bytes)
+        h.call { [self] in
+            copy.withUnsafeBytes { report(dir, offset: offset, length: length, reason: reason, packet: packet, bytes: $0) }
+        }
+    }
+
+    func report(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef,
+                bytes: UnsafeRawBufferPointer) {
         // A frame the capture cut is counted apart: nothing is wrong with the stream.
         if reason.isCaptureCut {
             runtime.cutAtEnd += 1
@@ -183,7 +212,12 @@ public final class SessionManager: StreamConsumer {
     public let protocols: [ProtocolRuntime]
     var byPort: [UInt16: ProtocolRuntime] = [:]
     let anyPort: [ProtocolRuntime]
+    /// Where the manager's own events go (connections, gaps, handshakes).
     public var sink: MessageSink?
+    /// Where decoded messages go: `sink`, unless a `DecodeThread` sits between them.
+    var decodeSink: MessageSink?
+    /// Set before the first packet when decoding runs on a thread of its own.
+    var handoff: DecodeThread?
     let decoded = DecodedMessage()
     public internal(set) var undissectedConnections: UInt64 = 0
     public internal(set) var undissectedBytes: UInt64 = 0
@@ -214,6 +248,15 @@ public final class SessionManager: StreamConsumer {
         for p in self.protocols { for port in p.schema.ports where byPort[port] == nil { byPort[port] = p } }
         anyPort = self.protocols.filter { $0.schema.anyPort }
         self.sink = sink
+        decodeSink = sink
+    }
+
+    /// Decoding and printing move to `thread`: from now on the manager's events go there too,
+    /// behind the frames.
+    func decode(on thread: DecodeThread) {
+        handoff = thread
+        decodeSink = sink
+        sink = sink.map { HandoffSink(thread, $0) }
     }
 
     /// The WebSocket protocol for a handshake: by path and subprotocol first, then by port.

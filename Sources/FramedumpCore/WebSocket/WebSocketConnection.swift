@@ -28,8 +28,7 @@ final class WebSocketConnection {
     init(session: Session, inner: ProtocolRuntime, maxMessage: Int) {
         self.session = session
         self.inner = inner
-        frames = SessionFrames(runtime: inner, sink: session.manager.sink, decoded: session.manager.decoded,
-                               connection: session.connection)
+        frames = SessionFrames(manager: session.manager, runtime: inner, connection: session.connection)
         streams = Direction.allCases.map { WebSocketStream(owner: self, direction: $0, maxMessage: maxMessage, mode: .head) }
         makeTunnel()
     }
@@ -49,8 +48,7 @@ final class WebSocketConnection {
         inner = p
         p.connections += 1
         session.proto = p
-        frames = SessionFrames(runtime: p, sink: session.manager.sink, decoded: session.manager.decoded,
-                               connection: session.connection)
+        frames = SessionFrames(manager: session.manager, runtime: p, connection: session.connection)
         session.frames = frames
         makeTunnel()
     }

@@ -1,0 +1,332 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Decoding and printing on a thread of their own, beside the thread that reads the capture,
+/// reassembles and takes the WebSocket layer apart: reading a file, the two halves of the work
+/// then run at once. The cut is where frames leave the deframers (`SessionFrames`): each frame's
+/// bytes are copied into a batch, and the sink's events follow in the same queue, so the
+/// output is the same, line for line, as on one thread.
+///
+/// Memory stays flat: a fixed pool of batches goes back and forth, and the reader waits when
+/// all are full. A frame larger than a batch's block gets a block its size (frames are bounded
+/// by `--max-frame` and `--max-ws-message`), given back when the batch is reused.
+final class DecodeThread: @unchecked Sendable {
+    /// How much goes over at a time, and how many batches there are.
+    struct Sizes: Sendable {
+        var events = 1024
+        var blockBytes = 256 << 10
+        var batches = 4
+    }
+    let sizes: Sizes
+
+    private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let hasWork = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let hasRoom = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var thread = pthread_t()
+
+    // Under `lock`.
+    private var full: [EventBatch] = []
+    private var free: [EventBatch] = []
+    private var ended = false
+    private var outputClosed = false
+
+    // The reading thread's own.
+    private var current: EventBatch
+    private var serial: UInt64 = 1
+    /// The output was closed (`| head`): the reader stops, as it does on one thread.
+    private(set) var stopRequested = false
+    /// Frames handed over so far (what the progress line counts while the other thread decodes).
+    private(set) var framesSent: UInt64 = 0
+    private var joined = false
+
+    /// The decoding thread's: only it writes here once running.
+    private let output: OutputBuffer
+
+    /// Nil when no thread can be started: the caller then decodes on its own thread.
+    init?(output: OutputBuffer, sizes: Sizes = Sizes()) {
+        self.output = output
+        self.sizes = sizes
+        pthread_mutex_init(lock, nil)
+        pthread_cond_init(hasWork, nil)
+        pthread_cond_init(hasRoom, nil)
+        current = EventBatch(sizes)
+        for _ in 1..<max(sizes.batches, 2) { free.append(EventBatch(sizes)) }
+        let me = Unmanaged.passRetained(self)
+        let started = pthread_create(&thread, nil, { context in
+            let t = Unmanaged<DecodeThread>.fromOpaque(context!).takeRetainedValue()
+            t.consume()
+            return nil
+        }, me.toOpaque())
+        guard started == 0 else {
+            me.release()
+            return nil
+        }
+    }
+
+    deinit {
+        pthread_cond_destroy(hasWork)
+        pthread_cond_destroy(hasRoom)
+        pthread_mutex_destroy(lock)
+        lock.deallocate()
+        hasWork.deallocate()
+        hasRoom.deallocate()
+    }
+
+    // MARK: - The reading thread
+
+    /// A deframed message, decoded over there by `to`.
+    @inline(__always)
+    func frame(_ to: SessionFrames, _ f: Frame, _ dir: Direction) {
+        let at = store(f.bytes, for: to)
+        current.events.append(.frame(FrameCopy(to, f, at: at), dir))
+        framesSent &+= 1
+        if current.events.count >= sizes.events { submit() }
+    }
+
+    /// A WebSocket message, decoded over there by `to` as `body` says.
+    @inline(__always)
+    func deliver(_ to: SessionFrames, _ f: Frame, _ dir: Direction, body: SessionFrames.WebSocketBody,
+                 ws: WebSocketInfo) {
+        let at = store(f.bytes, for: to)
+        current.events.append(.deliver(FrameCopy(to, f, at: at), dir, body, ws))
+        framesSent &+= 1
+        if current.events.count >= sizes.events { submit() }
+    }
+
+    /// Anything else (a connection opened or closed, a gap, a malformed stretch): rare, so a
+    /// closure holding what it needs.
+    func call(_ body: @escaping () -> Void) {
+        current.events.append(.call(body))
+        if current.events.count >= sizes.events { submit() }
+    }
+
+    /// Copies `b` into the current batch (handing it over first if it is full) and keeps the
+    /// batch holding `owner` until the batch comes back.
+    @inline(__always)
+    private func store(_ b: UnsafeRawBufferPointer, for owner: SessionFrames) -> Int {
+        if current.room < b.count {
+            if !current.events.isEmpty { submit() }
+            current.ensure(b.count)
+        }
+        if owner.handoffSerial != serial {
+            owner.handoffSerial = serial
+            current.owners.append(owner)
+        }
+        return current.append(b)
+    }
+
+    /// Hands the current batch over and takes a free one (waiting while all are in use).
+    private func submit() {
+        let b = current
+        pthread_mutex_lock(lock)
+        full.append(b)
+        pthread_cond_signal(hasWork)
+        while free.isEmpty { pthread_cond_wait(hasRoom, lock) }
+        let next = free.removeLast()
+        stopRequested = outputClosed
+        pthread_mutex_unlock(lock)
+        serial &+= 1
+        // The owners are let go here, on the thread that took them.
+        next.reset()
+        current = next
+    }
+
+    /// Hands over what is left and waits until the other thread has decoded and printed it.
+    func finish() {
+        guard !joined else { return }
+        joined = true
+        pthread_mutex_lock(lock)
+        full.append(current)
+        ended = true
+        pthread_cond_signal(hasWork)
+        pthread_mutex_unlock(lock)
+        pthread_join(thread, nil)
+        current = EventBatch(Sizes(events: 0, blockBytes: 0))
+    }
+
+    // MARK: - The decoding thread
+
+    private func consume() {
+        while true {
+            pthread_mutex_lock(lock)
+            while full.isEmpty && !ended { pthread_cond_wait(hasWork, lock) }
+            if full.isEmpty {
+                pthread_mutex_unlock(lock)
+                return
+            }
+            let b = full.removeFirst()
+            let skip = outputClosed
+            pthread_mutex_unlock(lock)
+            if !skip { b.run() }
+            b.events.removeAll(keepingCapacity: true)
+            let closed = output.closed
+            pthread_mutex_lock(lock)
+            if closed { outputClosed = true }
+            free.append(b)
+            pthread_cond_signal(hasRoom)
+            pthread_mutex_unlock(lock)
+        }
+    }
+}
+
+/// What crosses from the reading thread to the decoding one.
+enum DecodeEvent {
+    case frame(FrameCopy, Direction)
+    case deliver(FrameCopy, Direction, SessionFrames.WebSocketBody, WebSocketInfo)
+    case call(() -> Void)
+}
+
+/// A `Frame` whose bytes were copied into a batch's block.
+struct FrameCopy {
+    /// Kept alive by the batch's `owners`, so no reference count is touched per frame.
+    unowned(unsafe) let to: SessionFrames
+    let at: Int
+    let count: Int
+    let offset: UInt64
+    let first: PacketRef
+    let last: PacketRef
+    let coalesced: Int
+
+    @inline(__always)
+    init(_ to: SessionFrames, _ f: Frame, at: Int) {
+        self.to = to
+        self.at = at
+        count = f.bytes.count
+        offset = f.offset
+        first = f.firstPacket
+        last = f.lastPacket
+        coalesced = f.coalesced
+    }
+
+    @inline(__always)
+    func frame(in block: UnsafeMutableRawPointer) -> Frame {
+        Frame(bytes: UnsafeRawBufferPointer(start: block + at, count: count), offset: offset,
+              firstPacket: first, lastPacket: last, coalesced: coalesced)
+    }
+}
+
+/// A run of events and the bytes of their frames.
+final class EventBatch {
+    var events: [DecodeEvent] = []
+    /// The frames' receivers, each once per batch (see `SessionFrames.handoffSerial`).
+    var owners: [SessionFrames] = []
+    private(set) var block: UnsafeMutableRawPointer
+    private(set) var capacity: Int
+    private var used = 0
+    let blockBytes: Int
+
+    init(_ sizes: DecodeThread.Sizes) {
+        blockBytes = sizes.blockBytes
+        capacity = sizes.blockBytes
+        block = .allocate(byteCount: max(capacity, 1), alignment: 16)
+        events.reserveCapacity(sizes.events)
+    }
+
+    deinit { block.deallocate() }
+
+    var room: Int { capacity - used }
+
+    /// Room for one frame of `n` bytes in an empty batch (a frame larger than the block).
+    func ensure(_ n: Int) {
+        guard room < n else { return }
+        block.deallocate()
+        capacity = used + n
+        block = .allocate(byteCount: capacity, alignment: 16)
+    }
+
+    @inline(__always)
+    func append(_ b: UnsafeRawBufferPointer) -> Int {
+        let at = used
+        if let src = b.baseAddress, !b.isEmpty { (block + at).copyMemory(from: src, byteCount: b.count) }
+        used += b.count
+        return at
+    }
+
+    func reset() {
+        owners.removeAll(keepingCapacity: true)
+        used = 0
+        // A block grown for one large frame goes back to the usual size.
+        if capacity > blockBytes {
+            block.deallocate()
+            capacity = blockBytes
+            block = .allocate(byteCount: capacity, alignment: 16)
+        }
+    }
+
+    /// The decoding thread's side: every event in order.
+    func run() {
+        let block = self.block
+        events.withUnsafeBufferPointer { all in
+            for e in all {
+                switch e {
+                case .frame(let f, let d): f.to.decode(f.frame(in: block), d)
+                case .deliver(let f, let d, let body, let ws): f.to.decode(f.frame(in: block), d, body: body, ws: ws)
+                case .call(let body): body()
+                }
+            }
+        }
+    }
+}
+
+/// The sink the reading thread sees: every event goes over to the decoding thread, behind the
+/// frames that came before it, to the sink there.
+final class HandoffSink: MessageSink {
+    let thread: DecodeThread
+    let inner: MessageSink
+
+    init(_ thread: DecodeThread, _ inner: MessageSink) {
+        self.thread = thread
+        self.inner = inner
+    }
+
+    func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {
+        let s = inner
+        thread.call { s.opened(c, p, packet: packet) }
+    }
+
+    /// Messages are decoded on the other thread, where `SessionFrames` hands them to `inner`.
+    func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
+        inner.message(m, c, p)
+    }
+
+    func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
+                   reason: MalformedReason, packet: PacketRef) {
+        let s = inner
+        thread.call { s.malformed(c, p, d, offset: offset, length: length, reason: reason, packet: packet) }
+    }
+
+    func gap(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, offset: UInt64, length: UInt64,
+             reason: GapReason, packet: PacketRef) {
+        let s = inner
+        thread.call { s.gap(c, p, d, offset: offset, length: length, reason: reason, packet: packet) }
+    }
+
+    func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
+        let s = inner
+        thread.call { s.conflict(c, d, offset: offset, length: length, packet: packet) }
+    }
+
+    func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {
+        let s = inner
+        thread.call { s.closed(c, p, reason: reason, packet: packet) }
+    }
+
+    func finish() {
+        let s = inner
+        thread.call { s.finish() }
+    }
+
+    func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
+                   deflate: DeflateParameters?, packet: PacketRef) {
+        let s = inner
+        thread.call { s.handshake(h, c, p, d, deflate: deflate, packet: packet) }
+    }
+
+    func notice(_ n: StreamNotice, _ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, packet: PacketRef) {
+        let s = inner
+        thread.call { s.notice(n, c, p, d, packet: packet) }
+    }
+}
