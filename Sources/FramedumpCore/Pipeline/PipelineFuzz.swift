@@ -5,9 +5,11 @@ import Darwin
 #endif
 
 /// Fuzz entry (`scripts/fuzz.sh pipeline`): the bytes as a capture file, read through libpcap
-/// by the whole pipeline with the shipped dissector files, three times: the tree (hex dump,
+/// by the whole pipeline with the shipped dissector files, four times: the tree (hex dump,
 /// verbose) with every `-z` table, NDJSON with every table (each line checked as strict
-/// JSON), and the segment and follow printers with a stream export; each ends with the summary.
+/// JSON) on one thread and again decoded on a second thread with tiny batches (the two must be
+/// the same, summary included), and the segment and follow printers with a stream export;
+/// each ends with the summary.
 public enum PipelineFuzz {
     /// The capture is written here for libpcap to open (one file per process).
     static let path: String = {
@@ -27,7 +29,8 @@ public enum PipelineFuzz {
         }
         close(fd)
         defer { unlink(path) }
-        for pass in 0..<3 {
+        var oneThread: [UInt8] = []
+        for pass in 0..<4 {
             var o = PipelineOptions()
             o.dissectorPaths = [FuzzDeframer.dissectorDirectory]
             o.limits.maxConnections = 64
@@ -40,9 +43,11 @@ public enum PipelineFuzz {
                 o.hexDump = true
                 o.verbose = 1
                 o.statistics = FuzzDeframer.statistics
-            case 1:
+            case 1, 2:
                 o.format = .json
                 o.statistics = FuzzDeframer.statistics
+                o.decodeThread = pass == 2
+                o.decodeThreadSizes = DecodeThread.Sizes(events: 5, blockBytes: 96, batches: 2)
             default:
                 o.segments = true
                 o.follow = true
@@ -54,6 +59,8 @@ public enum PipelineFuzz {
             pipeline.finish()
             if pass == 1 { FuzzDeframer.checkNDJSON(out.bytes) }
             pipeline.printSummary(live: nil)
+            if pass == 1 { oneThread = out.bytes }
+            if pass == 2 && out.bytes != oneThread { fatalError("decoding on a second thread changed the output") }
         }
         removeStreams()
     }
