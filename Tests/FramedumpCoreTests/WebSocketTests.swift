@@ -365,9 +365,12 @@ final class WebSocketTests: XCTestCase {
             + WS.client(3, [8])                                        // reserved opcode
             + WS.client(2, [9, 9])                                     // a good one at the end
         let s2c = WS.response() + WS.client(2, [1])                    // masked server frame
-        let (s, _) = StreamFeeder.run(c2s: c2s, s2c: s2c)
+        let (s, m) = StreamFeeder.run(c2s: c2s, s2c: s2c)
         let c = s.messages.filter { $0.dir == .c2s }
         XCTAssertEqual(c.map(\.opcode), [2, 2, 0, 9, 9, 1, 3, 2])
+        // Eight messages with a violation, the text one among them (its check is made where
+        // text is decoded, apart from the frames' own).
+        XCTAssertEqual(m.protocols.map(\.webSocket.violations).reduce(0, +), 8)
         XCTAssertEqual(c[0].violations, [.unmaskedClientFrame])
         XCTAssertEqual(c[1].violations, [.reservedBits(0x40)])
         XCTAssertEqual(c[2].violations, [.continuationWithoutStart])

@@ -33,8 +33,14 @@ final class DecodeThread: @unchecked Sendable {
     private var ended = false
     private var outputClosed = false
 
-    // The reading thread's own.
-    private var current: EventBatch
+    // The reading thread's own: the batch being filled lives in these fields (reached through
+    // `self` alone, so filling it touches no reference count) and moves into a free
+    // `EventBatch` when it is handed over.
+    private var events: [DecodeEvent] = []
+    private var owners: [SessionFrames] = []
+    private var block: UnsafeMutableRawPointer
+    private var capacity: Int
+    private var used = 0
     private var serial: UInt64 = 1
     /// The output was closed (`| head`): the reader stops, as it does on one thread.
     private(set) var stopRequested = false
@@ -52,7 +58,9 @@ final class DecodeThread: @unchecked Sendable {
         pthread_mutex_init(lock, nil)
         pthread_cond_init(hasWork, nil)
         pthread_cond_init(hasRoom, nil)
-        current = EventBatch(sizes)
+        capacity = sizes.blockBytes
+        block = .allocate(byteCount: max(capacity, 1), alignment: 16)
+        events.reserveCapacity(sizes.events)
         for _ in 1..<max(sizes.batches, 2) { free.append(EventBatch(sizes)) }
         let me = Unmanaged.passRetained(self)
         let started = pthread_create(&thread, nil, { context in
@@ -67,6 +75,7 @@ final class DecodeThread: @unchecked Sendable {
     }
 
     deinit {
+        block.deallocate()
         pthread_cond_destroy(hasWork)
         pthread_cond_destroy(hasRoom)
         pthread_mutex_destroy(lock)
@@ -81,9 +90,9 @@ final class DecodeThread: @unchecked Sendable {
     @inline(__always)
     func frame(_ to: SessionFrames, _ f: Frame, _ dir: Direction) {
         let at = store(f.bytes, for: to)
-        current.events.append(.frame(FrameCopy(to, f, at: at), dir))
+        events.append(.frame(FrameCopy(to, f, at: at), dir))
         framesSent &+= 1
-        if current.events.count >= sizes.events { submit() }
+        if events.count >= sizes.events { submit() }
     }
 
     /// A WebSocket message, decoded over there by `to` as `body` says.
@@ -91,60 +100,81 @@ final class DecodeThread: @unchecked Sendable {
     func deliver(_ to: SessionFrames, _ f: Frame, _ dir: Direction, body: SessionFrames.WebSocketBody,
                  ws: WebSocketInfo) {
         let at = store(f.bytes, for: to)
-        current.events.append(.deliver(FrameCopy(to, f, at: at), dir, body, ws))
+        events.append(.deliver(FrameCopy(to, f, at: at), dir, body, ws))
         framesSent &+= 1
-        if current.events.count >= sizes.events { submit() }
+        if events.count >= sizes.events { submit() }
     }
 
     /// Anything else (a connection opened or closed, a gap, a malformed stretch): rare, so a
     /// closure holding what it needs.
     func call(_ body: @escaping () -> Void) {
-        current.events.append(.call(body))
-        if current.events.count >= sizes.events { submit() }
+        events.append(.call(body))
+        if events.count >= sizes.events { submit() }
     }
 
-    /// Copies `b` into the current batch (handing it over first if it is full) and keeps the
-    /// batch holding `owner` until the batch comes back.
+    /// Copies `b` into the batch being filled (handing it over first if it is full) and keeps
+    /// the batch holding `owner` until the batch comes back.
     @inline(__always)
     private func store(_ b: UnsafeRawBufferPointer, for owner: SessionFrames) -> Int {
-        if current.room < b.count {
-            if !current.events.isEmpty { submit() }
-            current.ensure(b.count)
-        }
+        if capacity - used < b.count { makeRoom(b.count) }
         if owner.handoffSerial != serial {
             owner.handoffSerial = serial
-            current.owners.append(owner)
+            owners.append(owner)
         }
-        return current.append(b)
+        let at = used
+        if let src = b.baseAddress, !b.isEmpty { (block + at).copyMemory(from: src, byteCount: b.count) }
+        used += b.count
+        return at
     }
 
-    /// Hands the current batch over and takes a free one (waiting while all are in use).
+    /// The rare path: the block is full (hand the batch over), or one frame is larger than it.
+    private func makeRoom(_ n: Int) {
+        if !events.isEmpty { submit() }
+        guard capacity - used < n else { return }
+        block.deallocate()
+        capacity = used + n
+        block = .allocate(byteCount: capacity, alignment: 16)
+    }
+
+    /// Hands the batch being filled over and takes a free one (waiting while all are in use).
     private func submit() {
-        let b = current
+        pthread_mutex_lock(lock)
+        while free.isEmpty { pthread_cond_wait(hasRoom, lock) }
+        let b = free.removeLast()
+        stopRequested = outputClosed
+        pthread_mutex_unlock(lock)
+        // What the decoding thread left in `b` (emptied events, owners to let go here, on the
+        // thread that took them, and a block) changes places with what was filled.
+        swap(&events, &b.events)
+        swap(&owners, &b.owners)
+        swap(&block, &b.block)
+        swap(&capacity, &b.capacity)
+        b.used = used
+        owners.removeAll(keepingCapacity: true)
+        used = 0
+        // A block grown for one large frame goes back to the usual size.
+        if capacity != sizes.blockBytes {
+            block.deallocate()
+            capacity = sizes.blockBytes
+            block = .allocate(byteCount: max(capacity, 1), alignment: 16)
+        }
+        serial &+= 1
         pthread_mutex_lock(lock)
         full.append(b)
         pthread_cond_signal(hasWork)
-        while free.isEmpty { pthread_cond_wait(hasRoom, lock) }
-        let next = free.removeLast()
-        stopRequested = outputClosed
         pthread_mutex_unlock(lock)
-        serial &+= 1
-        // The owners are let go here, on the thread that took them.
-        next.reset()
-        current = next
     }
 
     /// Hands over what is left and waits until the other thread has decoded and printed it.
     func finish() {
         guard !joined else { return }
         joined = true
+        if !events.isEmpty { submit() }
         pthread_mutex_lock(lock)
-        full.append(current)
         ended = true
         pthread_cond_signal(hasWork)
         pthread_mutex_unlock(lock)
         pthread_join(thread, nil)
-        current = EventBatch(Sizes(events: 0, blockBytes: 0))
     }
 
     // MARK: - The decoding thread
@@ -208,53 +238,22 @@ struct FrameCopy {
     }
 }
 
-/// A run of events and the bytes of their frames.
+/// A run of events and the bytes of their frames, on its way to the decoding thread or back.
 final class EventBatch {
     var events: [DecodeEvent] = []
     /// The frames' receivers, each once per batch (see `SessionFrames.handoffSerial`).
     var owners: [SessionFrames] = []
-    private(set) var block: UnsafeMutableRawPointer
-    private(set) var capacity: Int
-    private var used = 0
-    let blockBytes: Int
+    var block: UnsafeMutableRawPointer
+    var capacity: Int
+    var used = 0
 
     init(_ sizes: DecodeThread.Sizes) {
-        blockBytes = sizes.blockBytes
         capacity = sizes.blockBytes
         block = .allocate(byteCount: max(capacity, 1), alignment: 16)
         events.reserveCapacity(sizes.events)
     }
 
     deinit { block.deallocate() }
-
-    var room: Int { capacity - used }
-
-    /// Room for one frame of `n` bytes in an empty batch (a frame larger than the block).
-    func ensure(_ n: Int) {
-        guard room < n else { return }
-        block.deallocate()
-        capacity = used + n
-        block = .allocate(byteCount: capacity, alignment: 16)
-    }
-
-    @inline(__always)
-    func append(_ b: UnsafeRawBufferPointer) -> Int {
-        let at = used
-        if let src = b.baseAddress, !b.isEmpty { (block + at).copyMemory(from: src, byteCount: b.count) }
-        used += b.count
-        return at
-    }
-
-    func reset() {
-        owners.removeAll(keepingCapacity: true)
-        used = 0
-        // A block grown for one large frame goes back to the usual size.
-        if capacity > blockBytes {
-            block.deallocate()
-            capacity = blockBytes
-            block = .allocate(byteCount: capacity, alignment: 16)
-        }
-    }
 
     /// The decoding thread's side: every event in order.
     func run() {

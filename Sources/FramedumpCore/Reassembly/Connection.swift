@@ -7,6 +7,10 @@ public final class Connection {
     /// True when a SYN told us the roles; false when guessed (port claim or lower port).
     public let rolesFromSYN: Bool
     public let firstPacket: PacketRef
+    /// The outputs' per-connection text (endpoints formatted once). Up here among the fields
+    /// set once: the printer may read it on the decoding thread while the reading thread
+    /// writes the per-packet fields below, and a shared cache line would bounce between them.
+    public var outputCache: AnyObject?
     /// The table key (both endpoints in a fixed order).
     let key: ConnectionKey
     public internal(set) var lastSeen: Timestamp
@@ -30,8 +34,6 @@ public final class Connection {
 
     /// Room for the next stage to hang its per-connection state.
     public var context: AnyObject?
-    /// The outputs' per-connection text (endpoints formatted once).
-    public var outputCache: AnyObject?
     /// The stream export's per-connection state.
     var exportEntry: AnyObject?
 

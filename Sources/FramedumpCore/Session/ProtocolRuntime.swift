@@ -3,6 +3,10 @@
 public final class ProtocolRuntime {
     public let schema: ProtocolSchema
     public let layout: FrameLayout
+    /// The WebSocket layer's counts (the reading thread's). Up here, away from the counters
+    /// below that the decoding thread writes for every message: a shared cache line would
+    /// bounce between the two.
+    public let webSocket = WebSocketCounters()
     public let decoder: MessageDecoder
     public let names: NameTable
     /// Per header field: whether NDJSON shows it (the id field and a length field that alone
@@ -24,7 +28,6 @@ public final class ProtocolRuntime {
     public var unknownIDs: [UInt64: UInt64] = [:]
     /// WebSocket protocols: how text messages are decoded (no header, the `text` rule).
     public let textDecoder: MessageDecoder?
-    public let webSocket = WebSocketCounters()
     /// Bounds this protocol's traffic ran into (summed over protocols for the summary).
     public var limitHits = LimitHits()
     /// `--max-string`: string values are printed up to this many bytes.

@@ -67,8 +67,9 @@ final class SessionFrames: FrameConsumer {
     let connection: Connection
     /// With `-Y`: the filter, asked before decoding whether a message can match at all.
     let prefilter: FilteringSink?
-    /// Reading a file: the thread frames are handed to, decoded and printed there.
-    let handoff: DecodeThread?
+    /// Reading a file: the thread frames are handed to, decoded and printed there. (The
+    /// pipeline holds it for the whole run, so no reference count is touched per frame.)
+    let handoff: Unmanaged<DecodeThread>?
     /// The batch that last took this object (the reading thread's; see `DecodeThread`).
     var handoffSerial: UInt64 = 0
 
@@ -81,11 +82,11 @@ final class SessionFrames: FrameConsumer {
         decoded = manager.decoded
         self.connection = connection
         prefilter = sink as? FilteringSink
-        handoff = manager.handoff
+        handoff = manager.handoff.map { Unmanaged.passUnretained($0) }
     }
 
     func frame(_ f: Frame, _ dir: Direction) {
-        if let h = handoff { return h.frame(self, f, dir) }
+        if let h = handoff { return h._withUnsafeGuaranteedRef { $0.frame(self, f, dir) } }
         decode(f, dir)
     }
 
@@ -125,12 +126,19 @@ final class SessionFrames: FrameConsumer {
 
     /// A WebSocket message, decoded as `body` says, with the layer's info above it.
     func deliver(_ f: Frame, _ dir: Direction, body: WebSocketBody, ws: WebSocketInfo) {
-        if let h = handoff { return h.deliver(self, f, dir, body: body, ws: ws) }
+        if let h = handoff { return h._withUnsafeGuaranteedRef { $0.deliver(self, f, dir, body: body, ws: ws) } }
         decode(f, dir, body: body, ws: ws)
     }
 
     func decode(_ f: Frame, _ dir: Direction, body: WebSocketBody, ws: WebSocketInfo) {
         let p = runtime
+        var ws = ws
+        // RFC 6455 §8.1: a text message must be UTF-8. Checked here, beside the decoding that
+        // reads the text anyway, rather than on the thread that reads the capture.
+        if body == .text && !UTF8Check.isValid(f.bytes) {
+            if !ws.hasViolations { p.webSocket.invalidTextOnly += 1 }
+            ws.add(.invalidUTF8)
+        }
         p.bytes += UInt64(f.bytes.count)
         if ws.hasViolations && ws.exceededSize { p.limitHits.webSocketTooLarge += 1 }
         let isData = ws.opcode == .text || ws.opcode == .binary || ws.opcode == .continuation
@@ -181,7 +189,7 @@ final class SessionFrames: FrameConsumer {
 
     func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef,
                    bytes: UnsafeRawBufferPointer) {
-        guard let h = handoff else {
+        guard let h = handoff?.takeUnretainedValue() else {
             return report(dir, offset: offset, length: length, reason: reason, packet: packet, bytes: bytes)
         }
         // The rare path: the bytes (a sample at most) copied for the other thread.

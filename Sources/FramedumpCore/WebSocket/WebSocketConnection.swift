@@ -119,9 +119,7 @@ final class WebSocketConnection {
         // Plain references for the per-message path (both are held strongly by `inner`/`frames`).
         let p = inner
         let out = frames
-        if info.opcode == .text && !info.undecodable && !UTF8Check.isValid(payload) {
-            info.add(.invalidUTF8)
-        }
+        // (Text is checked for UTF-8 where it is decoded, `SessionFrames.decode`.)
         p.webSocket.count(info, inflated: payload.count)
         let f = Frame(bytes: payload, offset: offset, firstPacket: first, lastPacket: last, coalesced: coalesced)
         // What kind of message decides the decoder: control frames and undecodable payloads are
@@ -155,7 +153,13 @@ public final class WebSocketCounters {
     public var compressed: UInt64 = 0
     public var compressedBytes: UInt64 = 0
     public var inflatedBytes: UInt64 = 0
-    public var violations: UInt64 = 0
+    /// Messages with a violation, counted as they come out of the frames.
+    var framingViolations: UInt64 = 0
+    /// Text messages whose only violation is text that is not UTF-8 (counted where text is
+    /// checked, on the decoding thread; rare, so sharing this object costs nothing).
+    var invalidTextOnly: UInt64 = 0
+    /// Messages with a protocol violation of any kind.
+    public var violations: UInt64 { framingViolations + invalidTextOnly }
 
     public init() { perOpcode.initialize(repeating: 0, count: 16) }
     deinit { perOpcode.deallocate() }
@@ -170,6 +174,6 @@ public final class WebSocketCounters {
             compressedBytes += info.wireLength
             inflatedBytes += UInt64(inflated)
         }
-        if info.hasViolations { violations += 1 }
+        if info.hasViolations { framingViolations += 1 }
     }
 }
