@@ -211,8 +211,9 @@ enum DecodeEvent {
 
 /// A `Frame` whose bytes were copied into a batch's block.
 struct FrameCopy {
-    /// Kept alive by the batch's `owners`, so no reference count is touched per frame.
-    unowned(unsafe) let to: SessionFrames
+    /// Kept alive by the batch's `owners`, so no reference count is touched per frame (on
+    /// either thread: the two would fight over the count's cache line).
+    let to: Unmanaged<SessionFrames>
     let at: Int
     let count: Int
     let offset: UInt64
@@ -222,7 +223,7 @@ struct FrameCopy {
 
     @inline(__always)
     init(_ to: SessionFrames, _ f: Frame, at: Int) {
-        self.to = to
+        self.to = Unmanaged.passUnretained(to)
         self.at = at
         count = f.bytes.count
         offset = f.offset
@@ -261,8 +262,10 @@ final class EventBatch {
         events.withUnsafeBufferPointer { all in
             for e in all {
                 switch e {
-                case .frame(let f, let d): f.to.decode(f.frame(in: block), d)
-                case .deliver(let f, let d, let body, let ws): f.to.decode(f.frame(in: block), d, body: body, ws: ws)
+                case .frame(let f, let d):
+                    f.to._withUnsafeGuaranteedRef { $0.decode(f.frame(in: block), d) }
+                case .deliver(let f, let d, let body, let ws):
+                    f.to._withUnsafeGuaranteedRef { $0.decode(f.frame(in: block), d, body: body, ws: ws) }
                 case .call(let body): body()
                 }
             }

@@ -39,7 +39,8 @@ final class Inflater {
     func reset() { if ready { inflateReset(&stream) } }
 
     /// The 4 bytes the sender removed from the end of every message.
-    static let tail: [UInt8] = [0x00, 0x00, 0xff, 0xff]
+    /// (In memory order, as a plain value: no array to look up and retain per message.)
+    static let tail: UInt32 = UInt32(littleEndian: 0xffff_0000)
 
     /// Inflates one message's payload into `out` (replacing its contents), never past `cap`
     /// bytes. The caller appends `tail` to the payload first (one pass through zlib).

@@ -5,8 +5,18 @@ final class WebSocketConnection {
     unowned(unsafe) let session: Session
     var streams: [WebSocketStream] = []
     /// The protocol that decodes the messages, and its decoding parts.
-    var inner: ProtocolRuntime
-    var frames: SessionFrames
+    var inner: ProtocolRuntime {
+        didSet { innerHeaderSize = inner.layout.headerSize; counters = inner.webSocket }
+    }
+    var frames: SessionFrames {
+        didSet { framesRef = Unmanaged.passUnretained(frames) }
+    }
+    /// What the per-message path needs of `inner` and `frames`, held apart so that it touches
+    /// neither object (not even their reference counts): on a file, the decoding thread uses
+    /// them for every message, and a cache line the two threads write would bounce between them.
+    private var innerHeaderSize: Int
+    private var counters: WebSocketCounters
+    private var framesRef: Unmanaged<SessionFrames>
     /// Binary payloads as a stream, per direction (protocols with a length rule).
     var tunnel: [Deframer?] = [nil, nil]
     var tunnelOffset: [UInt64] = [0, 0]
@@ -28,7 +38,11 @@ final class WebSocketConnection {
     init(session: Session, inner: ProtocolRuntime, maxMessage: Int) {
         self.session = session
         self.inner = inner
-        frames = SessionFrames(manager: session.manager, runtime: inner, connection: session.connection)
+        let f = SessionFrames(manager: session.manager, runtime: inner, connection: session.connection)
+        frames = f
+        innerHeaderSize = inner.layout.headerSize
+        counters = inner.webSocket
+        framesRef = Unmanaged.passUnretained(f)
         streams = Direction.allCases.map { WebSocketStream(owner: self, direction: $0, maxMessage: maxMessage, mode: .head) }
         makeTunnel()
     }
@@ -116,12 +130,16 @@ final class WebSocketConnection {
     func message(_ info: WebSocketInfo, _ payload: UnsafeRawBufferPointer, _ d: Direction,
                  offset: UInt64, first: PacketRef, last: PacketRef, coalesced: Int = 1) {
         var info = info
-        // Plain references for the per-message path (both are held strongly by `inner`/`frames`).
-        let p = inner
-        let out = frames
         // (Text is checked for UTF-8 where it is decoded, `SessionFrames.decode`.)
-        p.webSocket.count(info, inflated: payload.count)
+        counters.count(info, inflated: payload.count)
         let f = Frame(bytes: payload, offset: offset, firstPacket: first, lastPacket: last, coalesced: coalesced)
+        // `frames` holds it for the call (only a handshake replaces it, never a message).
+        framesRef._withUnsafeGuaranteedRef { out in deliver(out, info, f, payload, d) }
+    }
+
+    private func deliver(_ out: SessionFrames, _ info: WebSocketInfo, _ f: Frame, _ payload: UnsafeRawBufferPointer,
+                         _ d: Direction) {
+        var info = info
         // What kind of message decides the decoder: control frames and undecodable payloads are
         // the WebSocket layer's own; text and binary go to the inner protocol.
         if info.undecodable {
@@ -131,10 +149,10 @@ final class WebSocketConnection {
         } else if info.opcode == .binary || info.opcode == .continuation {
             if tunnelled, let t = tunnel[d.rawValue] {
                 // A length-framed protocol inside binary messages: their payloads are its stream.
-                t.data(payload, offset: tunnelOffset[d.rawValue], packet: last)
+                t.data(payload, offset: tunnelOffset[d.rawValue], packet: f.lastPacket)
                 tunnelOffset[d.rawValue] += UInt64(payload.count)
-            } else if payload.count < p.layout.headerSize {
-                info.add(.shorterThanHeader(payload.count, header: p.layout.headerSize))
+            } else if payload.count < innerHeaderSize {
+                info.add(.shorterThanHeader(payload.count, header: innerHeaderSize))
                 out.deliver(f, d, body: .layer, ws: info)
             } else {
                 out.deliver(f, d, body: .binary, ws: info)

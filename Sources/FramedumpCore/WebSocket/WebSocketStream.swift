@@ -465,7 +465,7 @@ final class WebSocketStream: StreamLayer {
                 inflater = i
             }
             // The 4 bytes the sender removed (RFC 7692 §7.2.2), then one pass through zlib.
-            Inflater.tail.withUnsafeBytes { payload.append($0) }
+            withUnsafeBytes(of: Inflater.tail) { payload.append($0) }
             let r = i.inflate(payload.bytes, into: inflated, cap: maxMessage)
             payload.removeLast(4)
             switch r {
