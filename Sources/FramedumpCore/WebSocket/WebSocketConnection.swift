@@ -129,7 +129,6 @@ final class WebSocketConnection {
     /// One whole message (or control frame) of direction `d`.
     func message(_ info: WebSocketInfo, _ payload: UnsafeRawBufferPointer, _ d: Direction,
                  offset: UInt64, first: PacketRef, last: PacketRef, coalesced: Int = 1) {
-        var info = info
         // (Text is checked for UTF-8 where it is decoded, `SessionFrames.decode`.)
         counters.count(info, inflated: payload.count)
         let f = Frame(bytes: payload, offset: offset, firstPacket: first, lastPacket: last, coalesced: coalesced)
