@@ -27,7 +27,7 @@ final class WebSocketConnection {
     var deflate: DeflateParameters?
     var handshakeDone = false
     /// RFC 6455 requires every client frame to be masked.
-    let expectMasking = true
+    static let expectMasking = true
     /// Taken by its first bytes looking like an HTTP request (no dissector named its port): if
     /// they are not a request after all, the connection is not a WebSocket.
     var detected = false

@@ -17,7 +17,13 @@ final class WebSocketStream: StreamLayer {
         case ignored
     }
 
-    unowned(unsafe) let owner: WebSocketConnection
+    /// The connection, which owns this stream. Reached through `connection` on the per-message
+    /// path, which touches no reference count.
+    let ownerRef: Unmanaged<WebSocketConnection>
+    var owner: WebSocketConnection { ownerRef.takeUnretainedValue() }
+
+    @inline(__always)
+    func connection<R>(_ body: (WebSocketConnection) -> R) -> R { ownerRef._withUnsafeGuaranteedRef(body) }
     let dir: Direction
     let maxMessage: Int
     var mode: Mode
@@ -71,7 +77,7 @@ final class WebSocketStream: StreamLayer {
     var skipped: (offset: UInt64, length: UInt64)?
 
     init(owner: WebSocketConnection, direction: Direction, maxMessage: Int, mode: Mode) {
-        self.owner = owner
+        ownerRef = Unmanaged.passUnretained(owner)
         self.dir = direction
         self.maxMessage = maxMessage
         self.mode = mode
@@ -243,14 +249,16 @@ final class WebSocketStream: StreamLayer {
                         // Fast path: a whole unmasked, unfragmented, uncompressed data message here.
                         if !h.masked && h.fin && h.rsv == 0 && building == nil && h.opcode.rawValue & 0x0e != 0
                             && h.opcode.rawValue <= 2 && UInt64(b.count - i - h.headerSize) >= h.length
-                            && h.length <= UInt64(maxMessage) && !(dir == .c2s && owner.expectMasking) {
+                            && h.length <= UInt64(maxMessage) && !(dir == .c2s && WebSocketConnection.expectMasking) {
                             let s = i + h.headerSize
                             var info = WebSocketInfo(opcode: h.opcode, fin: true, masked: false, compressed: false,
                                                      frames: 1, wireLength: h.length)
                             if h.nonMinimalLength { info.add(.nonMinimalLength) }
-                            owner.message(info, UnsafeRawBufferPointer(rebasing: b[s..<(s + Int(h.length))]), dir,
-                                          offset: offset + UInt64(i), first: packet, last: packet,
-                                          coalesced: coalesced(packet, packet))
+                            let c = coalesced(packet, packet)
+                            connection {
+                                $0.message(info, UnsafeRawBufferPointer(rebasing: b[s..<(s + Int(h.length))]), dir,
+                                           offset: offset + UInt64(i), first: packet, last: packet, coalesced: c)
+                            }
                             i = s + Int(h.length)
                             continue
                         }
@@ -344,10 +352,10 @@ final class WebSocketStream: StreamLayer {
         framePacket = packet
         var v = WebSocketInfo(opcode: h.opcode, fin: h.fin, masked: h.masked, compressed: false, frames: 1, wireLength: h.length)
         if h.nonMinimalLength { v.add(.nonMinimalLength) }
-        if dir == .c2s && !h.masked && owner.expectMasking { v.add(.unmaskedClientFrame) }
+        if dir == .c2s && !h.masked && WebSocketConnection.expectMasking { v.add(.unmaskedClientFrame) }
         if dir == .s2c && h.masked { v.add(.maskedServerFrame) }
         let rsv1 = h.rsv & 0x40 != 0
-        let deflate = owner.deflateAllowed
+        let deflate = connection { $0.deflateAllowed }
         if h.rsv & 0x30 != 0 || (rsv1 && !deflate) { v.add(.reservedBits(h.rsv)) }
         if !h.opcode.isKnown { v.add(.reservedOpcode(h.opcode.rawValue)) }
         if h.opcode.isControl {
@@ -438,11 +446,11 @@ final class WebSocketStream: StreamLayer {
                 var i = info
                 i.add(.messageTooLarge(frame.length, max: maxMessage))
                 control.removeAll()
-                owner.message(i, control.bytes, dir, offset: frameOffset, first: framePacket, last: packet,
-                              coalesced: coalesced(framePacket, packet))
+                let c = coalesced(framePacket, packet)
+                connection { $0.message(i, control.bytes, dir, offset: frameOffset, first: framePacket, last: packet, coalesced: c) }
             } else {
-                owner.message(info, control.bytes, dir, offset: frameOffset, first: framePacket, last: packet,
-                              coalesced: coalesced(framePacket, packet))
+                let c = coalesced(framePacket, packet)
+                connection { $0.message(info, control.bytes, dir, offset: frameOffset, first: framePacket, last: packet, coalesced: c) }
             }
             return
         }
@@ -471,8 +479,8 @@ final class WebSocketStream: StreamLayer {
             switch r {
             case .ok:
                 contextLost = false
-                owner.message(m.info, inflated.bytes, dir, offset: m.offset, first: m.firstPacket, last: last,
-                              coalesced: coalesced(m.firstPacket, last))
+                let c = coalesced(m.firstPacket, last), bytes = inflated.bytes
+                connection { $0.message(m.info, bytes, dir, offset: m.offset, first: m.firstPacket, last: last, coalesced: c) }
                 return
             case .tooLarge:
                 m.info.add(.inflatedTooLarge(max: maxMessage))
@@ -486,8 +494,8 @@ final class WebSocketStream: StreamLayer {
                 m.info.add(.inflateFailed(why))
             }
         }
-        owner.message(m.info, payload.bytes, dir, offset: m.offset, first: m.firstPacket, last: last,
-                              coalesced: coalesced(m.firstPacket, last))
+        let c = coalesced(m.firstPacket, last), bytes = payload.bytes
+        connection { $0.message(m.info, bytes, dir, offset: m.offset, first: m.firstPacket, last: last, coalesced: c) }
     }
 
     // MARK: - Hunting: the rare path
@@ -506,7 +514,7 @@ final class WebSocketStream: StreamLayer {
         if h.rsv & 0x30 != 0 { return false }
         if h.rsv & 0x40 != 0 && (!owner.deflateAllowed || h.opcode.isControl || h.opcode == .continuation) { return false }
         if h.opcode.isControl && (!h.fin || h.length > 125) { return false }
-        if owner.expectMasking && h.masked != (dir == .c2s) { return false }
+        if WebSocketConnection.expectMasking && h.masked != (dir == .c2s) { return false }
         return true
     }
 
@@ -519,7 +527,7 @@ final class WebSocketStream: StreamLayer {
                 // The first two bytes alone rule most positions out.
                 let b0 = b[p], b1 = b[p + 1]
                 let op = WebSocketOpcode(rawValue: b0 & 0x0f)
-                if !op.isKnown || b0 & 0x30 != 0 || (owner.expectMasking && (b1 & 0x80 != 0) != (dir == .c2s)) {
+                if !op.isKnown || b0 & 0x30 != 0 || (WebSocketConnection.expectMasking && (b1 & 0x80 != 0) != (dir == .c2s)) {
                     p += 1
                     continue
                 }
