@@ -47,7 +47,7 @@ public struct WebSocketFrameHeader: Equatable, Sendable {
             size = 4
             nonMinimal = length < 126
         } else if length == 127 {
-            guard let l = b.uint(i + 2, width: 8, bigEndian: true) else { return .needMoreData }
+            guard let l = b.u64be(i + 2) else { return .needMoreData }
             if l & (1 << 63) != 0 { return .lengthTopBitSet }
             length = l
             size = 10
@@ -55,8 +55,8 @@ public struct WebSocketFrameHeader: Equatable, Sendable {
         }
         var key: UInt32 = 0
         if masked {
-            guard let k = b.uint(i + size, width: 4, bigEndian: false) else { return .needMoreData }
-            key = UInt32(truncatingIfNeeded: k)
+            guard let k = b.u32le(i + size) else { return .needMoreData }
+            key = k
             size += 4
         }
         return .header(WebSocketFrameHeader(
