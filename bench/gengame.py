@@ -16,7 +16,7 @@ With `edited`, the same capture with three edits, for timing `framedump diff`: m
 import random, struct, sys
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
-from pcapgen import PcapWriter, eth_ip_tcp
+from pcapgen import Connection, PcapWriter
 
 out = sys.argv[1]
 total = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
@@ -51,23 +51,8 @@ pcap = PcapWriter(out, step_us=5)
 write = pcap.write
 
 
-def send(c, d, data):
-    ends = (c["ip"], SERVER, c["port"], PORT) if d == 0 else (SERVER, c["ip"], PORT, c["port"])
-    for i in range(0, len(data), MSS):
-        chunk = data[i:i + MSS]
-        write(eth_ip_tcp(*ends, c["seq"][d], c["seq"][1 - d], 0x18, chunk))
-        c["seq"][d] += len(chunk)
-
-
-conns = []
-for i in range(nconn):
-    c = {"ip": bytes([10, 0, 1 + i // 200, 2 + i % 200]), "port": 41000 + i,
-         "seq": [rng.randrange(1 << 32), rng.randrange(1 << 32)], "pend": [b"", b""]}
-    conns.append(c)
-    write(eth_ip_tcp(c["ip"], SERVER, c["port"], PORT, c["seq"][0], 0, 0x02, b""))
-    write(eth_ip_tcp(SERVER, c["ip"], PORT, c["port"], c["seq"][1], c["seq"][0] + 1, 0x12, b""))
-    c["seq"][0] += 1
-    c["seq"][1] += 1
+conns = [Connection(write, bytes([10, 0, 1 + i // 200, 2 + i % 200]), 41000 + i, SERVER, PORT,
+                    (rng.randrange(1 << 32), rng.randrange(1 << 32)), MSS) for i in range(nconn)]
 
 for k in range(total):
     c = rng.choice(conns)
@@ -80,16 +65,11 @@ for k in range(total):
         frame += frame
     elif edited and k == 500_000:
         frame = frame[:6] + bytes([frame[6] ^ 1]) + frame[7:]
-    c["pend"][d] += frame
+    c.pend[d] += frame
     # Sticky (several frames in one segment) and split (a frame over several) both happen.
-    if len(c["pend"][d]) >= rng.choice([1, 40, 200, 1448, 4000]):
-        send(c, d, c["pend"][d])
-        c["pend"][d] = b""
+    if len(c.pend[d]) >= rng.choice([1, 40, 200, 1448, 4000]):
+        c.flush(d)
 for c in conns:
-    for d in (0, 1):
-        if c["pend"][d]:
-            send(c, d, c["pend"][d])
-    write(eth_ip_tcp(c["ip"], SERVER, c["port"], PORT, c["seq"][0], c["seq"][1], 0x11, b""))
-    write(eth_ip_tcp(SERVER, c["ip"], PORT, c["port"], c["seq"][1], c["seq"][0] + 1, 0x11, b""))
+    c.close()
 pcap.close()
 print("wrote %s: %d messages on %d connections" % (out, total, nconn))

@@ -14,7 +14,7 @@ Usage: genws.py OUT.pcap [MESSAGES] [CONNECTIONS]
 import base64, hashlib, json, os, random, struct, sys, zlib
 
 sys.path.insert(0, os.path.dirname(__file__))
-from pcapgen import PcapWriter, eth_ip_tcp
+from pcapgen import Connection, PcapWriter
 
 out = sys.argv[1]
 total = int(sys.argv[2]) if len(sys.argv) > 2 else 200_000
@@ -48,31 +48,19 @@ pcap = PcapWriter(out, step_us=9)
 write = pcap.write
 
 
-def send(c, d, data):
-    """One direction's bytes as segments of at most MSS."""
-    src, dst, sport, dport = (c["cli"], SERVER, c["cport"], PORT) if d == 0 else (SERVER, c["cli"], PORT, c["cport"])
-    for i in range(0, len(data), MSS):
-        chunk = data[i:i + MSS]
-        write(eth_ip_tcp(src, dst, sport, dport, c["seq"][d], c["seq"][1 - d], 0x18, chunk))
-        c["seq"][d] += len(chunk)
-
-
 conns = []
 for i in range(nconn):
-    cli = bytes([10, 0, 1 + i // 200, 2 + i % 200])
-    c = {"cli": cli, "cport": 40000 + i, "seq": [rng.randrange(1 << 32), rng.randrange(1 << 32)], "pend": [b"", b""],
-         "z": [zlib.compressobj(6, zlib.DEFLATED, -15), zlib.compressobj(6, zlib.DEFLATED, -15)]}
+    c = Connection(write, bytes([10, 0, 1 + i // 200, 2 + i % 200]), 40000 + i, SERVER, PORT,
+                   (rng.randrange(1 << 32), rng.randrange(1 << 32)), MSS)
+    # Each direction's compression context (context takeover: one stream per direction).
+    c.z = [zlib.compressobj(6, zlib.DEFLATED, -15), zlib.compressobj(6, zlib.DEFLATED, -15)]
     conns.append(c)
-    write(eth_ip_tcp(cli, SERVER, c["cport"], PORT, c["seq"][0], 0, 0x02, b""))
-    write(eth_ip_tcp(SERVER, cli, PORT, c["cport"], c["seq"][1], c["seq"][0] + 1, 0x12, b""))
-    c["seq"][0] += 1
-    c["seq"][1] += 1
     key = base64.b64encode(bytes(rng.randrange(256) for _ in range(16))).decode()
     accept = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
-    send(c, 0, ("GET /service HTTP/1.1\r\nHost: 10.0.0.1:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    c.send(0, ("GET /service HTTP/1.1\r\nHost: 10.0.0.1:%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                 "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n"
                 "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n" % (PORT, key)).encode())
-    send(c, 1, ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    c.send(1, ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                 "Sec-WebSocket-Accept: %s\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n" % accept).encode())
 
 
@@ -88,7 +76,7 @@ def message(c, d):
     else:
         opcode = 2
         payload = struct.pack("<I", rng.randrange(1 << 32)) + " ".join(rng.choice(WORDS) for _ in range(rng.randrange(1, 12))).encode()
-    z = c["z"][d].compress(payload) + c["z"][d].flush(zlib.Z_SYNC_FLUSH)
+    z = c.z[d].compress(payload) + c.z[d].flush(zlib.Z_SYNC_FLUSH)
     return ws_frame(opcode, z[:-4], mask=(d == 0), rsv1=True)
 
 
@@ -96,18 +84,13 @@ sent = 0
 while sent < total:
     c = rng.choice(conns)
     d = rng.randrange(2)
-    c["pend"][d] += message(c, d)
+    c.pend[d] += message(c, d)
     sent += 1
     # Real peers (see samples/) write each message as it is made: mostly one message per
     # segment; now and then a few in one segment (sticky), and long ones split by the MSS.
     if rng.random() < 0.85:
-        send(c, d, c["pend"][d])
-        c["pend"][d] = b""
+        c.flush(d)
 for c in conns:
-    for d in (0, 1):
-        if c["pend"][d]:
-            send(c, d, c["pend"][d])
-    write(eth_ip_tcp(c["cli"], SERVER, c["cport"], PORT, c["seq"][0], c["seq"][1], 0x11, b""))
-    write(eth_ip_tcp(SERVER, c["cli"], PORT, c["cport"], c["seq"][1], c["seq"][0] + 1, 0x11, b""))
+    c.close()
 pcap.close()
 print("wrote %s: %d messages on %d connections" % (out, sent, nconn))

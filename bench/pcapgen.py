@@ -1,6 +1,7 @@
-"""What the bench capture generators share: Ethernet/IPv4/TCP packets and a classic pcap file
-with microsecond timestamps advancing a fixed step per packet. (A synthetic capture for timing;
-the samples in samples/ are real captures.)"""
+"""What the bench capture generators share: Ethernet/IPv4/TCP packets, a classic pcap file
+with microsecond timestamps advancing a fixed step per packet, and TCP connections that open,
+send in segments and close. (A synthetic capture for timing; the samples in samples/ are real
+captures.)"""
 import struct
 
 
@@ -25,3 +26,36 @@ class PcapWriter:
 
     def close(self):
         self.f.close()
+
+
+class Connection:
+    """One TCP connection: a handshake when made, bytes sent as segments of at most `mss`
+    (pending bytes per direction, `pend`, for the callers that gather several messages into
+    one segment), and `close` sends what is pending, then a FIN each way."""
+
+    def __init__(self, write, client, cport, server, sport, isn, mss=1448):
+        self.write, self.mss = write, mss
+        self.ends = ((client, server, cport, sport), (server, client, sport, cport))
+        self.seq = list(isn)
+        self.pend = [b"", b""]
+        write(eth_ip_tcp(client, server, cport, sport, self.seq[0], 0, 0x02, b""))
+        write(eth_ip_tcp(server, client, sport, cport, self.seq[1], self.seq[0] + 1, 0x12, b""))
+        self.seq[0] += 1
+        self.seq[1] += 1
+
+    def send(self, d, data):
+        for i in range(0, len(data), self.mss):
+            chunk = data[i:i + self.mss]
+            self.write(eth_ip_tcp(*self.ends[d], self.seq[d], self.seq[1 - d], 0x18, chunk))
+            self.seq[d] += len(chunk)
+
+    def flush(self, d):
+        self.send(d, self.pend[d])
+        self.pend[d] = b""
+
+    def close(self):
+        for d in (0, 1):
+            if self.pend[d]:
+                self.flush(d)
+        self.write(eth_ip_tcp(*self.ends[0], self.seq[0], self.seq[1], 0x11, b""))
+        self.write(eth_ip_tcp(*self.ends[1], self.seq[1], self.seq[0] + 1, 0x11, b""))
