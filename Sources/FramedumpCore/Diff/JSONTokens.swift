@@ -173,39 +173,6 @@ struct JSONTokens {
     /// The text of a string token (escapes decoded; a lone surrogate becomes U+FFFD).
     func text(_ r: Range<Int>, escaped: Bool) -> String {
         let raw = UnsafeRawBufferPointer(rebasing: b[r])
-        if !escaped { return String(decoding: raw, as: UTF8.self) }
-        var out: [UInt8] = []
-        out.reserveCapacity(r.count)
-        var k = r.lowerBound
-        func hex4(_ at: Int) -> UInt32 {
-            (0..<4).reduce(UInt32(0)) { $0 << 4 | (Self.hexValue(b[at + $1]) ?? 0) }
-        }
-        while k < r.upperBound {
-            let c = b[k]
-            guard c == 0x5c else { out.append(c); k += 1; continue }
-            let e = b[k + 1]
-            k += 2
-            switch e {
-            case 0x62: out.append(0x08)
-            case 0x66: out.append(0x0c)
-            case 0x6e: out.append(0x0a)
-            case 0x72: out.append(0x0d)
-            case 0x74: out.append(0x09)
-            case 0x75:
-                var u = hex4(k)
-                k += 4
-                if (0xd800..<0xdc00).contains(u), k + 6 <= r.upperBound, b[k] == 0x5c, b[k + 1] == 0x75 {
-                    let lo = hex4(k + 2)
-                    if (0xdc00..<0xe000).contains(lo) {
-                        u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00)
-                        k += 6
-                    }
-                }
-                let scalar = Unicode.Scalar(u) ?? "\u{fffd}"
-                out.append(contentsOf: Array(String(Character(scalar)).utf8))
-            default: out.append(e)
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
+        return escaped ? JSONText.unescaped(raw) : String(decoding: raw, as: UTF8.self)
     }
 }
