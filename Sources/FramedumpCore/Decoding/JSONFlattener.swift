@@ -121,7 +121,7 @@ struct JSONFlattener {
             // control or high byte.
             while pos + 8 <= b.count {
                 let w = b.loadUnaligned(fromByteOffset: pos, as: UInt64.self)
-                let m = Cursor.escapeMask(w) | w & 0x8080_8080_8080_8080
+                let m = JSONEscape.mask(w) | w & 0x8080_8080_8080_8080
                 if m != 0 { pos += m.trailingZeroBitCount >> 3; break }
                 pos += 8
             }

@@ -144,17 +144,6 @@ struct Cursor {
         byte(0x22)
     }
 
-    /// The high bit of each of eight bytes that is a control character, `"` or `\` (bytes of
-    /// 0x80 and above do not count: in valid UTF-8 they are copied as they are). The lowest
-    /// bit set is exact (borrows only start at a byte that matches), so
-    /// `trailingZeroBitCount / 8` is the index of the first such byte.
-    @inline(__always) static func escapeMask(_ w: UInt64) -> UInt64 {
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-        let control = (w &- 0x2020_2020_2020_2020) & ~w
-        let q = w ^ 0x2222_2222_2222_2222, s = w ^ 0x5c5c_5c5c_5c5c_5c5c
-        return (control | (q &- ones) & ~q | (s &- ones) & ~s) & highs
-    }
-
     /// Valid UTF-8, the common case: copied eight bytes at a time, multi-byte characters
     /// included; where a byte needs an escape, the bytes before it are kept and it is escaped.
     @inline(__always) mutating func validText(_ b: UnsafeRawBufferPointer) {
@@ -165,7 +154,7 @@ struct Cursor {
                 let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
                 // The whole word is stored (the reservation has room); only the plain part counts.
                 UnsafeMutableRawPointer(p).storeBytes(of: w, as: UInt64.self)
-                let m = Cursor.escapeMask(w)
+                let m = JSONEscape.mask(w)
                 if m != 0 {
                     let plain = m.trailingZeroBitCount >> 3
                     p += plain
