@@ -67,6 +67,22 @@ final class DecodeThreadTests: XCTestCase {
         }
     }
 
+    /// A pipeline dropped before it read anything (its capture would not open) ends its
+    /// decoding thread rather than leaving it waiting (the waiting thread would keep the
+    /// handoff alive).
+    func testAPipelineDroppedUnusedEndsItsThread() throws {
+        weak var handoff: DecodeThread?
+        do {
+            var o = PipelineOptions()
+            o.dissectorPaths = [TestSupport.dissectors]
+            o.decodeThread = true
+            let p = try Pipeline(options: o, output: OutputBuffer(fd: nil))
+            handoff = p.decodeThread
+            XCTAssertNotNil(handoff)
+        }
+        XCTAssertNil(handoff, "the decoding thread outlived its pipeline")
+    }
+
     /// A closed output stops the reader on both threads' behalf (`framedump -r big | head`).
     func testAClosedPipeStopsTheReader() throws {
         let r = try TestSupport.run("/bin/sh", ["-c", "\"$0\" -r samples/websocket-deflate.pcap | head -n 1", TestSupport.binary],

@@ -65,13 +65,6 @@ public final class Pipeline {
             consumers.append(e)
         }
         if options.follow && !options.quiet { consumers.append(FollowPrinter(output: output)) }
-        // Only messages and the manager's events reach the output, so the output can be written
-        // from a second thread (the follow printer writes it from this one).
-        if options.decodeThread && messageSink == nil && !options.follow, let m = sessions,
-           let t = DecodeThread(output: output, sizes: options.decodeThreadSizes) {
-            decodeThread = t
-            m.decode(on: t)
-        }
         if !consumers.isEmpty {
             let fan: StreamConsumer = consumers.count == 1 ? consumers[0] : FanOut(consumers)
             let sessions = self.sessions
@@ -82,7 +75,18 @@ public final class Pipeline {
             reassembler = Reassembler(options: r, consumer: fan,
                                       isServerPort: { sessions?.isServerPort($0) ?? false })
         }
+        // Last, once nothing here can throw: only messages and the manager's events reach the
+        // output, so the output can be written from a second thread (the follow printer writes
+        // it from this one).
+        if options.decodeThread && messageSink == nil && !options.follow, let m = sessions,
+           let t = DecodeThread(output: output, sizes: options.decodeThreadSizes) {
+            decodeThread = t
+            m.decode(on: t)
+        }
     }
+
+    /// A pipeline dropped without `finish` (its capture would not open) lets its thread go.
+    deinit { decodeThread?.finish() }
 
     /// The progress line on stderr, when the command line asks for one.
     public var progress: Progress?
