@@ -109,6 +109,20 @@ final class DissectorTests: XCTestCase {
         XCTAssertEqual(m.warnings, [.trailingBytes(1, at: 14)])
     }
 
+    /// A string that is not UTF-8 is decoded and flagged, as a protobuf string is.
+    func testAStringThatIsNotUTF8IsFlagged() throws {
+        let s = try parse(header + "Message Cs_1 { String(u8) name = 1; String(u8) ok = 2; }")[0]
+        let d = MessageDecoder(schema: s)
+        let m = DecodedMessage()
+        let bytes: [UInt8] = [0, 10, 1, 2, 0x61, 0xff, 3, 0xe6, 0xb8, 0xb8]
+        bytes.withUnsafeBytes { b in
+            d.decode(Frame(bytes: b, offset: 0, firstPacket: PacketRef(number: 1, ts: Timestamp(seconds: 0, nanos: 0)),
+                           lastPacket: PacketRef(number: 1, ts: Timestamp(seconds: 0, nanos: 0)), coalesced: 1), .c2s, into: m)
+        }
+        XCTAssertEqual(m.fields.map(\.value), [.string, .string])
+        XCTAssertEqual(m.warnings, [.invalidUTF8(field: "name")])
+    }
+
     func testHostileCountsAndLengthsDoNotAllocate() throws {
         let s = try parse(header + "Message Cs_1 { Uint32[u32] many = 1; String(u32) s = 2; }")[0]
         let d = MessageDecoder(schema: s)
