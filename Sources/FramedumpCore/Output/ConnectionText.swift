@@ -39,6 +39,10 @@ final class ConnectionText {
     /// `{"conn":"C-S"` for lines about the whole connection (open, close).
     @inline(__always) func jsonConnection(diffable: Bool) -> UnsafeRawBufferPointer { piece(diffable ? 7 : 6) }
 
+    /// After the close line: a closed connection kept for its late segments (TIME-WAIT) need
+    /// not keep its text (made again if something is printed about it later).
+    static func forget(_ c: Connection) { c.outputCache = nil }
+
     /// The connection's text, made on first use.
     @inline(__always) static func of(_ c: Connection) -> ConnectionText {
         if let t = c.outputCache { return unsafeDowncast(t, to: ConnectionText.self) }

@@ -33,9 +33,10 @@ public final class JSONPrinter: MessageSink {
     public func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {
         common(c, nil, packet.ts, p)
         out.write(",\"type\":\"close\",\"reason\":\""); out.write(reason.rawValue)
-        out.write("\",\"bytes\":{\"c2s\":"); out.decimal(c.bytesDelivered(.c2s))
-        out.write(",\"s2c\":"); out.decimal(c.bytesDelivered(.s2c)); out.write("}}")
+        out.write("\",\"bytes\":{\"c2s\":"); out.decimal(c.deliveredAtClose.c2s)
+        out.write(",\"s2c\":"); out.decimal(c.deliveredAtClose.s2c); out.write("}}")
         out.newline()
+        ConnectionText.forget(c)
     }
 
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {

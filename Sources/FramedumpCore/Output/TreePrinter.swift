@@ -44,10 +44,11 @@ public final class TreePrinter: MessageSink {
         connectionLead(c, p, packet.ts)
         out.write(" connection closed (")
         out.write(reason.rawValue)
-        out.write("): "); out.decimal(c.bytesDelivered(.c2s)); out.write(" bytes c2s, ")
-        out.decimal(c.bytesDelivered(.s2c)); out.write(" bytes s2c")
+        out.write("): "); out.decimal(c.deliveredAtClose.c2s); out.write(" bytes c2s, ")
+        out.decimal(c.deliveredAtClose.s2c); out.write(" bytes s2c")
         reset()
         out.newline()
+        ConnectionText.forget(c)
     }
 
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {

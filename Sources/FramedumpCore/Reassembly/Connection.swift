@@ -11,6 +11,10 @@ public final class Connection {
     /// set once: the printer may read it on the decoding thread while the reading thread
     /// writes the per-packet fields below, and a shared cache line would bounce between them.
     public var outputCache: AnyObject?
+    /// The bytes delivered each way when the connection closed, for the outputs' close lines:
+    /// set before `closed` is sent and never after, so a decoding thread can read it while the
+    /// reading thread goes on with the stream's own counts.
+    public internal(set) var deliveredAtClose: (c2s: UInt64, s2c: UInt64) = (0, 0)
     /// The table key (both endpoints in a fixed order).
     let key: ConnectionKey
     public internal(set) var lastSeen: Timestamp

@@ -290,6 +290,7 @@ public final class Reassembler {
             c.halves[h].recent = nil
             recentBuffers -= 1
         }
+        c.deliveredAtClose = (c.bytesDelivered(.c2s), c.bytesDelivered(.s2c))
         consumer.closed(c, reason: reason, packet: packet)
         c.context = nil
         if reason == .fin || reason == .rst { rememberClosed(c) }
@@ -299,8 +300,9 @@ public final class Reassembler {
     func rememberClosed(_ c: Connection) {
         guard options.maxTimeWait > 0 else { return }
         while timeWait.count >= options.maxTimeWait, timeWaitHead < timeWaitOrder.count { forgetOldestClosed() }
-        // Only the 4-tuple, roles and ISNs matter from now on: let the rest go.
-        c.outputCache = nil
+        // Only the 4-tuple, roles and ISNs matter from now on: let the rest go. (The outputs
+        // let their text go themselves: they may print this connection after this point, on
+        // their own thread.)
         c.halves[0].pending = []
         c.halves[1].pending = []
         c.halves[0].reportedGaps = []
