@@ -37,7 +37,12 @@ public final class Connection {
     public internal(set) var isClosed = false
 
     /// Room for the next stage to hang its per-connection state.
-    public var context: AnyObject?
+    public var context: AnyObject? {
+        didSet { contextRef = context.map { Unmanaged.passUnretained($0) } }
+    }
+    /// The same, for the per-packet path: reached without touching its reference count (the
+    /// connection holds it until `context` changes).
+    public private(set) var contextRef: Unmanaged<AnyObject>?
     /// The stream export's per-connection state.
     var exportEntry: AnyObject?
 

@@ -308,7 +308,15 @@ public final class SessionManager: StreamConsumer {
     }
 
     public func data(_ c: Connection, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
-        guard let s = session(c) else { return }
+        // The connection holds its session while it lives (it lets it go only on close).
+        c.contextRef?._withUnsafeGuaranteedRef {
+            data(unsafeDowncast($0, to: Session.self), c, d, bytes, offset: offset, packet: packet)
+        }
+    }
+
+    @inline(__always)
+    func data(_ s: Session, _ c: Connection, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64,
+              packet: PacketRef) {
         if s.proto == nil && !s.undissected { detect(s, d, bytes, offset: offset) }
         guard let f = s.layers[d.rawValue] else {
             undissectedBytes += UInt64(bytes.count)

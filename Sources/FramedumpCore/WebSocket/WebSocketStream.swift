@@ -67,7 +67,11 @@ final class WebSocketStream: StreamLayer {
     /// Inflated payloads and this direction's compression context.
     let inflated = ByteBlock()
     /// Made at the first compressed message (zlib's state and window are ~40 KiB).
-    var inflater: Inflater?
+    var inflater: Inflater? {
+        didSet { inflaterRef = inflater.map { Unmanaged.passUnretained($0) } }
+    }
+    /// The same, for the per-message path: reached without touching its reference count.
+    private var inflaterRef: Unmanaged<Inflater>?
     var contextLost = false
 
     // Hunting.
@@ -466,15 +470,15 @@ final class WebSocketStream: StreamLayer {
         building = nil
         if m.oversize { payload.removeAll() }
         if m.info.compressed && !m.oversize {
-            let i: Inflater
-            if let made = inflater { i = made } else {
-                i = Inflater(scratch: owner.session.manager.inflateScratch)
+            if inflaterRef == nil {
+                let i = Inflater(scratch: owner.session.manager.inflateScratch)
                 i.contextTakeover = owner.deflate?.contextTakeover(dir) ?? true
                 inflater = i
             }
             // The 4 bytes the sender removed (RFC 7692 §7.2.2), then one pass through zlib.
             withUnsafeBytes(of: Inflater.tail) { payload.append($0) }
-            let r = i.inflate(payload.bytes, into: inflated, cap: maxMessage)
+            let input = payload.bytes, out = inflated, cap = maxMessage
+            let r = inflaterRef.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.inflate(input, into: out, cap: cap) }
             payload.removeLast(4)
             switch r {
             case .ok:
