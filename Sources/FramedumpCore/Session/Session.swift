@@ -5,7 +5,11 @@ final class Session {
     unowned(unsafe) let manager: SessionManager
     unowned(unsafe) let connection: Connection
     var proto: ProtocolRuntime?
-    var layers: [StreamLayer?] = [nil, nil]
+    var layers: [StreamLayer?] = [nil, nil] {
+        didSet { paths = (LayerPath(layers[0]), LayerPath(layers[1])) }
+    }
+    /// The same layers for the per-chunk path (see `LayerPath`).
+    private(set) var paths: (c2s: LayerPath, s2c: LayerPath) = (.none, .none)
     /// Receives the deframers' frames once a protocol is chosen.
     var frames: SessionFrames?
     /// The WebSocket layer's shared state, on a WebSocket connection.
@@ -318,10 +322,25 @@ public final class SessionManager: StreamConsumer {
     func data(_ s: Session, _ c: Connection, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64,
               packet: PacketRef) {
         if s.proto == nil && !s.undissected { detect(s, d, bytes, offset: offset) }
-        guard let f = s.layers[d.rawValue] else {
-            undissectedBytes += UInt64(bytes.count)
-            return
+        switch d == .c2s ? s.paths.c2s : s.paths.s2c {
+        case .deframer(let u):
+            u._withUnsafeGuaranteedRef { feed($0, c, d, bytes, offset: offset, packet: packet) }
+        // The HTTP head can end the WebSocket layer (no request after all), freeing the stream
+        // while it reads: that rare path takes the retained one below.
+        case .webSocket(let u) where u._withUnsafeGuaranteedRef({ $0.mode != .head }):
+            u._withUnsafeGuaranteedRef { feed($0, c, d, bytes, offset: offset, packet: packet) }
+        default:
+            guard let f = s.layers[d.rawValue] else {
+                undissectedBytes += UInt64(bytes.count)
+                return
+            }
+            feed(f, c, d, bytes, offset: offset, packet: packet)
         }
+    }
+
+    @inline(__always)
+    func feed(_ f: some StreamLayer, _ c: Connection, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64,
+              packet: PacketRef) {
         // A direction's start is known only once it has begun (the SYN-ACK comes after the
         // connection opened).
         if !f.started { f.start(atBoundary: c.startsAtSYN(d) && offset == 0) }

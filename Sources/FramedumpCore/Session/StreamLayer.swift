@@ -22,3 +22,22 @@ public protocol StreamLayer: AnyObject {
 }
 
 extension Deframer: StreamLayer {}
+
+/// A connection's layer for one direction as the per-chunk path reaches it: unretained (the
+/// session's `layers` own them), and by its concrete type, so feeding it touches no reference
+/// count and calls it directly. Layers of other types go through `layers`.
+enum LayerPath {
+    case none
+    case deframer(Unmanaged<Deframer>)
+    case webSocket(Unmanaged<WebSocketStream>)
+    case other
+
+    init(_ layer: StreamLayer?) {
+        switch layer {
+        case nil: self = .none
+        case let d as Deframer: self = .deframer(Unmanaged.passUnretained(d))
+        case let w as WebSocketStream: self = .webSocket(Unmanaged.passUnretained(w))
+        default: self = .other
+        }
+    }
+}
