@@ -37,6 +37,8 @@ final class DecodeThread: @unchecked Sendable {
     // `self` alone, so filling it touches no reference count) and moves into a free
     // `EventBatch` when it is handed over.
     private var events: [DecodeEvent] = []
+    /// The `call` events' closures, apart so that an event is a plain value.
+    private var calls: [() -> Void] = []
     private var owners: [SessionFrames] = []
     private var block: UnsafeMutableRawPointer
     private var capacity: Int
@@ -90,7 +92,8 @@ final class DecodeThread: @unchecked Sendable {
     @inline(__always)
     func frame(_ to: SessionFrames, _ f: Frame, _ dir: Direction) {
         let at = store(f.bytes, for: to)
-        events.append(.frame(FrameCopy(to, f, at: at), dir))
+        events.append(DecodeEvent(kind: .frame, dir: dir, body: .binary, frame: FrameCopy(to, f, at: at),
+                                  ws: DecodeEvent.noWebSocket))
         framesSent &+= 1
         if events.count >= sizes.events { submit() }
     }
@@ -100,7 +103,7 @@ final class DecodeThread: @unchecked Sendable {
     func deliver(_ to: SessionFrames, _ f: Frame, _ dir: Direction, body: SessionFrames.WebSocketBody,
                  ws: WebSocketInfo) {
         let at = store(f.bytes, for: to)
-        events.append(.deliver(FrameCopy(to, f, at: at), dir, body, ws))
+        events.append(DecodeEvent(kind: .deliver, dir: dir, body: body, frame: FrameCopy(to, f, at: at), ws: ws))
         framesSent &+= 1
         if events.count >= sizes.events { submit() }
     }
@@ -108,7 +111,9 @@ final class DecodeThread: @unchecked Sendable {
     /// Anything else (a connection opened or closed, a gap, a malformed stretch): rare, so a
     /// closure holding what it needs.
     func call(_ body: @escaping () -> Void) {
-        events.append(.call(body))
+        events.append(DecodeEvent(kind: .call, dir: .c2s, body: .layer, frame: FrameCopy(call: calls.count),
+                                  ws: DecodeEvent.noWebSocket))
+        calls.append(body)
         if events.count >= sizes.events { submit() }
     }
 
@@ -146,6 +151,7 @@ final class DecodeThread: @unchecked Sendable {
         // What the decoding thread left in `b` (emptied events, owners to let go here, on the
         // thread that took them, and a block) changes places with what was filled.
         swap(&events, &b.events)
+        swap(&calls, &b.calls)
         swap(&owners, &b.owners)
         swap(&block, &b.block)
         swap(&capacity, &b.capacity)
@@ -192,6 +198,7 @@ final class DecodeThread: @unchecked Sendable {
             pthread_mutex_unlock(lock)
             if !skip { b.run() }
             b.events.removeAll(keepingCapacity: true)
+            b.calls.removeAll(keepingCapacity: true)
             let closed = output.closed
             pthread_mutex_lock(lock)
             if closed { outputClosed = true }
@@ -202,18 +209,32 @@ final class DecodeThread: @unchecked Sendable {
     }
 }
 
-/// What crosses from the reading thread to the decoding one.
-enum DecodeEvent {
-    case frame(FrameCopy, Direction)
-    case deliver(FrameCopy, Direction, SessionFrames.WebSocketBody, WebSocketInfo)
-    case call(() -> Void)
+/// What crosses from the reading thread to the decoding one: a plain value (no reference
+/// counted inside), so a batch of them is filled and emptied with plain stores.
+struct DecodeEvent {
+    enum Kind: UInt8 {
+        /// A deframed message (`SessionFrames.decode(_:_:)`).
+        case frame
+        /// A WebSocket message (`SessionFrames.decode(_:_:body:ws:)`).
+        case deliver
+        /// Anything else: the batch's closure at `frame.at`.
+        case call
+    }
+    var kind: Kind
+    var dir: Direction
+    var body: SessionFrames.WebSocketBody
+    var frame: FrameCopy
+    var ws: WebSocketInfo
+
+    static let noWebSocket = WebSocketInfo(opcode: .binary, fin: true, masked: false, compressed: false, frames: 0,
+                                           wireLength: 0)
 }
 
 /// A `Frame` whose bytes were copied into a batch's block.
 struct FrameCopy {
     /// Kept alive by the batch's `owners`, so no reference count is touched per frame (on
     /// either thread: the two would fight over the count's cache line).
-    let to: Unmanaged<SessionFrames>
+    let to: Unmanaged<SessionFrames>?
     let at: Int
     let count: Int
     let offset: UInt64
@@ -232,6 +253,17 @@ struct FrameCopy {
         coalesced = f.coalesced
     }
 
+    /// A `call` event's: `at` is the closure's index.
+    init(call: Int) {
+        to = nil
+        at = call
+        count = 0
+        offset = 0
+        first = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
+        last = first
+        coalesced = 0
+    }
+
     @inline(__always)
     func frame(in block: UnsafeMutableRawPointer) -> Frame {
         Frame(bytes: UnsafeRawBufferPointer(start: block + at, count: count), offset: offset,
@@ -242,6 +274,7 @@ struct FrameCopy {
 /// A run of events and the bytes of their frames, on its way to the decoding thread or back.
 final class EventBatch {
     var events: [DecodeEvent] = []
+    var calls: [() -> Void] = []
     /// The frames' receivers, each once per batch (see `SessionFrames.handoffSerial`).
     var owners: [SessionFrames] = []
     var block: UnsafeMutableRawPointer
@@ -261,12 +294,14 @@ final class EventBatch {
         let block = self.block
         events.withUnsafeBufferPointer { all in
             for e in all {
-                switch e {
-                case .frame(let f, let d):
-                    f.to._withUnsafeGuaranteedRef { $0.decode(f.frame(in: block), d) }
-                case .deliver(let f, let d, let body, let ws):
-                    f.to._withUnsafeGuaranteedRef { $0.decode(f.frame(in: block), d, body: body, ws: ws) }
-                case .call(let body): body()
+                switch e.kind {
+                case .frame:
+                    e.frame.to.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.decode(e.frame.frame(in: block), e.dir) }
+                case .deliver:
+                    e.frame.to.unsafelyUnwrapped._withUnsafeGuaranteedRef {
+                        $0.decode(e.frame.frame(in: block), e.dir, body: e.body, ws: e.ws)
+                    }
+                case .call: calls[e.frame.at]()
                 }
             }
         }
