@@ -73,19 +73,18 @@ struct LoadLimitOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Messages and enums loaded from every dissector file together.", valueName: "n"))
     var maxMessages: Int = LimitOptions.defaults.maxMessages
 
-    func apply(_ o: LoadOptions) -> LoadOptions {
-        var o = o
-        o.maxFrame = maxFrame
-        o.maxProtocols = maxProtocols
-        o.maxMessages = maxMessages
-        return o
-    }
-
-    func validate() throws {
+    /// The default bounds with these three given.
+    var limits: Limits {
         var l = Limits()
         l.maxFrame = maxFrame
         l.maxProtocols = maxProtocols
         l.maxMessages = maxMessages
-        if let problem = l.problem() { throw ValidationError(problem) }
+        return l
+    }
+
+    func apply(_ o: LoadOptions) -> LoadOptions { o.bounded(by: limits) }
+
+    func validate() throws {
+        if let problem = limits.problem() { throw ValidationError(problem) }
     }
 }

@@ -59,12 +59,8 @@ struct Check: ParsableCommand {
 
     func run() throws {
         if let capture {
-            var l = Limits()
-            l.maxFrame = limits.maxFrame
-            l.maxProtocols = limits.maxProtocols
-            l.maxMessages = limits.maxMessages
             return try CheckCapture.run(capture: capture, dissectors: paths + dissectors, protoPath: protoPath, allow: allow,
-                                        unclaimed: unclaimed, limits: l)
+                                        unclaimed: unclaimed, limits: limits.limits)
         }
         let targets = paths.isEmpty ? DissectorLoader.defaultPaths(explicit: []) : paths
         guard !targets.isEmpty else {

@@ -155,7 +155,6 @@ final class DecodeThread: @unchecked Sendable {
         swap(&owners, &b.owners)
         swap(&block, &b.block)
         swap(&capacity, &b.capacity)
-        b.used = used
         owners.removeAll(keepingCapacity: true)
         used = 0
         // A block grown for one large frame goes back to the usual size.
@@ -279,7 +278,6 @@ final class EventBatch {
     var owners: [SessionFrames] = []
     var block: UnsafeMutableRawPointer
     var capacity: Int
-    var used = 0
 
     init(_ sizes: DecodeThread.Sizes) {
         capacity = sizes.blockBytes

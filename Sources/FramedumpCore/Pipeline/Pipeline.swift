@@ -26,12 +26,8 @@ public final class Pipeline {
         var fragments = Defragmenter.Options()
         fragments.maxBytes = limits.maxFragmentBytes
         defragmenter = Defragmenter(options: fragments)
-        var load = options.load
-        load.maxFrame = limits.maxFrame
-        load.maxProtocols = limits.maxProtocols
-        load.maxMessages = limits.maxMessages
         var schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: options.dissectorPaths),
-                                               options: load)
+                                               options: options.load.bounded(by: limits))
         if options.protoDefaults { for i in schemas.indices { schemas[i].protoAddDefaults = true } }
         dissectorCount = schemas.count
         let printsMessages = !options.segments && !options.follow && !options.quiet

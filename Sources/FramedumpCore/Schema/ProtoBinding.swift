@@ -17,6 +17,15 @@ public struct LoadOptions: Sendable {
         self.protoPaths = protoPaths
         self.keys = keys
     }
+
+    /// These options with the load-time bounds of `limits`.
+    public func bounded(by limits: Limits) -> LoadOptions {
+        var o = self
+        o.maxFrame = limits.maxFrame
+        o.maxProtocols = limits.maxProtocols
+        o.maxMessages = limits.maxMessages
+        return o
+    }
 }
 
 /// The protobuf and encryption settings of a protocol block, as written.
