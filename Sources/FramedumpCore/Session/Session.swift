@@ -224,8 +224,9 @@ public final class SessionManager: StreamConsumer {
     public let protocols: [ProtocolRuntime]
     var byPort: [UInt16: ProtocolRuntime] = [:]
     let anyPort: [ProtocolRuntime]
-    /// Where the manager's own events go (connections, gaps, handshakes).
-    public var sink: MessageSink?
+    /// Where the manager's own events go (connections, gaps, handshakes). Set once, here or by
+    /// `decode(on:)`, so `decodeSink` cannot go stale.
+    public internal(set) var sink: MessageSink?
     /// Where decoded messages go: `sink`, unless a `DecodeThread` sits between them.
     var decodeSink: MessageSink?
     /// Set before the first packet when decoding runs on a thread of its own.
@@ -267,7 +268,6 @@ public final class SessionManager: StreamConsumer {
     /// behind the frames.
     func decode(on thread: DecodeThread) {
         handoff = thread
-        decodeSink = sink
         sink = sink.map { HandoffSink(thread, $0) }
     }
 
