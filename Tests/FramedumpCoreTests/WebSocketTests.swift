@@ -55,10 +55,13 @@ struct StreamFeeder {
     /// first. Without `syn` the connection is picked up mid-stream.
     static func run(c2s: [UInt8], s2c: [UInt8], c2sCuts: [Int] = [], s2cCuts: [Int] = [], port: UInt16 = 12345,
                     syn: Bool = true, protocols: [ProtocolSchema] = [], maxMessage: Int = 16 << 20,
-                    dropS2C: Range<Int>? = nil) -> (WebSocketCollector, SessionManager) {
+                    dropS2C: Range<Int>? = nil, firstInflaterHere: Bool = true) -> (WebSocketCollector, SessionManager) {
         let server = Endpoint(IPAddress(v4: 0x7F00_0001), port)
         let sink = WebSocketCollector()
         let sessions = SessionManager(protocols: protocols, sink: sink)
+        // Compression contexts alternate between the stream (true) and the decoding side: which
+        // comes first decides where each direction of this one connection is inflated.
+        sessions.lastInflaterHere = !firstInflaterHere
         sessions.maxWebSocketMessage = maxMessage
         var options = ReassemblyOptions()
         options.maxConnections = 8  // one connection: no need for the default table
@@ -145,6 +148,27 @@ enum WS {
         if let extensions { s += "Sec-WebSocket-Extensions: \(extensions)\r\n" }
         if let chosen { s += "Sec-WebSocket-Protocol: \(chosen)\r\n" }
         return Array((s + "\r\n").utf8)
+    }
+
+    /// Messages compressed one after another in one deflate stream (context takeover), each
+    /// flushed and with its trailing 00 00 ff ff removed.
+    static func deflateStream(_ messages: [[UInt8]]) -> [[UInt8]] {
+        var z = z_stream()
+        precondition(deflateInit2_(&z, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK)
+        defer { deflateEnd(&z) }
+        return messages.map { m in
+            var input = m
+            var out = [UInt8](repeating: 0, count: m.count + 256)
+            let n = input.withUnsafeMutableBufferPointer { i in
+                out.withUnsafeMutableBufferPointer { o in
+                    z.next_in = i.baseAddress; z.avail_in = UInt32(i.count)
+                    z.next_out = o.baseAddress; z.avail_out = UInt32(o.count)
+                    _ = CZlib.deflate(&z, Z_SYNC_FLUSH)
+                    return o.count - Int(z.avail_out)
+                }
+            }
+            return Array(out[0..<(n - 4)])
+        }
     }
 
     /// Raw DEFLATE with the trailing 00 00 ff ff removed (RFC 7692 §7.2.1), from zlib itself.
@@ -432,10 +456,12 @@ final class WebSocketTests: XCTestCase {
             if takeover { XCTAssertLessThan(second.count, first.count, "the second refers back to the first") }
             let c2s = WS.request(extensions: "permessage-deflate; client_max_window_bits")
                 + WS.client(1, first, rsv: 0x40) + WS.client(1, second, rsv: 0x40)
-            let (s, _) = StreamFeeder.run(c2s: c2s, s2c: WS.response(extensions: ext))
-            XCTAssertEqual(s.messages.map(\.payload), [text, text], ext)
-            XCTAssertEqual(s.messages.map(\.compressed), [true, true])
-            XCTAssertEqual(s.handshakes.last?.2?.clientNoContextTakeover, !takeover)
+            for here in [true, false] {
+                let (s, _) = StreamFeeder.run(c2s: c2s, s2c: WS.response(extensions: ext), firstInflaterHere: here)
+                XCTAssertEqual(s.messages.map(\.payload), [text, text], ext)
+                XCTAssertEqual(s.messages.map(\.compressed), [true, true])
+                XCTAssertEqual(s.handshakes.last?.2?.clientNoContextTakeover, !takeover)
+            }
         }
     }
 
@@ -446,13 +472,15 @@ final class WebSocketTests: XCTestCase {
         XCTAssertLessThan(bomb.count, 1 << 17)
         let c2s = WS.request(extensions: "permessage-deflate") + WS.client(2, bomb, rsv: 0x40)
             + WS.client(2, [1, 2, 3])
-        let (s, _) = StreamFeeder.run(c2s: c2s, s2c: WS.response(extensions: "permessage-deflate; client_no_context_takeover"),
-                                      maxMessage: 1 << 20)
-        XCTAssertEqual(s.messages.count, 2, "\(s.malformed) \(bomb.count)")
-        guard s.messages.count == 2 else { return }
-        XCTAssertEqual(s.messages[0].violations, [.inflatedTooLarge(max: 1 << 20)])
-        XCTAssertTrue(s.messages[0].payload.isEmpty)
-        XCTAssertEqual(s.messages[1].payload, [1, 2, 3])
+        for here in [true, false] {
+            let (s, _) = StreamFeeder.run(c2s: c2s, s2c: WS.response(extensions: "permessage-deflate; client_no_context_takeover"),
+                                          maxMessage: 1 << 20, firstInflaterHere: here)
+            XCTAssertEqual(s.messages.count, 2, "\(s.malformed) \(bomb.count)")
+            guard s.messages.count == 2 else { return }
+            XCTAssertEqual(s.messages[0].violations, [.inflatedTooLarge(max: 1 << 20)])
+            XCTAssertTrue(s.messages[0].payload.isEmpty)
+            XCTAssertEqual(s.messages[1].payload, [1, 2, 3])
+        }
     }
 
     /// Announced lengths beyond --ws-max-message: the message is reported, never buffered.
@@ -497,6 +525,39 @@ final class WebSocketTests: XCTestCase {
         let (s, _) = StreamFeeder.run(c2s: WS.request(), s2c: s2c, s2cCuts: [head, head + 100, head + 200], dropS2C: (head + 100)..<(head + 101))
         XCTAssertEqual(s.messages.map(\.payload), [[4, 4]])
         XCTAssertFalse(s.malformed.isEmpty)
+    }
+
+    /// A gap takes a compressed message with context takeover: the next one refers back into
+    /// the lost window, cannot be inflated, and says why; a message that needs no window (and
+    /// every uncompressed one) is read again. Both where the capture is read and where messages
+    /// are decoded (the two places a compression context can be inflated).
+    func testGapLosesTheInflateWindowAndDecodingGoesOn() {
+        let text = Array("{\"messageType\":\"heartBeat\",\"seq\":1}".utf8)
+        let z = WS.deflateStream([text, text, text])
+        XCTAssertLessThan(z[2].count, z[0].count, "the third refers back to the first two")
+        let fresh = WS.deflate(Array("after".utf8))
+        let head = WS.response(extensions: "permessage-deflate")
+        let frames = [WS.frame(1, z[0], rsv: 0x40), WS.frame(1, z[1], rsv: 0x40), WS.frame(1, z[2], rsv: 0x40),
+                      WS.frame(2, [9, 9]), WS.frame(1, fresh, rsv: 0x40)]
+        var s2c = head, cuts = [head.count]
+        for f in frames { s2c += f; cuts.append(s2c.count) }
+        for here in [true, false] {
+            let (s, m) = StreamFeeder.run(c2s: WS.request(extensions: "permessage-deflate"), s2c: s2c, s2cCuts: cuts,
+                                          dropS2C: cuts[1]..<(cuts[1] + 1), firstInflaterHere: here)
+            XCTAssertEqual(s.messages.count, 4, "\(here) \(s.messages)")
+            guard s.messages.count == 4 else { continue }
+            XCTAssertEqual(s.messages[0].payload, text)
+            XCTAssertTrue(s.messages[0].violations.isEmpty)
+            XCTAssertTrue(s.messages[1].violations.contains(.compressionContextLost), "\(s.messages[1].violations)")
+            XCTAssertTrue(s.messages[1].violations.contains { if case .inflateFailed = $0 { true } else { false } })
+            XCTAssertEqual(s.messages[1].payload, z[2], "the compressed bytes are shown")
+            XCTAssertEqual(s.messages[2].payload, [9, 9])
+            XCTAssertEqual(s.messages[3].payload, Array("after".utf8))
+            XCTAssertTrue(s.messages[3].violations.isEmpty)
+            let ws = m.protocols.map(\.webSocket)
+            XCTAssertEqual(ws.map(\.compressed).reduce(0, +), 3)
+            XCTAssertEqual(ws.map(\.violations).reduce(0, +), 1)
+        }
     }
 
     func testHeaderParserNeverReadsPastTheBytes() {

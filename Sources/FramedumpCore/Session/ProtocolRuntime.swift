@@ -3,10 +3,14 @@
 public final class ProtocolRuntime {
     public let schema: ProtocolSchema
     public let layout: FrameLayout
-    /// The WebSocket layer's counts (the reading thread's). Up here, away from the counters
-    /// below that the decoding thread writes for every message: a shared cache line would
-    /// bounce between the two.
-    public let webSocket = WebSocketCounters()
+    /// The WebSocket layer's counts in two parts, each written by one thread: messages where
+    /// they are decoded (the decoding thread's, reading a file) ...
+    let webSocketDecoded = WebSocketCounters()
+    /// ... and where the capture is read: handshakes, and the binary payloads a tunnelling
+    /// protocol joins into a stream.
+    let webSocketReading = WebSocketCounters()
+    /// The two added, for the summary.
+    public var webSocket: WebSocketCounters { webSocketDecoded.adding(webSocketReading) }
     public let decoder: MessageDecoder
     public let names: NameTable
     /// Per header field: whether NDJSON shows it (the id field and a length field that alone

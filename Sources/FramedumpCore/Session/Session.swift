@@ -76,6 +76,11 @@ final class SessionFrames: FrameConsumer {
     let handoff: Unmanaged<DecodeThread>?
     /// The batch that last took this object (the reading thread's; see `DecodeThread`).
     var handoffSerial: UInt64 = 0
+    /// Where compressed WebSocket messages are inflated: blocks of the decoding side, shared by
+    /// every connection, and `--max-ws-message`.
+    let inflated: ByteBlock
+    let inflateScratch: Inflater.Scratch
+    let maxMessage: Int
 
     init(manager: SessionManager, runtime: ProtocolRuntime, connection: Connection) {
         self.runtime = runtime
@@ -87,6 +92,9 @@ final class SessionFrames: FrameConsumer {
         self.connection = connection
         prefilter = sink as? FilteringSink
         handoff = manager.handoff.map { Unmanaged.passUnretained($0) }
+        inflated = manager.decodeInflated
+        inflateScratch = manager.decodeInflateScratch
+        maxMessage = manager.limits.maxWebSocketMessage
     }
 
     func frame(_ f: Frame, _ dir: Direction) {
@@ -126,6 +134,29 @@ final class SessionFrames: FrameConsumer {
         case text
         /// The WebSocket layer's own: control frames, payloads that could not be inflated or were cut.
         case layer
+        /// Compressed (permessage-deflate): inflated first, then read as one of the above.
+        case deflated
+
+        /// What kind of message decides the decoder: control frames and undecodable payloads are
+        /// the WebSocket layer's own; text and binary go to the inner protocol (binary only when
+        /// it holds the protocol's header).
+        @inline(__always)
+        init(_ info: inout WebSocketInfo, count: Int, headerSize: Int) {
+            if info.undecodable {
+                self = .layer
+            } else if info.opcode == .text {
+                self = .text
+            } else if info.opcode == .binary || info.opcode == .continuation {
+                if count < headerSize {
+                    info.add(.shorterThanHeader(count, header: headerSize))
+                    self = .layer
+                } else {
+                    self = .binary
+                }
+            } else {
+                self = .layer
+            }
+        }
     }
 
     /// A WebSocket message, decoded as `body` says, with the layer's info above it.
@@ -136,11 +167,17 @@ final class SessionFrames: FrameConsumer {
 
     func decode(_ f: Frame, _ dir: Direction, body: WebSocketBody, ws: WebSocketInfo) {
         let p = runtime
-        var ws = ws
+        var ws = ws, f = f, body = body
+        if body == .deflated {
+            let input = f.bytes, out = inflated, cap = maxMessage
+            f.bytes = inflater(dir)._withUnsafeGuaranteedRef { $0.message(&ws, input, into: out, cap: cap) }
+            body = WebSocketBody(&ws, count: f.bytes.count, headerSize: p.layout.headerSize)
+        }
+        p.webSocketDecoded.count(ws, inflated: f.bytes.count)
         // RFC 6455 §8.1: a text message must be UTF-8. Checked here, beside the decoding that
         // reads the text anyway, rather than on the thread that reads the capture.
         if body == .text && !UTF8Check.isValid(f.bytes) {
-            if !ws.hasViolations { p.webSocket.invalidTextOnly += 1 }
+            if !ws.hasViolations { p.webSocketDecoded.invalidTextOnly += 1 }
             ws.add(.invalidUTF8)
         }
         p.bytes += UInt64(f.bytes.count)
@@ -149,7 +186,7 @@ final class SessionFrames: FrameConsumer {
         switch body {
         case .binary: decoder.decode(f, dir, into: decoded)
         case .text: textDecoder.decode(f, dir, into: decoded)
-        case .layer: layerBody(f, dir, ws)
+        case .layer, .deflated: layerBody(f, dir, ws)
         }
         decoded.webSocket = ws
         if ws.hasViolations || (ws.opcode == .close && f.bytes.count == 1) { warnings(ws, f) }
@@ -158,6 +195,47 @@ final class SessionFrames: FrameConsumer {
         }
         if !decoded.warnings.isEmpty { p.warnings += 1; p.limitHits.count(decoded.warnings) }
         sink.message(decoded, connection, p)
+    }
+
+    // MARK: permessage-deflate, where messages are decoded
+
+    /// Each direction's compression context, made at its first compressed message (when this
+    /// side inflates that direction: see `WebSocketStream.inflatesHere`) ...
+    private var inflaters: [Inflater?] = [nil, nil]
+    /// ... and the same, reached without touching their reference counts.
+    private var inflaterRefs: [Unmanaged<Inflater>?] = [nil, nil]
+    /// Whether each direction keeps its window between messages (from the handshake).
+    private var contextTakeover = [true, true]
+
+    @inline(__always)
+    func inflater(_ dir: Direction) -> Unmanaged<Inflater> {
+        if let i = inflaterRefs[dir.rawValue] { return i }
+        let i = Inflater(scratch: inflateScratch, contextTakeover: contextTakeover[dir.rawValue])
+        inflaters[dir.rawValue] = i
+        inflaterRefs[dir.rawValue] = Unmanaged.passUnretained(i)
+        return Unmanaged.passUnretained(i)
+    }
+
+    /// The handshake's permessage-deflate parameters (in order with the messages, on whichever
+    /// thread decodes them).
+    func negotiated(_ d: DeflateParameters?) {
+        let set = { [self] in
+            for dir in Direction.allCases {
+                contextTakeover[dir.rawValue] = d?.contextTakeover(dir) ?? true
+                inflaters[dir.rawValue]?.contextTakeover = contextTakeover[dir.rawValue]
+            }
+        }
+        guard let h = handoff?.takeUnretainedValue() else { return set() }
+        h.call(set)
+    }
+
+    /// A gap in direction `dir`: its window lost what the gap held.
+    func contextLost(_ dir: Direction, negotiated: Bool) {
+        let lose = { [self] in
+            if negotiated || inflaters[dir.rawValue] != nil { inflater(dir).takeUnretainedValue().lost(negotiated: negotiated) }
+        }
+        guard let h = handoff?.takeUnretainedValue() else { return lose() }
+        h.call(lose)
     }
 
     /// Control frames and undecodable payloads: the close code and reason, or the bytes.
@@ -248,8 +326,21 @@ public final class SessionManager: StreamConsumer {
     }
     /// Connections that began as HTTP and were not upgraded to WebSocket (passed over).
     public internal(set) var httpPassedOver: UInt64 = 0
-    /// permessage-deflate's output block, shared by every connection.
+    /// permessage-deflate's output blocks, shared by every connection: where the capture is
+    /// read (tunnelling protocols) ...
     let inflateScratch = Inflater.Scratch()
+    /// ... and where messages are decoded (every other protocol): the inflated message, and
+    /// zlib's overflow block.
+    let decodeInflated = ByteBlock()
+    let decodeInflateScratch = Inflater.Scratch()
+    var lastInflaterHere = false
+
+    /// Whether the next compression context is inflated where the capture is read (the
+    /// contexts alternate: see `WebSocketStream.inflatesHere`).
+    func takeInflaterHere() -> Bool {
+        lastInflaterHere.toggle()
+        return lastInflaterHere
+    }
 
     public init(protocols: [ProtocolSchema], sink: MessageSink?, limits: Limits = Limits()) {
         self.limits = limits

@@ -12,9 +12,15 @@ final class Inflater {
     }
 
     private var stream = z_stream()
+    /// zlib's state is made at the first message (an inflater that only ever heard of a gap
+    /// costs no more than this object).
+    private var started = false
     private var ready = false
     /// Keep the window between messages.
     var contextTakeover = true
+    /// The window went with a gap (or a failed message) and has not been rebuilt since: a
+    /// message that then cannot be inflated is flagged as a likely consequence.
+    private(set) var contextLost = false
 
     /// Where zlib writes before the bytes are appended to the message: one block for the whole
     /// run (`Scratch`), so a connection costs only zlib's own state.
@@ -22,21 +28,54 @@ final class Inflater {
     private let shared: Scratch
     private var scratch: UnsafeMutablePointer<UInt8> { shared.bytes }
 
-    init(scratch: Scratch) {
+    init(scratch: Scratch, contextTakeover: Bool = true) {
         shared = scratch
-        // A 15-bit window reads data written with any smaller window as well.
-        ready = inflateInit2_(&stream, -15, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK
+        self.contextTakeover = contextTakeover
     }
 
     deinit { if ready { inflateEnd(&stream) } }
 
-    /// The shared output block (the pipeline runs on one thread).
+    private func start() {
+        started = true
+        // A 15-bit window reads data written with any smaller window as well.
+        ready = inflateInit2_(&stream, -15, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK
+    }
+
+    /// An output block shared by the inflaters of one thread.
     final class Scratch {
         let bytes = UnsafeMutablePointer<UInt8>.allocate(capacity: Inflater.scratchSize)
         deinit { bytes.deallocate() }
     }
 
     func reset() { if ready { inflateReset(&stream) } }
+
+    /// A gap in the stream: back-references into the lost bytes cannot be resolved any more.
+    /// (`negotiated`: the handshake was seen, so whether the window carried over is known.)
+    func lost(negotiated: Bool) {
+        reset()
+        contextLost = negotiated && contextTakeover
+    }
+
+    /// One message: `input` is its payload followed by `tail`. Returns the bytes to decode (the
+    /// inflated ones in `out`; none for a deflate bomb; the payload as it came, tail left off,
+    /// when it cannot be inflated) and records on `info` what went wrong.
+    func message(_ info: inout WebSocketInfo, _ input: UnsafeRawBufferPointer, into out: ByteBlock,
+                 cap: Int) -> UnsafeRawBufferPointer {
+        switch inflate(input, into: out, cap: cap) {
+        case .ok:
+            contextLost = false
+            return out.bytes
+        case .tooLarge:
+            info.add(.inflatedTooLarge(max: cap))
+            out.removeAll()
+            contextLost = contextTakeover
+            return out.bytes
+        case .failed(let why):
+            if contextLost { info.add(.compressionContextLost) }
+            info.add(.inflateFailed(why))
+            return UnsafeRawBufferPointer(rebasing: input[0..<max(input.count - 4, 0)])
+        }
+    }
 
     /// The 4 bytes the sender removed from the end of every message.
     /// (In memory order, as a plain value: no array to look up and retain per message.)
@@ -45,6 +84,7 @@ final class Inflater {
     /// Inflates one message's payload into `out` (replacing its contents), never past `cap`
     /// bytes. The caller appends `tail` to the payload first (one pass through zlib).
     func inflate(_ input: UnsafeRawBufferPointer, into out: ByteBlock, cap: Int) -> Result {
+        if !started { start() }
         guard ready else { return .failed("zlib could not start") }
         out.removeAll()
         let result = run(input, into: out, cap: cap)

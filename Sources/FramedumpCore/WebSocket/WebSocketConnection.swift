@@ -6,7 +6,7 @@ final class WebSocketConnection {
     var streams: [WebSocketStream] = []
     /// The protocol that decodes the messages, and its decoding parts.
     var inner: ProtocolRuntime {
-        didSet { innerHeaderSize = inner.layout.headerSize; counters = inner.webSocket }
+        didSet { innerHeaderSize = inner.layout.headerSize; readingCounters = inner.webSocketReading }
     }
     var frames: SessionFrames {
         didSet { framesRef = Unmanaged.passUnretained(frames) }
@@ -15,7 +15,7 @@ final class WebSocketConnection {
     /// neither object (not even their reference counts): on a file, the decoding thread uses
     /// them for every message, and a cache line the two threads write would bounce between them.
     private var innerHeaderSize: Int
-    private var counters: WebSocketCounters
+    private var readingCounters: WebSocketCounters
     private var framesRef: Unmanaged<SessionFrames>
     /// Binary payloads as a stream, per direction (protocols with a length rule).
     var tunnel: [Deframer?] = [nil, nil]
@@ -41,7 +41,7 @@ final class WebSocketConnection {
         let f = SessionFrames(manager: session.manager, runtime: inner, connection: session.connection)
         frames = f
         innerHeaderSize = inner.layout.headerSize
-        counters = inner.webSocket
+        readingCounters = inner.webSocketReading
         framesRef = Unmanaged.passUnretained(f)
         streams = Direction.allCases.map { WebSocketStream(owner: self, direction: $0, maxMessage: maxMessage, mode: .head) }
         makeTunnel()
@@ -91,7 +91,8 @@ final class WebSocketConnection {
                let p = m.webSocketProtocol(path: request?.path ?? "", subprotocols: [chosen], port: session.connection.server.port) {
                 select(p)
             }
-            inner.webSocket.handshakes += 1
+            frames.negotiated(deflate)
+            inner.webSocketReading.handshakes += 1
         }
         m.sink?.handshake(h, session.connection, inner, d, deflate: d == .s2c ? deflate : nil, packet: packet)
     }
@@ -113,6 +114,14 @@ final class WebSocketConnection {
 
     /// A gap or the end in direction `d`: the tunnelled stream has the same hole or end.
     func streamGap(_ d: Direction, packet: PacketRef) {
+        // The compression window lost what the gap held, wherever messages are inflated.
+        let negotiated = deflate != nil
+        frames.contextLost(d, negotiated: negotiated)
+        let s = streams[d.rawValue]
+        if s.inflatesHere != false && negotiated && s.inflater == nil {
+            s.inflater = Inflater(scratch: session.manager.inflateScratch, contextTakeover: deflate!.contextTakeover(d))
+        }
+        s.inflater?.lost(negotiated: negotiated)
         guard let t = tunnel[d.rawValue] else { return }
         t.gap(offset: tunnelOffset[d.rawValue], length: 0, packet: packet)
     }
@@ -126,38 +135,27 @@ final class WebSocketConnection {
         frames.malformed(d, offset: offset, length: length, reason: reason, packet: packet, bytes: bytes)
     }
 
-    /// One whole message (or control frame) of direction `d`.
+    /// One whole message (or control frame) of direction `d`. `deflated`: its payload is still
+    /// compressed, followed by the 4 bytes the sender removed; it is inflated where it is decoded.
     func message(_ info: WebSocketInfo, _ payload: UnsafeRawBufferPointer, _ d: Direction,
-                 offset: UInt64, first: PacketRef, last: PacketRef, coalesced: Int = 1) {
-        // (Text is checked for UTF-8 where it is decoded, `SessionFrames.decode`.)
-        counters.count(info, inflated: payload.count)
+                 offset: UInt64, first: PacketRef, last: PacketRef, coalesced: Int = 1, deflated: Bool = false) {
         let f = Frame(bytes: payload, offset: offset, firstPacket: first, lastPacket: last, coalesced: coalesced)
         // `frames` holds it for the call (only a handshake replaces it, never a message).
-        framesRef._withUnsafeGuaranteedRef { out in deliver(out, info, f, payload, d) }
-    }
-
-    private func deliver(_ out: SessionFrames, _ info: WebSocketInfo, _ f: Frame, _ payload: UnsafeRawBufferPointer,
-                         _ d: Direction) {
-        var info = info
-        // What kind of message decides the decoder: control frames and undecodable payloads are
-        // the WebSocket layer's own; text and binary go to the inner protocol.
-        if info.undecodable {
-            out.deliver(f, d, body: .layer, ws: info)
-        } else if info.opcode == .text {
-            out.deliver(f, d, body: .text, ws: info)
-        } else if info.opcode == .binary || info.opcode == .continuation {
-            if tunnelled, let t = tunnel[d.rawValue] {
+        framesRef._withUnsafeGuaranteedRef { out in
+            if deflated { return out.deliver(f, d, body: .deflated, ws: info) }
+            if tunnelled, !info.undecodable, info.opcode == .binary || info.opcode == .continuation,
+               let t = tunnel[d.rawValue] {
                 // A length-framed protocol inside binary messages: their payloads are its stream.
+                // Counted here, on the thread that reads the capture (decoded messages are counted
+                // where they are decoded).
+                readingCounters.count(info, inflated: payload.count)
                 t.data(payload, offset: tunnelOffset[d.rawValue], packet: f.lastPacket)
                 tunnelOffset[d.rawValue] += UInt64(payload.count)
-            } else if payload.count < innerHeaderSize {
-                info.add(.shorterThanHeader(payload.count, header: innerHeaderSize))
-                out.deliver(f, d, body: .layer, ws: info)
-            } else {
-                out.deliver(f, d, body: .binary, ws: info)
+                return
             }
-        } else {
-            out.deliver(f, d, body: .layer, ws: info)
+            var info = info
+            let body = SessionFrames.WebSocketBody(&info, count: payload.count, headerSize: innerHeaderSize)
+            out.deliver(f, d, body: body, ws: info)
         }
     }
 }
@@ -170,10 +168,9 @@ public final class WebSocketCounters {
     public var compressed: UInt64 = 0
     public var compressedBytes: UInt64 = 0
     public var inflatedBytes: UInt64 = 0
-    /// Messages with a violation, counted as they come out of the frames.
+    /// Messages with a violation of the framing or of permessage-deflate.
     var framingViolations: UInt64 = 0
-    /// Text messages whose only violation is text that is not UTF-8 (counted where text is
-    /// checked, on the decoding thread; rare, so sharing this object costs nothing).
+    /// Text messages whose only violation is text that is not UTF-8 (found where text is decoded).
     var invalidTextOnly: UInt64 = 0
     /// Messages with a protocol violation of any kind.
     public var violations: UInt64 { framingViolations + invalidTextOnly }
@@ -182,6 +179,19 @@ public final class WebSocketCounters {
     deinit { perOpcode.deallocate() }
 
     public var opcodes: [UInt64] { Array(UnsafeBufferPointer(start: perOpcode, count: 16)) }
+
+    /// The two counts of one protocol added (the decoding side's and the reading side's).
+    func adding(_ o: WebSocketCounters) -> WebSocketCounters {
+        let t = WebSocketCounters()
+        for i in 0..<16 { t.perOpcode[i] = perOpcode[i] + o.perOpcode[i] }
+        t.handshakes = handshakes + o.handshakes
+        t.compressed = compressed + o.compressed
+        t.compressedBytes = compressedBytes + o.compressedBytes
+        t.inflatedBytes = inflatedBytes + o.inflatedBytes
+        t.framingViolations = framingViolations + o.framingViolations
+        t.invalidTextOnly = invalidTextOnly + o.invalidTextOnly
+        return t
+    }
 
     @inline(__always)
     func count(_ info: WebSocketInfo, inflated: Int) {

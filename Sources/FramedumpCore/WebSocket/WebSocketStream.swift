@@ -64,15 +64,21 @@ final class WebSocketStream: StreamLayer {
     var controlInfo = WebSocketInfo(opcode: .ping, fin: true, masked: false, compressed: false, frames: 1, wireLength: 0)
     var controlOversize = false
 
-    /// Inflated payloads and this direction's compression context.
+    /// Where this direction's messages are inflated, settled at its first compressed message.
+    /// A compression context is a sequence (each message refers back into the ones before), so it
+    /// stays on one thread; reading a file, zlib is the larger part of this layer's work, and the
+    /// contexts alternate, as they are made, between this thread (true) and the one that decodes
+    /// (`SessionFrames.inflaters`), so that each thread gets about half. A protocol that joins
+    /// binary payloads into a stream needs them inflated here, before its deframer.
+    var inflatesHere: Bool?
+    /// The inflated payloads and this direction's compression context when they are here (zlib's
+    /// state and window, ~40 KiB, are made at the first compressed message).
     let inflated = ByteBlock()
-    /// Made at the first compressed message (zlib's state and window are ~40 KiB).
     var inflater: Inflater? {
         didSet { inflaterRef = inflater.map { Unmanaged.passUnretained($0) } }
     }
     /// The same, for the per-message path: reached without touching its reference count.
     private var inflaterRef: Unmanaged<Inflater>?
-    var contextLost = false
 
     // Hunting.
     var hunt: [UInt8] = []
@@ -138,13 +144,8 @@ final class WebSocketStream: StreamLayer {
         flushSkipped(packet)
         cutMessage(packet: packet) { .cutByGap(have: $0, need: $1) }
         owner.streamGap(dir, packet: packet)
-        // Back-references into the lost bytes cannot be resolved any more.
-        resetInflater()
-        contextLost = owner.deflate != nil && owner.deflate!.contextTakeover(dir)
         mode = .hunting
     }
-
-    func resetInflater() { inflater?.reset() }
 
     func finish(packet: PacketRef, captureEnded: Bool) {
         switch mode {
@@ -464,42 +465,38 @@ final class WebSocketStream: StreamLayer {
         }
     }
 
-    /// Hands on the message in `building`: inflated and checked.
+    /// Hands on the message in `building`. A compressed one is inflated here, or goes on as it
+    /// came, with the 4 bytes the sender removed put back (RFC 7692 §7.2.2), to be inflated where
+    /// it is decoded: see `inflatesHere`.
     func deliver(last: PacketRef) {
         guard var m = building else { return }
         building = nil
         if m.oversize { payload.removeAll() }
-        if m.info.compressed && !m.oversize {
-            if inflaterRef == nil {
-                let i = Inflater(scratch: owner.session.manager.inflateScratch)
-                i.contextTakeover = owner.deflate?.contextTakeover(dir) ?? true
-                inflater = i
+        let c = coalesced(m.firstPacket, last)
+        guard m.info.compressed && !m.oversize else {
+            let bytes = payload.bytes
+            connection { $0.message(m.info, bytes, dir, offset: m.offset, first: m.firstPacket, last: last, coalesced: c) }
+            return
+        }
+        withUnsafeBytes(of: Inflater.tail) { payload.append($0) }
+        let input = payload.bytes
+        if inflatesHere == nil {
+            inflatesHere = connection { $0.tunnelled } || owner.session.manager.takeInflaterHere()
+        }
+        if inflatesHere! {
+            if inflater == nil {
+                inflater = Inflater(scratch: owner.session.manager.inflateScratch,
+                                    contextTakeover: owner.deflate?.contextTakeover(dir) ?? true)
             }
-            // The 4 bytes the sender removed (RFC 7692 §7.2.2), then one pass through zlib.
-            withUnsafeBytes(of: Inflater.tail) { payload.append($0) }
-            let input = payload.bytes, out = inflated, cap = maxMessage
-            let r = inflaterRef.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.inflate(input, into: out, cap: cap) }
-            payload.removeLast(4)
-            switch r {
-            case .ok:
-                contextLost = false
-                let c = coalesced(m.firstPacket, last), bytes = inflated.bytes
-                connection { $0.message(m.info, bytes, dir, offset: m.offset, first: m.firstPacket, last: last, coalesced: c) }
-                return
-            case .tooLarge:
-                m.info.add(.inflatedTooLarge(max: maxMessage))
-                inflated.removeAll()
-                contextLost = owner.deflate?.contextTakeover(dir) ?? true
-                owner.message(m.info, inflated.bytes, dir, offset: m.offset, first: m.firstPacket, last: last,
-                              coalesced: coalesced(m.firstPacket, last))
-                return
-            case .failed(let why):
-                if contextLost { m.info.add(.compressionContextLost) }
-                m.info.add(.inflateFailed(why))
+            let out = inflated, cap = maxMessage
+            let bytes = inflaterRef.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.message(&m.info, input, into: out, cap: cap) }
+            connection { $0.message(m.info, bytes, dir, offset: m.offset, first: m.firstPacket, last: last, coalesced: c) }
+        } else {
+            connection {
+                $0.message(m.info, input, dir, offset: m.offset, first: m.firstPacket, last: last, coalesced: c, deflated: true)
             }
         }
-        let c = coalesced(m.firstPacket, last), bytes = payload.bytes
-        connection { $0.message(m.info, bytes, dir, offset: m.offset, first: m.firstPacket, last: last, coalesced: c) }
+        payload.removeLast(4)
     }
 
     // MARK: - Hunting: the rare path
