@@ -150,9 +150,9 @@ enum WS {
         return Array((s + "\r\n").utf8)
     }
 
-    /// Messages compressed one after another in one deflate stream (context takeover), each
-    /// flushed and with its trailing 00 00 ff ff removed.
-    static func deflateStream(_ messages: [[UInt8]]) -> [[UInt8]] {
+    /// Messages compressed one after another in one deflate stream, each flushed and with its
+    /// trailing 00 00 ff ff removed; without context takeover the window starts empty each time.
+    static func deflateStream(_ messages: [[UInt8]], contextTakeover: Bool = true) -> [[UInt8]] {
         var z = z_stream()
         precondition(deflateInit2_(&z, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK)
         defer { deflateEnd(&z) }
@@ -167,6 +167,7 @@ enum WS {
                     return o.count - Int(z.avail_out)
                 }
             }
+            if !contextTakeover { deflateReset(&z) }
             return Array(out[0..<(n - 4)])
         }
     }
@@ -434,25 +435,9 @@ final class WebSocketTests: XCTestCase {
     func testPermessageDeflateWithAndWithoutContextTakeover() {
         let text = Array(String(repeating: "{\"messageType\":\"heartBeat\"}", count: 3).utf8)
         for (ext, takeover) in [("permessage-deflate", true), ("permessage-deflate; client_no_context_takeover", false)] {
-            // Two messages compressed as one deflate stream would be with context takeover.
-            var z = z_stream()
-            _ = deflateInit2_(&z, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
-            func compress(_ d: [UInt8]) -> [UInt8] {
-                var input = d
-                var out = [UInt8](repeating: 0, count: 4096)
-                let n = input.withUnsafeMutableBufferPointer { i in
-                    out.withUnsafeMutableBufferPointer { o in
-                        z.next_in = i.baseAddress; z.avail_in = UInt32(i.count)
-                        z.next_out = o.baseAddress; z.avail_out = UInt32(o.count)
-                        _ = CZlib.deflate(&z, Z_SYNC_FLUSH)
-                        return o.count - Int(z.avail_out)
-                    }
-                }
-                if !takeover { deflateReset(&z) }
-                return Array(out[0..<(n - 4)])
-            }
-            let first = compress(text), second = compress(text)
-            deflateEnd(&z)
+            // Two messages compressed as one deflate stream, its window kept or not between them.
+            let z = WS.deflateStream([text, text], contextTakeover: takeover)
+            let first = z[0], second = z[1]
             if takeover { XCTAssertLessThan(second.count, first.count, "the second refers back to the first") }
             let c2s = WS.request(extensions: "permessage-deflate; client_max_window_bits")
                 + WS.client(1, first, rsv: 0x40) + WS.client(1, second, rsv: 0x40)
