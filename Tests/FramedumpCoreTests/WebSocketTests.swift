@@ -604,6 +604,28 @@ final class WebSocketTests: XCTestCase {
         }
     }
 
+    /// A client that does not wait for the 101, whose subprotocol (one the request did not
+    /// offer) picks the dissector: the compressed messages before and after it are one
+    /// compression context, wherever they are inflated.
+    func testCompressionContextOutlivesTheHandshakeChoosingTheDissector() throws {
+        let chat = try loadDissector("protocol chat { websocket; subprotocol \"chat.v2\"; text json; }")
+        let text = Array("{\"messageType\":\"heartBeat\"}".utf8)
+        let z = WS.deflateStream([text, text])
+        XCTAssertLessThan(z[1].count, z[0].count, "the second refers back to the first")
+        let req = WS.request(path: "/x", extensions: "permessage-deflate")
+        let first = WS.client(1, z[0], rsv: 0x40)
+        let resp = WS.response(extensions: "permessage-deflate", protocol: "chat.v2")
+        for here in [true, false] {
+            // Request, half the response, the first message, the rest of the response, the second.
+            let (s, _) = StreamFeeder.run(c2s: req + first + WS.client(1, z[1], rsv: 0x40), s2c: resp,
+                                          c2sCuts: [req.count + first.count], s2cCuts: [resp.count / 2],
+                                          port: 9999, protocols: chat, firstInflaterHere: here)
+            XCTAssertEqual(s.messages.map(\.payload), [text, text], "\(here)")
+            XCTAssertEqual(s.messages.map(\.protocolName), ["websocket", "chat"])
+            XCTAssertTrue(s.messages.allSatisfy { $0.violations.isEmpty }, "\(s.messages.map(\.violations))")
+        }
+    }
+
     /// Mutants of a real stream and random bytes, through the fuzz entry: no trap, no hang.
     func testMutatedStreamsNeverTrap() throws {
         let (c2s, s2c) = try sampleStreams("websocket-deflate")

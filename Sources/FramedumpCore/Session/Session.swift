@@ -229,6 +229,18 @@ final class SessionFrames: FrameConsumer {
         h.call(set)
     }
 
+    /// The compression contexts of the connection's previous protocol (in order with the
+    /// messages, on whichever thread decodes them).
+    func takeInflaters(from old: SessionFrames) {
+        let take = { [self] in
+            inflaters = old.inflaters
+            inflaterRefs = old.inflaterRefs
+            contextTakeover = old.contextTakeover
+        }
+        guard let h = handoff?.takeUnretainedValue() else { return take() }
+        h.call(take)
+    }
+
     /// A gap in direction `dir`: its window lost what the gap held.
     func contextLost(_ dir: Direction, negotiated: Bool) {
         let lose = { [self] in

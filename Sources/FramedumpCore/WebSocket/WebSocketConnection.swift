@@ -62,9 +62,19 @@ final class WebSocketConnection {
         inner = p
         p.connections += 1
         session.proto = p
+        let old = frames
         frames = SessionFrames(manager: session.manager, runtime: p, connection: session.connection)
         session.frames = frames
         makeTunnel()
+        // Messages compressed before the handshake that chose the protocol (a peer that did not
+        // wait for it): their compression contexts go on with the new protocol.
+        frames.takeInflaters(from: old)
+        for s in streams where tunnelled && s.inflatesHere == false {
+            // A tunnelling protocol needs them inflated before its deframer: started afresh here.
+            s.inflatesHere = true
+            s.inflater = Inflater(scratch: session.manager.inflateScratch, contextTakeover: deflate?.contextTakeover(s.dir) ?? true)
+            s.inflater!.lost(negotiated: true)
+        }
     }
 
     // MARK: - From the streams
