@@ -315,7 +315,7 @@ final class ProtobufTests: XCTestCase {
             XCTAssertEqual(m.fields.map(\.name), [.unknown(number: 1, wire: 0), .unknown(number: 2, wire: 2),
                                                  .unknown(number: 3, wire: 2), .unknown(number: 1, wire: 0),
                                                  .unknown(number: 4, wire: 5), .unknown(number: 5, wire: 2)])
-            XCTAssertEqual(m.fields.map(\.value), [.unsigned(7), .string, .object(count: 1), .unsigned(150), .unsigned(1), .bytes])
+            XCTAssertEqual(m.fields.map(\.value), [.unsigned(7), .validString, .object(count: 1), .unsigned(150), .unsigned(1), .bytes])
         }
     }
 
@@ -529,7 +529,7 @@ enum TextFormat {
         case .unsigned(let v): return String(v)
         case .bool(let v): return v ? "true" : "false"
         case .float(let d): return d == d.rounded() && abs(d) < 1e15 ? String(Int64(d)) : String(d)
-        case .string, .bytes: return escape(b[Int(f.offset)..<Int(f.offset + f.width)])
+        case .string, .validString, .bytes: return escape(b[Int(f.offset)..<Int(f.offset + f.width)])
         default: return "?"
         }
     }

@@ -48,6 +48,8 @@ public enum FieldValue: Sendable, Equatable {
     case bool(Bool)
     /// Text bytes in the frame (shown as a string; invalid UTF-8 is escaped).
     case string
+    /// Text bytes the decoder has checked and found valid UTF-8 (shown without checking again).
+    case validString
     /// Opaque bytes in the frame.
     case bytes
     /// A nested message or JSON object; `count` direct children follow at depth + 1.

@@ -244,10 +244,12 @@ public final class MessageDecoder {
                 while n2 > 0 && b[s + n2 - 1] == 0 { n2 -= 1 }
             }
             // Shown all the same (bad bytes replaced), with a warning, as protobuf strings are.
-            if op.kind == .string && !UTF8Check.isValid(UnsafeRawBufferPointer(rebasing: b[s..<(s + n2)])) {
-                m.warnings.append(.invalidUTF8(field: fieldName(op)))
+            var value = FieldValue.bytes
+            if op.kind == .string {
+                value = UTF8Check.isValid(UnsafeRawBufferPointer(rebasing: b[s..<(s + n2)])) ? .validString : .string
+                if value == .string { m.warnings.append(.invalidUTF8(field: fieldName(op))) }
             }
-            m.fields.append(DecodedField(name: name, value: op.kind == .string ? .string : .bytes, offset: Int32(s),
+            m.fields.append(DecodedField(name: name, value: value, offset: Int32(s),
                                          width: Int32(n2), depth: Int16(depth)))
             pos = next
             return true

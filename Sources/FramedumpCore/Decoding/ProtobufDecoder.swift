@@ -291,10 +291,12 @@ final class ProtobufDecoder {
                 _ = rest(tagAt, end, depth: depth)
                 return false
             }
-            if op.type == .string && !validUTF8(s, e) {
-                m.warnings.append(.invalidUTF8(field: fieldName(mi, op.field)))
+            var value = FieldValue.bytes
+            if op.type == .string {
+                value = validUTF8(s, e) ? .validString : .string
+                if value == .string { m.warnings.append(.invalidUTF8(field: fieldName(mi, op.field))) }
             }
-            fl.append(DecodedField(name: name, value: op.type == .string ? .string : .bytes, offset: Int32(s),
+            fl.append(DecodedField(name: name, value: value, offset: Int32(s),
                                          width: Int32(e - s), depth: Int16(depth)))
             return true
         case .message:
@@ -461,7 +463,7 @@ final class ProtobufDecoder {
                 return false
             }
             if s < e && printableText(s, e) {
-                fl.append(DecodedField(name: name, value: .string, offset: Int32(s), width: Int32(e - s), depth: Int16(depth)))
+                fl.append(DecodedField(name: name, value: .validString, offset: Int32(s), width: Int32(e - s), depth: Int16(depth)))
             } else if s < e && depth + 1 < maxDepth && looksLikeMessage(s, e) {
                 nested(-1, name: name, s, e, depth: depth)
             } else {

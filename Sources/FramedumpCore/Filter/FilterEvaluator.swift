@@ -335,7 +335,7 @@ public struct FilterEvaluator {
         case .signed(let v): return .integer(negative: v < 0, magnitude: v.magnitude, label: label)
         case .float(let d): return .float(d)
         case .bool(let v): return .integer(negative: false, magnitude: v ? 1 : 0, label: v ? "true" : "false")
-        case .string: return .text(String(decoding: b.slice(Int(f.offset), Int(f.width)), as: UTF8.self))
+        case .string, .validString: return .text(String(decoding: b.slice(Int(f.offset), Int(f.width)), as: UTF8.self))
         case .bytes: return .bytes(Array(b.slice(Int(f.offset), Int(f.width))))
         case .jsonString: return .text(JSONText.unescaped(b.slice(Int(f.offset), Int(f.width))))
         case .jsonNumber:

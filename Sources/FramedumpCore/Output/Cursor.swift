@@ -137,10 +137,11 @@ struct Cursor {
     }
 
     /// A JSON string literal of text bytes: `"`, `\`, control characters escaped; invalid
-    /// UTF-8 replaced by U+FFFD. Needs at most 6 bytes per input byte plus 2.
-    mutating func jsonString(_ b: UnsafeRawBufferPointer) {
+    /// UTF-8 replaced by U+FFFD (`valid`: the decoder has checked the bytes already). Needs at
+    /// most 6 bytes per input byte plus 2.
+    mutating func jsonString(_ b: UnsafeRawBufferPointer, valid: Bool = false) {
         byte(0x22)
-        if UTF8Check.isValid(b) { validText(b) } else { repairedText(b) }
+        if valid || UTF8Check.isValid(b) { validText(b) } else { repairedText(b) }
         byte(0x22)
     }
 

@@ -30,12 +30,12 @@ struct FieldText {
             FieldText.float(d, to: out, json: json)
             k = out.cursor(reserving: bound)
         case .bool(let v): k.write(v ? "true" : "false")
-        case .string:
+        case .string, .validString:
             if Int(x.width) > runtime.maxString {
                 k.jsonStringCut(frame.slice(Int(x.offset), Int(x.width)), limit: runtime.maxString)
                 runtime.stringCut()
             } else {
-                k.jsonString(frame.slice(Int(x.offset), Int(x.width)))
+                k.jsonString(frame.slice(Int(x.offset), Int(x.width)), valid: x.value == .validString)
             }
         case .jsonString:
             // Already a valid JSON string's content (checked by the flattener): written as is.

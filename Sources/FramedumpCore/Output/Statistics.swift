@@ -157,7 +157,7 @@ public final class StatisticsSink: MessageSink {
         switch f.value {
         case .unsigned(let v): return String(v)
         case .signed(let v): return String(v)
-        case .string, .bytes, .jsonString, .jsonNumber: return String(decoding: m.fieldBytes.slice(Int(f.offset), Int(f.width)), as: UTF8.self)
+        case .string, .validString, .bytes, .jsonString, .jsonNumber: return String(decoding: m.fieldBytes.slice(Int(f.offset), Int(f.width)), as: UTF8.self)
         default: return nil
         }
     }
