@@ -201,7 +201,9 @@ final class SessionFrames: FrameConsumer {
 
     /// Each direction's compression context, made at its first compressed message (when this
     /// side inflates that direction: see `WebSocketStream.inflatesHere`) ...
-    private var inflaters: [Inflater?] = [nil, nil]
+    private var inflaters: [Inflater?] = [nil, nil] {
+        didSet { inflaterRefs = inflaters.map { $0.map { Unmanaged.passUnretained($0) } } }
+    }
     /// ... and the same, reached without touching their reference counts.
     private var inflaterRefs: [Unmanaged<Inflater>?] = [nil, nil]
     /// Whether each direction keeps its window between messages (from the handshake).
@@ -212,7 +214,6 @@ final class SessionFrames: FrameConsumer {
         if let i = inflaterRefs[dir.rawValue] { return i }
         let i = Inflater(scratch: inflateScratch, contextTakeover: contextTakeover[dir.rawValue])
         inflaters[dir.rawValue] = i
-        inflaterRefs[dir.rawValue] = Unmanaged.passUnretained(i)
         return Unmanaged.passUnretained(i)
     }
 
@@ -234,7 +235,6 @@ final class SessionFrames: FrameConsumer {
     func takeInflaters(from old: SessionFrames) {
         let take = { [self] in
             inflaters = old.inflaters
-            inflaterRefs = old.inflaterRefs
             contextTakeover = old.contextTakeover
         }
         guard let h = handoff?.takeUnretainedValue() else { return take() }

@@ -72,8 +72,7 @@ final class WebSocketConnection {
         for s in streams where tunnelled && s.inflatesHere == false {
             // A tunnelling protocol needs them inflated before its deframer: started afresh here.
             s.inflatesHere = true
-            s.inflater = Inflater(scratch: session.manager.inflateScratch, contextTakeover: deflate?.contextTakeover(s.dir) ?? true)
-            s.inflater!.lost(negotiated: true)
+            s.inflaterHere().lost(negotiated: true)
         }
     }
 
@@ -128,9 +127,7 @@ final class WebSocketConnection {
         let negotiated = deflate != nil
         frames.contextLost(d, negotiated: negotiated)
         let s = streams[d.rawValue]
-        if s.inflatesHere != false && negotiated && s.inflater == nil {
-            s.inflater = Inflater(scratch: session.manager.inflateScratch, contextTakeover: deflate!.contextTakeover(d))
-        }
+        if s.inflatesHere != false && negotiated { s.inflaterHere() }
         s.inflater?.lost(negotiated: negotiated)
         guard let t = tunnel[d.rawValue] else { return }
         t.gap(offset: tunnelOffset[d.rawValue], length: 0, packet: packet)

@@ -80,6 +80,16 @@ final class WebSocketStream: StreamLayer {
     /// The same, for the per-message path: reached without touching its reference count.
     private var inflaterRef: Unmanaged<Inflater>?
 
+    /// This direction's compression context here, made when first needed.
+    @discardableResult
+    func inflaterHere() -> Inflater {
+        if let i = inflater { return i }
+        let i = Inflater(scratch: owner.session.manager.inflateScratch,
+                         contextTakeover: owner.deflate?.contextTakeover(dir) ?? true)
+        inflater = i
+        return i
+    }
+
     // Hunting.
     var hunt: [UInt8] = []
     var huntOffset: UInt64 = 0
@@ -484,10 +494,7 @@ final class WebSocketStream: StreamLayer {
             inflatesHere = connection { $0.tunnelled } || owner.session.manager.takeInflaterHere()
         }
         if inflatesHere! {
-            if inflater == nil {
-                inflater = Inflater(scratch: owner.session.manager.inflateScratch,
-                                    contextTakeover: owner.deflate?.contextTakeover(dir) ?? true)
-            }
+            if inflaterRef == nil { inflaterHere() }
             let out = inflated, cap = maxMessage
             let bytes = inflaterRef.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.message(&m.info, input, into: out, cap: cap) }
             connection { $0.message(m.info, bytes, dir, offset: m.offset, first: m.firstPacket, last: last, coalesced: c) }
