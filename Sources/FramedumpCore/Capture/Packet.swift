@@ -30,12 +30,34 @@ public struct Timestamp: Comparable, Hashable, Sendable {
 }
 
 /// Where a byte came from: the packet's number in the capture (1-based) and its time.
+///
+/// Bytes held back behind a hole are handed on when a later packet fills it: `number` and `ts`
+/// are then that later packet's (the one that completed them, which dates them, so output
+/// stays in capture order), and `carrier` is the earliest packet that carried them.
 public struct PacketRef: Hashable, Sendable {
     public var number: UInt64
     public var ts: Timestamp
+    /// The earliest packet that carried these bytes (≤ `number`; equal for bytes in order).
+    public var carrier: UInt64
     public init(number: UInt64, ts: Timestamp) {
         self.number = number
         self.ts = ts
+        self.carrier = number
+    }
+    public init(number: UInt64, ts: Timestamp, carrier: UInt64) {
+        self.number = number
+        self.ts = ts
+        self.carrier = min(carrier, number)
+    }
+
+    /// This packet as the first of a message: numbered by its earliest carrier.
+    @inline(__always) public var asFirst: PacketRef {
+        carrier == number ? self : PacketRef(number: carrier, ts: ts)
+    }
+
+    /// The same, also carried by `other`'s earliest carrier if that came earlier.
+    @inline(__always) public func carried(with other: PacketRef) -> PacketRef {
+        other.carrier < carrier ? PacketRef(number: number, ts: ts, carrier: other.carrier) : self
     }
 }
 

@@ -115,6 +115,11 @@ public final class Deframer {
             guard let spans else { return packet }
             return Self.packet(at: o, in: spans) ?? packet
         }
+        /// The packet that carried `o..<end` first (the earliest carrier of any of its bytes).
+        func carrierOf(_ o: UInt64, _ end: UInt64) -> PacketRef {
+            guard let spans else { return packet }
+            return Self.carrier(of: o, end, in: spans) ?? packet
+        }
         var i = 0
         found.removeAll(keepingCapacity: true)
         var bad: (Int, MalformedReason)?
@@ -132,7 +137,7 @@ public final class Deframer {
         }
         for f in found {
             let start = offset + UInt64(f.start)
-            let first = packetAt(start), last = packetAt(start + UInt64(f.length) - 1)
+            let first = carrierOf(start, start + UInt64(f.length)).asFirst, last = packetAt(start + UInt64(f.length) - 1)
             consumer.frame(Frame(bytes: UnsafeRawBufferPointer(rebasing: b[f.start..<(f.start + f.length)]),
                                  offset: start, firstPacket: first, lastPacket: last,
                                  coalesced: fromHunt ? 1 : found.count), dir)
@@ -166,13 +171,14 @@ public final class Deframer {
         if i < b.count {
             buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[i...]))
             bufferOffset = offset + UInt64(i)
-            bufferPacket = packetAt(bufferOffset)
+            bufferPacket = carrierOf(bufferOffset, offset + UInt64(b.count))
         }
     }
 
     /// Completes the frame in `buffer` from the front of `b`; returns the bytes of `b` used.
     func completeBuffered(_ b: UnsafeRawBufferPointer, packet: PacketRef) -> Int {
         var used = 0
+        bufferPacket = bufferPacket.carried(with: packet)
         while true {
             if buffer.count < layout.headerSize {
                 let take = min(layout.headerSize - buffer.count, b.count - used)
@@ -198,7 +204,7 @@ public final class Deframer {
             used += take
             if buffer.count < n { return used }
             buffer.withUnsafeBytes { fb in
-                consumer.frame(Frame(bytes: fb, offset: bufferOffset, firstPacket: bufferPacket,
+                consumer.frame(Frame(bytes: fb, offset: bufferOffset, firstPacket: bufferPacket.asFirst,
                                      lastPacket: packet, coalesced: 1), dir)
             }
             buffer.removeAll(keepingCapacity: true)
@@ -211,7 +217,11 @@ public final class Deframer {
         case .tooShort(let l): return .lengthTooShort(l, minimum: layout.headerSize)
         case .tooLong(let l): return .lengthTooLong(l, maximum: layout.maxFrame)
         case .constantMismatch(let f, let v):
-            return .constantMismatch(field: layout.fields[f].name, value: v, expected: layout.fields[f].constant ?? 0)
+            let h = layout.fields[f]
+            // A hex field's value is masked to its width, as the tree shows it.
+            let mask: UInt64 = h.width >= 8 ? .max : (1 << UInt64(h.width * 8)) - 1
+            return .constantMismatch(field: h.name, value: h.hex ? v & mask : v, expected: h.hex ? (h.constant ?? 0) & mask : h.constant ?? 0,
+                                     hex: h.hex, signed: h.signed)
         default: return .skipped
         }
     }
@@ -238,6 +248,23 @@ public final class Deframer {
             if spans[mid].end > o { hi = mid } else { lo = mid + 1 }
         }
         return lo < spans.count ? spans[lo].packet : nil
+    }
+
+    /// The packet of `o`, carried as early as the earliest carrier of any byte of `o..<end`.
+    static func carrier(of o: UInt64, _ end: UInt64, in spans: [(end: UInt64, packet: PacketRef)]) -> PacketRef? {
+        var lo = 0, hi = spans.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if spans[mid].end > o { hi = mid } else { lo = mid + 1 }
+        }
+        guard lo < spans.count else { return nil }
+        var p = spans[lo].packet
+        var i = lo + 1
+        while i < spans.count && spans[i - 1].end < end {
+            p = p.carried(with: spans[i].packet)
+            i += 1
+        }
+        return p
     }
 
     /// Whether a frame could start at `i`: a sane header whose id we know.

@@ -14,7 +14,8 @@ public struct Frame {
 public enum MalformedReason: Sendable, Equatable {
     case lengthTooShort(Int64, minimum: Int)
     case lengthTooLong(Int64, maximum: Int)
-    case constantMismatch(field: String, value: UInt64, expected: UInt64)
+    /// Values as read (signed fields sign-extended); shown in hex for a `[hex]` field.
+    case constantMismatch(field: String, value: UInt64, expected: UInt64, hex: Bool, signed: Bool)
     /// Bytes passed over while looking for the next plausible header.
     case skipped
     /// A frame whose bytes were cut by a gap in the stream.
@@ -31,7 +32,11 @@ public enum MalformedReason: Sendable, Equatable {
         case .lengthTooShort(let l, let m): return "length \(l) is shorter than the \(m)-byte header"
         case .lengthTooLong(let l, let m):
             return l == Int64.max ? "length overflows" : "length \(l) exceeds max_frame \(m)"
-        case .constantMismatch(let f, let v, let e): return "header field \(f) is \(v), expected \(e)"
+        case .constantMismatch(let f, let v, let e, let hex, let signed):
+            func shown(_ x: UInt64) -> String {
+                hex ? "0x" + String(x, radix: 16) : signed ? String(Int64(bitPattern: x)) : String(x)
+            }
+            return "header field \(f) is \(shown(v)), expected \(shown(e))"
         case .skipped: return "bytes skipped while resynchronising"
         case .cutByGap(let h, let n):
             return "frame cut by a gap in the stream (had \(h)" + (n.map { " of \($0)" } ?? "") + " bytes)"

@@ -23,7 +23,8 @@ public final class FollowPrinter: StreamConsumer {
         out.write("--- "); header(c, d)
         out.write(" "); out.write(d.name)
         out.write(" offset "); out.decimal(offset)
-        out.write(", "); out.decimal(bytes.count); out.write(" bytes, pkt "); out.decimal(packet.number)
+        out.write(", "); out.decimal(bytes.count); out.write(" bytes, pkt "); out.decimal(packet.carrier)
+        if packet.carrier != packet.number { out.write(" (held until pkt "); out.decimal(packet.number); out.byte(0x29) }
         out.newline()
         HexDump.write(bytes, base: offset, indent: 2, to: out)
     }

@@ -433,7 +433,7 @@ public final class Reassembler {
                 // The snaplen cut this segment: the tail was on the wire, not in the capture.
                 emitGap(c, d, length: UInt64(missing), reason: .truncated, packet: packet)
             }
-            if !c.halves[h].pending.isEmpty { drain(c, d) }
+            if !c.halves[h].pending.isEmpty { drain(c, d, packet: packet) }
             return
         }
         // A hole before this segment: keep a copy until it fills.
@@ -449,13 +449,13 @@ public final class Reassembler {
         while c.halves[h].pendingBytes > options.maxBufferedBytes
             || c.halves[h].pending.count > options.maxBufferedSegments {
             stats.bufferLimitHits += 1
-            skipToFirstPending(c, d, reason: .bufferLimit)
+            skipToFirstPending(c, d, reason: .bufferLimit, packet: packet)
         }
         // Every connection together: this direction gives up its holes until the total fits
         // (it held nothing more before this segment came, so emptying it always suffices).
         while heldTotal > options.maxBufferedTotal && !c.halves[h].pending.isEmpty {
             stats.totalBufferLimitHits += 1
-            skipToFirstPending(c, d, reason: .bufferLimit)
+            skipToFirstPending(c, d, reason: .bufferLimit, packet: packet)
         }
     }
 
@@ -483,8 +483,9 @@ public final class Reassembler {
         consumer.gap(c, d, offset: off, length: length, reason: reason, packet: packet)
     }
 
-    /// Hands on every pending segment that the delivered stream has reached.
-    func drain(_ c: Connection, _ d: Direction) {
+    /// Hands on every pending segment that the delivered stream has reached. `packet` is the one
+    /// being read, which completed them: it dates them, and each keeps its own packet as carrier.
+    func drain(_ c: Connection, _ d: Direction, packet: PacketRef) {
         let h = d.rawValue
         var i = 0
         while i < c.halves[h].pending.count, c.halves[h].pending[i].offset <= c.halves[h].offset {
@@ -494,10 +495,11 @@ public final class Reassembler {
             guard p.end > cur else { stats.retransmittedBytes += UInt64(p.length); continue }
             let skip = Int(cur - p.offset)
             if p.missingLength > 0 {
-                emitGap(c, d, length: UInt64(p.missingLength - skip), reason: .truncated, packet: p.packet)
+                emitGap(c, d, length: UInt64(p.missingLength - skip), reason: .truncated, packet: packet)
             } else {
+                let held = PacketRef(number: packet.number, ts: packet.ts, carrier: p.packet.carrier)
                 p.bytes.withUnsafeBytes { b in
-                    deliver(c, d, UnsafeRawBufferPointer(rebasing: b[skip...]), packet: p.packet)
+                    deliver(c, d, UnsafeRawBufferPointer(rebasing: b[skip...]), packet: held)
                 }
             }
         }
@@ -510,19 +512,19 @@ public final class Reassembler {
     }
 
     /// Gives up on the hole in front of the first pending segment.
-    func skipToFirstPending(_ c: Connection, _ d: Direction, reason: GapReason) {
+    func skipToFirstPending(_ c: Connection, _ d: Direction, reason: GapReason, packet: PacketRef) {
         let h = d.rawValue
         guard let first = c.halves[h].pending.first else { return }
         let cur = c.halves[h].offset
         if first.offset > cur {
-            emitGap(c, d, length: first.offset - cur, reason: reason, packet: first.packet)
+            emitGap(c, d, length: first.offset - cur, reason: reason, packet: packet)
             if reason == .bufferLimit { noteReportedGap(c, d, cur, first.offset) }
         }
-        drain(c, d)
+        drain(c, d, packet: packet)
     }
 
     func flushPending(_ c: Connection, _ d: Direction, reason: GapReason, packet: PacketRef) {
-        while !c.halves[d.rawValue].pending.isEmpty { skipToFirstPending(c, d, reason: reason) }
+        while !c.halves[d.rawValue].pending.isEmpty { skipToFirstPending(c, d, reason: reason, packet: packet) }
         // A FIN beyond what we saw: the bytes before it never arrived.
         if let fin = c.halves[d.rawValue].finOffset, fin > c.halves[d.rawValue].offset,
            fin - c.halves[d.rawValue].offset < (1 << 31) {
@@ -605,7 +607,7 @@ public final class Reassembler {
                 emitGap(c, d, length: stop - cur, reason: .ackedUnseen, packet: packet)
                 noteReportedGap(c, d, cur, stop)
             }
-            drain(c, d)
+            drain(c, d, packet: packet)
             if c.halves[h].offset == cur { break }
         }
     }

@@ -3,7 +3,8 @@
 struct Token: Sendable {
     enum Kind: Equatable, Sendable {
         case ident(String)
-        case number(Int64)
+        /// A literal's magnitude: a minus sign is a token of its own, so values up to 2⁶⁴-1 fit.
+        case number(UInt64)
         case string(String)
         case punct(String)
         case end
@@ -89,8 +90,8 @@ struct Lexer {
                 var j = i
                 while j < s.count && (isIdent(s[j])) { j += 1 }
                 let text = String(String.UnicodeScalarView(s[i..<j]))
-                let v: Int64?
-                if text.lowercased().hasPrefix("0x") { v = Int64(text.dropFirst(2), radix: 16) } else { v = Int64(text) }
+                let v: UInt64?
+                if text.lowercased().hasPrefix("0x") { v = UInt64(text.dropFirst(2), radix: 16) } else { v = UInt64(text) }
                 if let v {
                     tokens.append(Token(kind: .number(v), line: line, column: col, file: index))
                 } else {

@@ -172,12 +172,34 @@ struct Parser {
         return v
     }
 
+    /// A signed number, -2⁶³ through 2⁶³-1.
     mutating func number(_ what: String) throws(DissectorError) -> Int64 {
+        let t = tok
+        let (n, neg) = try magnitude(what)
+        if neg {
+            guard n <= UInt64(Int64.max) + 1 else { throw err(t, "-\(n) is out of range (the smallest is -9223372036854775808)") }
+            return n == UInt64(Int64.max) + 1 ? .min : -Int64(n)
+        }
+        guard n <= UInt64(Int64.max) else { throw err(t, "\(n) is out of range here (the largest is 9223372036854775807)") }
+        return Int64(n)
+    }
+
+    /// A number as 64 bits: 0 through 2⁶⁴-1, or -2⁶³ through -1 as two's complement (for the
+    /// values of header constants and enum labels, which can be of a signed or an unsigned type).
+    mutating func bits(_ what: String) throws(DissectorError) -> (value: UInt64, negative: Bool) {
+        let t = tok
+        let (n, neg) = try magnitude(what)
+        guard neg else { return (n, false) }
+        guard n <= UInt64(Int64.max) + 1 else { throw err(t, "-\(n) is out of range (the smallest is -9223372036854775808)") }
+        return (n == 0 ? 0 : UInt64(bitPattern: n == UInt64(Int64.max) + 1 ? .min : -Int64(n)), n != 0)
+    }
+
+    mutating func magnitude(_ what: String) throws(DissectorError) -> (UInt64, Bool) {
         let neg = accept("-")
         let t = tok
         guard case .number(let n) = t.kind else { throw err(t, "expected \(what), found \(describe(t))") }
         _ = next()
-        return neg ? -n : n
+        return (n, neg)
     }
 
     // MARK: - Top level
@@ -344,7 +366,7 @@ struct Parser {
         let t = tok
         if case .number(let n) = t.kind {
             _ = next()
-            guard n >= 0 && n <= 1 << 20 else { throw err(t, "fixed string size out of range") }
+            guard n <= 1 << 20 else { throw err(t, "fixed string size out of range") }
             return .fixed(Int(n))
         }
         let (r, rt) = try ident("u8, u16, u32, nul or rest")
@@ -389,8 +411,22 @@ struct Parser {
             f = HeaderField(name: name, width: it.width, signed: it.signed, order: it.order, constant: nil,
                             isPadding: false, offset: offset, nameBytes: Array(name.utf8))
             if accept("==") {
-                let v = try number("the constant value")
-                f.constant = UInt64(bitPattern: v)
+                let vt = tok
+                let (v, negative) = try bits("the constant value")
+                f.constant = v
+                // A constant the field cannot hold would make every frame malformed.
+                let bitsWide = UInt64(it.width * 8)
+                if it.signed {
+                    let s = Int64(bitPattern: v)
+                    let lo: Int64 = bitsWide >= 64 ? .min : -(1 << (bitsWide - 1)), hi: Int64 = bitsWide >= 64 ? .max : (1 << (bitsWide - 1)) - 1
+                    if negative ? s < lo : (v > UInt64(hi)) {
+                        throw err(vt, "\(negative ? String(s) : String(v)) does not fit in \(tname) '\(name)' (\(lo) to \(hi))")
+                    }
+                } else {
+                    let hi: UInt64 = bitsWide >= 64 ? .max : (1 << bitsWide) - 1
+                    if negative { throw err(vt, "\(tname) '\(name)' is unsigned: its constant cannot be negative") }
+                    if v > hi { throw err(vt, "\(v) (0x\(String(v, radix: 16))) does not fit in \(tname) '\(name)' (0 to \(hi), 0x\(String(hi, radix: 16)))") }
+                }
             }
             if at("[") {
                 _ = try displayAttribute()
@@ -412,7 +448,9 @@ struct Parser {
             let t = tok
             switch t.kind {
             case .ident(let s): _ = next(); terms.append((s, 0, negative, t))
-            case .number(let n): _ = next(); terms.append((nil, n, negative, t))
+            case .number(let n):
+                guard n <= 1 << 32 else { throw err(t, "\(n) is out of range in a length expression") }
+                _ = next(); terms.append((nil, Int64(n), negative, t))
             default: throw err(t, "expected a header field name or a number in the length expression")
             }
             if accept("+") { negative = false } else if accept("-") { negative = true } else { break }
@@ -434,9 +472,9 @@ struct Parser {
         var m = PendingMessage(name: name, line: nt.line, token: nt)
         if let conv = MessageNaming.parse(name) { m.id = conv.id; m.direction = conv.direction }
         if accept("=") {
-            let n = try number("a message id")
-            guard n >= 0 else { throw err(nt, "message id must not be negative") }
-            m.id = UInt64(n)
+            let (n, neg) = try magnitude("a message id")
+            guard !neg else { throw err(nt, "message id must not be negative") }
+            m.id = n
         }
         // `Message NAME = ID : pkg.Type;`: the body is that protobuf message.
         if accept(":") {
@@ -524,7 +562,7 @@ struct Parser {
             do throws(DissectorError) {
                 let (label, _) = try ident("a label")
                 try expect("=")
-                labels[try number("the label's value")] = label
+                labels[Int64(bitPattern: try bits("the label's value").value)] = label
                 if !accept(",") { endStatement("label '\(label)'") }
             } catch {
                 diagnostics.add(error)

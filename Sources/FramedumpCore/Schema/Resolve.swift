@@ -171,10 +171,13 @@ struct Resolver {
             return it.signed ? .signed(width: it.width, order: it.order) : .unsigned(width: it.width, order: it.order)
         }
         switch l {
-        case "float", "float32", "floatle", "floatbe", "float32le", "float32be":
-            return .float32(l.hasSuffix("le") ? .little : l.hasSuffix("be") ? .big : s.order)
-        case "double", "float64", "doublele", "doublebe", "float64le", "float64be":
-            return .float64(l.hasSuffix("le") ? .little : l.hasSuffix("be") ? .big : s.order)
+        // The order suffix is matched whole: "double" itself ends in "le".
+        case "float", "float32": return .float32(s.order)
+        case "floatle", "float32le": return .float32(.little)
+        case "floatbe", "float32be": return .float32(.big)
+        case "double", "float64": return .float64(s.order)
+        case "doublele", "float64le": return .float64(.little)
+        case "doublebe", "float64be": return .float64(.big)
         case "bool", "boolean": return .bool
         case "string": return .string(try rule(pf, default: s.strings))
         case "bytes", "binary": return .bytes(try rule(pf, default: .rest))
@@ -189,7 +192,7 @@ struct Resolver {
         guard let t = pf.param else { return d }
         switch t.kind {
         case .number(let n):
-            guard n >= 0 && n <= 1 << 20 else { throw err(t, "size out of range") }
+            guard n <= 1 << 20 else { throw err(t, "size out of range") }
             return .fixed(Int(n))
         case .ident(let r):
             if let (w, o) = Self.prefix(r) { return .prefixed(width: w, order: o) }
@@ -220,7 +223,7 @@ struct Resolver {
     func arrayCount(_ t: Token, earlier: [FieldDef]) throws(DissectorError) -> ArrayCount {
         switch t.kind {
         case .number(let n):
-            guard n >= 0 && n <= 1 << 16 else { throw err(t, "array size out of range 0-65536") }
+            guard n <= 1 << 16 else { throw err(t, "array size out of range 0-65536") }
             return .fixed(Int(n))
         case .ident(let r):
             if let (w, o) = Self.prefix(r) { return .prefixed(width: w, order: o) }

@@ -272,7 +272,7 @@ final class WebSocketStream: StreamLayer {
                             let c = coalesced(packet, packet)
                             connection {
                                 $0.message(info, UnsafeRawBufferPointer(rebasing: b[s..<(s + Int(h.length))]), dir,
-                                           offset: offset + UInt64(i), first: packet, last: packet, coalesced: c)
+                                           offset: offset + UInt64(i), first: packet.asFirst, last: packet, coalesced: c)
                             }
                             i = s + Int(h.length)
                             continue
@@ -298,7 +298,7 @@ final class WebSocketStream: StreamLayer {
                     switch parsed {
                     case .header(let h):
                         headerBytes.removeAll(keepingCapacity: true)
-                        begin(h, offset: headerOffset, packet: headerPacket)
+                        begin(h, offset: headerOffset, packet: headerPacket.carried(with: packet))
                         i += h.headerSize - before
                     case .needMoreData:
                         i += take
@@ -317,6 +317,7 @@ final class WebSocketStream: StreamLayer {
                 continue
             }
             let take = Int(min(UInt64(b.count - i), remaining))
+            if packet.carrier != packet.number { carried(by: packet) }
             consume(UnsafeRawBufferPointer(rebasing: b[i..<(i + take)]))
             i += take
             remaining -= UInt64(take)
@@ -403,12 +404,20 @@ final class WebSocketStream: StreamLayer {
             payload.removeAll()
         }
         building!.info.merge(v)
+        building!.firstPacket = building!.firstPacket.carried(with: packet)
         building!.info.frames += 1
         building!.info.wireLength &+= h.length
         if UInt64(payload.count) + h.length > UInt64(maxMessage) && !building!.oversize {
             building!.oversize = true
             building!.info.add(.messageTooLarge(building!.info.wireLength, max: maxMessage))
         }
+    }
+
+    /// Bytes of the frame being read came in a packet held back behind a hole: the message
+    /// counts its earliest carrier as its first packet.
+    func carried(by packet: PacketRef) {
+        framePacket = framePacket.carried(with: packet)
+        if !frame.opcode.isControl, building != nil { building!.firstPacket = building!.firstPacket.carried(with: packet) }
     }
 
     /// Payload bytes of the current frame: unmasked into the message (or control) buffer.
@@ -462,10 +471,10 @@ final class WebSocketStream: StreamLayer {
                 i.add(.messageTooLarge(frame.length, max: maxMessage))
                 control.removeAll()
                 let c = coalesced(framePacket, packet)
-                connection { $0.message(i, control.bytes, dir, offset: frameOffset, first: framePacket, last: packet, coalesced: c) }
+                connection { $0.message(i, control.bytes, dir, offset: frameOffset, first: framePacket.asFirst, last: packet, coalesced: c) }
             } else {
                 let c = coalesced(framePacket, packet)
-                connection { $0.message(info, control.bytes, dir, offset: frameOffset, first: framePacket, last: packet, coalesced: c) }
+                connection { $0.message(info, control.bytes, dir, offset: frameOffset, first: framePacket.asFirst, last: packet, coalesced: c) }
             }
             return
         }
@@ -483,9 +492,10 @@ final class WebSocketStream: StreamLayer {
         building = nil
         if m.oversize { payload.removeAll() }
         let c = coalesced(m.firstPacket, last)
+        let first = m.firstPacket.asFirst
         guard m.info.compressed && !m.oversize else {
             let bytes = payload.bytes
-            connection { $0.message(m.info, bytes, dir, offset: m.offset, first: m.firstPacket, last: last, coalesced: c) }
+            connection { $0.message(m.info, bytes, dir, offset: m.offset, first: first, last: last, coalesced: c) }
             return
         }
         withUnsafeBytes(of: Inflater.tail) { payload.append($0) }
@@ -497,10 +507,10 @@ final class WebSocketStream: StreamLayer {
             if inflaterRef == nil { inflaterHere() }
             let out = inflated, cap = maxMessage
             let bytes = inflaterRef.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.message(&m.info, input, into: out, cap: cap) }
-            connection { $0.message(m.info, bytes, dir, offset: m.offset, first: m.firstPacket, last: last, coalesced: c) }
+            connection { $0.message(m.info, bytes, dir, offset: m.offset, first: first, last: last, coalesced: c) }
         } else {
             connection {
-                $0.message(m.info, input, dir, offset: m.offset, first: m.firstPacket, last: last, coalesced: c, deflated: true)
+                $0.message(m.info, input, dir, offset: m.offset, first: first, last: last, coalesced: c, deflated: true)
             }
         }
         payload.removeLast(4)
