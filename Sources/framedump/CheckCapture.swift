@@ -15,10 +15,11 @@ enum CheckCapture {
     }
 
     static func run(capture: String, dissectors: [String], protoPath: [String], allow: [String], unclaimed: Bool,
-                    limits: Limits) throws {
+                    limits: Limits, decodeAs: [DecodeAs] = []) throws {
         var options = PipelineOptions()
         options.limits = limits
         options.dissectorPaths = dissectors
+        options.decodeAs = decodeAs
         options.load = LoadOptions(protoPaths: protoPath)
         let out = OutputBuffer(fd: 1)
         let check = CaptureCheck(output: out, allowed: try classes(allow), unclaimed: unclaimed)
@@ -29,6 +30,9 @@ enum CheckCapture {
             try pipeline.run(source, limit: nil, dumper: nil, lineBuffered: false)
         } catch let e as DissectorError {
             FileHandleErr.write("\(e.description)\n")
+            throw ExitCode(2)
+        } catch let e as DecodeAsError {
+            FileHandleErr.write("framedump check: \(e.description)\n")
             throw ExitCode(2)
         } catch {
             out.flush()

@@ -37,11 +37,17 @@ struct Diff: ParsableCommand {
     @Option(name: .customShort("d"), help: ArgumentHelp("Load a dissector file or folder (repeatable); default ./Dissectors and $FRAMEDUMP_DISSECTORS.", valueName: "path"))
     var dissectors: [String] = []
 
+    @Option(name: .long, help: ArgumentHelp("Decode this TCP port's connections with this protocol (repeatable; like tshark's -d tcp.port==N,proto; the port is taken from any dissector that lists it).", valueName: "port=protocol"))
+    var decodeAs: [String] = []
+
     @Option(name: .long, help: ArgumentHelp("Also look for .proto files and their imports in this folder (repeatable).", valueName: "dir"))
     var protoPath: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("An AES key a dissector names, as hex (repeatable).", valueName: "name=hex"))
     var key: [String] = []
+
+    @Flag(name: .long, help: "Run even with no dissector loaded (only connections and byte counts are compared).")
+    var allowUndecoded = false
 
     @OptionGroup(title: "Limits")
     var limits: LimitOptions
@@ -49,11 +55,19 @@ struct Diff: ParsableCommand {
     func validate() throws {
         _ = try ignorePatterns(ignore)
         _ = try parsedKeys(key)
+        _ = try decodeAsRules(decodeAs)
     }
 
     func run() throws {
+        // NDJSON exports were decoded when they were made; captures need dissectors now.
+        if case .capture = DiffInput.at(old) {
+            try NoDissectors.refuse("diff", explicit: dissectors, allowUndecoded: allowUndecoded)
+        } else if case .capture = DiffInput.at(new) {
+            try NoDissectors.refuse("diff", explicit: dissectors, allowUndecoded: allowUndecoded)
+        }
         var options = PipelineOptions()
         options.dissectorPaths = dissectors
+        options.decodeAs = try decodeAsRules(decodeAs)
         options.limits = limits.limits
         options.load = LoadOptions(protoPaths: protoPath, keys: try parsedKeys(key))
         let differ = CaptureDiff(options: options, ignore: try ignorePatterns(ignore))
@@ -62,6 +76,9 @@ struct Diff: ParsableCommand {
             result = try differ.run(DiffInput.at(old), DiffInput.at(new))
         } catch let e as DissectorError {
             FileHandleErr.write("\(e.description)\n")
+            throw ExitCode(2)
+        } catch let e as DecodeAsError {
+            FileHandleErr.write("framedump diff: \(e.description)\n")
             throw ExitCode(2)
         } catch {
             FileHandleErr.write("framedump diff: \(error)\n")

@@ -90,6 +90,9 @@ struct Dump: ParsableCommand {
     @Option(name: .customShort("d"), help: ArgumentHelp("Load a dissector file or folder (repeatable); default ./Dissectors and $FRAMEDUMP_DISSECTORS.", valueName: "path"))
     var dissectors: [String] = []
 
+    @Option(name: .long, help: ArgumentHelp("Decode this TCP port's connections with this protocol (repeatable; like tshark's -d tcp.port==N,proto; the port is taken from any dissector that lists it).", valueName: "port=protocol"))
+    var decodeAs: [String] = []
+
     @Option(name: .long, help: ArgumentHelp("Also look for .proto files and their imports in this folder (repeatable; searched before the dissector file's folder).", valueName: "dir"))
     var protoPath: [String] = []
 
@@ -105,7 +108,7 @@ struct Dump: ParsableCommand {
     @Option(name: [.customShort("Y"), .customLong("filter")], help: ArgumentHelp("Show only the messages this display filter selects (Wireshark's syntax: game.Res == 1 and msg.dir == \"s2c\").", valueName: "filter"))
     var displayFilter: String?
 
-    @Option(name: .customShort("z"), help: ArgumentHelp("Statistics at the end (repeatable): msgs (per protocol, message and direction), conv (per connection), rtt (request/response latency, where a dissector says pair_by), rate[,SECONDS] (messages per interval).", valueName: "stat"))
+    @Option(name: .customShort("z"), help: ArgumentHelp("Statistics at the end (repeatable): msgs (per protocol, message and direction), conv (per connection), rtt (request/response latency, where a dissector says pair_by), rate[,SECONDS] (messages per interval; SECONDS from 0.001 to 86400, default 1: rate,0.02 for 20 ms ticks).", valueName: "stat"))
     var stats: [String] = []
 
     @Flag(name: .long, help: "No progress line on stderr while a file is read (it is shown only when stderr is a terminal).")
@@ -131,11 +134,15 @@ struct Dump: ParsableCommand {
             throw ValidationError("-x adds a hex dump to the tree output; NDJSON has no place for it (leave out -x or -T json).")
         }
         for z in stats where StatisticsKind(argument: z) == nil {
-            throw ValidationError("-z \(z): not a statistic (msgs, conv, rtt, rate or rate,SECONDS).")
+            throw ValidationError("-z \(z): not a statistic (msgs, conv, rtt, rate or rate,SECONDS with SECONDS from 0.001 to 86400).")
         }
         _ = try keys()
         _ = try ignorePatterns(ignore)
+        _ = try decodeAsRules(decodeAs)
         if !ignore.isEmpty && !diffable { throw ValidationError("--ignore leaves fields out of --diffable output: add --diffable.") }
+        if displayFilter != nil && writeFile != nil && (interface != nil || readFile == "-") {
+            throw ValidationError("-Y with -w writes the packets of the matching messages, which are known only once they are decoded: the capture is read twice, so it must be a file (-r FILE); live, write everything with -w and filter the file afterwards.")
+        }
     }
 
     /// `--key NAME=HEX` values; the error never repeats the key.
@@ -180,6 +187,7 @@ struct Dump: ParsableCommand {
         options.follow = follow
         options.reassembly.idleTimeoutSeconds = Int64(idleTimeout)
         options.dissectorPaths = dissectors
+        options.decodeAs = (try? decodeAsRules(decodeAs)) ?? []
         options.limits = limits.limits
         options.displayFilter = displayFilter
         options.statistics = stats.compactMap(StatisticsKind.init(argument:))
@@ -213,6 +221,10 @@ struct Dump: ParsableCommand {
             out.flush()
             FileHandleErr.write("\(e.description)\n")
             throw ExitCode(2)
+        } catch let e as DecodeAsError {
+            out.flush()
+            FileHandleErr.write("framedump: \(e.description)\n")
+            throw ExitCode(2)
         } catch {
             out.flush()
             fail(error)
@@ -242,6 +254,9 @@ struct Dump: ParsableCommand {
             FileHandleErr.write("framedump: warning: link type \(source.linkType) is not decoded; its packets are counted and skipped\n")
         }
         if !filter.isEmpty { try source.setFilter(filter.joined(separator: " ")) }
+        if displayFilter != nil && writeFile != nil {
+            pipeline.writeOnly = try matchingPackets(input: input, options: options)
+        }
         let dumper = try writeFile.map { path throws -> PacketDumper in try source.openDumper(path) }
         if source.isLive {
             let target = user ?? (Privileges.isRoot ? "nobody" : nil)
@@ -272,6 +287,21 @@ struct Dump: ParsableCommand {
         }
         out.flush()
         return readError
+    }
+
+    /// `-Y … -w`: a first pass over the file finds the matching messages' packets.
+    func matchingPackets(input: CaptureInput, options: PipelineOptions) throws -> MatchedPackets {
+        var o = options
+        o.statistics = []
+        o.decodeThread = false
+        o.streamsDir = nil
+        let matched = MatchedPackets()
+        let first = try Pipeline(options: o, output: OutputBuffer(fd: nil), messageSink: matched)
+        let source = try PacketSource(input)
+        if !filter.isEmpty { try source.setFilter(filter.joined(separator: " ")) }
+        try first.run(source, limit: count, dumper: nil, lineBuffered: false)
+        first.finish()
+        return matched
     }
 
     func fail(_ e: Error) -> Never {

@@ -52,15 +52,25 @@ struct Check: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Also look for .proto files in this folder (repeatable).", valueName: "dir"))
     var protoPath: [String] = []
 
-    func validate() throws { _ = try CheckCapture.classes(allow) }
+    @Option(name: .long, help: ArgumentHelp("With -r: decode this TCP port's connections with this protocol (repeatable).", valueName: "port=protocol"))
+    var decodeAs: [String] = []
+
+    @Flag(name: .long, help: "With -r: run even with no dissector loaded (every connection is then unclaimed).")
+    var allowUndecoded = false
+
+    func validate() throws {
+        _ = try CheckCapture.classes(allow)
+        _ = try decodeAsRules(decodeAs)
+    }
 
     @OptionGroup(title: "Limits")
     var limits: LoadLimitOptions
 
     func run() throws {
         if let capture {
+            try NoDissectors.refuse("check -r", explicit: paths + dissectors, allowUndecoded: allowUndecoded)
             return try CheckCapture.run(capture: capture, dissectors: paths + dissectors, protoPath: protoPath, allow: allow,
-                                        unclaimed: unclaimed, limits: limits.limits)
+                                        unclaimed: unclaimed, limits: limits.limits, decodeAs: try decodeAsRules(decodeAs))
         }
         let targets = paths.isEmpty ? DissectorLoader.defaultPaths(explicit: []) : paths
         guard !targets.isEmpty else {
@@ -69,6 +79,7 @@ struct Check: ParsableCommand {
         }
         var failed = false
         var loaded: [ProtocolSchema] = []
+        var fine: [(path: String, schemas: [ProtocolSchema])] = []
         for p in targets {
             if DissectorLoader.files(in: [p]).isEmpty {
                 FileHandleErr.write("\(p): error: no .dissector files in this folder\n")
@@ -78,14 +89,19 @@ struct Check: ParsableCommand {
             do {
                 let s = try DissectorLoader.load(paths: [p], options: limits.apply(LoadOptions(protoPaths: protoPath)))
                 loaded += s
-                print("\(p): ok (" + s.map { "\($0.name): \($0.messages.count) messages" }.joined(separator: ", ") + ")")
+                fine.append((p, s))
             } catch {
                 FileHandleErr.write("\(error.description)\n")
                 failed = true
             }
         }
         // Files that are fine alone may still clash together (a protocol name, a port).
-        if targets.count > 1, let e = DissectorError.combined(DissectorLoader.conflicts(loaded)) {
+        let clashes = targets.count > 1 ? DissectorLoader.conflicts(loaded) : []
+        // "ok" only for what is fine together with the rest: a file in a clash is not.
+        for (p, s) in fine where !s.contains(where: { sc in clashes.contains { $0.file == sc.file || $0.message.contains(sc.file) } }) {
+            print("\(p): ok (" + s.map { "\($0.name): \($0.messages.count) messages" }.joined(separator: ", ") + ")")
+        }
+        if let e = DissectorError.combined(clashes) {
             FileHandleErr.write("\(e.description)\n")
             failed = true
         }

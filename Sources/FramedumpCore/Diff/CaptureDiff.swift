@@ -37,6 +37,8 @@ public struct Difference: Sendable {
     public var conn: String
     /// The new side's key, when it differs.
     public var newConn: String?
+    /// The connection's client in each input, when the input says.
+    public var clients: (old: String?, new: String?) = (nil, nil)
     /// Nil for a whole connection added or removed.
     public var dir: Direction?
     public var message: String?
@@ -111,6 +113,7 @@ public final class CaptureDiff {
             guard let x, let y else {
                 let c = (x ?? y)!
                 var d = Difference(change: x == nil ? .added : .removed, conn: c.key)
+                d.clients = (x?.client, y?.client)
                 d.items = c.messageCount
                 let span = c.firstPacket > 0 ? (c.firstPacket, c.lastPacket) : nil
                 if x == nil { d.newPackets = span } else { d.oldPackets = span }
@@ -122,6 +125,7 @@ public final class CaptureDiff {
                 let pa = x.prints[dir.rawValue], pb = y.prints[dir.rawValue]
                 for step in Alignment.script(pa, pb) {
                     var d = Difference(change: .changed, conn: x.key, newConn: y.key == x.key ? nil : y.key, dir: dir)
+                    d.clients = (x.client, y.client)
                     switch step {
                     case .removed(let i):
                         d.change = .removed

@@ -60,6 +60,7 @@ public final class ConnectionCollector: MessageSink {
             t = x
         } else {
             t = TrackedConnection(order: connections.count, server: c.server.text)
+            t.client = c.client.text
             connections.append(t)
             counts.append([0, 0])
             byNumber[c.number] = t

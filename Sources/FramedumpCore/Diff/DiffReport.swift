@@ -28,7 +28,14 @@ public enum DiffReport {
                 hunk = ""
                 continue
             }
-            let h = "@@ \(conn) \(dir == .c2s ? "c2s" : "s2c") @@"
+            // The client in each capture names the connection whatever ordinal --ignore gives it.
+            let clients: String
+            switch d.clients {
+            case (let a?, let b?): clients = a == b ? " client \(a)" : " client \(a) → \(b)"
+            case (let a?, nil), (nil, let a?): clients = " client \(a)"
+            default: clients = ""
+            }
+            let h = "@@ \(conn) \(dir == .c2s ? "c2s" : "s2c") @@" + clients
             if h != hunk { out += paint("36", h) + "\n"; hunk = h }
             let name = d.message ?? "?"
             switch d.change {

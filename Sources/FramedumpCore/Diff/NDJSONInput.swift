@@ -60,6 +60,7 @@ public enum NDJSONInput {
                     t.givenKey = true
                 } else {
                     t = TrackedConnection(order: conns.count, server: StableKeys.server(ofConn: conn))
+                    t.client = StableKeys.client(ofConn: conn)
                 }
                 conns.append(t)
                 counts.append([0, 0])

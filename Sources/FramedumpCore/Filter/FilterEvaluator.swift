@@ -325,7 +325,7 @@ public struct FilterEvaluator {
         var label: String?
         if case .field(let mi, let fi) = f.name, let labels = p.schema.messages[Int(mi)].fields[Int(fi)].labels {
             switch f.value {
-            case .unsigned(let v) where v <= UInt64(Int64.max): label = labels[Int64(v)]
+            case .unsigned(let v): label = labels[Int64(bitPattern: v)]
             case .signed(let v): label = labels[v]
             default: break
             }

@@ -132,7 +132,9 @@ enum FilterLexer {
             while i < u.count, u[i].properties.isAlphabetic || ("0"..."9").contains(u[i]) || "._-:+".unicodeScalars.contains(u[i]) {
                 i += 1
             }
-            guard i > start else { throw err("unexpected character '\(c)'", start) }
+            guard i > start else {
+                throw err("unexpected character '\(c)'" + (c == "=" ? " (to compare, write ==)" : ""), start)
+            }
             let w = String(String.UnicodeScalarView(u[start..<i]))
             let first = w.unicodeScalars.first!
             let numeric = ("0"..."9").contains(first) || (first == "-" && w.count > 1)
@@ -204,10 +206,10 @@ public struct FilterParser {
                                         "eq": .eq, "ne": .ne, "lt": .lt, "le": .le, "gt": .gt, "ge": .ge]
         if case .punct(let p) = tok.kind, let op = ops[p] {
             next()
-            return .compare(ref, op, try value())
+            return .compare(ref, op, try checked(ref, fieldToken))
         }
         if case .word(let w) = tok.kind {
-            if let op = ops[w.lowercased()] { next(); return .compare(ref, op, try value()) }
+            if let op = ops[w.lowercased()] { next(); return .compare(ref, op, try checked(ref, fieldToken)) }
             switch w.lowercased() {
             case "contains": next(); return .contains(ref, try value())
             case "matches":
@@ -224,7 +226,7 @@ public struct FilterParser {
                 while !isPunct("}") {
                     if isPunct(",") { next(); continue }
                     if case .end = tok.kind { throw err("expected '}' to close the set", tok) }
-                    values.append(try value())
+                    values.append(try checked(ref, fieldToken))
                 }
                 next()
                 return .member(ref, values)
@@ -232,6 +234,15 @@ public struct FilterParser {
             }
         }
         return .present(ref)
+    }
+
+    /// A value compared with `ref`, checked against what the loaded schemas say `ref` holds:
+    /// a value it can never equal is an error, not a filter that silently matches nothing.
+    mutating func checked(_ ref: FieldReference, _ fieldToken: FilterToken) throws(FilterError) -> FilterValue {
+        let t = tok
+        let v = try value()
+        if let problem = known.mismatch(ref, v) { throw err(problem, t) }
+        return v
     }
 
     mutating func value() throws(FilterError) -> FilterValue {
@@ -290,6 +301,86 @@ struct FilterNames {
             throw fail("'\(parts[1])' is not a field of \(s.name)" + Self.suggest(parts[1], Array(fieldNames), prefix: s.name + "."))
         }
         return .field(proto: protoName, path: Array(parts.dropFirst()))
+    }
+
+    /// What a field can hold, as far as the schemas say.
+    enum Kind: Equatable { case integer(labels: Set<String>), float, bool, text, message }
+
+    /// The kinds a reference can have; nil when the schemas cannot say (JSON keys, protobuf
+    /// bodies, a name no message declares at that depth).
+    func kinds(_ ref: FieldReference) -> [Kind]? {
+        switch ref {
+        case .msgID, .msgLen, .tcpPort, .tcpSrcPort, .tcpDstPort: return [.integer(labels: [])]
+        case .msgName, .msgDir, .msgProtocol, .ipSrc, .ipDst, .ipAddr: return [.text]
+        case .proto: return nil
+        case .field(let protoName, let path):
+            guard let s = protocols[protoName] else { return nil }
+            if path.count == 1, s.header.contains(where: { $0.name == path[0] }) { return [.integer(labels: [])] }
+            if s.body == .json || s.textBody == .json || s.body == .protobuf { return nil }
+            // Walk the path through every message that has such a field.
+            var defs = s.messages.flatMap { $0.fields.filter { $0.name == path[0] } }
+            for name in path.dropFirst() {
+                defs = defs.flatMap { d -> [FieldDef] in
+                    guard case .message(let mi) = d.type else { return [] }
+                    return s.messages[mi].fields.filter { $0.name == name }
+                }
+            }
+            guard !defs.isEmpty else { return nil }
+            return defs.map { d in
+                switch d.type {
+                case .unsigned, .signed, .enumeration: return .integer(labels: Set(d.labels?.values ?? [:].values))
+                case .float32, .float64: return .float
+                case .bool: return .bool
+                case .string, .bytes: return .text
+                case .message: return .message
+                }
+            }
+        }
+    }
+
+    /// Why `value` can never match `ref`, or nil when it can.
+    func mismatch(_ ref: FieldReference, _ value: FilterValue) -> String? {
+        guard let kinds = kinds(ref), !kinds.isEmpty else { return nil }
+        let name = ref.text
+        switch ref {
+        case .msgName:
+            guard case .text(let s) = value else { return "msg.name is a message name: write it in double quotes" }
+            let names = protocols.values.flatMap { $0.messages.map(\.name) }
+            if !names.contains(s) {
+                return "no loaded dissector has a message named \"\(s)\"" + Self.suggest(s, names)
+            }
+            return nil
+        case .msgDir:
+            guard case .text(let s) = value, s == "c2s" || s == "s2c" else { return "msg.dir is \"c2s\" or \"s2c\"" }
+            return nil
+        case .msgProtocol:
+            guard case .text(let s) = value else { return "msg.protocol is a protocol name: write it in double quotes" }
+            let names = protocols.values.map(\.name) + ["websocket"]
+            if !names.contains(s) { return "no loaded dissector is named \"\(s)\"" + Self.suggest(s, names) }
+            return nil
+        default: break
+        }
+        switch value {
+        case .integer, .float:
+            if kinds.contains(where: { if case .integer = $0 { return true }; return $0 == .float || $0 == .bool }) { return nil }
+            if kinds.contains(.text) { return "\(name) is a string: compare it with a \"quoted string\"" }
+            return "\(name) is a nested message, not a value: name one of its fields (\(name).FIELD)"
+        case .text(let s):
+            if kinds.contains(.text) { return nil }
+            if kinds.contains(.bool) && (s == "true" || s == "false") { return nil }
+            let labels = kinds.reduce(into: Set<String>()) { if case .integer(let l) = $1 { $0.formUnion(l) } }
+            if labels.contains(s) { return nil }
+            if kinds.contains(.float) && Double(s) != nil { return nil }
+            if !labels.isEmpty {
+                return "\"\(s)\" is not a label of \(name)" + Self.suggest(s, Array(labels))
+                    + " (its labels: " + labels.sorted().prefix(12).joined(separator: ", ") + (labels.count > 12 ? ", …" : "") + ")"
+            }
+            if kinds.contains(where: { if case .integer = $0 { return true }; return $0 == .float }) {
+                return "\(name) is a number and has no labels: \"\(s)\" can never match it"
+            }
+            if kinds.contains(.bool) { return "\(name) is a Bool: compare it with true, false, 1 or 0" }
+            return "\(name) is a nested message, not a value: name one of its fields (\(name).FIELD)"
+        }
     }
 
     /// `(did you mean x, y?)` from names within a small edit distance.

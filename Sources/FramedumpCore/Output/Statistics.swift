@@ -5,12 +5,12 @@ public enum StatisticsKind: Sendable, Equatable {
     case msgs
     /// Per connection: duration, messages and bytes each way, gaps, malformed reports.
     case conv
-    /// Messages per interval of packet time.
-    case rate(seconds: Int)
+    /// Messages per interval of packet time (1 ms to a day).
+    case rate(nanos: Int64)
     /// Request/response latency, where a dissector says how responses pair with requests.
     case rtt
 
-    /// `msgs`, `conv`, `rate` or `rate,SECONDS`.
+    /// `msgs`, `conv`, `rate` or `rate,SECONDS` (a decimal: `rate,0.02` for 20 ms game ticks).
     public init?(argument: String) {
         let parts = argument.split(separator: ",", maxSplits: 1).map(String.init)
         switch parts[0] {
@@ -18,11 +18,36 @@ public enum StatisticsKind: Sendable, Equatable {
         case "conv": self = .conv
         case "rtt": self = .rtt
         case "rate":
-            let s = parts.count > 1 ? Int(parts[1]) : 1
-            guard let s, s >= 1, s <= 86_400 else { return nil }
-            self = .rate(seconds: s)
+            guard let n = parts.count > 1 ? Self.nanos(parts[1]) : 1_000_000_000,
+                  n >= 1_000_000, n <= 86_400_000_000_000 else { return nil }
+            self = .rate(nanos: n)
         default: return nil
         }
+    }
+
+    /// A decimal number of seconds as nanoseconds, exactly (`0.02` → 20,000,000); nil if it
+    /// is not one or has more than nine decimals.
+    static func nanos(_ s: String) -> Int64? {
+        let parts = s.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let whole = parts[0].isEmpty && parts.count > 1 ? 0 : Int64(parts[0]), whole >= 0, whole < 1 << 32 else { return nil }
+        var frac: Int64 = 0
+        if parts.count > 1 {
+            let f = parts[1]
+            guard !f.isEmpty, f.count <= 9, f.allSatisfy({ $0.isASCII && $0.isNumber }), let v = Int64(f) else { return nil }
+            frac = v
+            for _ in f.count..<9 { frac *= 10 }
+        }
+        return whole * 1_000_000_000 + frac
+    }
+
+    /// An interval as the tables show it: `1`, `0.02`.
+    static func secondsText(_ nanos: Int64) -> String {
+        let whole = nanos / 1_000_000_000, frac = nanos % 1_000_000_000
+        guard frac != 0 else { return "\(whole)" }
+        var f = String(frac)
+        f = String(repeating: "0", count: 9 - f.count) + f
+        while f.last == "0" { f.removeLast() }
+        return "\(whole).\(f)"
     }
 }
 
@@ -57,19 +82,25 @@ public final class StatisticsSink: MessageSink {
     var latencies: [String: [Int64]] = [:]
     var latencyOrder: [String] = []
     var unanswered: [String: UInt64] = [:]
+    /// What pairing saw, to say why a table came out empty.
+    var pairing = (requests: 0, responses: 0, unmatched: 0, withoutKey: 0, withoutRule: Set<String>())
     var pendingCount = 0
     static let maxSamples = 1 << 20
     static let maxPending = 1 << 16
 
-    /// Message counts per interval (index = interval since the first message).
-    var rate: [UInt64] = []
+    /// Per `rate` statistic (in the order asked): message counts per interval, index = intervals
+    /// since the whole second of the first message; and the messages past the table's end.
+    var rates: [(nanos: Int64, counts: [UInt64], beyond: UInt64)] = []
     var rateStart: Int64?
+    var ratePrinted = Set<Int>()
+    static let maxRateSlots = 1 << 20
 
     public init(inner: MessageSink?, kinds: [StatisticsKind], output: OutputBuffer, json: Bool) {
         self.inner = inner
         self.kinds = kinds
         out = output
         self.json = json
+        for case .rate(let n) in kinds { rates.append((n, [], 0)) }
     }
 
     func conversation(_ c: Connection, _ p: ProtocolRuntime?, _ ts: Timestamp) -> Conversation {
@@ -94,20 +125,30 @@ public final class StatisticsSink: MessageSink {
         conv.messages[m.direction.rawValue] += 1
         conv.bytes[m.direction.rawValue] += n
         if ts > conv.last { conv.last = ts }
-        if kinds.contains(.rtt), let rule = p.schema.pairBy, let key = pairKey(m, p, rule) {
-            pair(m, c, name, key, ts)
+        if kinds.contains(.rtt) {
+            if let rule = p.schema.pairBy {
+                if let key = pairKey(m, p, rule) { pair(m, c, name, key, ts) } else { pairing.withoutKey += 1 }
+            } else {
+                pairing.withoutRule.insert(p.schema.name)
+            }
         }
-        for k in kinds {
-            guard case .rate(let s) = k else { continue }
-            let start = rateStart ?? ts.seconds
-            rateStart = start
-            let slot = Int(ts.seconds(since: Timestamp(seconds: start, nanos: 0)) / Int64(s))
-            // Bounded: a packet stamped far in the future does not make a giant table.
-            guard slot >= 0 && slot < 1 << 20 else { continue }
-            if rate.count <= slot { rate += [UInt64](repeating: 0, count: slot + 1 - rate.count) }
-            rate[slot] += 1
-        }
+        if !rates.isEmpty { countRate(ts) }
         inner?.message(m, c, p)
+    }
+
+    func countRate(_ ts: Timestamp) {
+        let start = rateStart ?? ts.seconds
+        rateStart = start
+        let since = ts.nanos(since: Timestamp(seconds: start, nanos: 0))
+        for i in rates.indices {
+            let slot = since / rates[i].nanos
+            // Bounded: a packet stamped far in the future (or past) does not make a giant
+            // table; what falls outside is counted and said.
+            guard since >= 0 && since != .max && slot < Int64(Self.maxRateSlots) else { rates[i].beyond += 1; continue }
+            let s = Int(slot)
+            if rates[i].counts.count <= s { rates[i].counts += [UInt64](repeating: 0, count: s + 1 - rates[i].counts.count) }
+            rates[i].counts[s] += 1
+        }
     }
 
     public func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {
@@ -140,7 +181,8 @@ public final class StatisticsSink: MessageSink {
     func pairKey(_ m: DecodedMessage, _ p: ProtocolRuntime, _ rule: PairRule) -> String? {
         switch rule {
         case .messageID: return m.id.map { String($0) }
-        case .field(let name):
+        case .field(let request, let response):
+            let name = m.direction == .c2s ? request : response
             for f in m.headerFields {
                 if case .header(let i) = f.name, p.schema.header[Int(i)].name == name { return Self.text(f, m) }
             }
@@ -164,6 +206,7 @@ public final class StatisticsSink: MessageSink {
 
     func pair(_ m: DecodedMessage, _ c: Connection, _ name: String, _ key: String, _ ts: Timestamp) {
         let id = ObjectIdentifier(c)
+        if m.direction == .c2s { pairing.requests += 1 } else { pairing.responses += 1 }
         if m.direction == .c2s {
             // Bounded: a client that is never answered does not grow the table without end.
             guard pendingCount < Self.maxPending else { unanswered[name, default: 0] += 1; return }
@@ -172,13 +215,28 @@ public final class StatisticsSink: MessageSink {
             if latencies[name] == nil { latencies[name] = []; latencyOrder.append(name) }
             return
         }
-        guard var queue = pending[id]?[key], !queue.isEmpty else { return }
+        guard var queue = pending[id]?[key], !queue.isEmpty else { pairing.unmatched += 1; return }
         let (sent, request) = queue.removeFirst()
         pending[id]![key] = queue.isEmpty ? nil : queue
         pendingCount -= 1
         // Saturating: a capture may stamp packets anywhere in the 64-bit range.
         let ns = ts.nanos(since: sent)
         if latencies[request]!.count < Self.maxSamples { latencies[request]!.append(max(0, ns)) }
+    }
+
+    /// Why no response was paired with a request, in the numbers that tell.
+    func emptyPairingReason() -> String? {
+        let p = pairing
+        if p.requests == 0 && p.responses == 0 && p.withoutKey == 0 {
+            if !p.withoutRule.isEmpty {
+                return "no response paired: no loaded dissector of " + p.withoutRule.sorted().joined(separator: ", ")
+                    + " says pair_by (pair_by id; pair_by FIELD; or pair_by REQUEST_FIELD = RESPONSE_FIELD;)"
+            }
+            return "no response paired: no messages"
+        }
+        return "no response paired: \(p.requests) requests and \(p.responses) responses carried the pair_by key, "
+            + "\(p.unmatched) responses matched no waiting request, \(p.withoutKey) messages lacked the key field; "
+            + "if responses carry the request's value in another field, say pair_by REQUEST_FIELD = RESPONSE_FIELD;"
     }
 
     /// Requests still waiting when their connection closes are unanswered.
@@ -297,14 +355,38 @@ public final class StatisticsSink: MessageSink {
                 table("request/response latency (ms)", ["request", "answered", "min", "median", "p90", "p99", "max", "unanswered"],
                       names.map { [$0] + stats($0) })
             }
-        case .rate(let s):
+            if latencies.values.allSatisfy(\.isEmpty), let why = emptyPairingReason() {
+                if json {
+                    line("{\"type\":\"warning\",\"stat\":\"rtt\",\"text\":\(JSONText.quoted(why))}")
+                } else {
+                    line("(\(why))")
+                }
+            }
+        case .rate(let n):
+            // The first table of this interval not yet printed (the same interval twice prints twice).
+            guard let i = rates.indices.first(where: { rates[$0].nanos == n && !ratePrinted.contains($0) }) else { return }
+            ratePrinted.insert(i)
+            let r = rates[i]
             let start = rateStart ?? 0
+            func at(_ slot: Int) -> String {
+                // slot × interval ≤ the time since the first message, which fits; the start is
+                // the capture's (untrusted) seconds, so its sum saturates rather than traps.
+                let offset = Int64(slot) * n
+                let (whole, overflow) = start.addingReportingOverflow(offset / 1_000_000_000)
+                let frac = StatisticsKind.secondsText(offset % 1_000_000_000)
+                return "\(overflow ? .max : whole)" + (frac == "0" ? "" : frac.dropFirst())
+            }
+            let interval = StatisticsKind.secondsText(n)
             if json {
-                let rows = rate.enumerated().map { "{\"start\":\(start + Int64($0.offset * s)),\"messages\":\($0.element)}" }
-                line("{\"type\":\"stats\",\"stat\":\"rate\",\"interval\":\(s),\"rows\":[" + rows.joined(separator: ",") + "]}")
+                let rows = r.counts.enumerated().map { "{\"start\":\(at($0.offset)),\"messages\":\($0.element)}" }
+                line("{\"type\":\"stats\",\"stat\":\"rate\",\"interval\":\(interval),\"rows\":[" + rows.joined(separator: ",")
+                     + "],\"beyond\":\(r.beyond)}")
             } else {
-                table("messages per \(s) s", ["interval start", "messages"],
-                      rate.enumerated().map { ["\(start + Int64($0.offset * s))", "\($0.element)"] })
+                table("messages per \(interval) s", ["interval start", "messages"],
+                      r.counts.enumerated().map { [at($0.offset), "\($0.element)"] })
+                if r.beyond > 0 {
+                    line("(\(r.beyond) messages fell outside the \(Self.maxRateSlots) intervals from the first message and are not in this table)")
+                }
             }
         }
     }

@@ -212,7 +212,7 @@ public final class TreePrinter: MessageSink {
             if case .field(let mi, let fi) = x.name, ft.names.labelled(mi, fi) {
                 var v: Int64?
                 switch x.value {
-                case .unsigned(let u): v = u <= UInt64(Int64.max) ? Int64(u) : nil
+                case .unsigned(let u): v = Int64(bitPattern: u)  // labels of uint64 values above 2⁶³ are kept by bit pattern
                 case .signed(let s): v = s
                 default: v = nil
                 }

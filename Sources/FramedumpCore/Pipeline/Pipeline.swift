@@ -29,6 +29,7 @@ public final class Pipeline {
         var schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: options.dissectorPaths),
                                                options: options.load.bounded(by: limits))
         if options.protoDefaults { for i in schemas.indices { schemas[i].protoAddDefaults = true } }
+        if !options.decodeAs.isEmpty { schemas = try DecodeAs.apply(options.decodeAs, to: schemas) }
         dissectorCount = schemas.count
         let printsMessages = !options.segments && !options.follow && !options.quiet
         // The filter is checked against the loaded dissectors before any packet is read.
@@ -94,8 +95,12 @@ public final class Pipeline {
         return sessions?.protocols.reduce(0) { $0 + $1.messageCounts.reduce(0, +) } ?? 0
     }
 
+    /// With `-Y … -w`: writes only the TCP packets this says (see `MatchedPackets`).
+    public var writeOnly: MatchedPackets?
+
     public func run(_ source: PacketSource, limit: UInt64?, dumper: PacketDumper?, lineBuffered: Bool,
                     dumperToStdout: Bool = false) throws(CaptureError) {
+        let writeOnly = self.writeOnly
         let link = LinkDecoder(linkType: source.linkType)
         let progress = self.progress
         defer { progress?.finish() }
@@ -107,7 +112,7 @@ public final class Pipeline {
             capture.packets += 1
             capture.bytes += UInt64(p.wireLength)
             progress?.packet(caplen: p.data.count)
-            if let dumper {
+            if let dumper, writeOnly == nil {
                 dumper.write(p)
                 if lineBuffered { dumper.flush() }
             }
@@ -117,6 +122,7 @@ public final class Pipeline {
             let r = link.decode(p.data)
             capture.count(r)
             if case .tcp(let s) = r {
+                if let writeOnly, let dumper, writeOnly.keeps(p.ref.number, s) { dumper.write(p) }
                 if printSegments { seg.print(s, at: p.ref.ts, to: out) }
                 reassembler?.add(s, packet: p.ref)
             } else if case .fragment(let f) = r, let d = defragmenter.add(f, at: p.ref.ts) {

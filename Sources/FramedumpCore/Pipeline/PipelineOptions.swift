@@ -18,6 +18,8 @@ public struct PipelineOptions: Sendable {
     /// Every bound on what the input can make the run hold or do (`--max-…`).
     public var limits = Limits()
     public var dissectorPaths: [String] = []
+    /// `--decode-as PORT=PROTOCOL`, in order.
+    public var decodeAs: [DecodeAs] = []
     /// `-Y`: a display filter on decoded messages (Wireshark's syntax).
     public var displayFilter: String?
     /// `-z`: statistics tables printed at the end.

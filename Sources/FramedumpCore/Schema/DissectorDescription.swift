@@ -28,7 +28,8 @@ public enum DissectorDescription {
         if let id = s.idField { lines.append("  message id: \(s.header[id].name)") }
         switch s.pairBy {
         case .messageID?: lines.append("  pair_by id (-z rtt: a response carries its request's id)")
-        case .field(let f)?: lines.append("  pair_by \(f) (-z rtt: a response carries its request's \(f))")
+        case .field(let q, let r)? where q == r: lines.append("  pair_by \(q) (-z rtt: a response carries its request's \(q))")
+        case .field(let q, let r)?: lines.append("  pair_by \(q) = \(r) (-z rtt: a response's \(r) carries its request's \(q))")
         case nil: break
         }
         lines.append("  body: \(s.body.rawValue)")

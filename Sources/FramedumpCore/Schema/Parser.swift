@@ -335,9 +335,15 @@ struct Parser {
             }
             p.schema.body = e
         case "pair_by":
-            // `pair_by id;` or `pair_by FIELD;`: how -z rtt pairs responses with requests.
+            // `pair_by id;`, `pair_by FIELD;` or `pair_by REQUEST_FIELD = RESPONSE_FIELD;`: how
+            // -z rtt pairs responses with requests.
             let (what, _) = try ident("'id' or a field name")
-            p.schema.pairBy = what.lowercased() == "id" ? .messageID : .field(what)
+            if accept("=") {
+                let (answer, _) = try ident("the response's field that carries the request's \(what)")
+                p.schema.pairBy = .field(request: what, response: answer)
+            } else {
+                p.schema.pairBy = what.lowercased() == "id" ? .messageID : .field(request: what, response: what)
+            }
         case "labels_from_comments":
             p.schema.labelsFromComments = true
         case "websocket":

@@ -128,8 +128,10 @@ public enum BodyEncoding: String, Sendable {
 public enum PairRule: Sendable, Equatable {
     /// The response carries the request's message id (`Cs_N` answered by `Sc_N`).
     case messageID
-    /// A header or body field holds the same value in both (a sequence number, `bid`).
-    case field(String)
+    /// A header or body field of the request holds the value a field of the response holds
+    /// (`pair_by seq;`: the same field; `pair_by seq = ackedSeq;`: the response's `ackedSeq`
+    /// carries the request's `seq`).
+    case field(request: String, response: String)
 }
 
 /// What carries a protocol's frames: the TCP stream itself, or WebSocket messages on it.

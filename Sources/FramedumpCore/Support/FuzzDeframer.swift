@@ -21,7 +21,7 @@ public enum FuzzDeframer {
         return schemas
     }
 
-    static let statistics: [StatisticsKind] = [.msgs, .conv, .rate(seconds: 1), .rtt]
+    static let statistics: [StatisticsKind] = [.msgs, .conv, .rate(nanos: 1_000_000_000), .rate(nanos: 20_000_000), .rtt]
 
     public static func run(_ data: UnsafeRawBufferPointer) {
         guard data.count >= 5 else { return }
