@@ -21,6 +21,12 @@ struct Framedump: ParsableCommand {
             print(topLevelHelp())
             return
         }
+        // Bash completion as the parser writes it completes only subcommands at the top level;
+        // dump is the default subcommand, so its options complete there too.
+        if Array(CommandLine.arguments.dropFirst()) == ["--generate-completion-script", "bash"] {
+            print(BashCompletion.withDefaultSubcommand(completionScript(for: .bash)), terminator: "")
+            return
+        }
         do {
             // The raw argv: file names that are not UTF-8 reach the system byte for byte.
             var command = try parseAsRoot(RawPath.arguments)

@@ -106,10 +106,11 @@ final class DiffTests: XCTestCase {
         let (old, new) = try packets("Cs_20001", "\"Line\":3", in: "changed", otherSide: "\"SceneId\":14,")
         let four = try key(ofClient: 4, in: "a")
         XCTAssertEqual(try key(ofClient: 4, in: "changed"), four, "the changed connection is still the same content order")
+        let clients = "\(try client(ofClient: 4, in: "a")) → \(try client(ofClient: 4, in: "changed"))"
         XCTAssertEqual(t.stdout, """
             --- \(scenario("a"))
             +++ \(scenario("changed"))
-            @@ \(four) c2s @@
+            @@ \(four) c2s @@ client \(clients)
             ~Cs_20001 (pkt \(old) → pkt \(new))
                 Line: 2 → 3
             1 difference: 1 changed, 0 added, 0 removed (old: 66 items in 6 connections, new: 66 in 6)
@@ -135,12 +136,13 @@ final class DiffTests: XCTestCase {
         let removed = try firstPacket(a.filter { $0["conn"] == five && $0["message"] == .string("Cs_10002") }[1])
         let added = try firstPacket(edited.first { $0["fields"]?["name"] == .string("bonus") })
         let key5 = try key(ofClient: 5, in: "a")
+        let clients = " client \(try client(ofClient: 5, in: "a")) → \(try client(ofClient: 5, in: "edited"))"
         let lines = t.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         XCTAssertEqual(lines.count, 8, t.stdout)
         // The removed heartbeat is shown without the ignored field.
-        XCTAssertEqual(Array(lines[2...3]), ["@@ \(key5) c2s @@", "-Cs_10002 (pkt \(removed)) {}"])
+        XCTAssertEqual(Array(lines[2...3]), ["@@ \(key5) c2s @@" + clients, "-Cs_10002 (pkt \(removed)) {}"])
         XCTAssertEqual(Array(lines[4...6]), [
-            "@@ \(key5) s2c @@",
+            "@@ \(key5) s2c @@" + clients,
             "+Sc_30005 (pkt \(added)) {\"Hp\":1,\"Level\":1,\"name\":\"bonus\"}",
             "2 differences: 0 changed, 1 added, 1 removed (old: 66 items in 6 connections, new: 66 in 6)",
         ])
@@ -186,6 +188,12 @@ final class DiffTests: XCTestCase {
         let lines = try TestSupport.framedump(["-r", scenario(name), "--diffable"] + ignore).stdout.split(separator: "\n")
             .map { try JSONValue.parse(String($0)) }
         return try XCTUnwrap(connection(ofClient: n, lines)?.stringValue)
+    }
+
+    /// The client endpoint of that connection in a capture (the report names it beside the key).
+    func client(ofClient n: Int, in name: String) throws -> String {
+        let conn = try XCTUnwrap(connection(ofClient: n, try plain(name))?.stringValue)
+        return String(conn.split(separator: "-")[0])
     }
 
     /// A capture's plain NDJSON, parsed.

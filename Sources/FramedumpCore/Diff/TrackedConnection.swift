@@ -51,7 +51,7 @@ public final class TrackedConnection {
 
     /// One item of a direction: its fingerprint noted (and kept, for a diff).
     func add(_ d: Int, _ p: MessagePrint, keep: Bool) {
-        summary[d].note(p.content, identity: p.identity)
+        summary[d].note(p.content)
         if keep { prints[d].append(p) }
     }
 
@@ -63,20 +63,17 @@ public final class TrackedConnection {
 }
 
 /// A direction in brief, for ordering connections by content in bounded memory: its first
-/// `headLength` identity and content fingerprints, its item count, and a hash of all of each.
+/// `headLength` content fingerprints, its item count, and one hash of all of them.
 struct OrderSummary {
     static let headLength = 64
-    var names: [UInt64] = []
     var head: [UInt64] = []
     var count = 0
-    var allNames = Hash()
     var all = Hash()
 
-    mutating func note(_ content: UInt64, identity: UInt64) {
-        if head.count < Self.headLength { head.append(content); names.append(identity) }
+    mutating func note(_ content: UInt64) {
+        if head.count < Self.headLength { head.append(content) }
         count += 1
         all.mix(content)
-        allNames.mix(identity)
     }
 }
 
@@ -96,21 +93,12 @@ public enum StableKeys {
     /// `protocol@server` (`tcp@…` for a connection no dissector claimed).
     public static func group(_ c: TrackedConnection) -> String { (c.protocolName ?? "tcp") + "@" + c.server }
 
-    /// Content order: the first items' names one by one, c2s first (a shorter head first),
-    /// the item counts and a hash of every name; only between connections with the same names,
-    /// the same for their contents; then the order of appearance. Names first, so that the
-    /// keys do not move when `--ignore` leaves out a field whose values differ (a timestamp);
-    /// connections usually differ in their first messages, so a later edit keeps the keys.
+    /// Content order: the first items' fingerprints one by one, c2s first (a shorter head
+    /// first); then the item counts; then a hash of every item; then the order of appearance.
+    /// Connections usually differ in their first messages, so a later edit keeps the keys.
+    /// The content is what the comparison sees, so `--ignore` can renumber connections whose
+    /// first messages differ only in an ignored field: reports also name each client.
     static func before(_ a: TrackedConnection, _ b: TrackedConnection) -> Bool {
-        for d in 0..<2 {
-            let x = a.summary[d].names, y = b.summary[d].names
-            for k in 0..<min(x.count, y.count) where x[k] != y[k] { return x[k] < y[k] }
-            if x.count != y.count { return x.count < y.count }
-        }
-        for d in 0..<2 where a.summary[d].count != b.summary[d].count { return a.summary[d].count < b.summary[d].count }
-        for d in 0..<2 where a.summary[d].allNames.value != b.summary[d].allNames.value {
-            return a.summary[d].allNames.value < b.summary[d].allNames.value
-        }
         for d in 0..<2 {
             let x = a.summary[d].head, y = b.summary[d].head
             for k in 0..<min(x.count, y.count) where x[k] != y[k] { return x[k] < y[k] }
