@@ -14,7 +14,7 @@ public final class FollowPrinter: StreamConsumer {
     public func opened(_ c: Connection, packet: PacketRef) {
         out.write("=== connection "); out.decimal(c.number); out.write(" ")
         out.write(c.name)
-        out.write(c.rolesFromSYN ? " opened" : " (no SYN seen: roles guessed)")
+        out.write(c.continues != nil ? " (continues the connection closed before it)" : c.rolesFromSYN ? " opened" : " (no SYN seen: roles guessed)")
         out.write(" at pkt "); out.decimal(packet.number)
         out.newline()
     }

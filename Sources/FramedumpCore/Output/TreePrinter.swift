@@ -35,7 +35,11 @@ public final class TreePrinter: MessageSink {
 
     public func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {
         connectionLead(c, p, packet.ts)
-        out.write(c.rolesFromSYN ? " connection opened" : " connection picked up mid-stream (no SYN seen)")
+        if let n = c.continues {
+            out.write(" connection continues #"); out.decimal(n); out.write(" (bytes after it closed, no new SYN)")
+        } else {
+            out.write(c.rolesFromSYN ? " connection opened" : " connection picked up mid-stream (no SYN seen)")
+        }
         reset()
         out.newline()
     }

@@ -7,6 +7,9 @@ public final class Connection {
     /// True when a SYN told us the roles; false when guessed (port claim or lower port).
     public let rolesFromSYN: Bool
     public let firstPacket: PacketRef
+    /// A connection that carries bytes sent after an earlier one closed (same addresses, no
+    /// new SYN): that one's number. Its roles come from it; it did not itself begin at a SYN.
+    public internal(set) var continues: UInt64?
     /// The outputs' per-connection text (endpoints formatted once). Up here among the fields
     /// set once: the printer may read it on the decoding thread while the reading thread
     /// writes the per-packet fields below, and a shared cache line would bounce between them.
@@ -21,6 +24,8 @@ public final class Connection {
     var halves: [HalfStream] = [HalfStream(), HalfStream()]
     var clientISN: UInt32?
     var serverISN: UInt32?
+    /// Earlier SYN-ACK ISNs of a retried handshake (at most 4), while no server byte came.
+    var otherServerISNs: [UInt32] = []
     var rstSeen = false
     /// After an accepted RST the connection lingers a moment for the data already in flight
     /// (the peer had not seen the RST yet): the RST packet, and packets since.

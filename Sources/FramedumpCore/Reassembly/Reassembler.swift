@@ -71,7 +71,9 @@ public final class Reassembler {
         if let c = conn, syn, !ackFlag, s.src == c.client {
             // A new SYN with another ISN (or, without a known ISN, after the old connection
             // ended): port reuse. The same ISN again is a retransmitted or duplicated SYN.
-            let reused = c.clientISN.map { $0 != s.seq } ?? (c.rstSeen || c.halves[0].finOffset != nil)
+            // After a RST the connection is over: a SYN starts a new one even with the same ISN
+            // (a client retrying its handshake after the server reset the first).
+            let reused = c.rstSeen || (c.clientISN.map { $0 != s.seq } ?? (c.halves[0].finOffset != nil))
             if reused {
                 close(c, reason: c.rstSeen ? .rst : .reused, packet: c.resetPacket ?? packet)
                 timeWait.remove(c.key)
@@ -128,6 +130,13 @@ public final class Reassembler {
         if syn {
             if dir == .c2s, !ackFlag, c.clientISN == nil { c.clientISN = s.seq }
             if dir == .s2c, ackFlag, c.serverISN == nil { c.serverISN = s.seq }
+            else if dir == .s2c, ackFlag, let isn = c.serverISN, isn != s.seq, serverStreamUntouched(c) {
+                // The handshake answered again with another ISN (the first SYN-ACK went
+                // unanswered, or the server restarted it): the latest answer is the one the
+                // client's ACK and the server's bytes follow. An ACK of an earlier one switches back.
+                switchServerISN(c, to: s.seq)
+                stats.retriedHandshakes += 1
+            }
             if !c.halves[dir.rawValue].started {
                 c.halves[dir.rawValue].started = true
                 c.halves[dir.rawValue].startedAtSYN = true
@@ -146,6 +155,10 @@ public final class Reassembler {
         if s.flags.contains(.fin), c.halves[dir.rawValue].started, c.halves[dir.rawValue].finOffset == nil {
             let end = c.halves[dir.rawValue].offsetOf(dataSeq &+ UInt32(truncatingIfNeeded: s.payloadLength))
             c.halves[dir.rawValue].finOffset = UInt64(max(0, end))
+        }
+        // The client acknowledging another of a retried handshake's SYN-ACKs.
+        if dir == .c2s, ackFlag, !c.otherServerISNs.isEmpty, c.otherServerISNs.contains(s.ack &- 1), serverStreamUntouched(c) {
+            switchServerISN(c, to: s.ack &- 1)
         }
         // The peer acknowledging bytes we have not seen (yet): evidence of a hole, final
         // only after a grace (most ACKs acknowledge exactly what was delivered: skip those).
@@ -167,6 +180,23 @@ public final class Reassembler {
         }
         checkFinished(c, dir)
         if c.bothFinished { close(c, reason: .fin, packet: packet) }
+    }
+
+    /// No server byte delivered or held yet: the server's ISN can still change.
+    func serverStreamUntouched(_ c: Connection) -> Bool {
+        let h = c.halves[Direction.s2c.rawValue]
+        return h.offset == 0 && h.pending.isEmpty && h.finOffset == nil
+    }
+
+    func switchServerISN(_ c: Connection, to isn: UInt32) {
+        let h = Direction.s2c.rawValue
+        if let old = c.serverISN, old != isn {
+            c.otherServerISNs.removeAll { $0 == isn }
+            if c.otherServerISNs.count < 4 { c.otherServerISNs.append(old) }
+        }
+        c.serverISN = isn
+        c.halves[h].nextSeq = isn &+ 1
+        c.halves[h].ackedEnd = 0
     }
 
     /// Whether a segment for a connection in TIME-WAIT starts a new one: a SYN with a new ISN.
@@ -263,9 +293,11 @@ public final class Reassembler {
         else if syn { srcIsClient = !ack }
         else if isServerPort(s.dst.port) != isServerPort(s.src.port) { srcIsClient = isServerPort(s.dst.port) }
         else { srcIsClient = s.src.port > s.dst.port || (s.src.port == s.dst.port && s.src < s.dst) }
+        // A continuation keeps the roles of the connection it continues, but did not begin at a SYN.
         let c = Connection(number: nextNumber, client: srcIsClient ? s.src : s.dst,
-                           server: srcIsClient ? s.dst : s.src, rolesFromSYN: old?.rolesFromSYN ?? syn, packet: packet)
+                           server: srcIsClient ? s.dst : s.src, rolesFromSYN: old == nil && syn, packet: packet)
         if let old {
+            c.continues = old.number
             c.clientISN = old.clientISN
             c.serverISN = old.serverISN
         }
@@ -537,7 +569,22 @@ public final class Reassembler {
     func ackedUnseen(_ c: Connection, _ d: Direction, ack: UInt32, packet: PacketRef, now: Timestamp) {
         let h = d.rawValue
         guard c.halves[h].started else { return }
+        let acker = c.halves[d.opposite.rawValue]
+        // RFC 793: before its own SYN a peer acknowledges nothing but the SYN it answers (a
+        // stale connection's ACK to a new SYN is not about these bytes).
+        if c.halves[h].startedAtSYN && !acker.started && c.halves[h].offset == 0 {
+            stats.implausibleAcks += 1
+            return
+        }
         var limit = c.halves[h].offsetOf(ack)
+        // Bytes in flight are bounded by the window the acker advertised: an ACK further
+        // ahead is stray (another connection's, or corrupt), not evidence of lost bytes.
+        let scale = Int64(min(acker.windowScale ?? (acker.startedAtSYN ? 0 : 14), 14))
+        let window = acker.window == .max ? Int64(1) << 30 : max(Int64(acker.window) << scale, 65_535)
+        if limit - Int64(c.halves[h].offset) > 2 * window + (1 << 20) {
+            stats.implausibleAcks += 1
+            return
+        }
         // An ACK of the FIN counts the FIN's sequence number, not a byte.
         if let fin = c.halves[h].finOffset, limit > Int64(fin) { limit = Int64(fin) }
         let cur = Int64(c.halves[h].offset)

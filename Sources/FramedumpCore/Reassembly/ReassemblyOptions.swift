@@ -66,5 +66,10 @@ public struct ReassemblyStats: Sendable {
     public var continuedAfterClose: UInt64 = 0
     /// Packets whose timestamp jumped away from the clock and was not followed.
     public var clockJumps: UInt64 = 0
+    /// SYN-ACKs that answered a handshake again with another ISN (before any server byte).
+    public var retriedHandshakes: UInt64 = 0
+    /// ACKs of bytes their sender could not have seen: a stray or stale ACK (before the
+    /// acker's SYN, or beyond any window it advertised). Not taken as evidence of lost bytes.
+    public var implausibleAcks: UInt64 = 0
     public init() {}
 }
