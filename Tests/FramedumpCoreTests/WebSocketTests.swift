@@ -55,7 +55,8 @@ struct StreamFeeder {
     /// first. Without `syn` the connection is picked up mid-stream.
     static func run(c2s: [UInt8], s2c: [UInt8], c2sCuts: [Int] = [], s2cCuts: [Int] = [], port: UInt16 = 12345,
                     syn: Bool = true, protocols: [ProtocolSchema] = [], maxMessage: Int = 16 << 20,
-                    dropS2C: Range<Int>? = nil, firstInflaterHere: Bool = true) -> (WebSocketCollector, SessionManager) {
+                    dropS2C: Range<Int>? = nil, dropS2CAt: Set<Int> = [],
+                    firstInflaterHere: Bool = true) -> (WebSocketCollector, SessionManager) {
         let server = Endpoint(IPAddress(v4: 0x7F00_0001), port)
         let sink = WebSocketCollector()
         let sessions = SessionManager(protocols: protocols, sink: sink)
@@ -99,7 +100,7 @@ struct StreamFeeder {
                     r.add(seg(true, 1001 &+ UInt32(a[i].0), 5001, [.psh, .ack], $0), packet: packet())
                 }
             }
-            if i < b.count, !(dropS2C.map { $0.contains(b[i].0) } ?? false) {
+            if i < b.count, !(dropS2C.map { $0.contains(b[i].0) } ?? false), !dropS2CAt.contains(b[i].0) {
                 Array(b[i].1).withUnsafeBytes {
                     r.add(seg(false, 5001 &+ UInt32(b[i].0), 1001, [.psh, .ack], $0), packet: packet())
                 }

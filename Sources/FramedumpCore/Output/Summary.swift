@@ -83,10 +83,14 @@ struct Summary {
 
     /// `  websocket: 2 handshakes; 10 text, 8 binary, 1 ping, ...; 5 compressed (300 → 900 bytes)`
     func webSocket(_ w: WebSocketCounters) {
-        var parts: [String] = []
+        // Reserved opcodes share a name: one count per name.
+        var names: [String] = [], counts: [String: UInt64] = [:]
         for (code, n) in w.opcodes.enumerated() where n > 0 {
-            parts.append("\(n) \(WebSocketOpcode(rawValue: UInt8(code)).name)")
+            let name = "\(WebSocketOpcode(rawValue: UInt8(code)).name)"
+            if counts[name] == nil { names.append(name) }
+            counts[name, default: 0] += n
         }
+        let parts = names.map { "\(counts[$0]!) \($0)" }
         var text = "  websocket: \(w.handshakes) handshakes; " + (parts.isEmpty ? "no frames" : parts.joined(separator: ", "))
         if w.compressed > 0 { text += "; \(w.compressed) compressed (\(w.compressedBytes) → \(w.inflatedBytes) bytes)" }
         if w.violations > 0 { text += "; \(w.violations) with protocol violations" }

@@ -430,7 +430,7 @@ public final class SessionManager: StreamConsumer {
             u._withUnsafeGuaranteedRef { feed($0, c, d, bytes, offset: offset, packet: packet) }
         // The HTTP head can end the WebSocket layer (no request after all), freeing the stream
         // while it reads: that rare path takes the retained one below.
-        case .webSocket(let u) where u._withUnsafeGuaranteedRef({ $0.mode != .head }):
+        case .webSocket(let u) where u._withUnsafeGuaranteedRef({ $0.mode == .frames || $0.mode == .hunting }):
             u._withUnsafeGuaranteedRef { feed($0, c, d, bytes, offset: offset, packet: packet) }
         default:
             guard let f = s.layers[d.rawValue] else {

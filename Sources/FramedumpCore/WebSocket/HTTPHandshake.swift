@@ -32,9 +32,16 @@ public struct HTTPHandshake: Sendable {
         case notHTTP
     }
 
-    /// Whether the bytes begin like an HTTP request (`GET `) or response (`HTTP/`).
+    /// Whether the bytes begin like an HTTP request (`GET `, or another method: keep-alive
+    /// HTTP may come before the upgrade) or response (`HTTP/`).
     public static func looksLikeHTTP(_ b: UnsafeRawBufferPointer, request: Bool) -> Bool {
-        let want: StaticString = request ? "GET " : "HTTP/"
+        guard request else { return begins(b, "HTTP/") }
+        return begins(b, "GET ") || begins(b, "POST ") || begins(b, "PUT ") || begins(b, "HEAD ")
+            || begins(b, "DELETE ") || begins(b, "OPTIONS ") || begins(b, "PATCH ")
+    }
+
+    /// Whether `b` begins with `want`, or with a prefix of it when `b` is shorter.
+    static func begins(_ b: UnsafeRawBufferPointer, _ want: StaticString) -> Bool {
         let n = min(b.count, want.utf8CodeUnitCount)
         guard n > 0 else { return false }
         for i in 0..<n where b[i] != want.utf8Start[i] { return false }

@@ -83,13 +83,18 @@ final class WebSocketConnection {
         let m = session.manager
         if d == .c2s {
             request = h
-            guard h.isWebSocketUpgrade else { return ignore() }
+            guard h.isWebSocketUpgrade else { return notUpgrade(h, d) }
             if let p = m.webSocketProtocol(path: h.path, subprotocols: h.list("Sec-WebSocket-Protocol"),
                                            port: session.connection.server.port) {
                 select(p)
             }
         } else {
-            guard h.status == 101, request?.isWebSocketUpgrade ?? true else { return ignore() }
+            guard h.status == 101, request?.isWebSocketUpgrade ?? true else { return notUpgrade(h, d) }
+            if passedOver {
+                // Keep-alive HTTP came first; this connection is a WebSocket after all.
+                passedOver = false
+                m.httpPassedOver -= 1
+            }
             if let key = request?.header("Sec-WebSocket-Key"), let accept = h.header("Sec-WebSocket-Accept") {
                 h.acceptValid = HTTPHandshake.accept(forKey: key) == accept
             }
@@ -106,10 +111,35 @@ final class WebSocketConnection {
         m.sink?.handshake(h, session.connection, inner, d, deflate: d == .s2c ? deflate : nil, packet: packet)
     }
 
-    /// An HTTP exchange that is not a WebSocket: passed over quietly, both ways.
-    func ignore() {
-        for s in streams { s.mode = .ignored }
-        session.manager.httpPassedOver += 1
+    /// Counted in `httpPassedOver` (until an upgrade on the same connection takes it back).
+    var passedOver = false
+
+    /// An HTTP request or response that is no upgrade: passed over quietly. HTTP/1.1 keeps the
+    /// connection for more requests, and one of them may be the upgrade: the client's next
+    /// head is read after the body (of a known length), and the server's responses are passed
+    /// over until a `101` begins.
+    func notUpgrade(_ h: HTTPHandshake, _ d: Direction) {
+        if !passedOver {
+            passedOver = true
+            session.manager.httpPassedOver += 1
+        }
+        let client = streams[Direction.c2s.rawValue], server = streams[Direction.s2c.rawValue]
+        if d == .c2s {
+            let chunked = h.header("Transfer-Encoding")?.lowercased().contains("chunked") ?? false
+            if chunked || h.header("Connection")?.lowercased() == "close" {
+                client.mode = .ignored
+            } else if let n = h.header("Content-Length").flatMap({ UInt64($0.trimmingCharacters(in: .whitespaces)) }), n > 0 {
+                client.mode = .body
+                client.bodyLeft = n
+            } else {
+                client.mode = .head
+            }
+        } else if client.mode == .frames {
+            // An upgrade the server refused: the client goes on with HTTP, if anything.
+            client.mode = .head
+        }
+        if server.mode != .ignored { server.mode = .seekUpgrade }
+        if client.mode == .ignored { server.mode = .ignored }
     }
 
     /// The client's first bytes were not an HTTP request: without a dissector for the port this

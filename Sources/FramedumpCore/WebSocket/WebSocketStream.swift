@@ -13,9 +13,23 @@ final class WebSocketStream: StreamLayer {
         case frames
         /// Looking for a plausible frame header (after a gap, a bad header, or a mid-stream start).
         case hunting
-        /// Not a WebSocket (an HTTP exchange that was not an upgrade): passed over.
+        /// Not a WebSocket (an HTTP exchange that was not an upgrade, and could not be followed
+        /// further): passed over.
         case ignored
+        /// Keep-alive HTTP before an upgrade: the body of a request that was not one (`bodyLeft`
+        /// bytes), passed over; then the next request's head.
+        case body
+        /// Keep-alive HTTP before an upgrade: responses passed over until a `101` begins.
+        case seekUpgrade
     }
+
+    /// `.body`: bytes of the request body still to pass over.
+    var bodyLeft: UInt64 = 0
+    /// `.seekUpgrade`: the last bytes of the previous chunk, for a status line split over two.
+    var seekTail: [UInt8] = []
+    var seekTailOffset: UInt64 = 0
+    /// Picked up mid-stream: the first bytes tell whether this is HTTP or frames.
+    var midStream = false
 
     /// The connection, which owns this stream. Reached through `connection` on the per-message
     /// path, which touches no reference count.
@@ -90,6 +104,11 @@ final class WebSocketStream: StreamLayer {
         return i
     }
 
+    /// After a gap inside a frame whose length its header gave: where that frame ends. The
+    /// bytes up to there are the rest of the cut frame; the next frame starts there, so there is
+    /// nothing to hunt for (hunting inside a payload finds "headers" that are data).
+    var cutFrameEnd: UInt64?
+
     // Hunting.
     var hunt: [UInt8] = []
     var huntOffset: UInt64 = 0
@@ -108,20 +127,43 @@ final class WebSocketStream: StreamLayer {
     func start(atBoundary: Bool) {
         guard !started else { return }
         started = true
-        if !atBoundary && mode != .ignored { mode = .hunting }
+        if !atBoundary && mode != .ignored {
+            // HTTP keep-alive before an upgrade, or frames: the first bytes will tell.
+            midStream = true
+            mode = .hunting
+        }
     }
 
     func data(_ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
         started = true
+        if let end = cutFrameEnd {
+            // The rest of a frame a gap cut: passed over (reported as skipped), then frames again.
+            let n = Int(min(UInt64(bytes.count), end &- offset))
+            if n > 0 { noteSkipped(UnsafeRawBufferPointer(rebasing: bytes[0..<n]), offset: offset, packet: packet) }
+            guard offset + UInt64(n) >= end else { return }
+            cutFrameEnd = nil
+            flushSkipped(packet)
+            if n < bytes.count { frames(UnsafeRawBufferPointer(rebasing: bytes[n...]), offset: offset + UInt64(n), packet: packet) }
+            return
+        }
+        if midStream {
+            midStream = false
+            if HTTPHandshake.looksLikeHTTP(bytes, request: dir == .c2s) { mode = .head }
+        }
         if mode == .head {
             // A head that is no HTTP request detaches the connection's layers, which frees the
             // owner (held here `unowned(unsafe)`): keep it alive until this call is done.
             let owner: WebSocketConnection = self.owner
             withExtendedLifetime(owner) {
-                let used = readHead(bytes, offset: offset, packet: packet)
-                if used < bytes.count {
-                    afterHead(UnsafeRawBufferPointer(rebasing: bytes[used...]), offset: offset + UInt64(used), packet: packet)
+                // Heads one after another (keep-alive requests in one segment), then what follows.
+                var b = bytes, off = offset
+                while mode == .head && !b.isEmpty {
+                    let used = readHead(b, offset: off, packet: packet)
+                    if used == 0 && mode == .head { return }
+                    b = UnsafeRawBufferPointer(rebasing: b[used...])
+                    off += UInt64(used)
                 }
+                if !b.isEmpty { afterHead(b, offset: off, packet: packet) }
             }
             return
         }
@@ -132,6 +174,8 @@ final class WebSocketStream: StreamLayer {
         switch mode {
         case .head: return
         case .ignored: owner.session.manager.undissectedBytes += UInt64(b.count)
+        case .body: passBody(b, offset: off, packet: packet)
+        case .seekUpgrade: seekUpgrade(b, offset: off, packet: packet)
         case .hunting:
             appendForHunt(b, offset: off, packet: packet)
             huntBoundary(final: false, packet: packet)
@@ -140,8 +184,28 @@ final class WebSocketStream: StreamLayer {
     }
 
     func gap(offset: UInt64, length: UInt64, packet: PacketRef) {
+        // A gap that ends inside the frame being read (its length known from its header): the
+        // next frame starts where this one ends.
+        var resumeAt: UInt64?
+        let gapEnd = offset.addingReportingOverflow(length)
+        if mode == .frames, !gapEnd.overflow {
+            var frameEnd: (partialValue: UInt64, overflow: Bool)?
+            if let e = cutFrameEnd {
+                frameEnd = (e, false)
+            } else if inFrame {
+                frameEnd = (frameOffset + UInt64(frame.headerSize)).addingReportingOverflow(frame.length)
+            }
+            if let f = frameEnd, !f.overflow, gapEnd.partialValue <= f.partialValue { resumeAt = f.partialValue }
+        }
         switch mode {
         case .ignored: return
+        case .body:
+            // The request's body lost its end: the next head cannot be found.
+            mode = .ignored
+            return
+        case .seekUpgrade:
+            seekTail.removeAll()
+            return
         case .head:
             // The head was cut: what we have is not a handshake we can read.
             if !head.isEmpty {
@@ -154,6 +218,12 @@ final class WebSocketStream: StreamLayer {
         flushSkipped(packet)
         cutMessage(packet: packet) { .cutByGap(have: $0, need: $1) }
         owner.streamGap(dir, packet: packet)
+        if let r = resumeAt {
+            cutFrameEnd = r
+            if r == gapEnd.partialValue { cutFrameEnd = nil }
+            return
+        }
+        cutFrameEnd = nil
         mode = .hunting
     }
 
@@ -199,6 +269,66 @@ final class WebSocketStream: StreamLayer {
         headerBytes.removeAll(keepingCapacity: true)
         payload.removeAll()
         control.removeAll()
+    }
+
+    // MARK: - HTTP keep-alive before an upgrade
+
+    /// Passes over a request body, then reads the next request's head.
+    func passBody(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+        let n = Int(min(UInt64(b.count), bodyLeft))
+        bodyLeft -= UInt64(n)
+        owner.session.manager.undissectedBytes += UInt64(n)
+        guard bodyLeft == 0 else { return }
+        mode = .head
+        if n < b.count { data(UnsafeRawBufferPointer(rebasing: b[n...]), offset: offset + UInt64(n), packet: packet) }
+    }
+
+    static let upgradeStatus: [UInt8] = Array("HTTP/1.1 101".utf8)
+
+    /// Passes over responses until one with status 101 starts (at the start of a line).
+    func seekUpgrade(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+        let pattern = Self.upgradeStatus
+        // The tail of the previous chunk and this one, as one run of bytes.
+        let joined = seekTail + Array(b.prefix(pattern.count))
+        var found: UInt64?
+        if joined.count >= pattern.count {
+            for i in 0...(joined.count - pattern.count) where joined[i..<(i + pattern.count)].elementsEqual(pattern) {
+                let at = seekTailOffset + UInt64(i)
+                if at < offset { found = at; break }
+            }
+        }
+        if found == nil, b.count >= pattern.count {
+            var i = 0
+            let first = pattern[0]
+            while i + pattern.count <= b.count {
+                if b[i] == first && (i == 0 || b[i - 1] == 0x0a) && pattern.indices.allSatisfy({ b[i + $0] == pattern[$0] }) {
+                    found = offset + UInt64(i)
+                    break
+                }
+                i += 1
+            }
+        }
+        guard let at = found else {
+            owner.session.manager.undissectedBytes += UInt64(b.count)
+            let keep = seekTail + Array(b)
+            seekTail = Array(keep.suffix(pattern.count - 1))
+            seekTailOffset = offset + UInt64(b.count) - UInt64(seekTail.count)
+            return
+        }
+        let tail = seekTail
+        let tailOffset = seekTailOffset
+        seekTail.removeAll()
+        mode = .head
+        if at < offset {
+            // The status line began in the previous chunk.
+            let k = Int(at - tailOffset)
+            Array(tail[k...]).withUnsafeBytes { data($0, offset: at, packet: packet) }
+            if mode == .head || mode == .frames { data(b, offset: offset, packet: packet) }
+        } else {
+            let k = Int(at - offset)
+            owner.session.manager.undissectedBytes += UInt64(k)
+            data(UnsafeRawBufferPointer(rebasing: b[k...]), offset: at, packet: packet)
+        }
     }
 
     // MARK: - The HTTP head
@@ -611,6 +741,19 @@ final class WebSocketStream: StreamLayer {
     }
 
     /// Reports the run of skipped bytes, dated by `packet`: the one that ended the run.
+    /// Bytes passed over without hunting (the rest of a frame cut by a gap), reported as one run.
+    func noteSkipped(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+        if let s = skipped, s.offset + s.length == offset {
+            skipped!.length += UInt64(b.count)
+        } else {
+            flushSkipped(packet)
+            skipped = (offset, UInt64(b.count))
+        }
+        if skippedSample.count < MalformedSample.limit {
+            skippedSample += b.prefix(MalformedSample.limit - skippedSample.count)
+        }
+    }
+
     func flushSkipped(_ packet: PacketRef) {
         guard let s = skipped else { return }
         skipped = nil

@@ -1,0 +1,120 @@
+import Foundation
+import XCTest
+@testable import FramedumpCore
+
+/// WebSocket streams with segments lost inside frames: the frame a gap cuts has a known end
+/// (its header gave its length), so the next frame is read from there; hunting inside the rest
+/// of the payload found "headers" that were data and invented messages.
+final class WebSocketLossTests: XCTestCase {
+    /// Binary payloads full of bytes that look like frame headers (0x82 and a small length).
+    func payload(_ n: Int, _ seed: UInt8) -> [UInt8] {
+        (0..<n).map { (i: Int) -> UInt8 in
+            if i % 9 == 0 { return 0x82 }
+            if i % 9 == 1 { return 0x05 }
+            return UInt8(truncatingIfNeeded: i &* 31 &+ Int(seed))
+        }
+    }
+
+    func testAGapInsideAFrameLosesThatMessageOnly() {
+        let head = WS.response()
+        var s2c = head
+        var sent: [[UInt8]] = []
+        var starts: [Int] = []
+        for k in 0..<20 {
+            let p = payload(1200 + k * 37, UInt8(k))
+            starts.append(s2c.count)
+            sent.append(p)
+            s2c += WS.frame(2, p)
+        }
+        // Segments of 700 bytes; lose the ones that start inside frames 3, 9 and 15.
+        let cuts = Array(stride(from: head.count, to: s2c.count, by: 700))
+        var lost = Set<Int>()
+        var dropped: [Int] = []
+        for f in [3, 9, 15] {
+            let inside = cuts.first { $0 > starts[f] + 2 && $0 + 700 < starts[f + 1] }!
+            dropped.append(inside)
+            lost.insert(f)
+        }
+        var recovered: [[UInt8]] = []
+        var invented = 0
+        let (s, _) = StreamFeeder.run(c2s: WS.request(), s2c: s2c, s2cCuts: cuts, dropS2C: nil, dropS2CAt: Set(dropped))
+        for m in s.messages where m.dir == .s2c {
+            if sent.contains(m.payload) { recovered.append(m.payload) } else { invented += 1 }
+        }
+        XCTAssertEqual(invented, 0, "no message made of payload bytes")
+        XCTAssertEqual(recovered, sent.enumerated().filter { !lost.contains($0.offset) }.map(\.element),
+                       "every frame the loss did not touch")
+        // The cut frames are reported, none silently.
+        XCTAssertGreaterThanOrEqual(s.malformed.filter { $0.0 == .s2c }.count, 3)
+    }
+
+    /// A gap that runs past the end of the frame it began in: the next boundary is unknown, and
+    /// the hunt finds the next frame.
+    func testAGapPastTheFramesEndHuntsAsBefore() {
+        let head = WS.response()
+        let frames = (0..<6).map { WS.frame(1, Array(String(repeating: "{\"messageType\":\"heartBeat\",\"n\":\($0)}", count: 8).utf8)) }
+        let s2c = head + frames.joined()
+        let f1 = head.count + frames[0].count
+        // One piece from inside frame 1 to inside frame 2.
+        let cuts = [head.count, f1 + 100, f1 + frames[1].count + 100, f1 + frames[1].count + frames[2].count]
+        let (s, _) = StreamFeeder.run(c2s: WS.request(), s2c: s2c, s2cCuts: cuts, dropS2C: nil, dropS2CAt: [f1 + 100])
+        let got = s.messages.filter { $0.dir == .s2c }.map(\.payload)
+        let sent = frames.map { Array($0.dropFirst($0[1] == 126 ? 4 : 2)) }
+        XCTAssertTrue(got.allSatisfy { sent.contains($0) }, "nothing invented")
+        XCTAssertEqual(got.suffix(3), sent.suffix(3), "the frames after the hunt")
+    }
+}
+
+/// HTTP before the WebSocket: a capture that starts after the SYN, and an upgrade that is
+/// not the connection's first request.
+final class WebSocketHTTPTests: XCTestCase {
+    let serverFrames = WS.frame(1, Array("{\"messageType\":\"heartBeat\"}".utf8)) + WS.frame(2, [7, 0, 0, 0] + Array("hi".utf8))
+    let clientFrames = WS.client(1, Array("{\"messageType\":\"openUrl\"}".utf8))
+
+    /// Picked up mid-stream (no SYN) with the handshake in the capture: the handshake is read,
+    /// not hunted through as if it were frames.
+    func testAHandshakeWithoutItsSynIsReadAsAHandshake() throws {
+        let bridge = try DissectorLoader.loadFile(TestSupport.dissectors + "/bridge.dissector")
+        for protocols in [[], bridge] {
+            let (s, m) = StreamFeeder.run(c2s: WS.request() + clientFrames, s2c: WS.response() + serverFrames,
+                                          syn: false, protocols: protocols)
+            XCTAssertEqual(s.handshakes.count, 2, "request and response")
+            XCTAssertEqual(s.byDirection[0].map(\.payload), [Array("{\"messageType\":\"openUrl\"}".utf8)])
+            XCTAssertEqual(s.byDirection[1].count, 2)
+            XCTAssertTrue(s.malformed.isEmpty, "\(s.malformed)")
+            XCTAssertEqual(m.httpPassedOver, 0)
+        }
+    }
+
+    /// Mid-stream plain HTTP on a WebSocket protocol's port: passed over, nothing invented.
+    func testMidStreamPlainHTTPIsNotHuntedForFrames() throws {
+        let bridge = try DissectorLoader.loadFile(TestSupport.dissectors + "/bridge.dissector")
+        let c2s = Array("GET /index.html HTTP/1.1\r\nHost: example\r\n\r\n".utf8)
+        let s2c = Array("HTTP/1.1 200 OK\r\nContent-Length: 300\r\n\r\n".utf8) + [UInt8](repeating: 0x82, count: 300)
+        let (s, m) = StreamFeeder.run(c2s: c2s, s2c: s2c, syn: false, protocols: bridge)
+        XCTAssertTrue(s.messages.isEmpty, "\(s.messages.count) messages invented")
+        XCTAssertTrue(s.malformed.isEmpty)
+        XCTAssertEqual(m.httpPassedOver, 1)
+    }
+
+    /// The upgrade as the third request of a keep-alive connection (after a GET and a POST
+    /// with a body): found, and its messages decoded.
+    func testAnUpgradeAfterOtherRequestsOnAKeepAliveConnection() throws {
+        let c2s = Array("GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+            + Array("POST /api HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello".utf8)
+            + WS.request() + clientFrames
+        let s2c = Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8)
+            + Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nyes\r\n0\r\n\r\n".utf8)
+            + WS.response() + serverFrames
+        // The client's requests in two pieces (the feeder sends them first), the server's answers
+        // cut everywhere from its third piece on, so each answer comes after its request.
+        for cut in [1, 7, 40, 1000] {
+            let (s, m) = StreamFeeder.run(c2s: c2s, s2c: s2c, s2cCuts: [1, 2] + Array(stride(from: 2 + cut, to: s2c.count, by: cut)))
+            XCTAssertEqual(s.handshakes.count, 2, "cut \(cut)")
+            XCTAssertEqual(s.byDirection[0].count, 1, "cut \(cut)")
+            XCTAssertEqual(s.byDirection[1].map(\.opcode), [1, 2], "cut \(cut)")
+            XCTAssertTrue(s.malformed.isEmpty, "cut \(cut): \(s.malformed)")
+            XCTAssertEqual(m.httpPassedOver, 0, "cut \(cut): the connection was upgraded")
+        }
+    }
+}
