@@ -18,6 +18,8 @@
 #                   every printer (tree, NDJSON checked line by line as strict JSON, -z tables)
 #   pipeline        capture file bytes through libpcap and the whole pipeline with the
 #                   shipped dissectors (tree, NDJSON, segments, follow, stream export, summary)
+#   pcapng          pcapng file bytes through framedump's own pcapng reader (in memory), then
+#                   through libpcap handing over to it, with a BPF filter per link type
 #   display-filter  -Y filters parsed and evaluated
 #   ndjson-line     one NDJSON line, as `framedump diff` reads it
 # Each builds the `framedump-fuzz` harness (an in-process mutation fuzzer), seeds it with
@@ -222,6 +224,9 @@ for path in sys.argv[2:]:
     open(os.path.join(out, os.path.basename(path)), "wb").write(data)
 PY
       run pipeline "$seeds" ;;
+    pcapng)
+      # Seeds: the pcapng fixtures (several link types, sections of both byte orders, 2.0, ...).
+      run pcapng Tests/FramedumpCoreTests/Fixtures/*.pcapng ;;
     display-filter)
       seeds="$(mktemp -d)"
       trap 'rm -rf "$seeds"' RETURN
@@ -241,12 +246,12 @@ PY
       done
       run ndjson-line "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, link, reassembly, dissector, deframer, pipeline, display-filter, ndjson-line, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, link, reassembly, dissector, deframer, pipeline, pcapng, display-filter, ndjson-line, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire websocket http-head link reassembly dissector deframer pipeline display-filter ndjson-line; do fuzz_one "$t"; done
+  for t in proto-parser protobuf-wire websocket http-head link reassembly dissector deframer pipeline pcapng display-filter ndjson-line; do fuzz_one "$t"; done
 else
   fuzz_one "$target"
 fi

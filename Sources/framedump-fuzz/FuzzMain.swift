@@ -22,6 +22,7 @@ struct FuzzMain {
         "reassembly": ReassemblyFuzz.run,
         "deframer": FuzzDeframer.run,
         "pipeline": PipelineFuzz.run,
+        "pcapng": PcapngFuzz.run,
         "ndjson-line": FuzzNDJSON.line,
     ]
 

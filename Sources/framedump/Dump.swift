@@ -272,6 +272,13 @@ struct Dump: ParsableCommand {
         }
         pipeline.finish()
         dumper?.flush()
+        // A pcapng file with interfaces of several link types: those not decoded are said too.
+        for t in source.linkTypesSeen where t != source.linkType && !LinkDecoder(linkType: t).isSupported {
+            FileHandleErr.write("framedump: warning: link type \(t) is not decoded; its packets are counted and skipped\n")
+        }
+        if verbose > 0, let why = source.handedOver, case .file(let path) = input {
+            FileHandleErr.write("framedump: \(RawPath.display(path)): libpcap refused part of it (\(why)): read by framedump's pcapng reader\n")
+        }
         // The reader closed the pipe (`framedump ... | head`): files are complete, and nothing
         // more is said; a closed pipe is how such a run ends, not an error.
         if out.closed || (writeFile == "-" && dumper?.failed == true) { return nil }

@@ -12,8 +12,13 @@ final class FidelityCaptureTests: XCTestCase {
     ]
 
     func testStreamsMatchTsharkFollow() throws {
+        try Self.streamsMatchTsharkFollow(Self.fixtures)
+    }
+
+    /// Each fixture's connections are tshark's, and each stream is tshark's follow, byte for byte.
+    static func streamsMatchTsharkFollow(_ fixtures: [String]) throws {
         let tshark = try TestSupport.oracle("tshark")
-        for name in Self.fixtures {
+        for name in fixtures {
             let cap = TestSupport.fixture(name)
             let dir = TestSupport.tempDir()
             let r = try TestSupport.framedump(["-r", cap, "-q", "--streams", dir])

@@ -122,7 +122,7 @@ final class HardeningTests: XCTestCase {
             "websocket": FuzzWebSocket.connection, "http-head": FuzzWebSocket.httpHead, "link": LinkFuzz.run,
             "proto-parser": FuzzEntry.protoParser, "protobuf-wire": FuzzEntry.protobufWire,
             "reassembly": ReassemblyFuzz.run, "deframer": FuzzDeframer.run, "pipeline": PipelineFuzz.run,
-            "ndjson-line": FuzzNDJSON.line,
+            "ndjson-line": FuzzNDJSON.line, "pcapng": PcapngFuzz.run,
         ]
         FuzzDeframer.dissectorDirectory = TestSupport.dissectors
         let files = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()

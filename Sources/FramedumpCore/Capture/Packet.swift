@@ -61,10 +61,14 @@ public struct PacketRef: Hashable, Sendable {
     }
 }
 
-/// One packet as libpcap handed it to us. `data` is borrowed: valid only during the callback.
+/// One packet as libpcap (or, for the pcapng files libpcap refuses, `PcapngReader`) handed it
+/// to us. `data` is borrowed: valid only during the callback.
 public struct Packet {
     public var ref: PacketRef
     public var data: UnsafeRawBufferPointer
     /// The length on the wire; more than `data.count` when the snaplen cut the packet.
     public var wireLength: Int
+    /// Its interface's link type (libpcap's DLT_ value): in a pcapng file each interface has
+    /// its own. -1: not said (packets made by hand), the capture's one link type.
+    public var linkType: Int32 = -1
 }

@@ -25,13 +25,36 @@ public struct LiveOptions: Sendable {
     public init(interface: String) { self.interface = interface }
 }
 
-/// libpcap's handle: every packet framedump sees is read through it.
+/// libpcap's handle: every packet framedump sees is read through it, except in the pcapng
+/// files libpcap refuses (several link types or snapshot lengths, a section header of another
+/// version, a packet longer than its snaplen, a section of the other byte order): those are
+/// read by `PcapngReader`, from where libpcap stopped, with BPF filters still libpcap's.
 public final class PacketSource {
-    let handle: OpaquePointer
+    /// libpcap's handle; nil when libpcap refused the file at once (its pcapng version).
+    let handle: OpaquePointer?
+    /// The first interface's link type (the only one, when libpcap reads the whole file).
     public let linkType: Int32
     public let isLive: Bool
     let name: String
     private var packetCount: UInt64 = 0
+    /// framedump's own pcapng reader, once libpcap has refused the file.
+    private var reader: PcapngReader?
+    /// The first packet, read while opening with our reader (to learn the first link type).
+    private var peeked: PcapngReader.Record?
+    /// What libpcap said when it refused the file (nil while libpcap reads it all).
+    public private(set) var handedOver: String?
+    /// The link types of the packets read so far, in order of appearance.
+    public private(set) var linkTypesSeen: [Int32] = []
+    /// The BPF filter, compiled per link type when our reader reads (libpcap's `pcap_compile`
+    /// on a dead handle of that link type, run by `pcap_offline_filter`).
+    private var filterExpression: String?
+    private var programs: [Int32: UnsafeMutablePointer<bpf_program>] = [:]
+    /// Set by `stop()` (from a signal handler too): our reader's loop returns.
+    private let stopFlag: UnsafeMutablePointer<sig_atomic_t> = {
+        let p = UnsafeMutablePointer<sig_atomic_t>.allocate(capacity: 1)
+        p.initialize(to: 0)
+        return p
+    }()
     /// The file ended inside a record while another process still had it open for writing:
     /// what was whole has been read, and that is the end (see `GrowingFile`).
     public private(set) var endedWhileBeingWritten = false
@@ -46,6 +69,16 @@ public final class PacketSource {
             let opened = RawPath.withCString(path) { pcap_open_offline_with_tstamp_precision($0, UInt32(PCAP_TSTAMP_PRECISION_NANO), &err) }
             guard let h = opened else {
                 let why = String(cChars: err)
+                // A pcapng file libpcap refuses from its first block (its version): our reader.
+                if path != "-" && !why.contains("truncated") && PcapngReader.isPcapng(path) {
+                    let r = try PcapngReader(path: path)
+                    peeked = try r.next()
+                    reader = r
+                    handedOver = why
+                    handle = nil
+                    linkType = peeked?.linkType ?? r.interfaces.first?.linkType ?? 1
+                    return
+                }
                 if why.contains("No such file") { throw .noSuchFile(path) }
                 // libpcap's words for a file that ends before its first header byte (stdin too).
                 if why.contains("only got 0") { throw .emptyFile(path) }
@@ -80,10 +113,17 @@ public final class PacketSource {
             }
             handle = h
         }
-        linkType = pcap_datalink(handle)
+        linkType = pcap_datalink(handle!)
     }
 
-    deinit { pcap_close(handle) }
+    deinit {
+        if let handle { pcap_close(handle) }
+        for p in programs.values {
+            pcap_freecode(p)
+            p.deallocate()
+        }
+        stopFlag.deallocate()
+    }
 
     /// What is wrong with a capture path before libpcap is asked: missing, not readable, a
     /// folder, or empty each have their own message and exit code.
@@ -102,8 +142,15 @@ public final class PacketSource {
         if (st.st_mode & S_IFMT) == S_IFREG && st.st_size == 0 { throw .emptyFile(path) }
     }
 
-    /// Compiles a BPF filter with libpcap and installs it.
+    /// Compiles a BPF filter with libpcap and installs it. (Our reader's packets are filtered
+    /// by the same expression compiled for each one's link type.)
     public func setFilter(_ expression: String) throws(CaptureError) {
+        filterExpression = expression
+        guard let handle, reader == nil else {
+            // (Checked now; PKTAP's packets are filtered by their inner link type, Ethernet's most often.)
+            _ = try program(for: Self.isPKTAP(linkType) ? 1 : linkType)
+            return
+        }
         var prog = bpf_program()
         if pcap_compile(handle, &prog, expression, 1, PCAP_NETMASK_UNKNOWN) != 0 {
             throw .badFilter(expression, String(cString: pcap_geterr(handle)))
@@ -114,12 +161,85 @@ public final class PacketSource {
         }
     }
 
+    /// The filter compiled for one link type (once), as libpcap compiles it for a handle of that type.
+    private func program(for linkType: Int32) throws(CaptureError) -> UnsafeMutablePointer<bpf_program>? {
+        guard let expression = filterExpression else { return nil }
+        if let p = programs[linkType] { return p }
+        guard let dead = pcap_open_dead(linkType, 262_144) else { throw .badFilter(expression, "pcap_open_dead failed") }
+        defer { pcap_close(dead) }
+        let p = UnsafeMutablePointer<bpf_program>.allocate(capacity: 1)
+        p.initialize(to: bpf_program())
+        if pcap_compile(dead, p, expression, 1, PCAP_NETMASK_UNKNOWN) != 0 {
+            let why = String(cString: pcap_geterr(dead))
+            p.deallocate()
+            throw .badFilter(expression, linkType == self.linkType ? why : "\(why) (for the packets of link type \(linkType))")
+        }
+        programs[linkType] = p
+        return p
+    }
+
+    static func isPKTAP(_ linkType: Int32) -> Bool { linkType == 149 || linkType == 258 }
+
+    /// The BPF filter run over one of our reader's packets (`pcap_offline_filter`). libpcap
+    /// compiles no filter for Apple's PKTAP outside macOS: the packet inside its header is
+    /// filtered by the inner link type instead (the header says both: `LinkDecoder.pktap`).
+    private func passes(_ data: UnsafeRawBufferPointer, wireLength: Int, linkType: Int32, inner: Bool = false) throws(CaptureError) -> Bool {
+        if Self.isPKTAP(linkType) {
+            guard !inner, let len = data.u32le(0), let dlt = data.u32le(8), len >= 12, len <= UInt32(data.count) else { return false }
+            return try passes(data.slice(Int(len), data.count), wireLength: max(0, wireLength - Int(len)),
+                              linkType: Int32(truncatingIfNeeded: dlt), inner: true)
+        }
+        guard let prog = try program(for: linkType) else { return true }
+        var h = pcap_pkthdr()
+        h.caplen = UInt32(data.count)
+        h.len = UInt32(clamping: max(wireLength, data.count))
+        return pcap_offline_filter(prog, &h, data.bindMemory(to: UInt8.self).baseAddress) != 0
+    }
+
     /// Reads packets until the end, `limit` packets, or `stop()`; the closure returns false to stop.
     public func forEach(limit: UInt64? = nil, _ body: (Packet) -> Bool) throws(CaptureError) {
-        var header: UnsafeMutablePointer<pcap_pkthdr>?
-        var data: UnsafePointer<UInt8>?
+        if reader == nil, let handle {
+            guard let resumeAt = try libpcapLoop(handle, limit: limit, body) else { return }
+            reader = try PcapngReader(path: name, resumeAt: resumeAt)
+        }
+        if let reader { try readerLoop(reader, limit: limit, body) }
+    }
+
+    /// Our reader's packets, after libpcap's (or from the start).
+    private func readerLoop(_ reader: PcapngReader, limit: UInt64?, _ body: (Packet) -> Bool) throws(CaptureError) {
         while true {
             if let limit, packetCount >= limit { return }
+            if stopFlag.pointee != 0 { return }
+            let next: PcapngReader.Record?
+            if let p = peeked {
+                next = p
+                peeked = nil
+            } else {
+                do { next = try reader.next() } catch {
+                    if case .truncatedCapture = error, GrowingFile.hasWriter(name) == true {
+                        endedWhileBeingWritten = true
+                        return
+                    }
+                    throw error
+                }
+            }
+            guard let r = next else { return }
+            if filterExpression != nil, try !passes(r.data, wireLength: r.wireLength, linkType: r.linkType) { continue }
+            packetCount += 1
+            if !linkTypesSeen.contains(r.linkType) { linkTypesSeen.append(r.linkType) }
+            let p = Packet(ref: PacketRef(number: packetCount, ts: r.ts), data: r.data, wireLength: r.wireLength, linkType: r.linkType)
+            if !body(p) { return }
+        }
+    }
+
+    /// libpcap's packets; the file offset to read on from with our reader when libpcap refuses
+    /// the rest of a pcapng file, nil when done.
+    private func libpcapLoop(_ handle: OpaquePointer, limit: UInt64?, _ body: (Packet) -> Bool) throws(CaptureError) -> UInt64? {
+        var header: UnsafeMutablePointer<pcap_pkthdr>?
+        var data: UnsafePointer<UInt8>?
+        if packetCount == 0 { linkTypesSeen = [linkType] }
+        while true {
+            if let limit, packetCount >= limit { return nil }
             let rc = pcap_next_ex(handle, &header, &data)
             switch rc {
             case 1:
@@ -127,18 +247,29 @@ public final class PacketSource {
                 packetCount += 1
                 let ts = Timestamp(seconds: Int64(h.ts.tv_sec), nanos: UInt32(clamping: h.ts.tv_usec))
                 let buf = UnsafeRawBufferPointer(start: d, count: Int(h.caplen))
-                let p = Packet(ref: PacketRef(number: packetCount, ts: ts), data: buf, wireLength: Int(h.len))
-                if !body(p) { return }
+                let p = Packet(ref: PacketRef(number: packetCount, ts: ts), data: buf, wireLength: Int(h.len), linkType: linkType)
+                if !body(p) { return nil }
             case 0:
                 continue  // live read timeout: nothing arrived yet
             case PCAP_ERROR_BREAK:
-                return
+                return nil
             default:
                 let why = String(cString: pcap_geterr(handle))
+                // libpcap refuses the rest of a pcapng file (another link type or snaplen, a
+                // packet beyond the snaplen, a section of the other byte order): our reader
+                // reads on from the end of the block libpcap stopped at. Cut-off files stay libpcap's.
+                if !isLive && name != "-" && !why.contains("truncated") && PcapngReader.isPcapng(name),
+                   let file = pcap_file(handle) {
+                    let at = ftell(file)
+                    if at >= 0 {
+                        handedOver = why
+                        return UInt64(at)
+                    }
+                }
                 if !isLive && why.contains("truncated") {
                     if name != "-" && GrowingFile.hasWriter(name) == true {
                         endedWhileBeingWritten = true
-                        return
+                        return nil
                     }
                     throw .truncatedCapture(name, why)
                 }
@@ -148,11 +279,14 @@ public final class PacketSource {
     }
 
     /// Asks a running `forEach` to return; safe to call from a signal handler.
-    public func stop() { pcap_breakloop(handle) }
+    public func stop() {
+        stopFlag.pointee = 1
+        if let handle { pcap_breakloop(handle) }
+    }
 
     /// The kernel's counts for a live capture: (received, dropped by kernel, dropped by interface).
     public func statistics() -> (received: UInt32, dropped: UInt32, ifDropped: UInt32)? {
-        guard isLive else { return nil }
+        guard isLive, let handle else { return nil }
         var s = pcap_stat()
         guard pcap_stats(handle, &s) == 0 else { return nil }
         return (s.ps_recv, s.ps_drop, s.ps_ifdrop)
@@ -184,12 +318,14 @@ public final class PacketSource {
         return all[n - 1].name
     }
 
-    /// Opens libpcap's dumper for `-w`: writes packets in this source's link type.
+    /// Opens libpcap's dumper for `-w`: writes packets in this source's (first) link type.
+    /// A pcap file holds one link type: a packet of another stops the run (`PacketDumper.accepts`).
     public func openDumper(_ path: String) throws(CaptureError) -> PacketDumper {
+        guard let handle else { return try PacketDumper.create(path: path, linkType: linkType) }
         guard let d = RawPath.withCString(path, { pcap_dump_open(handle, $0) }) else {
             throw .dumpOpenFailed(path, String(cString: pcap_geterr(handle)))
         }
-        return PacketDumper(d)
+        return PacketDumper(d, path: path, linkType: linkType)
     }
 }
 
@@ -198,10 +334,25 @@ public final class PacketDumper {
     let dumper: OpaquePointer
     /// A dead handle that only describes the file (for captures we generate ourselves).
     let deadHandle: OpaquePointer?
+    let path: String
+    /// The file's one link type.
+    public let linkType: Int32
 
-    init(_ d: OpaquePointer, dead: OpaquePointer? = nil) {
+    init(_ d: OpaquePointer, dead: OpaquePointer? = nil, path: String, linkType: Int32) {
         dumper = d
         deadHandle = dead
+        self.path = path
+        self.linkType = linkType
+    }
+
+    /// nil when `p` can be written here; else why not (a packet of another link type, from
+    /// a pcapng file with several: libpcap's pcap writer holds one link type per file).
+    public func refusal(_ p: Packet) -> CaptureError? {
+        guard p.linkType >= 0, p.linkType != linkType else { return nil }
+        func named(_ t: Int32) -> String {
+            pcap_datalink_val_to_name(t).map { "\(t) (\(String(cString: $0)))" } ?? "\(t)"
+        }
+        return .dumpOpenFailed(path, "packet \(p.ref.number) has link type \(named(p.linkType)), the file being written has \(named(linkType)): a pcap file holds one link type (the packets before it are written)")
     }
 
     deinit {
@@ -219,7 +370,7 @@ public final class PacketDumper {
             pcap_close(h)
             throw .dumpOpenFailed(path, why)
         }
-        return PacketDumper(d, dead: h)
+        return PacketDumper(d, dead: h, path: path, linkType: linkType)
     }
 
     public func write(_ p: Packet) {

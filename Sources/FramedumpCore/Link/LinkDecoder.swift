@@ -40,7 +40,7 @@ public struct LinkDecoder: Sendable {
     /// header (IPv4) or from the header after the fragment header (IPv6).
     public func datagram(_ b: UnsafeRawBufferPointer, _ d: Defragmenter.Datagram) -> LinkResult {
         if d.src.isV6 { return ipv6Chain(b, next: d.proto, at: 0, remaining: b.count, src: d.src, dst: d.dst) }
-        if d.proto == 17 || d.proto == 47 { return tunnel(b, proto: d.proto, at: 0, length: b.count) }
+        if d.proto == 17 || d.proto == 47 || d.proto == 4 || d.proto == 41 { return tunnel(b, proto: d.proto, at: 0, length: b.count) }
         guard d.proto == 6 else { return .notTCP }
         return tcp(b, at: 0, ipPayloadLength: b.count, src: d.src, dst: d.dst)
     }
@@ -265,7 +265,9 @@ public struct LinkDecoder: Sendable {
                                         data: data, dataLength: total - ihl))
         }
         guard proto == 6 else {
-            if proto == 17 || proto == 47 { return tunnel(p, proto: proto, at: at + ihl, length: total - ihl) }
+            if proto == 17 || proto == 47 || proto == 4 || proto == 41 {
+                return tunnel(p, proto: proto, at: at + ihl, length: total - ihl)
+            }
             return .notTCP
         }
         return tcp(p, at: at + ihl, ipPayloadLength: total - ihl, src: IPAddress(v4: src), dst: IPAddress(v4: dst),
@@ -273,40 +275,44 @@ public struct LinkDecoder: Sendable {
     }
 
     /// TCP inside a tunnel, decoded as tshark does: GRE (IP protocol 47: IPv4, IPv6, MPLS,
-    /// transparent Ethernet, WCCP redirect), VXLAN (UDP port 4789), Geneve (UDP port 6081)
-    /// and GTP-U (UDP port 2152).
-    /// Other UDP is not TCP. The inner packet is decoded one level deeper, at most 4 levels.
+    /// transparent Ethernet, WCCP redirect, ERSPAN types I, II and III), IP in IP (protocol
+    /// 4: IPv4 inside, 41: IPv6 inside, under either IP version), VXLAN (UDP port 4789),
+    /// Geneve (UDP port 6081) and GTP-U (UDP port 2152).
+    /// Other UDP is not TCP. The inner packet is decoded one level deeper, at most 4 levels;
+    /// a tunnel header that does not fit in the outer packet is truncated (the snaplen cut
+    /// it) or malformed (the outer IP length says it is shorter than its header).
     func tunnel(_ p: UnsafeRawBufferPointer, proto: UInt8, at: Int, length: Int) -> LinkResult {
         guard depth < 4 else { return .malformed }
         let inner = p.slice(at, length)
-        if proto == 47 {
-            /*
-             |C|R|K|S|s|Recur|  Flags  | Ver |         Protocol Type         |
-             |      Checksum (optional)      |       Offset (optional)       |
-             |                         Key (optional)                        |
-             |                    Sequence Number (optional)                 |
-            */
-            guard let flags = inner.u16be(0), let type = inner.u16be(2) else { return .truncated }
-            guard flags & 0x4007 == 0 else { return .unsupported }  // routing present, or not version 0
-            var off = 4
-            if flags & 0x8000 != 0 { off += 4 }
-            if flags & 0x2000 != 0 { off += 4 }
-            if flags & 0x1000 != 0 { off += 4 }
-            let next = LinkDecoder(linkType: 1, depth: depth + 1)
-            switch type {
-            case 0x6558: return next.ethernet(inner.slice(off, inner.count), at: 0)
-            case 0x883e: return next.network(inner, etherType: 0x0800, at: off + 4)  // WCCP's 4-byte redirect header
-            default: return next.network(inner, etherType: type, at: off)
-            }
-        }
-        guard let sport = inner.u16be(0), let dport = inner.u16be(2), inner.count >= 16 else { return .notTCP }
+        // A header that does not fit: cut by the snaplen, or shorter than its own header.
+        let short: LinkResult = length > inner.count ? .truncated : .malformed
         let next = LinkDecoder(linkType: 1, depth: depth + 1)
+        switch proto {
+        case 4: return next.ipv4(inner, at: 0)
+        case 41: return next.ipv6(inner, at: 0)
+        case 47: return next.gre(inner, short: short)
+        default: break
+        }
+        guard let sport = inner.u16be(0), let dport = inner.u16be(2) else { return short }  // UDP's ports
         if dport == 4789 || sport == 4789 {
-            // VXLAN: flags (I set), reserved, 24-bit VNI, reserved; then an Ethernet frame.
-            guard let f = inner.u8(8), f & 0x08 != 0 else { return .notTCP }
+            // VXLAN (RFC 7348): flags (I set: a valid VNI), reserved, 24-bit VNI, reserved;
+            // then an Ethernet frame.
+            guard let f = inner.u8(8), inner.count >= 16 else { return short }
+            guard f & 0x08 != 0 else { return .malformed }
             return next.ethernet(inner.slice(16, inner.count), at: 0)
         }
+        if dport == 6081 || sport == 6081 {
+            // Geneve (RFC 8926): version and option length (4-byte words), flags, protocol
+            // type, VNI, reserved, then the options.
+            guard let b0 = inner.u8(8), let type = inner.u16be(10), inner.count >= 16 else { return short }
+            guard b0 >> 6 == 0 else { return .malformed }
+            let off = 16 + Int(b0 & 0x3f) * 4
+            guard off <= inner.count else { return short }
+            return type == 0x6558 ? next.ethernet(inner.slice(off, inner.count), at: 0)
+                : next.network(inner, etherType: type, at: off)
+        }
         if dport == 2152 || sport == 2152 {
+            guard inner.count >= 16 else { return .notTCP }
             // GTP-U (mobile core networks): flags, type (255 = G-PDU), length, TEID; with
             // E/S/PN set, sequence, N-PDU and a chain of extension headers; then an IP packet.
             guard let flags = inner.u8(8), flags >> 5 == 1, inner.u8(9) == 0xff else { return .notTCP }
@@ -325,14 +331,45 @@ public struct LinkDecoder: Sendable {
             }
             return next.rawIP(inner.slice(off, inner.count), at: 0)
         }
-        if dport == 6081 || sport == 6081 {
-            // Geneve: version and option length (4-byte words), flags, protocol type, VNI, options.
-            guard let b0 = inner.u8(8), b0 >> 6 == 0, let type = inner.u16be(10) else { return .notTCP }
-            let off = 16 + Int(b0 & 0x3f) * 4
-            return type == 0x6558 ? next.ethernet(inner.slice(off, inner.count), at: 0)
-                : next.network(inner, etherType: type, at: off)
-        }
         return .notTCP
+    }
+
+    /*
+     |C|R|K|S|s|Recur|  Flags  | Ver |         Protocol Type         |
+     |      Checksum (optional)      |       Offset (optional)       |
+     |                         Key (optional)                        |
+     |                    Sequence Number (optional)                 |
+    */
+    /// GRE (RFC 2784, RFC 2890's key and sequence number), on a decoder one level down.
+    func gre(_ g: UnsafeRawBufferPointer, short: LinkResult) -> LinkResult {
+        guard let flags = g.u16be(0), let type = g.u16be(2) else { return short }
+        guard flags & 0x4007 == 0 else { return .unsupported }  // routing present, or not version 0
+        var off = 4
+        if flags & 0x8000 != 0 { off += 4 }
+        if flags & 0x2000 != 0 { off += 4 }
+        if flags & 0x1000 != 0 { off += 4 }
+        guard off <= g.count else { return short }
+        switch type {
+        case 0x6558: return ethernet(g.slice(off, g.count), at: 0)
+        case 0x883e: return network(g, etherType: 0x0800, at: off + 4)  // WCCP's 4-byte redirect header
+        case 0x88be, 0x22eb:
+            // ERSPAN (draft-foschiano-erspan), as tshark tells the types apart: with no GRE
+            // flag set, type I (the mirrored frame at once); else the version in the first
+            // nibble: 1, type II (8 bytes); 2, type III (12 bytes, and an 8-byte platform
+            // subheader when O, the last bit of the 12, is set).
+            if flags == 0 { return ethernet(g.slice(off, g.count), at: 0) }
+            guard let v = g.u8(off) else { return short }
+            switch v >> 4 {
+            case 1: off += 8
+            case 2:
+                guard let o = g.u8(off + 11) else { return short }
+                off += o & 1 != 0 ? 20 : 12
+            default: return .malformed
+            }
+            guard off <= g.count else { return short }
+            return ethernet(g.slice(off, g.count), at: 0)
+        default: return network(g, etherType: type, at: off)
+        }
     }
 
     /// IPv6 with its extension header chain (hop-by-hop, routing, destination, AH, fragment).
@@ -386,7 +423,7 @@ public struct LinkDecoder: Sendable {
                 }
                 return .fragment(IPFragment(src: src, dst: dst, id: id, proto: n, offset: Int(fo & 0xfff8),
                                             more: fo & 1 != 0, data: p.slice(off, remaining), dataLength: remaining))
-            case 17, 47:
+            case 17, 47, 4, 41:  // UDP (VXLAN, Geneve, GTP-U), GRE, IPv4 or IPv6 inside
                 return tunnel(p, proto: next, at: off, length: remaining)
             default:
                 return .notTCP

@@ -101,7 +101,9 @@ public final class Pipeline {
     public func run(_ source: PacketSource, limit: UInt64?, dumper: PacketDumper?, lineBuffered: Bool,
                     dumperToStdout: Bool = false) throws(CaptureError) {
         let writeOnly = self.writeOnly
-        let link = LinkDecoder(linkType: source.linkType)
+        // Each packet is decoded by its interface's link type (a pcapng file may have several).
+        let sourceLink = LinkDecoder(linkType: source.linkType)
+        var unwritable: CaptureError?
         let progress = self.progress
         defer { progress?.finish() }
         let printSegments = options.segments && !options.quiet
@@ -109,6 +111,12 @@ public final class Pipeline {
         let reassembler = self.reassembler
         let decodeThread = self.decodeThread
         try source.forEach(limit: limit) { p in
+            // -w: libpcap's pcap writer holds one link type; another stops the run, said so.
+            if let dumper, let refused = dumper.refusal(p) {
+                unwritable = refused
+                return false
+            }
+            let link = p.linkType < 0 || p.linkType == sourceLink.linkType ? sourceLink : LinkDecoder(linkType: p.linkType)
             capture.packets += 1
             capture.bytes += UInt64(p.wireLength)
             progress?.packet(caplen: p.data.count)
@@ -137,6 +145,7 @@ public final class Pipeline {
             }
             return true
         }
+        if let unwritable { throw unwritable }
     }
 
     /// End of capture: close every connection (their holes become gaps) and write indexes.

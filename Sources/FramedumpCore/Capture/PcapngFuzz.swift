@@ -1,0 +1,46 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Fuzz entry (`scripts/fuzz.sh pcapng`): the bytes as a pcapng file, read by `PcapngReader`
+/// in memory (each packet decoded by its interface's link type), then as a file through
+/// `PacketSource`: libpcap first, our reader from where libpcap refuses, with a BPF filter
+/// compiled per link type. Every outcome is a packet or a `CaptureError`: no trap, no hang.
+public enum PcapngFuzz {
+    static let path: String = {
+        let dir = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+        return dir + "/framedump-fuzz-\(getpid()).pcapng"
+    }()
+
+    public static func run(_ data: UnsafeRawBufferPointer) {
+        let reader = PcapngReader(bytes: data)
+        var packets = 0
+        while let r = try? reader.next() {
+            precondition(r.data.count <= data.count && r.interface < reader.interfaces.count, "a packet beyond its file")
+            _ = LinkDecoder(linkType: r.linkType).decode(r.data)
+            packets += 1
+            precondition(packets <= data.count / 12, "more packets than blocks")
+        }
+
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard fd >= 0 else { return }
+        var done = 0
+        while done < data.count {
+            let n = write(fd, data.baseAddress! + done, data.count - done)
+            if n <= 0 { break }
+            done += n
+        }
+        close(fd)
+        defer { unlink(path) }
+        for filter in [nil, "tcp port 8000 or udp"] {
+            guard let source = try? PacketSource(.file(path)) else { return }
+            if let filter, (try? source.setFilter(filter)) == nil { return }
+            try? source.forEach { p in
+                _ = LinkDecoder(linkType: p.linkType).decode(p.data)
+                return true
+            }
+        }
+    }
+}

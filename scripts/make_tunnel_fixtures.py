@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Write the tunnel fixtures the tests read (Tests/FramedumpCoreTests/Fixtures/tunnel-*.pcap).
+
+Each file carries game-protocol conversations (port 8000, the frames and the handshake of
+`make_fixtures.conversation`) inside one kind of tunnel, each conversation with its own
+client port; the tests compare framedump's streams with tshark's TCP follow:
+
+- tunnel-gre.pcap     GRE (RFC 2784/2890) with checksum, key and sequence number, carrying
+                      IPv4, IPv6 and (transparent Ethernet bridging, 0x6558) an Ethernet frame
+                      with an 802.1Q tag; over IPv4 and over IPv6;
+- tunnel-erspan.pcap  ERSPAN in GRE: type I (no GRE flag, no header), type II (0x88BE, 8 bytes),
+                      type III (0x22EB, 12 bytes, and with the 8-byte platform subheader);
+- tunnel-ipip.pcap    IPv4 in IPv4 (protocol 4, with the inner datagram fragmented), IPv6 in
+                      IPv4 (6in4, protocol 41, with the outer datagram fragmented), IPv4 in IPv6
+                      and IPv6 in IPv6;
+- tunnel-vxlan.pcap   VXLAN (UDP 4789) over IPv4 and over IPv6 (an 802.1Q-tagged inner frame);
+- tunnel-geneve.pcap  Geneve (UDP 6081) with options: an Ethernet frame, and IPv4 directly;
+- tunnel-nested.pcap  four tunnels deep (framedump's limit): GRE, VXLAN, IPv4 in IPv6, IPv6 in IPv4;
+- tunnel-malformed.pcap  one good GRE conversation among tunnel headers cut by the snaplen,
+                      contradicting their IP length, of an unknown version, and nesting bombs
+                      (IP in IP and GRE in GRE beyond four levels); not compared with tshark
+                      (it follows the bombs as deep as they go).
+
+Usage: python3 scripts/make_tunnel_fixtures.py   (from the repository root)
+"""
+import os, struct, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_fixtures import OUT, T0, C2S, conversation, write  # noqa: E402
+
+from scapy.all import Ether, Dot1Q, IP, IPv6, TCP, UDP, Raw, fragment  # noqa: E402
+from scapy.layers.l2 import GRE  # noqa: E402
+from scapy.layers.vxlan import VXLAN  # noqa: E402
+from scapy.contrib.geneve import GENEVE, GeneveOptions  # noqa: E402
+from scapy.contrib.erspan import ERSPAN_II, ERSPAN_III, ERSPAN_PlatformSpecific  # noqa: E402
+
+
+def v4(c2s):
+    return IP(src="10.0.0.2", dst="10.0.0.1") if c2s else IP(src="10.0.0.1", dst="10.0.0.2")
+
+
+def v6(c2s, nh=None):
+    src, dst = ("2001:db8::2", "2001:db8::1") if c2s else ("2001:db8::1", "2001:db8::2")
+    return IPv6(src=src, dst=dst) if nh is None else IPv6(src=src, dst=dst, nh=nh)
+
+
+# The tunnel's endpoints, whose direction follows the inner packet's.
+def o4(c2s, **kw):
+    return IP(src="192.0.2.1", dst="192.0.2.2", **kw) if c2s else IP(src="192.0.2.2", dst="192.0.2.1", **kw)
+
+
+def o6(c2s, nh=None):
+    src, dst = ("2001:db8:ffff::1", "2001:db8:ffff::2") if c2s else ("2001:db8:ffff::2", "2001:db8:ffff::1")
+    return IPv6(src=src, dst=dst) if nh is None else IPv6(src=src, dst=dst, nh=nh)
+
+
+def eth():
+    return Ether(src="02:00:00:00:00:02", dst="02:00:00:00:00:01")
+
+
+def retime(pkts):
+    for i, p in enumerate(pkts):
+        p.time = T0 + i * 0.001
+    return pkts
+
+
+def gre_fixture():
+    seq = iter(range(1, 1000))
+    g = conversation(lambda c: eth() / o4(c) / GRE(proto=0x0800, chksum_present=1, key_present=1, key=0x1234,
+                                                 seqnum_present=1, seqence_number=next(seq)) / v4(c), cport=40020)
+    g += conversation(lambda c: eth() / o4(c) / GRE(proto=0x86DD, key_present=1, key=9) / v6(c), cport=40021)
+    g += conversation(lambda c: eth() / o6(c, nh=47) / GRE(proto=0x6558, seqnum_present=1, seqence_number=next(seq))
+                      / eth() / v4(c), cport=40022)
+    g += conversation(lambda c: eth() / o4(c) / GRE(proto=0x6558) / eth() / Dot1Q(vlan=7) / v6(c), cport=40023)
+    write("tunnel-gre.pcap", retime(g))
+
+
+def erspan_fixture():
+    seq = iter(range(1, 1000))
+    e = conversation(lambda c: eth() / o4(c) / GRE(proto=0x88BE) / eth() / v4(c), cport=40030)
+    e += conversation(lambda c: eth() / o4(c) / GRE(proto=0x88BE, seqnum_present=1, seqence_number=next(seq))
+                      / ERSPAN_II(vlan=5, session_id=3, index=17) / eth() / v4(c), cport=40031)
+    e += conversation(lambda c: eth() / o4(c) / GRE(proto=0x22EB, seqnum_present=1, seqence_number=next(seq))
+                      / ERSPAN_III(session_id=4, timestamp=0x01020304, o=0) / eth() / v4(c), cport=40032)
+    e += conversation(lambda c: eth() / o4(c) / GRE(proto=0x22EB, seqnum_present=1, seqence_number=next(seq))
+                      / ERSPAN_III(session_id=5, timestamp=0x01020304, o=1)
+                      / ERSPAN_PlatformSpecific(platf_id=3, info1=0x1234, info2=0x55667788) / eth() / v6(c),
+                      cport=40033)
+    write("tunnel-erspan.pcap", retime(e))
+
+
+def ipip_fixture():
+    # IPv4 in IPv4, the inner datagram of each data segment cut into 16-byte fragments.
+    inner = conversation(v4, cport=40040)
+    t = []
+    for p in inner:
+        c2s = p[IP].src == "10.0.0.2"
+        pieces = fragment(p, fragsize=16) if p.haslayer(Raw) else [p]
+        for f in pieces:
+            q = eth() / o4(c2s) / f
+            q.time = p.time
+            t.append(q)
+    # IPv6 in IPv4 (6in4), the outer datagram of each data segment fragmented.
+    for p in conversation(lambda c: o4(c) / v6(c), cport=40041):
+        pieces = fragment(p, fragsize=32) if p.haslayer(Raw) else [p]
+        for f in pieces:
+            q = eth() / f
+            q.time = p.time
+            t.append(q)
+    t += conversation(lambda c: eth() / o6(c, nh=4) / v4(c), cport=40042)
+    t += conversation(lambda c: eth() / o6(c, nh=41) / v6(c), cport=40043)
+    write("tunnel-ipip.pcap", retime(t))
+
+
+def vxlan_fixture():
+    x = conversation(lambda c: eth() / o4(c) / UDP(sport=50000 if c else 50001, dport=4789) / VXLAN(vni=42)
+                     / eth() / v4(c), cport=40050)
+    x += conversation(lambda c: eth() / o6(c) / UDP(sport=4789, dport=4789) / VXLAN(vni=0xABCDE)
+                      / eth() / Dot1Q(vlan=12) / v6(c), cport=40051)
+    write("tunnel-vxlan.pcap", retime(x))
+
+
+def geneve_fixture():
+    opts = [GeneveOptions(classid=0x0102, type=0x80, data=b"\x00\x00\x00\x01"),
+            GeneveOptions(classid=0xFFFF, type=0x01, data=b"abcdefgh")]
+    n = conversation(lambda c: eth() / o4(c) / UDP(sport=50002, dport=6081) / GENEVE(vni=43, proto=0x6558, options=opts)
+                     / eth() / v4(c), cport=40060)
+    n += conversation(lambda c: eth() / o6(c) / UDP(sport=50003, dport=6081) / GENEVE(vni=44, proto=0x0800, options=opts[:1])
+                      / v4(c), cport=40061)
+    write("tunnel-geneve.pcap", retime(n))
+
+
+def nested_fixture():
+    # 1 GRE (Ethernet inside), 2 VXLAN, 3 IPv4 in IPv6, 4 IPv6 in IPv4.
+    mid4 = lambda c: IP(src="172.16.0.1", dst="172.16.0.2") if c else IP(src="172.16.0.2", dst="172.16.0.1")
+    n = conversation(lambda c: eth() / o4(c) / GRE(proto=0x6558, key_present=1, key=1) / eth() / mid4(c)
+                     / UDP(sport=50004, dport=4789) / VXLAN(vni=7) / eth() / o6(c, nh=4) / o4(c) / v6(c), cport=40070)
+    write("tunnel-nested.pcap", retime(n))
+
+
+def malformed_fixture():
+    """A good conversation, then bad tunnel headers one packet each, as raw records: caplen
+    below the wire length where the snaplen cut the header."""
+    good = conversation(lambda c: eth() / o4(c) / GRE(proto=0x0800, key_present=1, key=5) / v4(c), cport=40080)
+    tcp = lambda: TCP(sport=40081, dport=8000, flags="PA", seq=1, ack=1) / Raw(C2S[1])
+    out = lambda proto=None: eth() / (IP(src="192.0.2.1", dst="192.0.2.2") if proto is None
+                                      else IP(src="192.0.2.1", dst="192.0.2.2", proto=proto))
+    bad = []  # (bytes, wire length)
+
+    def cut(p, keep):
+        b = bytes(p)
+        bad.append((b[:keep], len(b)))
+
+    def whole(p):
+        b = bytes(p)
+        bad.append((b, len(b)))
+
+    gre_v4 = out() / GRE(proto=0x0800, key_present=1, seqnum_present=1) / v4(True) / tcp()
+    cut(gre_v4, 14 + 20 + 2)                                    # GRE: 2 of its 4 bytes captured (snaplen)
+    cut(gre_v4, 14 + 20 + 8)                                    # GRE: its key, not its sequence number (snaplen)
+    ip = IP(src="192.0.2.1", dst="192.0.2.2", proto=47, len=20 + 6)  # GRE: the IP length leaves it 6 of 12 bytes
+    whole(eth() / ip / Raw(bytes(GRE(proto=0x0800, key_present=1, seqnum_present=1))[:6] + b"\0" * 20))
+    udp = lambda port: out() / UDP(sport=50000, dport=port)
+    cut(udp(4789) / VXLAN(vni=1) / eth() / v4(True) / tcp(), 14 + 20 + 8 + 4)  # VXLAN: 4 of 8 bytes (snaplen)
+    whole(udp(4789) / Raw(b"\x00\x00\x00\x00\x00\x00\x01\x00") / eth() / v4(True) / tcp())  # VXLAN: I flag clear
+    whole(udp(6081) / Raw(bytes(GENEVE(proto=0x6558))[:1].replace(b"\x00", b"\x3f") + bytes(GENEVE(proto=0x6558))[1:])
+          / eth() / v4(True) / tcp())                           # Geneve: 252 bytes of options announced, 0 there
+    whole(udp(6081) / Raw(b"\x80" + bytes(GENEVE(proto=0x6558))[1:]) / eth() / v4(True) / tcp())  # Geneve version 2
+    cut(out() / GRE(proto=0x88BE, seqnum_present=1) / ERSPAN_II() / eth() / v4(True) / tcp(), 14 + 20 + 8 + 5)
+    whole(out() / GRE(proto=0x22EB, seqnum_present=1) / Raw(b"\x30" + b"\0" * 11) / eth() / v4(True) / tcp())  # ERSPAN version 3
+    # Nesting bombs: IP in IP 6 deep, and GRE in GRE 6 deep, around a TCP segment.
+    bomb = v4(True) / tcp()
+    for _ in range(6):
+        bomb = IP(src="192.0.2.1", dst="192.0.2.2") / bomb
+    whole(eth() / bomb)
+    bomb = v4(True) / tcp()
+    for _ in range(6):
+        bomb = IP(src="192.0.2.1", dst="192.0.2.2") / GRE(proto=0x0800) / bomb
+    whole(eth() / bomb)
+
+    path = os.path.join(OUT, "tunnel-malformed.pcap")
+    recs = [(bytes(p), len(bytes(p))) for p in good[:5]] + bad + [(bytes(p), len(bytes(p))) for p in good[5:]]
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for i, (b, wire) in enumerate(recs):
+            t = int(T0 * 1000) + i
+            f.write(struct.pack("<IIII", t // 1000, (t % 1000) * 1000, len(b), wire) + b)
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+    gre_fixture()
+    erspan_fixture()
+    ipip_fixture()
+    vxlan_fixture()
+    geneve_fixture()
+    nested_fixture()
+    malformed_fixture()
