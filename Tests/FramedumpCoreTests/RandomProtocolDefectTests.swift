@@ -88,4 +88,28 @@ final class RandomProtocolDefectTests: XCTestCase {
                 """, file: "t.dissector"), bad)
         }
     }
+
+    /// An array element cut short stays in its array (its fields used to follow the array,
+    /// under an empty key, and the tree announced one element fewer than it showed).
+    func testAPartlyDecodedElementStaysInItsArray() throws {
+        let schema = try DissectorLoader.parse(text: """
+            protocol qe { port 7000; header { uint16 len; uint8 id; } frame_length = len; message_id = id; }
+            Message Item { Uint8 a; Uint16 b; }
+            Message Cs_3 { Item[u8] items; }
+            """, file: "qe.dissector")
+        let frame: [UInt8] = [0, 8, 3, 2, 1, 0, 2, 3]   // two items announced, the second cut after a = 3
+        for json in [true, false] {
+            let out = OutputBuffer(fd: nil)
+            let sink: MessageSink = json ? JSONPrinter(output: out, diffable: true)
+                : TreePrinter(output: out, hexDump: false, verbose: false, color: false)
+            FuzzWebSocket.feed(SessionManager(protocols: schema, sink: sink), c2s: frame, s2c: [], piece: 3, syn: true, port: 7000)
+            out.flush()
+            if json {
+                XCTAssertTrue(out.text.contains("\"fields\":{\"items\":[{\"a\":1,\"b\":2},{\"a\":3}]}"), out.text)
+                XCTAssertFalse(out.text.contains("\"\":"), out.text)
+            } else {
+                XCTAssertTrue(out.text.contains("items [2 elements]"), out.text)
+            }
+        }
+    }
 }

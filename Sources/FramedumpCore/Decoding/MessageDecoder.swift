@@ -181,9 +181,12 @@ public final class MessageDecoder {
                     m.fields[headerIndex].value = .array(count: Int32(i))
                     return false
                 }
+                let elementIndex = m.fields.count
                 if !decodeValue(op, .element(Int32(i)), b, &pos, depth: depth + 1, into: m) {
                     m.fields[headerIndex].width = Int32(pos - start)
-                    m.fields[headerIndex].value = .array(count: Int32(i))
+                    // An element decoded in part (a message cut short) is an element of the array:
+                    // counted, so the printers keep its fields inside the array.
+                    m.fields[headerIndex].value = .array(count: Int32(m.fields.count > elementIndex ? i + 1 : i))
                     return false
                 }
                 i += 1

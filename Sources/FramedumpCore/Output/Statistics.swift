@@ -377,13 +377,30 @@ public final class StatisticsSink: MessageSink {
                 return "\(overflow ? .max : whole)" + (frac == "0" ? "" : frac.dropFirst())
             }
             let interval = StatisticsKind.secondsText(n)
+            // Output grows with the messages, not with the time they span: NDJSON lists the
+            // intervals that had messages (each with its start), the table folds a run of
+            // empty intervals into one line.
             if json {
-                let rows = r.counts.enumerated().map { "{\"start\":\(at($0.offset)),\"messages\":\($0.element)}" }
+                let rows = r.counts.enumerated().filter { $0.element > 0 }.map { "{\"start\":\(at($0.offset)),\"messages\":\($0.element)}" }
                 line("{\"type\":\"stats\",\"stat\":\"rate\",\"interval\":\(interval),\"rows\":[" + rows.joined(separator: ",")
                      + "],\"beyond\":\(r.beyond)}")
             } else {
-                table("messages per \(interval) s", ["interval start", "messages"],
-                      r.counts.enumerated().map { [at($0.offset), "\($0.element)"] })
+                var rows: [[String]] = []
+                var i = 0
+                while i < r.counts.count {
+                    var j = i
+                    while j < r.counts.count && r.counts[j] == 0 { j += 1 }
+                    if j - i >= 3 {
+                        rows.append([at(i), "0"])
+                        rows.append(["(\(j - i - 2) more empty)", ""])
+                        rows.append([at(j - 1), "0"])
+                        i = j
+                        continue
+                    }
+                    rows.append([at(i), "\(r.counts[i])"])
+                    i += 1
+                }
+                table("messages per \(interval) s", ["interval start", "messages"], rows)
                 if r.beyond > 0 {
                     line("(\(r.beyond) messages fell outside the \(Self.maxRateSlots) intervals from the first message and are not in this table)")
                 }
