@@ -189,4 +189,31 @@ final class HandshakeOddityTests: XCTestCase {
         let tree = try TestSupport.framedump(["-r", pcap]).stdout
         XCTAssertTrue(tree.contains("connection continues #1 (bytes after it closed, no new SYN)"), tree)
     }
+
+    /// An IPv4 total length larger than an uncut frame: a lying header, not a snaplen cut. It
+    /// invented a 4,096-byte gap, then the real bytes after it were "retransmissions".
+    func testAnIPLengthBeyondAnUncutFrameLosesNothing() throws {
+        let pcap = TestSupport.tempDir() + "/lying-length.pcap"
+        let b = try CaptureBuilder(pcap)
+        let data = messages(20001, 30)
+        c2s(b, 1000, 0, Self.syn)
+        s2c(b, 7000, 1001, Self.synAck)
+        c2s(b, 1001, 7001, Self.ack)
+        let first = Array(data[0..<70])
+        first.withUnsafeBytes {
+            b.segment(src: server, sport: sport, dst: client, dport: cport, seq: 7001, ack: 1001, flags: Self.psh, payload: $0,
+                      ipLengthExtra: 4096)
+        }
+        s2c(b, 7071, 1001, Self.psh, Array(data[70...]))
+        b.finish()
+        let dir = TestSupport.tempDir()
+        XCTAssertEqual(try TestSupport.framedump(["-r", pcap, "-q", "--streams", dir]).status, 0)
+        let index = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/index.json"))) as? [[String: Any]])
+        let f = (index[0]["files"] as! [String: String])["s2c"]!
+        XCTAssertEqual([UInt8](try Data(contentsOf: URL(fileURLWithPath: dir + "/" + f))), data)
+        XCTAssertEqual((index[0]["gaps"] as? [Any])?.count ?? 0, 0)
+        let q = try summary(pcap)
+        XCTAssertTrue(q.contains("IP length beyond an uncut frame (a lying or corrupt header), captured length used: 1 segments"), q)
+        XCTAssertTrue(q.contains("30 messages"), q)
+    }
 }

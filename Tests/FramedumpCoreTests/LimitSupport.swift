@@ -73,12 +73,14 @@ final class CaptureBuilder {
     func finish() { dumper.flush() }
 
     /// One IPv4 TCP segment from `src:sport` to `dst:dport`.
+    /// `ipLengthExtra`: the IP header announces that many bytes more than the frame holds.
     func segment(src: UInt32, sport: UInt16, dst: UInt32, dport: UInt16, seq: UInt32, ack: UInt32,
-                 flags: UInt8, payload: UnsafeRawBufferPointer) {
+                 flags: UInt8, payload: UnsafeRawBufferPointer, ipLengthExtra: Int = 0) {
         let total = 40 + payload.count
+        let announced = min(total + ipLengthExtra, 65_535)
         scratch.withUnsafeMutableBytes { p in
             for i in 0..<40 { p[i] = 0 }
-            p[0] = 0x45; p[2] = UInt8(total >> 8); p[3] = UInt8(total & 0xff); p[8] = 64; p[9] = 6
+            p[0] = 0x45; p[2] = UInt8(announced >> 8); p[3] = UInt8(announced & 0xff); p[8] = 64; p[9] = 6
             p.storeBytes(of: src.bigEndian, toByteOffset: 12, as: UInt32.self)
             p.storeBytes(of: dst.bigEndian, toByteOffset: 16, as: UInt32.self)
             p.storeBytes(of: sport.bigEndian, toByteOffset: 20, as: UInt16.self)

@@ -13,6 +13,8 @@ public struct CaptureStats: Sendable {
     public var ipLengthFromCapture: UInt64 = 0
     /// TCP segments that came out of reassembled IP fragments.
     public var defragmentedSegments: UInt64 = 0
+    /// Uncut frames whose IP length announced more than they held (the bytes present used).
+    public var ipLengthBeyondFrame: UInt64 = 0
     public init() {}
 
     public mutating func count(_ r: LinkResult) {

@@ -17,6 +17,9 @@ struct Summary {
         if c.malformed > 0 { skipped.append("\(c.malformed) malformed headers") }
         if !skipped.isEmpty { line("skipped packets: " + skipped.joined(separator: ", ")) }
         if c.truncatedPayloads > 0 { line("segments with payload cut by snaplen: \(c.truncatedPayloads)") }
+        if c.ipLengthBeyondFrame > 0 {
+            line("IP length beyond an uncut frame (a lying or corrupt header), captured length used: \(c.ipLengthBeyondFrame) segments")
+        }
         if c.ipLengthFromCapture > 0 {
             line("IP length 0 (segmentation offload), captured length used: \(c.ipLengthFromCapture) segments")
         }

@@ -127,7 +127,14 @@ public final class Pipeline {
             // Nobody reads the output any more (`| head`): stop, as tcpdump does on SIGPIPE.
             // (The output is the decoding thread's, when there is one: it tells when it closed.)
             if (decodeThread?.stopRequested ?? out.closed) || (dumperToStdout && dumper?.failed == true) { return false }
-            let r = link.decode(p.data)
+            var r = link.decode(p.data)
+            if case .tcp(var s) = r, s.payloadLength > s.payload.count, p.data.count >= p.wireLength {
+                // The snaplen cut nothing, yet the IP header announces more than the frame
+                // holds: the header lies (or is corrupt). No byte is missing: use what is there.
+                s.payloadLength = s.payload.count
+                capture.ipLengthBeyondFrame += 1
+                r = .tcp(s)
+            }
             capture.count(r)
             if case .tcp(let s) = r {
                 if let writeOnly, let dumper, writeOnly.keeps(p.ref.number, s) { dumper.write(p) }
