@@ -118,3 +118,25 @@ final class WebSocketHTTPTests: XCTestCase {
         }
     }
 }
+
+/// The summary of a damaged WebSocket stream: control and reserved frames were counted among
+/// "messages with warnings" but not among the messages ("17 messages, 117 with warnings").
+final class WebSocketSummaryTests: XCTestCase {
+    func testWarningsCountOnlyTheMessagesTheLineCounts() {
+        var s2c = WS.response()
+        for k in 0..<5 { s2c += WS.frame(3, [UInt8(k)]) + WS.frame(0xB, [1]) }   // reserved data and control opcodes
+        s2c += WS.frame(1, Array("{}".utf8)) + WS.frame(9, []) + WS.frame(2, [1, 2, 3], rsv: 0x20)
+        let (s, m) = StreamFeeder.run(c2s: WS.request(), s2c: s2c)
+        let p = m.webSocketDefault
+        let counted = p.messageCounts.reduce(0, +)
+        XCTAssertEqual(counted, 2, "the text and the binary message")
+        XCTAssertEqual(p.warnings, 1, "the binary message with a reserved bit")
+        XCTAssertEqual(s.messages.filter { $0.dir == .s2c }.count, 13, "every frame is still shown")
+        let out = OutputBuffer(fd: nil)
+        let summary = Summary(out: out)
+        summary.protocols(m)
+        out.flush()
+        XCTAssertTrue(out.text.contains("5 reserved-data"), out.text)
+        XCTAssertEqual(out.text.components(separatedBy: "reserved-data").count, 2, "one count per name: \(out.text)")
+    }
+}

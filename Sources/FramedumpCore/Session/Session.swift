@@ -190,10 +190,13 @@ final class SessionFrames: FrameConsumer {
         }
         decoded.webSocket = ws
         if ws.hasViolations || (ws.opcode == .close && f.bytes.count == 1) { warnings(ws, f) }
+        // The protocol's line counts data messages, and those of them with warnings; control
+        // and reserved frames are counted per opcode on the websocket line (with their violations).
         if isData {
             p.count(decoded.message, id: decoded.id)
+            if !decoded.warnings.isEmpty { p.warnings += 1 }
         }
-        if !decoded.warnings.isEmpty { p.warnings += 1; p.limitHits.count(decoded.warnings) }
+        if !decoded.warnings.isEmpty { p.limitHits.count(decoded.warnings) }
         sink.message(decoded, connection, p)
     }
 
