@@ -43,5 +43,7 @@ enum CheckCapture {
         out.flush()
         FileHandleErr.write(check.summary(capture, messages: pipeline.messageCount) + "\n")
         if check.failures > 0 { throw ExitCode(1) }
+        // Nothing decoded is nothing checked: not a pass.
+        if pipeline.messageCount == 0 { throw ExitCode(1) }
     }
 }

@@ -274,4 +274,28 @@ final class NoSilentAnswerTests: XCTestCase {
         // Every exit code the README lists is in the page.
         for code in 0...12 { XCTAssertTrue(page.contains(".It \(code)\n"), "exit code \(code)") }
     }
+
+    /// A nested type's field named from the top never matched ("0 messages matched"): it is an
+    /// error that names the path that works.
+    func testNestedFieldsAreNamedThroughTheirParent() throws {
+        let schema = try DissectorLoader.parse(text: """
+            protocol q { port 7300; header { uint16 len; uint8 id; } frame_length = len; message_id = id; }
+            Message Item { Uint16 count; }
+            Message Cs_1 { Item[u8] items; Uint8 level; }
+            """, file: "q.dissector")
+        XCTAssertThrowsError(try FilterParser.parse("q.count > 1", protocols: schema)) { e in
+            XCTAssertTrue("\(e)".contains("'count' is not a field of q (it is a field of a nested message: q.items.count)"), "\(e)")
+        }
+        XCTAssertNoThrow(try FilterParser.parse("q.items.count > 1 and q.level == 2", protocols: schema))
+    }
+
+    /// `check -r` that decoded nothing checked nothing: not a pass.
+    func testCheckCaptureThatDecodesNothingFails() throws {
+        let dir = TestSupport.tempDir()
+        try "protocol z { port 7400; header { uint16 len; } frame_length = len; }"
+            .write(toFile: dir + "/z.dissector", atomically: true, encoding: .utf8)
+        let r = try TestSupport.framedump(["check", "-r", "samples/game.pcap", "-d", dir + "/z.dissector"])
+        XCTAssertEqual(r.status, 1, r.stdout + r.stderr)
+        XCTAssertTrue(r.stderr.contains("nothing checked: no message was decoded"), r.stderr)
+    }
 }

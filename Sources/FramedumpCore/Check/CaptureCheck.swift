@@ -148,7 +148,10 @@ public final class CaptureCheck: MessageSink {
     /// `N problems: 2 unknown-message, 1 gap (allowed)` or `no problems`.
     public func summary(_ capture: String, messages: UInt64) -> String {
         let total = counts.values.reduce(0, +)
-        guard total > 0 else { return "\(capture): no problems (\(messages) messages)" }
+        guard total > 0 else {
+            if messages == 0 { return "\(capture): nothing checked: no message was decoded (no connection on a dissector's port or found by any_port; --decode-as PORT=PROTOCOL names a port)" }
+            return "\(capture): no problems (\(messages) messages)"
+        }
         let parts = ProblemClass.allCases.compactMap { k in
             counts[k].map { "\($0) \(k.rawValue)" + (allowed.contains(k) ? " (allowed)" : "") }
         }

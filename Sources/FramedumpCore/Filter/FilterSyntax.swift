@@ -295,10 +295,16 @@ struct FilterNames {
         if parts.count == 1 { return .proto(protoName) }
         // Header fields and the fields of every message are known; JSON keys and text bodies are
         // not (their names are in the traffic), so any name goes under such a protocol.
-        let fieldNames = Set(s.header.map(\.name) + s.messages.flatMap { $0.fields.map(\.name) })
+        // A message's own fields are named from the top; a nested type's fields only through
+        // the field that holds them (`game.items.count`, not `game.count`).
+        let fieldNames = Set(s.header.map(\.name) + Self.topLevel(s).flatMap { s.messages[$0].fields.map(\.name) })
         let open = s.body == .json || s.textBody == .json || s.body == .protobuf
         if !open && !fieldNames.contains(parts[1]) {
-            throw fail("'\(parts[1])' is not a field of \(s.name)" + Self.suggest(parts[1], Array(fieldNames), prefix: s.name + "."))
+            var hint = Self.suggest(parts[1], Array(fieldNames), prefix: s.name + ".")
+            if hint.isEmpty, let path = Self.nestedPath(parts[1], in: s) {
+                hint = " (it is a field of a nested message: \(s.name).\(path))"
+            }
+            throw fail("'\(parts[1])' is not a field of \(s.name)" + hint)
         }
         return .field(proto: protoName, path: Array(parts.dropFirst()))
     }
@@ -317,8 +323,8 @@ struct FilterNames {
             guard let s = protocols[protoName] else { return nil }
             if path.count == 1, s.header.contains(where: { $0.name == path[0] }) { return [.integer(labels: [])] }
             if s.body == .json || s.textBody == .json || s.body == .protobuf { return nil }
-            // Walk the path through every message that has such a field.
-            var defs = s.messages.flatMap { $0.fields.filter { $0.name == path[0] } }
+            // Walk the path from the messages on the wire through every message that has such a field.
+            var defs = Self.topLevel(s).flatMap { s.messages[$0].fields.filter { $0.name == path[0] } }
             for name in path.dropFirst() {
                 defs = defs.flatMap { d -> [FieldDef] in
                     guard case .message(let mi) = d.type else { return [] }
@@ -381,6 +387,24 @@ struct FilterNames {
             if kinds.contains(.bool) { return "\(name) is a Bool: compare it with true, false, 1 or 0" }
             return "\(name) is a nested message, not a value: name one of its fields (\(name).FIELD)"
         }
+    }
+
+    /// The messages a frame can be (an id or a direction of their own); every message when none has.
+    static func topLevel(_ s: ProtocolSchema) -> [Int] {
+        let top = s.messages.indices.filter { s.messages[$0].id != nil || s.messages[$0].direction != nil }
+        return top.isEmpty ? Array(s.messages.indices) : top
+    }
+
+    /// `items.count` for a field `count` of a message nested in a top-level field (one level).
+    static func nestedPath(_ name: String, in s: ProtocolSchema) -> String? {
+        for mi in topLevel(s) {
+            for f in s.messages[mi].fields {
+                if case .message(let inner) = f.type, s.messages[inner].fields.contains(where: { $0.name == name }) {
+                    return f.name + "." + name
+                }
+            }
+        }
+        return nil
     }
 
     /// `(did you mean x, y?)` from names within a small edit distance.
