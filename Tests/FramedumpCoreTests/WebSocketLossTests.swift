@@ -97,6 +97,22 @@ final class WebSocketHTTPTests: XCTestCase {
         XCTAssertEqual(m.httpPassedOver, 1)
     }
 
+    /// HTTP the head reader cannot read (LF-only lines, HTTP/0.9, a head cut by a gap) on a
+    /// connection no dissector claimed: passed over quietly, not reported as broken WebSocket.
+    func testUnreadableHTTPWithoutADissectorIsPassedOverQuietly() {
+        let cases: [([UInt8], [UInt8], Range<Int>?)] = [
+            (Array("OPTIONS * HTTP/1.1\nHost: x\n\n".utf8), Array("HTTP/1.1 200 OK\nAllow: GET\n\n".utf8), nil),
+            (Array("GET /\n".utf8), Array("<html>hello</html>".utf8), nil),
+            (Array("GET /a HTTP/1.1\r\nHost: x\r\n\r\n".utf8),
+             Array("HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n".utf8) + [UInt8](repeating: 0x82, count: 500), 0..<1),
+        ]
+        for (c2s, s2c, drop) in cases {
+            let (s, _) = StreamFeeder.run(c2s: c2s, s2c: s2c, s2cCuts: [10], port: 80, dropS2C: drop)
+            XCTAssertTrue(s.messages.isEmpty, "\(String(decoding: c2s, as: UTF8.self)): \(s.messages.count) messages")
+            XCTAssertTrue(s.malformed.isEmpty, "\(String(decoding: c2s, as: UTF8.self)): \(s.malformed)")
+        }
+    }
+
     /// The upgrade as the third request of a keep-alive connection (after a GET and a POST
     /// with a body): found, and its messages decoded.
     func testAnUpgradeAfterOtherRequestsOnAKeepAliveConnection() throws {

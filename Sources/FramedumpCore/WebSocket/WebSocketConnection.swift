@@ -151,6 +151,14 @@ final class WebSocketConnection {
         return true
     }
 
+    /// A head that could not be read (cut by a gap or the end, LF-only lines, HTTP/0.9) on a
+    /// connection taken only because it looked like HTTP: passed over, both ways, quietly.
+    func headUnreadable() -> Bool {
+        guard detected && !handshakeDone else { return false }
+        for s in streams { s.mode = .ignored }
+        return true
+    }
+
     /// A gap or the end in direction `d`: the tunnelled stream has the same hole or end.
     func streamGap(_ d: Direction, packet: PacketRef) {
         // The compression window lost what the gap held, wherever messages are inflated.

@@ -127,10 +127,14 @@ final class WebSocketStream: StreamLayer {
     func start(atBoundary: Bool) {
         guard !started else { return }
         started = true
-        if !atBoundary && mode != .ignored {
-            // HTTP keep-alive before an upgrade, or frames: the first bytes will tell.
+        guard !atBoundary else { return }
+        switch mode {
+        case .head:
+            // An HTTP head, or frames: the first bytes will tell.
             midStream = true
             mode = .hunting
+        case .frames: mode = .hunting
+        default: break  // passing HTTP over (the other direction said so): go on doing it
         }
     }
 
@@ -207,6 +211,13 @@ final class WebSocketStream: StreamLayer {
             seekTail.removeAll()
             return
         case .head:
+            // Taken only because its first bytes looked like HTTP (no dissector named the
+            // port): a head we cannot read is no WebSocket, not frames to hunt for.
+            if owner.headUnreadable() {
+                owner.session.manager.undissectedBytes += UInt64(head.count)
+                head.removeAll()
+                return
+            }
             // The head was cut: what we have is not a handshake we can read.
             if !head.isEmpty {
                 owner.malformed(dir, offset: headOffset, length: UInt64(head.count), reason: .cutByGap(have: head.count, need: nil), packet: packet)
@@ -229,6 +240,9 @@ final class WebSocketStream: StreamLayer {
 
     func finish(packet: PacketRef, captureEnded: Bool) {
         switch mode {
+        case .head where owner.headUnreadable():
+            owner.session.manager.undissectedBytes += UInt64(head.count)
+            head.removeAll()
         case .head:
             if !head.isEmpty {
                 owner.malformed(dir, offset: headOffset, length: UInt64(head.count),
@@ -362,6 +376,11 @@ final class WebSocketStream: StreamLayer {
         case .notHTTP:
             let bytes = head
             head.removeAll()
+            if dir == .s2c && owner.headUnreadable() {
+                // A server that does not answer in HTTP, on a connection taken for its request.
+                owner.session.manager.undissectedBytes += UInt64(before)
+                return 0
+            }
             if dir == .c2s && owner.notARequest() {
                 owner.session.manager.undissectedBytes += UInt64(before)
                 return 0
