@@ -299,3 +299,30 @@ final class NoSilentAnswerTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("nothing checked: no message was decoded"), r.stderr)
     }
 }
+
+/// any_port detection on a header that came in pieces smaller than itself: the first message
+/// was dropped without a word (a newcomer's finding).
+final class AnyPortDetectionTests: XCTestCase {
+    func testAHeaderInSmallPiecesIsRecognisedAndItsMessageKept() throws {
+        let schema = try DissectorLoader.parse(text: """
+            protocol orb { any_port; byte_order big;
+                header { uint8 magic == 0xA5; uint8 flags; uint16le len; uint32 seq; uint16 id; }
+                body_length = len; message_id = id; }
+            Message Cs_1 { String(u8) name; }
+            Message Sc_2 { Uint8 ok; }
+            """, file: "orb.dissector")
+        func msg(_ id: UInt16, _ seq: UInt32, _ body: [UInt8]) -> [UInt8] {
+            [0xA5, 0, UInt8(body.count), 0] + .be32(seq) + .be16(id) + body
+        }
+        let c2s = msg(1, 1, [5] + Array("hello".utf8)) + msg(1, 2, [2] + Array("hi".utf8))
+        let s2c = msg(2, 1, [1]) + msg(2, 2, [1])
+        for piece in [1, 3, 6, 9, 100] {
+            let (s, _) = StreamFeeder.run(c2s: c2s, s2c: s2c, c2sCuts: Array(stride(from: piece, to: c2s.count, by: piece)),
+                                          s2cCuts: Array(stride(from: piece, to: s2c.count, by: piece)), port: 9100,
+                                          protocols: schema)
+            XCTAssertEqual(s.tunnelled.filter { $0.0 == .c2s }.map(\.1), [1, 1], "pieces of \(piece)")
+            XCTAssertEqual(s.tunnelled.filter { $0.0 == .s2c }.map(\.1), [2, 2], "pieces of \(piece)")
+            XCTAssertTrue(s.malformed.isEmpty, "pieces of \(piece): \(s.malformed)")
+        }
+    }
+}

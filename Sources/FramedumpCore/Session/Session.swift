@@ -18,6 +18,11 @@ final class Session {
     var undissected = false
     /// Data chunks any-port detection has looked at so far.
     var detectTries = 0
+    /// Before any-port detection chose a protocol: each direction's first bytes (at most
+    /// `SessionManager.earlyLimit`), so a header that came in pieces smaller than itself is
+    /// recognised, and the message it starts is decoded, not lost.
+    var early: [[UInt8]] = [[], []]
+    var earlyEnd: [UInt64] = [0, 0]
 
     init(manager: SessionManager, connection: Connection, proto: ProtocolRuntime?) {
         self.manager = manager
@@ -427,7 +432,15 @@ public final class SessionManager: StreamConsumer {
     @inline(__always)
     func data(_ s: Session, _ c: Connection, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64,
               packet: PacketRef) {
-        if s.proto == nil && !s.undissected { detect(s, d, bytes, offset: offset) }
+        if s.proto == nil && !s.undissected {
+            detect(s, d, bytes, offset: offset)
+            // Chosen now, on bytes kept from earlier chunks: those go first (this chunk is their tail).
+            if s.proto != nil, !s.early[0].isEmpty || !s.early[1].isEmpty {
+                let includesThisChunk = !s.early[d.rawValue].isEmpty
+                replayEarly(s, c, current: includesThisChunk ? bytes.count : 0, packet: packet)
+                if includesThisChunk { return }
+            }
+        }
         switch d == .c2s ? s.paths.c2s : s.paths.s2c {
         case .deframer(let u):
             u._withUnsafeGuaranteedRef { feed($0, c, d, bytes, offset: offset, packet: packet) }
@@ -464,18 +477,54 @@ public final class SessionManager: StreamConsumer {
             s.webSocket?.detected = true
             return
         }
-        for p in anyPort where p.recognises(bytes, d) {
+        // The direction's first bytes so far, this chunk included, while they are few.
+        let h = d.rawValue
+        if s.early[h].isEmpty || s.earlyEnd[h] != offset || s.early[h].count + bytes.count > Self.earlyLimit {
+            s.early[h].removeAll()
+        }
+        if bytes.count <= Self.earlyLimit {
+            s.early[h] += bytes
+            s.earlyEnd[h] = offset + UInt64(bytes.count)
+        }
+        // This chunk alone (a protocol that begins after a banner) ...
+        if let p = anyPort.first(where: { $0.recognises(bytes, d) }) {
+            s.early[h].removeAll()
             s.attach(p)
             return
         }
+        // ... or the direction's first bytes, joined (a header that came in pieces).
+        if s.early[h].count > bytes.count,
+           let p = s.early[h].withUnsafeBytes({ kept in anyPort.first { $0.recognises(kept, d) } }) {
+            s.attach(p)
+            return
+        }
+        // A try counts once the bytes kept could have held any of the headers.
+        let longest = anyPort.map(\.layout.headerSize).max() ?? 0
+        if !s.early[h].isEmpty && s.early[h].count < longest { return }
         s.detectTries += 1
         if s.detectTries >= Self.detectChunks || anyPort.isEmpty {
+            s.early = [[], []]
             s.undissected = true
             undissectedConnections += 1
         }
     }
 
     static let detectChunks = 8
+    static let earlyLimit = 512
+
+    /// Feeds the bytes detection kept, both directions, to the layers just made.
+    func replayEarly(_ s: Session, _ c: Connection, current: Int, packet: PacketRef) {
+        // The earlier chunks were counted as undissected when they came: they are decoded now.
+        let earlier = s.early[0].count + s.early[1].count - current
+        if earlier > 0 { undissectedBytes -= UInt64(min(UInt64(earlier), undissectedBytes)) }
+        for d in Direction.allCases {
+            let kept = s.early[d.rawValue]
+            s.early[d.rawValue] = []
+            guard !kept.isEmpty, let f = s.layers[d.rawValue] else { continue }
+            let start = s.earlyEnd[d.rawValue] - UInt64(kept.count)
+            kept.withUnsafeBytes { feed(f, c, d, $0, offset: start, packet: packet) }
+        }
+    }
 
     /// A connection taken as a possible WebSocket whose first bytes were no HTTP request.
     func notHTTP(_ s: Session) {
