@@ -300,6 +300,21 @@ final class NoSilentAnswerTests: XCTestCase {
     }
 }
 
+/// Values a dissector declares that can never be on the wire are errors, not messages or
+/// labels that silently never match (a newcomer's finding).
+final class ImpossibleValueTests: XCTestCase {
+    func testIdsAndEnumValuesMustFitTheirFields() {
+        let head = "protocol p { port 1; header { uint16 len; uint16 id; } frame_length = len; message_id = id; }\n"
+        for bad in ["Message Cs_70000 { }", "Message X = 65536 { }", "Enum E : Uint8 { A = 300; }", "Enum E { A = 256; }",
+                    "Enum E : Int8 { A = -129; }", "Enum E : Uint16 { A = -1; }", "Enum E : Uint64 { A = -1; }"] {
+            XCTAssertThrowsError(try DissectorLoader.parse(text: head + bad, file: "t.dissector"), bad)
+        }
+        for good in ["Message Cs_65535 { }", "Enum E : Int8 { A = -128; B = 127; }", "Enum E : Uint64 { A = 18446744073709551615; }"] {
+            XCTAssertNoThrow(try DissectorLoader.parse(text: head + good, file: "t.dissector"), good)
+        }
+    }
+}
+
 /// any_port detection on a header that came in pieces smaller than itself: the first message
 /// was dropped without a word (a newcomer's finding).
 final class AnyPortDetectionTests: XCTestCase {

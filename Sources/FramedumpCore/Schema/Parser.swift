@@ -568,7 +568,20 @@ struct Parser {
             do throws(DissectorError) {
                 let (label, _) = try ident("a label")
                 try expect("=")
-                labels[Int64(bitPattern: try bits("the label's value").value)] = label
+                let vt = tok
+                let (v, negative) = try bits("the label's value")
+                // A value the enum's type cannot hold never appears on the wire.
+                if base.width < 8 {
+                    let n = UInt64(base.width * 8)
+                    let hi: UInt64 = base.signed ? (1 << (n - 1)) - 1 : (1 << n) - 1
+                    let loMagnitude: UInt64 = base.signed ? 1 << (n - 1) : 0
+                    if negative ? (0 &- v) > loMagnitude : v > hi {
+                        throw err(vt, "\(negative ? "-\(0 &- v)" : "\(v)") does not fit in enum '\(name)' (\(base.signed ? "int" : "uint")\(n): \(base.signed ? "-\(loMagnitude)" : "0") to \(hi))")
+                    }
+                } else if negative && !base.signed {
+                    throw err(vt, "enum '\(name)' is unsigned: a label's value cannot be negative")
+                }
+                labels[Int64(bitPattern: v)] = label
                 if !accept(",") { endStatement("label '\(label)'") }
             } catch {
                 diagnostics.add(error)

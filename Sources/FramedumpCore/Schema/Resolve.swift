@@ -102,6 +102,16 @@ struct Resolver {
             }
         }
         s.enums = p.enums
+        // An id the id field cannot hold is never on the wire: a message that never matches.
+        if let i = s.idField, s.header[i].width < 8 {
+            let h = s.header[i]
+            let bits = UInt64(h.width * 8)
+            let top: UInt64 = h.signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1
+            for m in p.messages {
+                guard let id = m.id, id > top else { continue }
+                errors.add(err(m.token, "message id \(id) does not fit in the \(h.width * 8)-bit id field '\(h.name)' (at most \(top))"))
+            }
+        }
         // Messages first by name, so fields can refer to messages declared later.
         var byName: [String: Int] = [:]
         for (i, m) in p.messages.enumerated() {
