@@ -27,6 +27,10 @@ struct Framedump: ParsableCommand {
             print(BashCompletion.withDefaultSubcommand(completionScript(for: .bash)), terminator: "")
             return
         }
+        if let misplaced = subcommandAfterOptions(Array(CommandLine.arguments.dropFirst())) {
+            FileHandleErr.write("framedump: '\(misplaced)' is a subcommand: it comes first, before its options (framedump \(misplaced) …)\n")
+            Glibc.exit(2)
+        }
         do {
             // The raw argv: file names that are not UTF-8 reach the system byte for byte.
             var command = try parseAsRoot(RawPath.arguments)
@@ -39,6 +43,20 @@ struct Framedump: ParsableCommand {
             }
             Framedump.exit(withError: error)
         }
+    }
+
+    /// A subcommand named after options (`framedump -d X check -r F`): the default command
+    /// would take it for a filter expression or a stray word. Nil when the line is fine; a word
+    /// that is an option's value (`-r check`) is not one.
+    static func subcommandAfterOptions(_ args: [String]) -> String? {
+        guard let first = args.first, first.hasPrefix("-") else { return nil }
+        let names: Set<String> = ["dump", "check", "diff", "dissectors"]
+        let takesValue: Set<String> = ["-r", "-w", "-i", "-c", "-s", "-B", "-Z", "-T", "-d", "-Y", "-z", "--filter", "--ignore",
+                                       "--color", "--streams", "--proto-path", "--key", "--decode-as", "--idle-timeout"]
+        for (i, a) in args.enumerated() where i > 0 && names.contains(a) {
+            if !takesValue.contains(args[i - 1]) && !args[i - 1].hasPrefix("--max") { return a }
+        }
+        return nil
     }
 
     /// The dump command's arguments and options under the root's overview, then the subcommands.

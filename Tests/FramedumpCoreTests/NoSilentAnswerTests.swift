@@ -300,6 +300,19 @@ final class NoSilentAnswerTests: XCTestCase {
     }
 }
 
+/// Options before a subcommand (`framedump -d X check -r F`) were read by the default command:
+/// "bad filter expression 'check'".
+final class SubcommandOrderTests: XCTestCase {
+    func testASubcommandAfterOptionsIsNamed() throws {
+        let r = try TestSupport.framedump(["-d", "Dissectors", "check", "-r", "samples/game.pcap"])
+        XCTAssertEqual(r.status, 2)
+        XCTAssertTrue(r.stderr.contains("'check' is a subcommand: it comes first"), r.stderr)
+        // A file that happens to be called like a subcommand is a file.
+        let f = try TestSupport.framedump(["-r", "check"])
+        XCTAssertFalse(f.stderr.contains("is a subcommand"), f.stderr)
+    }
+}
+
 /// Values a dissector declares that can never be on the wire are errors, not messages or
 /// labels that silently never match (a newcomer's finding).
 final class ImpossibleValueTests: XCTestCase {
