@@ -87,7 +87,7 @@ struct RoundTripCase {
         var coverage = p.coverage
         let path = dir + "/rt.dissector"
         try p.text.write(toFile: path, atomically: true, encoding: .utf8)
-        let keep = "/tmp/framedump-roundtrip-\(seed)"
+        let keep = FileManager.default.temporaryDirectory.appendingPathComponent("framedump-roundtrip-\(seed)").path
         func fail(_ s: String, _ extra: String = "") -> (String?, RTCoverage) {
             // The capture and the dissector stay behind for a reproducer.
             try? FileManager.default.createDirectory(atPath: keep, withIntermediateDirectories: true)
