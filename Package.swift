@@ -24,12 +24,19 @@ let package = Package(
             pkgConfig: "libpcap",
             providers: [.apt(["libpcap-dev"]), .brew(["libpcap"])]
         ),
-        // zlib, for permessage-deflate (RFC 7692): the system's library, as every WebSocket
-        // stack uses it.
+        // zlib, for permessage-deflate (RFC 7692) and zlib/gzip/deflate bodies: the system's
+        // library, as every WebSocket stack uses it.
         .systemLibrary(
             name: "CZlib",
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+        ),
+        // LZ4 (frame format and raw blocks) for bodies a dissector marks compressed with it: the
+        // reference implementation, as the peers that write LZ4 use it.
+        .systemLibrary(
+            name: "CLZ4",
+            pkgConfig: "liblz4",
+            providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
         ),
         // The pipeline: Capture → Link → Reassembly → Session (Framing, Decoding) → Output.
         .target(
@@ -37,6 +44,7 @@ let package = Package(
             dependencies: [
                 "CPcap",
                 "CZlib",
+                "CLZ4",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -7,7 +7,8 @@ import FramedumpCore
 enum CheckCapture {
     static func classes(_ names: [String]) throws -> Set<ProblemClass> {
         Set(try names.map { n in
-            guard let k = ProblemClass(rawValue: n) else {
+            // `cipher` was the class's name before every transform shared it.
+            guard let k = ProblemClass(rawValue: n == "cipher" ? "transform" : n) else {
                 throw ValidationError("--allow \(n): not a problem class (\(ProblemClass.names)).")
             }
             return k

@@ -13,6 +13,9 @@ struct LimitOptions: ParsableArguments {
             help: ArgumentHelp("WebSocket: the largest message assembled or inflated; larger ones (a deflate bomb) are reported and skipped.", valueName: "bytes"))
     var maxWebSocketMessage: Int = defaults.maxWebSocketMessage
 
+    @Option(help: ArgumentHelp("Transforms: the largest body one message's zlib, gzip, deflate, LZ4 or base64 steps may produce; larger ones (a bomb) are reported and shown as they came.", valueName: "bytes"))
+    var maxInflate: Int = defaults.maxInflate
+
     @Option(help: ArgumentHelp("Reassembly: out-of-order bytes held per direction before a hole becomes a gap.", valueName: "bytes"))
     var maxBuffer: Int = defaults.maxBufferPerStream
 
@@ -44,6 +47,7 @@ struct LimitOptions: ParsableArguments {
         var l = Limits()
         l.maxFrame = maxFrame
         l.maxWebSocketMessage = maxWebSocketMessage
+        l.maxInflate = maxInflate
         l.maxBufferPerStream = maxBuffer
         l.maxBufferTotal = maxBufferTotal
         l.maxConnections = maxConnections

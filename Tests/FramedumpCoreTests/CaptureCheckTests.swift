@@ -41,7 +41,7 @@ final class CaptureCheckTests: XCTestCase {
             (.protobuf, "41007-10.0.0.1:9000 c2s pkt 57 LoginRequest: malformed protobuf"),
             (.json, "41008-10.0.0.1:7000 c2s pkt 64 Login: body is not valid JSON"),
             (.utf8, "41009-10.0.0.1:9000 c2s pkt 71 LoginRequest: field 'im.LoginRequest.username' is not valid UTF-8"),
-            (.cipher, "41010-10.0.0.1:9000 c2s pkt 78 Heartbeat: 5-byte body is not a whole number of 16-byte AES blocks"),
+            (.transform, "41010-10.0.0.1:9000 c2s pkt 78 Heartbeat: 5-byte body is not a whole number of 16-byte AES blocks"),
             (.websocket, "41011-10.0.0.1:12345 c2s pkt 86 text: websocket: client frame is not masked"),
         ]
         XCTAssertEqual(lines.count, crafted.count, r.stdout)
@@ -50,7 +50,7 @@ final class CaptureCheckTests: XCTestCase {
             XCTAssertEqual(hits.count, 1, k.rawValue + "\n" + r.stdout)
             XCTAssertTrue(hits.first?.contains(text) ?? false, hits.first ?? k.rawValue)
         }
-        XCTAssertTrue(r.stderr.hasSuffix(": 12 problems in 12 messages: 1 unknown-message, 1 body-short, 1 body-long, 1 constant, 1 malformed, 1 gap, 1 unclaimed, 1 websocket, 1 protobuf, 1 json, 1 utf8, 1 cipher\n"), r.stderr)
+        XCTAssertTrue(r.stderr.hasSuffix(": 12 problems in 12 messages: 1 unknown-message, 1 body-short, 1 body-long, 1 constant, 1 malformed, 1 gap, 1 unclaimed, 1 websocket, 1 protobuf, 1 json, 1 utf8, 1 transform\n"), r.stderr)
         // Without --unclaimed that class is not looked for; allowing every class found passes.
         let quiet = try TestSupport.framedump(["check", "-r", TestSupport.fixture("check_problems.pcap")])
         XCTAssertEqual(quiet.stdout.split(separator: "\n").count, crafted.count - 1)

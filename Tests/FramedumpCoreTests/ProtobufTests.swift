@@ -413,7 +413,7 @@ final class ProtobufTests: XCTestCase {
             (head + "proto \"kinds.proto\"; }\nMessage K = 1 : test.kinds.Nope;", "unknown protobuf message 'test.kinds.Nope'"),
             (head + "proto \"missing.proto\"; }", "cannot find 'missing.proto'"),
             (head + "key k; cipher aes_cbc key k iv \"000102030405060708090a0b0c0d0e0f\"; }", "give it with --key k=HEX"),
-            (head + "key k = \"0011\"; }", "must be 16, 24 or 32 bytes"),
+            (head + "key k = \"0011\"; cipher aes_ecb key k; }", "AES needs 16, 24 or 32"),
             (head + "key k = \"000102030405060708090a0b0c0d0e0f\"; cipher aes_cbc key k; }", "needs an IV"),
             (head + "key k = \"000102030405060708090a0b0c0d0e0f\"; cipher aes_xts key k; }", "unknown cipher 'aes_xts'"),
             (head + "key k = \"000102030405060708090a0b0c0d0e0f\"; cipher aes_ecb key k when nope == 1; }", "'nope' is not a header field"),
@@ -428,8 +428,9 @@ final class ProtobufTests: XCTestCase {
         let s = try DissectorLoader.parse(text: head + "key k; cipher aes_ctr key k iv \"000102030405060708090a0b\"; }",
                                           file: Self.protoDir + "/t.dissector",
                                           options: LoadOptions(keys: ["k": [UInt8](repeating: 7, count: 32)]))[0]
-        XCTAssertEqual(s.cipher?.key.count, 32)
-        XCTAssertEqual("\(s.cipher!.name)", "aes-256-ctr")
+        guard case .aes(let a)? = s.transforms.first?.kind else { return XCTFail("no AES transform") }
+        XCTAssertEqual(a.key.count, 32)
+        XCTAssertEqual("\(s.transforms[0].name)", "aes-256-ctr")
     }
 
     // MARK: - AES
@@ -452,25 +453,21 @@ final class ProtobufTests: XCTestCase {
             XCTAssertEqual(r.status, 0, r.stderr)
             let ct = BodyCipherSpec.hex(r.stdout.filter { !$0.isWhitespace })!
             let spec = BodyCipherSpec(mode: mode, keyName: "k", key: BodyCipherSpec.hex(key)!,
-                                      iv: withIV ? BodyCipherSpec.hex(iv)! : [], condition: nil)
-            let c = BodyCipher(spec, maxFrame: 1 << 16)
+                                      iv: withIV ? BodyCipherSpec.hex(iv)! : [])
             let frame: [UInt8] = [1, 2, 3] + ct
-            frame.withUnsafeBytes { b in
-                switch c.decrypt(b, headerSize: 3) {
-                case .plain(let p): XCTAssertEqual(Array(p), [1, 2, 3] + plain, alg)
-                case .failed(let w): XCTFail("\(alg): \(w)")
-                }
+            switch TransformRun.one(.aes(spec), frame, headerSize: 3) {
+            case .done(let p): XCTAssertEqual(p, [1, 2, 3] + plain, alg)
+            case .failed(let w): XCTFail("\(alg): \(w)")
+            case .untouched: XCTFail("\(alg): not run")
             }
             if mode == .cbc {
                 // The wrong key: bad padding, one warning, nothing decoded.
                 var wrong = spec
                 wrong.key[0] ^= 1
-                frame.withUnsafeBytes { b in
-                    guard case .failed(let w) = BodyCipher(wrong, maxFrame: 1 << 16).decrypt(b, headerSize: 3) else {
-                        return XCTFail("wrong key accepted")
-                    }
-                    XCTAssertTrue(w.contains("bad PKCS#7 padding"), w)
+                guard case .failed(let w) = TransformRun.one(.aes(wrong), frame, headerSize: 3) else {
+                    return XCTFail("wrong key accepted")
                 }
+                XCTAssertTrue(w.contains("bad PKCS#7 padding"), w)
             }
         }
     }
@@ -480,7 +477,7 @@ final class ProtobufTests: XCTestCase {
     func testSampleAESConnectionAndWrongKey() throws {
         var r = try TestSupport.framedump(["-r", "samples/im.pcap", "-T", "json", "--diffable"])
         XCTAssertEqual(r.status, 0, r.stderr)
-        let decrypted = r.stdout.split(separator: "\n").filter { $0.contains("\"decrypted\":\"aes-128-cbc\"") }
+        let decrypted = r.stdout.split(separator: "\n").filter { $0.contains("\"transforms\":[{\"name\":\"aes-128-cbc\"") }
         XCTAssertEqual(decrypted.count, 10)
         XCTAssertTrue(decrypted.contains { $0.contains("\"username\":\"alice3\"") })
         let wrong = "ffeeddccbbaa99887766554433221100"

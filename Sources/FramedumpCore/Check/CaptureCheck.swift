@@ -24,8 +24,8 @@ public enum ProblemClass: String, CaseIterable, Sendable {
     case json
     /// Text fields that are not UTF-8.
     case utf8
-    /// Bodies that could not be decrypted.
-    case cipher
+    /// Bodies a transform could not undo (wrong key, broken compressed data, a bomb).
+    case transform
     /// Messages nested too deep to decode.
     case nesting
     /// A bound of the run (`--max-array`…) stopped a message from being decoded whole.
@@ -94,7 +94,8 @@ public final class CaptureCheck: MessageSink {
             // A protobuf protocol decodes an id no line binds without a schema: still an unknown id.
             case .protobuf where m.message == nil && m.id != nil && m.webSocket == nil: kind = .unknownMessage
             case .protobuf: kind = .protobuf
-            case .cipher: kind = .cipher
+            case .transform: kind = .transform
+            case .transformTooLarge: kind = .limit
             }
             report(Problem(kind: kind, conn: c.name, dir: m.direction, packet: m.frame.firstPacket.number,
                            message: name, detail: w.text))

@@ -86,8 +86,10 @@ public enum DecodeWarning: Sendable, Equatable {
     case webSocket(WebSocketViolation)
     /// A protobuf body problem (malformed wire data, wire type mismatch), with its offset in the text.
     case protobuf(String)
-    /// A body that could not be decrypted (wrong key, bad padding): shown raw.
-    case cipher(String)
+    /// A body a transform step could not undo (bad key, broken zlib stream, bomb): shown raw.
+    case transform(String)
+    /// A transform would have produced more than `--max-inflate` bytes: shown raw.
+    case transformTooLarge(String)
 
     public var text: String {
         switch self {
@@ -104,7 +106,7 @@ public enum DecodeWarning: Sendable, Equatable {
         case .invalidUTF8(let f): return "field '\(f)' is not valid UTF-8"
         case .webSocket(let v): return "websocket: " + v.text
         case .protobuf(let t): return t
-        case .cipher(let t): return t
+        case .transform(let t), .transformTooLarge(let t): return t
         }
     }
 }
@@ -123,14 +125,15 @@ public final class DecodedMessage {
     /// The WebSocket message this one came in (nil on plain TCP). Set by the WebSocket layer,
     /// kept apart from `reset()` so decoding does not touch it.
     public var webSocket: WebSocketInfo?
-    /// For an encrypted body: the frame's header followed by the decrypted body (owned by the
-    /// decoder, valid until it decodes the next frame). Body field offsets refer to these bytes.
-    public var decrypted: UnsafeRawBufferPointer?
-    /// The cipher's name (`aes-128-cbc`) when the body was decrypted.
-    public var cipherName: StaticString?
+    /// For a body the protocol's transforms changed (decrypted, inflated, un-XORed): the frame's
+    /// header followed by the final body (owned by the decoder, valid until it decodes the next
+    /// frame). Body field offsets refer to these bytes.
+    public var transformed: UnsafeRawBufferPointer?
+    /// The transform steps that ran, in order, with the body's size before and after each.
+    public var transforms: [TransformStep] = []
 
-    /// The bytes field offsets refer to: the decrypted frame when there is one, else the frame.
-    public var fieldBytes: UnsafeRawBufferPointer { decrypted ?? frame.bytes }
+    /// The bytes field offsets refer to: the transformed frame when there is one, else the frame.
+    public var fieldBytes: UnsafeRawBufferPointer { transformed ?? frame.bytes }
 
     public init() {}
 
@@ -140,8 +143,8 @@ public final class DecodedMessage {
         if !warnings.isEmpty { warnings.removeAll(keepingCapacity: true) }
         message = nil
         id = nil
-        decrypted = nil
-        cipherName = nil
+        transformed = nil
+        if !transforms.isEmpty { transforms.removeAll(keepingCapacity: true) }
     }
 }
 

@@ -9,8 +9,8 @@ public final class MessageDecoder {
     /// Fields one message may produce (each is 24 bytes of memory): nested arrays multiply.
     static let maxFields = 1 << 20
 
-    /// Decrypts bodies when the protocol says they are encrypted (one reusable buffer).
-    let cipher: BodyCipher?
+    /// Undoes the protocol's body transforms (decryption, decompression, XOR), if it has any.
+    let transforms: TransformChain?
 
     public init(schema: ProtocolSchema, limits: Limits = Limits()) {
         self.schema = schema
@@ -18,7 +18,8 @@ public final class MessageDecoder {
         maxArray = UInt64(limits.maxArray)
         layout = FrameLayout(schema)
         program = DecodeProgram(schema)
-        cipher = schema.cipher.map { BodyCipher($0, maxFrame: schema.maxFrame) }
+        transforms = schema.transforms.isEmpty ? nil
+            : TransformChain(schema.transforms, layout: layout, limit: limits.maxInflate)
         protoTarget = .allocate(capacity: max(1, schema.messages.count))
         for (i, md) in schema.messages.enumerated() { protoTarget[i] = Int32(md.protoType ?? -1) }
         hasIDs = schema.hasMessageIDs
@@ -52,14 +53,18 @@ public final class MessageDecoder {
         m.id = layout.messageID(b, at: 0)
         if let id = m.id { m.message = program.message(dir, id) }
         let body = layout.headerSize
-        if let cipher, b.count > body, cipherApplies(cipher.spec, b) {
-            switch cipher.decrypt(b, headerSize: body) {
-            case .plain(let p):
-                m.decrypted = p
-                m.cipherName = cipher.spec.name
+        if let transforms, b.count > body {
+            switch transforms.run(b, headerSize: body, steps: &m.transforms) {
+            case .untouched: break
+            case .done(let p):
+                m.transformed = p
                 b = p
             case .failed(let text):
-                m.warnings.append(.cipher(text))
+                m.warnings.append(.transform(text))
+                raw(b, from: body, into: m)
+                return
+            case .tooLarge(let text):
+                m.warnings.append(.transformTooLarge(text))
                 raw(b, from: body, into: m)
                 return
             }
@@ -104,11 +109,6 @@ public final class MessageDecoder {
         case .protobuf:
             decodeProtobuf(b, from: body, into: m)
         }
-    }
-
-    func cipherApplies(_ c: BodyCipherSpec, _ b: UnsafeRawBufferPointer) -> Bool {
-        guard let (field, value) = c.condition else { return true }
-        return layout.value(field, in: b, at: 0) == value
     }
 
     /// A protobuf body: the message type bound to the id, or schema-less when there is none.

@@ -86,7 +86,16 @@ public final class JSONPrinter: MessageSink {
             }
         }
         if opened { k.byte(0x7d) }
-        if let c = m.cipherName { k.write(",\"decrypted\":\""); k.write(c); k.byte(0x22) }
+        if !m.transforms.isEmpty {
+            // Body field offsets count bytes of the result of the last step, not of the frame.
+            k.write(",\"transforms\":[")
+            for (i, s) in m.transforms.enumerated() {
+                k.write(i == 0 ? "{\"name\":\"" : ",{\"name\":\""); k.write(s.name)
+                k.write("\",\"in\":"); k.decimal(UInt64(s.before))
+                k.write(",\"out\":"); k.decimal(UInt64(s.after)); k.byte(0x7d)
+            }
+            k.byte(0x5d)
+        }
         k.write(",\"fields\":")
         m.fields.withUnsafeBufferPointer { fs in
             let topIsArray = fs.first.map { if case .element = $0.name { return true } else { return false } } ?? false

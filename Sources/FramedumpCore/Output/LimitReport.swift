@@ -19,6 +19,8 @@ struct LimitReport {
                 what: "frames announced more than max_frame (reported malformed, never held)"),
             Row(flag: "--max-ws-message", value: limits.maxWebSocketMessage, hits: h.webSocketTooLarge,
                 what: "WebSocket messages larger than this on the wire or inflated (skipped)"),
+            Row(flag: "--max-inflate", value: limits.maxInflate, hits: h.inflateTooLarge,
+                what: "bodies whose transforms would produce more than this (shown as they came)"),
             Row(flag: "--max-buffer", value: limits.maxBufferPerStream, hits: r.bufferLimitHits,
                 what: "gaps forced by out-of-order bytes held in one direction"),
             Row(flag: "--max-buffer-total", value: limits.maxBufferTotal, hits: r.totalBufferLimitHits,

@@ -96,12 +96,9 @@ public final class TreePrinter: MessageSink {
             k.write(" [coalesced "); k.decimal(UInt64(f.coalesced)); k.write(" in pkt ")
             k.decimal(f.lastPacket.number); k.byte(0x5d)
         }
-        if let c = m.cipherName {
-            // Body field offsets below count bytes of the decrypted body, not of the frame.
-            k.write(" [decrypted "); k.write(c); k.write(", body offsets in the plaintext]")
-        }
         k.byte(0x0a)
         if let ws = m.webSocket { webSocketLine(ws, f, &k) }
+        if !m.transforms.isEmpty { transformLine(m.transforms, &k) }
         m.headerFields.withUnsafeBufferPointer { hs in
             for h in hs { field(h, ft, depth: 0, &k, out) }
         }
@@ -111,8 +108,27 @@ public final class TreePrinter: MessageSink {
         out.commit(k)
         for w in m.warnings { warning(w.text) }
         if let cut = p.takeCutWarning() { warning(cut) }
-        if hexDump { HexDump.write(f.bytes, base: 0, indent: 4, to: out) }
+        if hexDump {
+            HexDump.write(f.bytes, base: 0, indent: 4, to: out)
+            if let t = m.transformed {
+                out.write("    transformed (header, then the body the fields count in):"); out.newline()
+                HexDump.write(t, base: 0, indent: 4, to: out)
+            }
+        }
         out.endOfRecord()
+    }
+
+    /// `transforms: xor 120 → 120, zlib 120 → 842 bytes`: how the body was unwrapped. Body
+    /// field offsets below count bytes of the result, not of the frame.
+    func transformLine(_ steps: [TransformStep], _ k: inout Cursor) {
+        k.write(color ? "    \u{1b}[2mtransforms: " : "    transforms: ")
+        for (i, s) in steps.enumerated() {
+            if i > 0 { k.write(", ") }
+            k.write(s.name); k.byte(0x20); k.decimal(UInt64(s.before)); k.write(" → "); k.decimal(UInt64(s.after))
+        }
+        k.write(" bytes (body offsets count the result)")
+        if color { k.write("\u{1b}[0m") }
+        k.byte(0x0a)
     }
 
     func warning(_ text: String) {
@@ -213,6 +229,10 @@ public final class TreePrinter: MessageSink {
         default:
             k.write(": ")
             value(x, ft, &k, out)
+            if case .header(let hi) = x.name, case .unsigned(let v) = x.value {
+                let bits = ft.runtime.schema.header[Int(hi)].bits
+                if !bits.isEmpty { BitText.write(v, bits, &k) }
+            }
             if case .field(let mi, let fi) = x.name, ft.names.labelled(mi, fi) {
                 var v: Int64?
                 switch x.value {

@@ -8,6 +8,9 @@ public struct Limits: Sendable, Equatable {
     public var maxFrame = 16 << 20
     /// `--max-ws-message`: the largest WebSocket message assembled or inflated.
     public var maxWebSocketMessage = 16 << 20
+    /// `--max-inflate`: the largest body a dissector's transforms (zlib, gzip, deflate, LZ4,
+    /// base64) may produce from one message; past it the body is reported and shown as it came.
+    public var maxInflate = 16 << 20
     /// `--max-buffer`: out-of-order bytes held per direction before a hole becomes a gap.
     public var maxBufferPerStream = 4 << 20
     /// `--max-buffer-total`: out-of-order bytes held over every connection (each held segment
@@ -35,6 +38,7 @@ public struct Limits: Sendable, Equatable {
     public static var ranges: [(flag: String, key: WritableKeyPath<Limits, Int>, range: ClosedRange<Int>)] { [
         ("--max-frame", \.maxFrame, 1...(1 << 30)),
         ("--max-ws-message", \.maxWebSocketMessage, 1...(1 << 30)),
+        ("--max-inflate", \.maxInflate, 1...(1 << 30)),
         ("--max-buffer", \.maxBufferPerStream, 0...(1 << 34)),
         ("--max-buffer-total", \.maxBufferTotal, 0...(1 << 36)),
         ("--max-connections", \.maxConnections, 1...(1 << 24)),
@@ -62,6 +66,8 @@ public struct LimitHits: Sendable, Equatable {
     public var frameTooLong: UInt64 = 0
     /// WebSocket messages larger than `--max-ws-message` (assembled or inflated).
     public var webSocketTooLarge: UInt64 = 0
+    /// Bodies whose transforms would have produced more than `--max-inflate` bytes.
+    public var inflateTooLarge: UInt64 = 0
     /// Messages whose nesting went past `--max-depth` (fields, protobuf or JSON).
     public var tooDeep: UInt64 = 0
     /// Messages with an array that announced more elements than `--max-array`.
@@ -74,6 +80,7 @@ public struct LimitHits: Sendable, Equatable {
         var s = a
         s.frameTooLong += b.frameTooLong
         s.webSocketTooLarge += b.webSocketTooLarge
+        s.inflateTooLarge += b.inflateTooLarge
         s.tooDeep += b.tooDeep
         s.arrayTooLong += b.arrayTooLong
         s.stringCut += b.stringCut
@@ -82,15 +89,17 @@ public struct LimitHits: Sendable, Equatable {
 
     /// Counts the bounds a decoded message's warnings say it met (the rare path).
     mutating func count(_ warnings: [DecodeWarning]) {
-        var deep = false, array = false
+        var deep = false, array = false, inflate = false
         for w in warnings {
             switch w {
             case .nestingTooDeep, .jsonTooDeep, .protobufTooDeep: deep = true
             case .arrayOverLimit: array = true
+            case .transformTooLarge: inflate = true
             default: break
             }
         }
         if deep { tooDeep += 1 }
         if array { arrayTooLong += 1 }
+        if inflate { inflateTooLarge += 1 }
     }
 }

@@ -45,9 +45,7 @@ public enum DissectorDescription {
         if protoBase < s.messages.count {
             lines.append("  protobuf messages loaded: \(s.messages.count - protoBase)")
         }
-        if let c = s.cipher {
-            lines.append("  cipher: \(c.name), key '\(c.keyName)'" + (c.condition.map { " when \(s.header[$0.field].name) == \($0.value)" } ?? ""))
-        }
+        for t in s.transforms { lines.append("  transform: " + t.text(in: s)) }
         if !s.enums.isEmpty { lines.append("  enums: " + s.enums.map(\.name).joined(separator: ", ")) }
         return lines.joined(separator: "\n")
     }

@@ -362,8 +362,10 @@ struct Parser {
             p.schema.textBody = e
         case "proto", "proto_file", "proto_descriptor", "key", "cipher":
             try parseProtoSetting(key.lowercased(), kt, &p)
+        case "transform":
+            try parseTransform(cipherLine: false, kt, &p)
         default:
-            throw err(kt, "unknown protocol setting '\(key)' (expected port, any_port, byte_order, strings, header, frame_length, body_length, message_id, max_frame, body, labels_from_comments, pair_by, websocket, subprotocol, text, proto, proto_descriptor, key, cipher)")
+            throw err(kt, "unknown protocol setting '\(key)' (expected port, any_port, byte_order, strings, header, frame_length, body_length, message_id, max_frame, body, labels_from_comments, pair_by, websocket, subprotocol, text, proto, proto_descriptor, key, transform, cipher)")
         }
         endStatement("'\(key)'")
     }
@@ -438,12 +440,14 @@ struct Parser {
                 _ = try displayAttribute()
                 f.hex = true
             }
+            if at("{") { f.bits = try bitFields(f, tname) }
             if p.schema.header.contains(where: { $0.name == name }) {
                 throw err(tt, "header field '\(name)' is declared twice")
             }
         }
         p.schema.header.append(f)
-        endStatement("header field '\(f.name)'")
+        // A bit field block closes the statement itself, like a message's `}`.
+        if f.bits.isEmpty { endStatement("header field '\(f.name)'") } else { _ = accept(";") }
         return f.width
     }
 
@@ -535,6 +539,37 @@ struct Parser {
         let lex = lexers[tt.file]
         f.description = lex.comments[tt.line].flatMap { $0.wholeLine ? nil : $0.text }
         return f
+    }
+
+    /// `{ compressed = 0x01; codec = 0x0c; }` after a header field: named groups of its bits.
+    mutating func bitFields(_ f: HeaderField, _ type: String) throws(DissectorError) -> [BitField] {
+        let open = tok
+        try expect("{")
+        var out: [BitField] = []
+        let top: UInt64 = f.width >= 8 ? .max : (1 << UInt64(f.width * 8)) - 1
+        while !accept("}") {
+            if let e = unclosed(open, "the bit fields of '\(f.name)'") { throw e }
+            let (name, nt) = try ident("a bit field name")
+            try expect("=")
+            let mt = tok
+            let (mask, negative) = try bits("the bit field's mask")
+            if negative || mask == 0 || mask & top != mask {
+                throw err(mt, "mask 0x\(String(mask, radix: 16)) is not within the \(f.width * 8) bits of \(type) '\(f.name)'")
+            }
+            // A mask must be one run of bits, or its value would not be a number.
+            let shifted = mask >> UInt64(mask.trailingZeroBitCount)
+            if shifted & (shifted &+ 1) != 0 {
+                throw err(mt, "mask 0x\(String(mask, radix: 16)) is not one run of bits (give each run its own name)")
+            }
+            if out.contains(where: { $0.name == name }) { throw err(nt, "bit field '\(name)' is declared twice") }
+            if let other = out.first(where: { $0.mask & mask != 0 }) {
+                throw err(mt, "mask 0x\(String(mask, radix: 16)) overlaps '\(other.name)' (0x\(String(other.mask, radix: 16)))")
+            }
+            out.append(BitField(name: name, mask: mask, nameBytes: Array(name.utf8)))
+            _ = accept(";") || accept(",")
+        }
+        if out.isEmpty { throw err(open, "a bit field block needs at least one NAME = MASK") }
+        return out
     }
 
     /// `[hex]` after a field: how its value is shown. Returns where it was written.

@@ -33,7 +33,8 @@ struct PendingProto {
     var files: [(String, Token)] = []
     var descriptorSets: [(String, Token)] = []
     var keys: [String: (String?, Token)] = [:]
-    var cipher: (mode: String, token: Token, key: (String, Token), iv: (String, Token)?, when: (String, Int64, Token)?)?
+    /// `transform ...;` and `cipher ...;` lines, in order (see TransformParsing.swift).
+    var transforms: [PendingTransform] = []
 }
 
 // MARK: - Parsing
@@ -42,7 +43,7 @@ struct PendingProto {
 //     proto "im.proto", "common.proto";       // .proto files: --proto-path, then this file's folder
 //     proto_descriptor "im.desc";             // or a set compiled by protoc -o FILE --include_imports
 //     key session = "00112233...";            // a named AES key (hex); --key session=HEX overrides it
-//     cipher aes_cbc key session iv "0001..." when version == 2;   // aes_cbc | aes_ecb | aes_ctr
+//     transform aes_cbc key session iv "0001..." when version == 2;   // see TransformParsing.swift
 // After it:
 //     Message Login = 1 : im.LoginRequest;    // cid 1, both directions
 //     Message Cs_3 : im.SendRequest;          // cid 3 client → server
@@ -70,26 +71,8 @@ extension Parser {
             } else {
                 p.proto.keys[name] = (nil, nt)
             }
-        default:  // cipher
-            guard p.proto.cipher == nil else { throw err(kt, "a protocol has one cipher") }
-            let (mode, mt) = try ident("aes_cbc, aes_ecb or aes_ctr")
-            var keyName: (String, Token)?
-            var iv: (String, Token)?
-            var when: (String, Int64, Token)?
-            while case .ident(let w) = tok.kind {
-                let wt = next()
-                switch w.lowercased() {
-                case "key": keyName = try ident("a key name")
-                case "iv", "nonce": iv = try quoted("the IV as hex")
-                case "when", "if":
-                    let (f, ft) = try ident("a header field name")
-                    try expect("==")
-                    when = (f, try number("the field's value"), ft)
-                default: throw err(wt, "expected key, iv or when after the cipher mode, found '\(w)'")
-                }
-            }
-            guard let keyName else { throw err(mt, "the cipher needs 'key NAME'") }
-            p.proto.cipher = (mode, mt, keyName, iv, when)
+        default:  // cipher: the older spelling of an AES transform
+            try parseTransform(cipherLine: true, kt, &p)
         }
     }
 }
@@ -140,46 +123,8 @@ extension Resolver {
     func attachCipher(_ p: PendingProtocol, to s: inout ProtocolSchema) throws(DissectorError) {
         for (name, (hex, t)) in p.proto.keys where options.keys[name] == nil {
             guard let hex else { throw err(t, "key '\(name)' has no value here: give it with --key \(name)=HEX") }
-            guard let k = BodyCipherSpec.hex(hex), [16, 24, 32].contains(k.count) else {
-                throw err(t, "key '\(name)' must be 16, 24 or 32 bytes of hex (AES-128/192/256)")
-            }
+            guard let k = BodyCipherSpec.hex(hex), !k.isEmpty else { throw err(t, "key '\(name)' is not hex") }
         }
-        guard let c = p.proto.cipher else { return }
-        let mode: BodyCipherSpec.Mode
-        switch c.mode.lowercased() {
-        case "aes_cbc", "aes", "cbc": mode = .cbc
-        case "aes_ecb", "ecb": mode = .ecb
-        case "aes_ctr", "ctr": mode = .ctr
-        default: throw err(c.token, "unknown cipher '\(c.mode)' (expected aes_cbc, aes_ecb or aes_ctr)")
-        }
-        let (keyName, kt) = c.key
-        var key = options.keys[keyName]
-        if key == nil, let (hex, _) = p.proto.keys[keyName], let hex { key = BodyCipherSpec.hex(hex) }
-        guard let key else {
-            throw err(kt, "no value for key '\(keyName)': declare it with key \(keyName) = \"HEX\"; or give --key \(keyName)=HEX")
-        }
-        guard [16, 24, 32].contains(key.count) else {
-            throw err(kt, "key '\(keyName)' is \(key.count) bytes: AES needs 16, 24 or 32")
-        }
-        var iv: [UInt8] = []
-        if let (hex, it) = c.iv {
-            guard let v = BodyCipherSpec.hex(hex) else { throw err(it, "the IV is not hex") }
-            iv = v
-            switch mode {
-            case .cbc: guard iv.count == 16 else { throw err(it, "an AES-CBC IV is 16 bytes") }
-            case .ctr: guard iv.count == 16 || iv.count == 12 else { throw err(it, "an AES-CTR IV is 16 bytes (or a 12-byte nonce)") }
-            case .ecb: throw err(it, "ECB takes no IV")
-            }
-        } else if mode != .ecb {
-            throw err(c.token, "\(c.mode) needs an IV: iv \"HEX\"")
-        }
-        var spec = BodyCipherSpec(mode: mode, keyName: keyName, key: key, iv: iv, condition: nil)
-        if let (f, v, ft) = c.when {
-            guard let i = s.header.firstIndex(where: { $0.name == f && !$0.isPadding }) else {
-                throw err(ft, "'\(f)' is not a header field")
-            }
-            spec.condition = (i, UInt64(bitPattern: v))
-        }
-        s.cipher = spec
+        try attachTransforms(p, to: &s)
     }
 }

@@ -111,6 +111,17 @@ public struct HeaderField: Sendable {
     public var nameBytes: [UInt8]
     /// `[hex]`: the value is shown in hex.
     public var hex = false
+    /// `uint8 flags { compressed = 0x01; codec = 0x0c; }`: named bit fields of the value.
+    public var bits: [BitField] = []
+}
+
+/// A named group of bits of a header field: its value is `(field & mask) >> shift`.
+public struct BitField: Sendable {
+    public var name: String
+    public var mask: UInt64
+    public var nameBytes: [UInt8]
+    public var shift: UInt64 { UInt64(mask.trailingZeroBitCount) }
+    public func value(_ v: UInt64) -> UInt64 { (v & mask) >> shift }
 }
 
 /// `frame_length = a + b - 4` or `body_length = len`: a sum of header fields and constants.
@@ -176,8 +187,9 @@ public struct ProtocolSchema: Sendable {
     public var nameBytes: [UInt8] = []
     /// The `.proto` messages (in `messages` from `proto.base` on) when the body is protobuf.
     public var proto: ProtoTables?
-    /// How bodies are encrypted, if they are (`cipher ...;`).
-    public var cipher: BodyCipherSpec?
+    /// The steps that undo how bodies are wrapped (`transform xor ...; transform zlib when ...;`),
+    /// in the order they run.
+    public var transforms: [TransformSpec] = []
     /// Show protobuf fields that are not on the wire at their default value (`--proto-defaults`).
     public var protoAddDefaults = false
 

@@ -1,0 +1,5 @@
+#ifndef FRAMEDUMP_CLZ4_SHIM_H
+#define FRAMEDUMP_CLZ4_SHIM_H
+#include <lz4.h>
+#include <lz4frame.h>
+#endif
