@@ -22,6 +22,11 @@
 #                   through libpcap handing over to it, with a BPF filter per link type
 #   display-filter  -Y filters parsed and evaluated
 #   ndjson-line     one NDJSON line, as `framedump diff` reads it
+#   transform-zlib, transform-gzip, transform-deflate, transform-lz4, transform-lz4-block,
+#   transform-xor, transform-base64, transform-aes
+#                   one body transform: [variant byte][body] (the variant picks the key, mode
+#                   or size rule), the output bounded and behind the header
+#   transform-chain up to three transforms with conditions: [chain byte][flags][body]
 # Each builds the `framedump-fuzz` harness (an in-process mutation fuzzer), seeds it with
 # the inputs below (taken from samples/ and the test fixtures), and runs it. A crash or hang
 # leaves the input in fuzz-crash-TARGET (copy it to Tests/FramedumpCoreTests/Fixtures/fuzz/TARGET-what,
@@ -121,7 +126,7 @@ PY
       # Seeds: each shipped dissector file, a NUL, then a sample's client stream.
       seeds="$(mktemp -d)"
       trap 'rm -rf "$seeds"' RETURN
-      for d in Dissectors/game.dissector Dissectors/svc.dissector Dissectors/bridge.dissector; do
+      for d in Dissectors/game.dissector Dissectors/svc.dissector Dissectors/bridge.dissector Dissectors/zgame.dissector; do
         { cat "$d"; printf '\000\020'; head -c 600 samples/game.pcap | tail -c 300; } > "$seeds/$(basename "$d").seed"
       done
       run dissector "$seeds" ;;
@@ -189,7 +194,7 @@ PY
       seeds="$(mktemp -d)"
       trap 'rm -rf "$seeds"' RETURN
       ports="$(sed -n 's/^ *port \([0-9]*\);.*/\1/p' Dissectors/*.dissector | sort -n | tr '\n' ' ')"
-      for s in game svc im bridge websocket-deflate game-latency; do
+      for s in game svc im bridge websocket-deflate game-latency zgame; do
         framedump -r "samples/$s.pcap" --streams "$seeds/$s" -q >/dev/null 2>&1 || true
         c2s="$(ls "$seeds/$s"/*.c2s 2>/dev/null | head -1)"
         [ -n "$c2s" ] || continue
@@ -245,13 +250,48 @@ PY
         done
       done
       run ndjson-line "$seeds" ;;
+    transform-*)
+      # Seeds: bodies of the zgame sample compressed by the reference tools (python's zlib and
+      # gzip, the lz4 command, openssl for AES), behind a variant byte.
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      python3 - "$seeds" "${1#transform-}" <<'PY'
+import base64, gzip, json, os, subprocess, sys, zlib
+out, kind = sys.argv[1], sys.argv[2]
+bodies = []
+for line in open("samples/zgame.messages.json"):
+    for b in __import__("re").findall(r'"body":"([0-9a-f]*)"', line):
+        if 0 < len(b) < 6000: bodies.append(bytes.fromhex(b))
+bodies = bodies[:12]
+def lz4(b):
+    r = subprocess.run(["lz4", "-q", "-c"], input=b, stdout=subprocess.PIPE)
+    return r.stdout if r.returncode == 0 else b
+def aes(b, v):
+    key = bytes(range(16)).hex()
+    mode = ["-aes-128-cbc", "-aes-128-ecb", "-aes-128-ctr"][v % 4] if v % 4 < 3 else None
+    if mode is None: return bytes(12) + b + bytes(16)
+    args = ["openssl", "enc", mode, "-K", key] + ([] if "ecb" in mode else ["-iv", bytes(range(16)).hex()])
+    r = subprocess.run(args, input=b, stdout=subprocess.PIPE)
+    return r.stdout
+for i, b in enumerate(bodies):
+    v = i % 8
+    wire = {"zlib": lambda: zlib.compress(b), "gzip": lambda: gzip.compress(b),
+            "deflate": lambda: zlib.compress(b)[2:-4], "lz4": lambda: lz4(b),
+            "lz4-block": lambda: lz4(b), "xor": lambda: b, "base64": lambda: base64.b64encode(b),
+            "aes": lambda: aes(b, v), "chain": lambda: bytes([3]) + zlib.compress(b)}[kind]()
+    open(os.path.join(out, "%d" % i), "wb").write(bytes([v]) + wire)
+PY
+      run "$1" "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, link, reassembly, dissector, deframer, pipeline, pcapng, display-filter, ndjson-line, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, link, reassembly, dissector, deframer, pipeline, pcapng, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire websocket http-head link reassembly dissector deframer pipeline pcapng display-filter ndjson-line; do fuzz_one "$t"; done
+  for t in proto-parser protobuf-wire websocket http-head link reassembly dissector deframer pipeline pcapng display-filter ndjson-line \
+           transform-zlib transform-gzip transform-deflate transform-lz4 transform-lz4-block transform-xor transform-base64 transform-aes transform-chain; do
+    fuzz_one "$t"
+  done
 else
   fuzz_one "$target"
 fi

@@ -24,6 +24,15 @@ struct FuzzMain {
         "pipeline": PipelineFuzz.run,
         "pcapng": PcapngFuzz.run,
         "ndjson-line": FuzzNDJSON.line,
+        "transform-zlib": TransformFuzz.single("zlib"),
+        "transform-gzip": TransformFuzz.single("gzip"),
+        "transform-deflate": TransformFuzz.single("deflate"),
+        "transform-lz4": TransformFuzz.single("lz4"),
+        "transform-lz4-block": TransformFuzz.single("lz4-block"),
+        "transform-xor": TransformFuzz.single("xor"),
+        "transform-base64": TransformFuzz.single("base64"),
+        "transform-aes": TransformFuzz.single("aes"),
+        "transform-chain": TransformFuzz.chained,
     ]
 
     static func main() {
