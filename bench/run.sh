@@ -3,12 +3,14 @@
 # dissector on the same synthetic capture, plus the libpcap floor and peak memory at several
 # capture sizes. Whole-process wall time and peak RSS via /usr/bin/time, median of RUNS runs.
 # Everything it needs is in this folder: floor.c (the floor), gengame.py and genws.py (the
-# captures), game.lua (the Lua dissector).
+# captures), game.lua (the Lua dissector), genz.py, zgame.lua and zgame-bench.dissector (the
+# zgame row: bodies compressed and XORed under header flags).
 #
 # Usage: bench/run.sh [YARDSTICK_DIR]   (optional: another folder's pcapread.c, genbench.py and
 #                                        game.lua to use instead, for comparison with them)
 #   RUNS=3 SIZES="100000 1000000 5000000" WS_SIZES="200000 1000000" SKIP_TSHARK=1 bench/run.sh
 #   IM_MESSAGES=500000 (the im row: protobuf bodies; 0 leaves it out)
+#   ZLIB_MESSAGES=200000 (the zgame row: zlib/XOR bodies; 0 leaves it out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
@@ -91,5 +93,25 @@ if [ "$im_n" != 0 ]; then
         -o 'uat:protobuf_search_paths:"/usr/include","FALSE"')
     label="tshark + im.lua + protobuf -V"; row tshark -r "$cap" "${pb[@]}" -V
     label="tshark + im.lua + protobuf -T json"; row tshark -r "$cap" "${pb[@]}" -T json
+  fi
+fi
+
+# zgame (bench/genz.py, seed 7300): bodies zlib-compressed under header flag 0x01 (about half the
+# messages: RoomState and long chat texts), every body XORed under flag 0x02 on a tenth of the
+# connections. framedump with bench/zgame-bench.dissector (its transform lines) against tshark
+# with bench/zgame.lua, which un-XORs in Lua and inflates with TvbRange:uncompress.
+zlib_n=${ZLIB_MESSAGES:-200000}
+if [ "$zlib_n" != 0 ]; then
+  cap="$out/zgame-$zlib_n.pcap"
+  [ -f "$cap" ] || python3 bench/genz.py "$cap" "$zlib_n" >/dev/null
+  n=$zlib_n
+  zd=(-d bench/zgame-bench.dissector)
+  row() { read -r w m < <(measure "$@"); printf '| %s zgame msgs | `%s` | %s s | %s MiB |\n' "$n" "$label" "$w" "$m"; }
+  label="framedump -q (zgame)"; row "$bin" "${zd[@]}" -r "$cap" -q
+  label="framedump (tree, zgame)"; row "$bin" "${zd[@]}" -r "$cap"
+  label="framedump -T json (zgame)"; row "$bin" "${zd[@]}" -r "$cap" -T json
+  if [ -z "${SKIP_TSHARK:-}" ]; then
+    label="tshark + zgame.lua -V"; row tshark -r "$cap" -X lua_script:bench/zgame.lua -V
+    label="tshark + zgame.lua -T json"; row tshark -r "$cap" -X lua_script:bench/zgame.lua -T json
   fi
 fi

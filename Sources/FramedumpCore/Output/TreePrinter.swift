@@ -229,9 +229,9 @@ public final class TreePrinter: MessageSink {
         default:
             k.write(": ")
             value(x, ft, &k, out)
-            if case .header(let hi) = x.name, case .unsigned(let v) = x.value {
-                let bits = ft.runtime.schema.header[Int(hi)].bits
-                if !bits.isEmpty { BitText.write(v, bits, &k) }
+            if let bits = ft.runtime.headerBits, case .header(let hi) = x.name, case .unsigned(let v) = x.value,
+               !bits[Int(hi)].isEmpty {
+                BitText.write(v, bits[Int(hi)], &k)
             }
             if case .field(let mi, let fi) = x.name, ft.names.labelled(mi, fi) {
                 var v: Int64?

@@ -16,6 +16,8 @@ public final class ProtocolRuntime {
     /// Per header field: whether NDJSON shows it (the id field and a length field that alone
     /// gives the frame length only repeat `id` and `length`).
     let jsonHeaderShown: [Bool]
+    /// Per header field, its named bits; nil when no field has any (the printers' fast path).
+    let headerBits: [[BitField]]?
     public let nameBytes: [UInt8]
     /// Messages decoded, per schema message index; the last slot counts unknown ids.
     public var messageCounts: [UInt64]
@@ -63,6 +65,7 @@ public final class ProtocolRuntime {
             shown[f] = false
         }
         jsonHeaderShown = shown
+        headerBits = schema.header.contains { !$0.bits.isEmpty } ? schema.header.map(\.bits) : nil
         nameBytes = schema.nameBytes
         messageCounts = [UInt64](repeating: 0, count: schema.messages.count + 1)
         textDecoder = schema.transport == .websocket ? MessageDecoder(schema: schema.textSchema, limits: limits) : nil

@@ -71,8 +71,11 @@ final class TransformChain {
                 if aes[i] == nil { aes[i] = AESStep(a) }
                 r = aes[i]!.run(body, into: out)
             }
-            let done = steps.map { "\($0.name)" }.joined(separator: ", ")
-            let after = done.isEmpty ? "" : " (after \(done))"
+            // What ran before a failure, for its warning (the rare path).
+            var after: String {
+                let done = steps.map { "\($0.name)" }.joined(separator: ", ")
+                return done.isEmpty ? "" : " (after \(done))"
+            }
             switch r {
             case .ok:
                 steps.append(TransformStep(name: spec.name, before: body.count, after: out.count - headerSize))
