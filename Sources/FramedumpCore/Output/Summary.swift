@@ -75,6 +75,7 @@ struct Summary {
                 line("  " + name + String(repeating: " ", count: width - name.count) + "  \(n)")
             }
             if p.schema.transport == .websocket { webSocket(p.webSocket) }
+            if let chain = p.decoder.transforms { transforms(chain) }
         }
         if m.httpPassedOver > 0 {
             line("http: \(m.httpPassedOver) connections not upgraded to WebSocket (passed over)")
@@ -82,6 +83,17 @@ struct Summary {
         if m.undissectedConnections > 0 {
             line("no dissector: \(m.undissectedConnections) connections, \(m.undissectedBytes) bytes (not decoded)")
         }
+    }
+
+    /// `  transforms: xor 70 bodies (20334 → 20334 bytes), zlib 43 bodies (50723 → 85301 bytes), 1 failed`
+    func transforms(_ chain: TransformChain) {
+        var parts: [String] = []
+        var failed: UInt64 = 0
+        for (spec, s) in zip(chain.specs, chain.stats) {
+            failed += s.failed
+            parts.append("\(spec.name) \(s.bodies) bodies (\(s.bytesIn) → \(s.bytesOut) bytes)")
+        }
+        line("  transforms: " + parts.joined(separator: ", ") + ", \(failed) failed")
     }
 
     /// `  websocket: 2 handshakes; 10 text, 8 binary, 1 ping, ...; 5 compressed (300 → 900 bytes)`

@@ -19,6 +19,16 @@ final class TransformChain {
     private var inflaters: [InflateStep?]
     private var lz4: [LZ4Step?]
     private var aes: [AESStep?]
+    /// Per step, what it did over the run (for the summary): bodies, bytes in and out, failures.
+    /// Written by the one thread that decodes, read after it finished.
+    private(set) var stats: [Stats]
+
+    public struct Stats: Sendable, Equatable {
+        public var bodies: UInt64 = 0
+        public var bytesIn: UInt64 = 0
+        public var bytesOut: UInt64 = 0
+        public var failed: UInt64 = 0
+    }
 
     init(_ specs: [TransformSpec], layout: FrameLayout, limit: Int) {
         self.specs = specs
@@ -27,6 +37,7 @@ final class TransformChain {
         inflaters = Array(repeating: nil, count: specs.count)
         lz4 = Array(repeating: nil, count: specs.count)
         aes = Array(repeating: nil, count: specs.count)
+        stats = Array(repeating: Stats(), count: specs.count)
     }
 
     enum Outcome {
@@ -79,13 +90,20 @@ final class TransformChain {
             switch r {
             case .ok:
                 steps.append(TransformStep(name: spec.name, before: body.count, after: out.count - headerSize))
+                stats[i].bodies += 1
+                stats[i].bytesIn += UInt64(body.count)
+                stats[i].bytesOut += UInt64(out.count - headerSize)
                 input = out.bytes
             case .tooLarge:
+                stats[i].failed += 1
+                let text = "\(spec.name) output passes --max-inflate \(limit) bytes\(after) (a compression bomb?): body shown as it came"
                 steps.removeAll()
-                return .tooLarge("\(spec.name) output passes --max-inflate \(limit) bytes\(after) (a compression bomb?): body shown as it came")
+                return .tooLarge(text)
             case .failed(let why):
+                stats[i].failed += 1
+                let text = "\(why)\(after): body shown as it came"
                 steps.removeAll()
-                return .failed("\(why)\(after): body shown as it came")
+                return .failed(text)
             }
         }
         return steps.isEmpty ? .untouched : .done(input)
