@@ -86,3 +86,21 @@ extension FieldType {
         return nil
     }
 }
+
+final class CommentLabelTests: XCTestCase {
+    /// Value labels from the team's comments, in the ways people write them.
+    func testCommentLabelForms() {
+        let cases: [(String, [Int64: String])] = [
+            ("1 success 0 exception 2 cannot enter", [1: "success", 0: "exception", 2: "cannot enter"]),
+            ("0: ok, 1: bad token, 2: banned", [0: "ok", 1: "bad token", 2: "banned"]),
+            ("0=ok 1=fail", [0: "ok", 1: "fail"]),
+            ("0 - ok; 1 - fail", [0: "ok", 1: "fail"]),
+            ("result: 0) ok 1) retry -1) error", [0: "ok", 1: "retry", -1: "error"]),
+            ("the level, 1 to 99", [:]),
+            ("timeout in ms: 30", [:]),
+        ]
+        for (text, labels) in cases {
+            XCTAssertEqual(CommentLabels.parse(text), labels, text)
+        }
+    }
+}

@@ -271,7 +271,7 @@ enum CommentLabels {
                 labels[c] = words.joined(separator: " ").trimmingCharacters(in: ".,;:")
             }
         }
-        for w in text.split(whereSeparator: { $0 == " " || $0 == "\t" }) {
+        for w in tokens(text) {
             // A number starts a new label unless it was used already (then it is part of the text).
             if let n = Int64(w), labels[n] == nil, n != current {
                 close()
@@ -284,6 +284,27 @@ enum CommentLabels {
         close()
         // One number in a sentence is not a list of labels.
         return labels.count >= 2 ? labels : [:]
+    }
+
+    /// The comment's words, with a number's separator cut off it: `0: ok, 1=fail, 2) busy`
+    /// reads as `0 ok, 1 fail, 2 busy`; a separator standing alone (`0 - ok`) is dropped.
+    static func tokens(_ text: String) -> [Substring] {
+        var out: [Substring] = []
+        for w in text.split(whereSeparator: { $0 == " " || $0 == "\t" }) {
+            if w == ":" || w == "=" || w == "-" || w == "–" || w == "→" || w == "->" { continue }
+            var i = w.startIndex
+            if w[i] == "-" { i = w.index(after: i) }
+            let digits = i
+            while i < w.endIndex, w[i].isASCII, w[i].isNumber { i = w.index(after: i) }
+            if i > digits, i < w.endIndex, ":=)".contains(w[i]) {
+                out.append(w[..<i])
+                let rest = w[w.index(after: i)...]
+                if !rest.isEmpty { out.append(rest) }
+            } else {
+                out.append(w)
+            }
+        }
+        return out
     }
 }
 
