@@ -72,6 +72,9 @@ final class DissectorLanguageTests: XCTestCase {
         XCTAssertThrowsError(try DissectorLoader.parse(text: text.replacingOccurrences(of: "Int8 neg = 6 [hex];", with: "Int8 neg = 6 [bold];"), file: "t.dissector")) {
             XCTAssertTrue(($0 as! DissectorError).message.contains("unknown display attribute 'bold'"), "\($0)")
         }
+        XCTAssertThrowsError(try DissectorLoader.parse(text: text.replacingOccurrences(of: "Uint8[u16le] xs = 3;", with: "Uint8[u16le] xs = 3 [hex];"), file: "t.dissector")) {
+            XCTAssertTrue(($0 as! DissectorError).message.contains("'xs' is an array"), "\($0)")
+        }
         // A count prefix of the protocol's order is still the default.
         let s = try DissectorLoader.parse(text: text, file: "t.dissector")[0]
         let m = try XCTUnwrap(s.messages.first)

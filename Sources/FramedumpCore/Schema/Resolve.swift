@@ -133,6 +133,8 @@ struct Resolver {
                     if case .enumeration(let ei, _) = fd.type { fd.labels = s.enums[ei].labels }
                     if let h = pf.hex {
                         guard fd.type.isInteger else { throw err(h, "[hex] shows an integer in hex: '\(pf.name)' is not an integer field") }
+                        // The printers show an array's elements in decimal: say so rather than ignore it.
+                        guard pf.array == nil else { throw err(h, "[hex] is for a single integer field; '\(pf.name)' is an array (its elements are shown in decimal)") }
                         fd.hex = true
                     }
                     if let a = pf.array { fd.array = try arrayCount(a, earlier: fields) }
