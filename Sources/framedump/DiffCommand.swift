@@ -94,19 +94,32 @@ struct Diff: ParsableCommand {
             out.write(DiffReport.text(result, old: old, new: new, color: paint))
             out.flush()
         }
+        // A pattern that matched nothing anywhere is most likely misspelt: the report above was
+        // made without it, which the user did not ask for.
+        let unmatched = differ.unmatchedIgnores
+        if !unmatched.isEmpty {
+            for u in unmatched {
+                FileHandleErr.write("framedump diff: --ignore \(u) matched no field in either input (misspelt? paths are protocol.message.field, * for any name)\n")
+            }
+            throw ExitCode(2)
+        }
         if !result.differences.isEmpty { throw ExitCode(1) }
     }
 }
 
-/// `--key NAME=HEX` values (as `dump` reads them).
+/// `--key NAME=HEX` values, for every command; the error never repeats the key. (Whether its
+/// length suits its use, AES or XOR, is checked where a dissector's transform names it.)
 func parsedKeys(_ key: [String]) throws -> [String: [UInt8]] {
     var out: [String: [UInt8]] = [:]
     for k in key {
-        guard let eq = k.firstIndex(of: "="), eq != k.startIndex,
-              let v = BodyCipherSpec.hex(String(k[k.index(after: eq)...])), [16, 24, 32].contains(v.count) else {
-            throw ValidationError("--key takes NAME=HEX with 16, 24 or 32 bytes of hex.")
+        guard let eq = k.firstIndex(of: "="), eq != k.startIndex else {
+            throw ValidationError("--key takes NAME=HEX (the name a dissector's 'key' or 'transform' line uses).")
         }
-        out[String(k[..<eq])] = v
+        let name = String(k[..<eq])
+        guard let v = BodyCipherSpec.hex(String(k[k.index(after: eq)...])), !v.isEmpty else {
+            throw ValidationError("--key \(name)=…: the value must be hex.")
+        }
+        out[name] = v
     }
     return out
 }

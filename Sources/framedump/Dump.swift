@@ -146,20 +146,7 @@ struct Dump: ParsableCommand {
     }
 
     /// `--key NAME=HEX` values; the error never repeats the key.
-    func keys() throws -> [String: [UInt8]] {
-        var out: [String: [UInt8]] = [:]
-        for k in key {
-            guard let eq = k.firstIndex(of: "="), eq != k.startIndex else {
-                throw ValidationError("--key takes NAME=HEX (the name a dissector's 'key' or 'cipher' line uses).")
-            }
-            let name = String(k[..<eq])
-            guard let v = BodyCipherSpec.hex(String(k[k.index(after: eq)...])), [16, 24, 32].contains(v.count) else {
-                throw ValidationError("--key \(name)=…: the value must be 16, 24 or 32 bytes of hex (AES-128/192/256).")
-            }
-            out[name] = v
-        }
-        return out
-    }
+    func keys() throws -> [String: [UInt8]] { try parsedKeys(key) }
 
     func run() throws {
         // Checked here rather than in validate(): the parser reports an unknown option only

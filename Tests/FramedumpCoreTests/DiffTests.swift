@@ -179,6 +179,17 @@ final class DiffTests: XCTestCase {
         XCTAssertEqual(bad.status, 2)
         XCTAssertTrue(bad.stderr.contains("bad.ndjson:1: not strict JSON"), bad.stderr)
         XCTAssertEqual(try TestSupport.framedump(["diff", "--ignore", "a..b", "samples/game.pcap", "samples/game.pcap"]).status, 2)
+        // A misspelt --ignore matches nothing: said, exit 2 (the report is still printed), for
+        // captures and exports alike; a right one next to it is not named.
+        let typo = try TestSupport.framedump(["diff", scenario("a"), scenario("b"), "--ignore", "ClientTmie", "--ignore", "ClientTime"])
+        XCTAssertEqual(typo.status, 2, typo.stdout + typo.stderr)
+        XCTAssertEqual(typo.stderr, "framedump diff: --ignore ClientTmie matched no field in either input (misspelt? paths are protocol.message.field, * for any name)\n")
+        XCTAssertTrue(typo.stdout.hasPrefix("no differences"), typo.stdout)
+        let export = try TestSupport.framedump(["-r", scenario("a"), "--diffable"])
+        try export.stdout.write(toFile: dir + "/a.ndjson", atomically: true, encoding: .utf8)
+        let typoJSON = try TestSupport.framedump(["diff", dir + "/a.ndjson", dir + "/a.ndjson", "--ignore", "game.Cs_10002.Nope"])
+        XCTAssertEqual(typoJSON.status, 2, typoJSON.stderr)
+        XCTAssertTrue(typoJSON.stderr.contains("--ignore game.Cs_10002.Nope matched no field"), typoJSON.stderr)
     }
 
     // MARK: support

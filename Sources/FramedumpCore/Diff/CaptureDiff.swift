@@ -73,18 +73,33 @@ public struct DiffResult: Sendable {
 public final class CaptureDiff {
     let options: PipelineOptions
     let ignore: [IgnorePattern]
+    /// Per `--ignore` pattern: whether it matched anything in either input.
+    var matched: [Bool]
+
+    /// The `--ignore` patterns that matched nothing in either input (after `run`).
+    public var unmatchedIgnores: [String] {
+        zip(ignore, matched).filter { !$0.1 }.map(\.0.text)
+    }
 
     /// `options`: how captures are decoded (dissectors, keys, reassembly limits).
     public init(options: PipelineOptions, ignore: [IgnorePattern]) {
         self.options = options
         self.ignore = ignore
+        matched = Array(repeating: false, count: ignore.count)
+    }
+
+    func note(_ m: [Bool]) {
+        for (i, hit) in m.enumerated() where hit && i < matched.count { matched[i] = true }
     }
 
     /// One pass over an input: fingerprints (no `wanted`), or the lines of the wanted items.
     func load(_ input: DiffInput, wanted: Set<ItemRef>?) throws -> (connections: [TrackedConnection], fetched: [ItemRef: JSONValue]) {
         switch input {
         case .ndjson(let path):
-            return try NDJSONInput.load(path, ignore: ignore, wanted: wanted)
+            var m: [Bool] = []
+            let r = try NDJSONInput.load(path, ignore: ignore, wanted: wanted, matched: &m)
+            note(m)
+            return r
         case .capture(let path):
             let sink = ConnectionCollector(wanted.map { .fetch($0) } ?? .fingerprints, ignore: ignore)
             let pipeline = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: sink)
@@ -93,6 +108,7 @@ public final class CaptureDiff {
             sink.onAllFetched = { source.stop() }
             try pipeline.run(source, limit: nil, dumper: nil, lineBuffered: false)
             pipeline.finish()
+            note(sink.scanner.matched)
             return (sink.connections, sink.fetched)
         }
     }

@@ -30,7 +30,14 @@ public final class LineScanner {
     /// Byte ranges of ignored members, in order.
     public private(set) var cuts: [Range<Int>] = []
 
-    public init(ignore: [IgnorePattern]) { self.ignore = ignore }
+    /// Per `--ignore` pattern: whether it matched a member of any line scanned (a pattern that
+    /// never does is probably misspelt, and `diff` says so).
+    public private(set) var matched: [Bool]
+
+    public init(ignore: [IgnorePattern]) {
+        self.ignore = ignore
+        matched = Array(repeating: false, count: ignore.count)
+    }
 
     /// `trusted`: a line the NDJSON printer just wrote (no white space, no per-run keys after
     /// `dir`): after the keys that name the message, the rest is hashed without being read.
@@ -211,7 +218,9 @@ public final class LineScanner {
     }
 
     func matchesIgnore(_ line: UnsafeRawBufferPointer) -> Bool {
-        path.withUnsafeBufferPointer { p in ignore.contains { $0.matches(p, in: line) } }
+        guard let i = path.withUnsafeBufferPointer({ p in ignore.firstIndex { $0.matches(p, in: line) } }) else { return false }
+        matched[i] = true
+        return true
     }
 
     enum TopKey { case conn, dir, perRun, pkts, named(Int), other }

@@ -31,7 +31,15 @@ public enum NDJSONInput {
 
     public static func load(_ path: String, ignore: [IgnorePattern], wanted: Set<ItemRef>? = nil)
         throws(DiffInputError) -> (connections: [TrackedConnection], fetched: [ItemRef: JSONValue]) {
+        var matched: [Bool] = []
+        return try load(path, ignore: ignore, wanted: wanted, matched: &matched)
+    }
+
+    /// The same, telling which `--ignore` patterns matched something.
+    public static func load(_ path: String, ignore: [IgnorePattern], wanted: Set<ItemRef>?, matched: inout [Bool])
+        throws(DiffInputError) -> (connections: [TrackedConnection], fetched: [ItemRef: JSONValue]) {
         let scanner = LineScanner(ignore: ignore)
+        defer { matched = scanner.matched }
         var conns: [TrackedConnection] = []
         var byConn: [String: TrackedConnection] = [:]
         var counts: [[Int]] = []
