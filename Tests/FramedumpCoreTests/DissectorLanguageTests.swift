@@ -107,3 +107,29 @@ final class CommentLabelTests: XCTestCase {
         }
     }
 }
+
+final class MessageDirectionTests: XCTestCase {
+    /// `Message LoginReq = 1 c2s`: a request and its response share id 1 under their real names.
+    func testDirectionWordsLetRealNamesShareAnID() throws {
+        let text = """
+            protocol d { port 7001; header { uint8 id; uint8 len; } body_length = len; message_id = id; }
+            Message LoginReq = 1 c2s { Uint8 version; }
+            Message LoginResp = 1 s2c { Uint16 result; }
+            """
+        let schema = try DissectorLoader.parse(text: text, file: "d.dissector")
+        let out = OutputBuffer(fd: nil)
+        let sessions = SessionManager(protocols: schema, sink: JSONPrinter(output: out, diffable: false))
+        FuzzWebSocket.feed(sessions, c2s: [1, 1, 7], s2c: [1, 2, 0, 5], piece: 64, syn: true, port: 7001)
+        out.flush()
+        XCTAssertTrue(out.text.contains("\"message\":\"LoginReq\",\"length\":3,\"header\":{\"len\":1},\"fields\":{\"version\":7}"), out.text)
+        XCTAssertTrue(out.text.contains("\"message\":\"LoginResp\",\"length\":4,\"header\":{\"len\":2},\"fields\":{\"result\":5}"), out.text)
+        for (bad, fragment) in [
+            ("Message Cs_2 s2c { }", "contradicts it"),
+            ("Message A = 1 c2s { } Message B = 1 c2s { }", "1"),
+        ] {
+            XCTAssertThrowsError(try DissectorLoader.parse(text: text + "\n" + bad, file: "d.dissector"), bad) { e in
+                XCTAssertTrue("\(e)".contains(fragment), "\(e)")
+            }
+        }
+    }
+}

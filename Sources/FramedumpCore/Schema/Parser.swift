@@ -486,6 +486,16 @@ struct Parser {
             guard !neg else { throw err(nt, "message id must not be negative") }
             m.id = n
         }
+        // `Message LoginReq = 1 c2s { ... }`: a direction for a name that does not carry one,
+        // so a request and its response can share an id under their real names.
+        if case .ident(let w) = tok.kind, ["c2s", "s2c"].contains(w.lowercased()) {
+            let wt = next()
+            let d: Direction = w.lowercased() == "c2s" ? .c2s : .s2c
+            if let named = m.direction, named != d {
+                throw err(wt, "'\(name)' is named as \(named == .c2s ? "client → server (Cs_)" : "server → client (Sc_)"): '\(w)' contradicts it")
+            }
+            m.direction = d
+        }
         // `Message NAME = ID : pkg.Type;`: the body is that protobuf message.
         if accept(":") {
             let (type, tt) = try ident("a protobuf message type (package.Message)")
