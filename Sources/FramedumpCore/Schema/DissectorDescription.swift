@@ -15,7 +15,8 @@ public enum DissectorDescription {
         }
         let header = s.header.map { f -> String in
             let t = f.isPadding ? "pad \(f.width)" : "\(f.signed ? "int" : "uint")\(f.width * 8)\(f.order == .little ? "le" : "") \(f.name)"
-            return t + (f.constant.map { " == \($0)" } ?? "")
+            let bits = f.bits.isEmpty ? "" : " { " + f.bits.map { "\($0.name) = 0x\(String($0.mask, radix: 16))" }.joined(separator: ", ") + " }"
+            return t + (f.constant.map { " == \($0)" } ?? "") + bits
         }
         lines.append("  header (\(s.headerSize) bytes): " + header.joined(separator: "; "))
         if let l = s.length {

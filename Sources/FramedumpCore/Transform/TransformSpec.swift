@@ -22,7 +22,8 @@ public struct TransformSpec: Sendable {
         }
         guard let c = condition else { return t }
         let f = s.header[c.field]
-        if let m = c.mask, let b = f.bits.first(where: { $0.mask == m }), c.shift == b.shift {
+        // A one-bit test reads the same either way; a wider field's value needs its shift.
+        if let m = c.mask, let b = f.bits.first(where: { $0.mask == m }), c.shift == b.shift || (c.test == .nonZero && c.shift == 0) {
             t += " when \(f.name).\(b.name)"
         } else {
             t += " when \(f.name)" + (c.mask.map { " & 0x\(String($0, radix: 16))" } ?? "")
