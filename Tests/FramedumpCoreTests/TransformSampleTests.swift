@@ -78,6 +78,23 @@ final class TransformSampleTests: XCTestCase {
         }
     }
 
+    /// `-Y` reads a header field's named bits; a misspelt bit is an error with a suggestion.
+    func testFilterOnHeaderBits() throws {
+        // The peers' log: 43 zlib bodies (12 of them XORed too), 12 LZ4, 112 plain.
+        for (filter, count) in [("zgame.flags.compressed == 1", 43), ("zgame.flags.xored == 1 && zgame.flags.compressed == 1", 12),
+                                ("zgame.flags.lz4 == 1", 12), ("zgame.flags == 0", 112), ("zgame.flags.xored == 0", 225 - 76)] {
+            let r = try TestSupport.framedump(["-r", "samples/zgame.pcap", "-Y", filter, "-T", "json"])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            XCTAssertEqual(r.stdout.split(separator: "\n").filter { $0.contains("\"fields\"") }.count, count, filter)
+        }
+        let typo = try TestSupport.framedump(["-r", "samples/zgame.pcap", "-Y", "zgame.flags.compresed == 1"])
+        XCTAssertEqual(typo.status, 2)
+        XCTAssertTrue(typo.stderr.contains("(did you mean zgame.flags.compressed?)"), typo.stderr)
+        let none = try TestSupport.framedump(["-r", "samples/zgame.pcap", "-Y", "zgame.msgId.x == 1"])
+        XCTAssertEqual(none.status, 2)
+        XCTAssertTrue(none.stderr.contains("'msgId' is a header field with no named bits"), none.stderr)
+    }
+
     /// The tree names the steps with their sizes and the flags by their bits; `check` passes
     /// with only the unknown id to allow.
     func testTreeAndCheck() throws {

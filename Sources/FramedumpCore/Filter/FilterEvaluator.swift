@@ -285,6 +285,16 @@ public struct FilterEvaluator {
                 if case .header(let i) = h.name, Int(i) == hi { if !visit(h) { return } }
             }
         }
+        // `flags.compressed`: a named bit group of a header field, as its own number.
+        if n == 2, cp.header[0] >= 0, let bit = cp.bit {
+            let hi = cp.header[0]
+            for h in m.headerFields {
+                guard case .header(let i) = h.name, Int(i) == hi, case .unsigned(let v) = h.value else { continue }
+                var x = h
+                x.value = .unsigned(bit.value(v))
+                if !visit(x) { return }
+            }
+        }
         let frame = m.fieldBytes
         // matched[d]: path components matched by the ancestors of a field at depth d (-1: none).
         withUnsafeTemporaryAllocation(of: Int.self, capacity: 130) { matched in
@@ -431,9 +441,13 @@ final class CompiledPath: @unchecked Sendable {
     /// Message fields named like each component, as message << 32 | field.
     let fields: UnsafeMutableBufferPointer<Int64>
     let keys: UnsafeMutableBufferPointer<UInt8>
+    /// For `HEADER.BIT`: the bit group of the header field named first.
+    let bit: BitField?
 
     init(_ path: [String], _ s: ProtocolSchema) {
         count = path.count
+        let h0 = path.first.flatMap { n in s.header.first { $0.name == n && !$0.isPadding } }
+        bit = path.count == 2 ? h0?.bits.first { $0.name == path[1] } : nil
         var h: [Int] = [], b: [Int] = [], fr: [(Int, Int)] = [], kr: [(Int, Int)] = []
         var f: [Int64] = [], k: [UInt8] = []
         for (i, name) in path.enumerated() {

@@ -306,6 +306,15 @@ struct FilterNames {
             }
             throw fail("'\(parts[1])' is not a field of \(s.name)" + hint)
         }
+        // A header field has no fields of its own, only its named bits (`zgame.flags.compressed`).
+        if parts.count > 2, let h = s.header.first(where: { $0.name == parts[1] && !$0.isPadding }),
+           !Self.topLevel(s).contains(where: { s.messages[$0].fields.contains { $0.name == parts[1] } }) {
+            let bits = h.bits.map(\.name)
+            guard parts.count == 3, bits.contains(parts[2]) else {
+                throw fail("'\(parts.dropFirst().joined(separator: "."))' is not a field of \(s.name): '\(parts[1])' is a header field"
+                           + (bits.isEmpty ? " with no named bits" : Self.suggest(parts[2], bits, prefix: "\(s.name).\(parts[1]).")))
+            }
+        }
         return .field(proto: protoName, path: Array(parts.dropFirst()))
     }
 
@@ -322,6 +331,9 @@ struct FilterNames {
         case .field(let protoName, let path):
             guard let s = protocols[protoName] else { return nil }
             if path.count == 1, s.header.contains(where: { $0.name == path[0] }) { return [.integer(labels: [])] }
+            if path.count == 2, s.header.contains(where: { $0.name == path[0] && $0.bits.contains { $0.name == path[1] } }) {
+                return [.integer(labels: [])]
+            }
             if s.body == .json || s.textBody == .json || s.body == .protobuf { return nil }
             // Walk the path from the messages on the wire through every message that has such a field.
             var defs = Self.topLevel(s).flatMap { s.messages[$0].fields.filter { $0.name == path[0] } }
