@@ -229,7 +229,8 @@ public final class TreePrinter: MessageSink {
         default:
             k.write(": ")
             value(x, ft, &k, out)
-            if let bits = ft.runtime.headerBits, case .header(let hi) = x.name, case .unsigned(let v) = x.value,
+            // Header fields only: a body field does not load the table.
+            if case .header(let hi) = x.name, case .unsigned(let v) = x.value, let bits = ft.runtime.headerBits,
                !bits[Int(hi)].isEmpty {
                 BitText.write(v, bits[Int(hi)], &k)
             }
