@@ -39,7 +39,7 @@ final class DissectorLanguageTests: XCTestCase {
         let sink: MessageSink = json ? JSONPrinter(output: out, diffable: true)
             : TreePrinter(output: out, hexDump: false, verbose: false, color: false)
         let sessions = SessionManager(protocols: schema, sink: sink)
-        FuzzWebSocket.feed(sessions, c2s: frame, s2c: [], piece: 7, syn: true, port: 7777)
+        FuzzStreams.feed(sessions, c2s: frame, s2c: [], piece: 7, syn: true, port: 7777)
         out.flush()
         return out.text
     }

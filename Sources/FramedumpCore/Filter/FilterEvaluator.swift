@@ -271,6 +271,18 @@ public struct FilterEvaluator {
         case .tcpDstPort: return [.integer(negative: false, magnitude: UInt64(dst.port), label: nil)]
         case .proto(let name): return p.schema.name.lowercased() == name ? [.text(p.schema.name)] : []
         case .field: return []
+        case .layer(let key, let field):
+            var out: [Observed] = []
+            m.layerNotes.forEach { n in
+                let k = n.kind
+                guard "\(k.key)" == key, let v = k.fields(n).first(where: { $0.name == field })?.value else { return }
+                switch v {
+                case .text(let t): out.append(.text(t))
+                case .bool(let b): out.append(.integer(negative: false, magnitude: b ? 1 : 0, label: b ? "true" : "false"))
+                case .unsigned(let u): out.append(.integer(negative: false, magnitude: u, label: nil))
+                }
+            }
+            return out
         }
     }
 
