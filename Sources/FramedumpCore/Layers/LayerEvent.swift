@@ -1,4 +1,4 @@
-/// Something a layer saw that is not a message (a WebSocket handshake), shown as a record of
+/// Something a layer saw that is not a message (a handshake), shown as a record of
 /// its own. The printers write the common start (time, endpoints, protocol) and hand over.
 public protocol LayerEvent: Sendable {
     /// The tree: what follows `time src > dst protocol` on the first line, then its own lines.

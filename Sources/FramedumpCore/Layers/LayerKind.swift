@@ -1,4 +1,4 @@
-/// A kind of layer in a connection's stack (WebSocket today; TLS, KCP later), as every shared
+/// A kind of layer in a connection's stack (websocket today; tls and kcp later), as every shared
 /// part sees it: the printers, the filter, the summary, `diff` and `check -r` ask the layer
 /// through these requirements and never name it. All are static: what a layer says about a
 /// message travels as a `LayerNote` only the layer reads, so no object is made per message.
@@ -13,7 +13,7 @@ protocol LayerKind {
     // MARK: - A message's annotation
 
     /// What to call a message the layer shows itself (no message of the protocol's): a
-    /// WebSocket control frame's opcode.
+    /// control frame's opcode.
     static func messageName(_ n: LayerNote) -> StaticString
     /// Its line of the tree, above the message's fields (`f`: the message as decoded).
     static func writeTree(_ n: LayerNote, _ f: Frame, color: Bool, _ k: inout Cursor)
@@ -48,7 +48,7 @@ protocol LayerKind {
     /// Builds the stack of connection `s` for protocol `p`, which runs over this layer.
     static func attach(_ s: Session, _ p: ProtocolRuntime)
     /// Any-port detection, before the protocols' headers are tried: whether these first bytes
-    /// start this layer (a WebSocket's HTTP request); if so it has attached itself.
+    /// start this layer (an HTTP request); if so it has attached itself.
     static func detect(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64) -> Bool
 
     // MARK: - The summary

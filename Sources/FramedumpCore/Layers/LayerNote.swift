@@ -1,4 +1,4 @@
-/// What a layer says about one message (a WebSocket frame's opcode, FIN, mask...), as a plain
+/// What a layer says about one message (the opcode, FIN and mask of its frame...), as a plain
 /// value of fixed size: it crosses from the reading thread to the decoding one and sits on the
 /// decoded message without an allocation or a reference count. Only its layer reads the bytes;
 /// everyone else asks the layer (`LayerKind`), found by `layer`.

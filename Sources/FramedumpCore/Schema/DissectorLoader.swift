@@ -55,7 +55,7 @@ public enum DissectorLoader {
 
     /// What two protocols cannot both say: the same name, or the same server port (then which
     /// one decodes that port's connections would depend on the order the files are loaded in).
-    /// Two protocols over a layer may share a port when the layer tells them apart (WebSocket
+    /// Two protocols over a layer may share a port when the layer tells them apart (request
     /// paths or subprotocols).
     public static func conflicts(_ schemas: [ProtocolSchema]) -> [DissectorError] {
         var errors: [DissectorError] = []

@@ -60,7 +60,7 @@ struct Resolver {
 
     /// `frame_length` / `body_length`.
     func resolveLength(_ p: PendingProtocol, _ s: inout ProtocolSchema) throws(DissectorError) {
-        // Over a layer that cuts messages (WebSocket) a message is a frame already: a length rule
+        // Over a layer that cuts messages a message is a frame already: a length rule
         // is only for a stream tunnelled inside them.
         if p.lengthToken == nil && !s.stack.isEmpty { return }
         guard let lt = p.lengthToken else {
