@@ -45,6 +45,13 @@ public struct LayerNotes: Sendable {
         if firstNote == nil { firstNote = n } else { more.append(n) }
     }
 
+    /// `n` as the only note (a message of a single layer): one store on the per-message path.
+    @inline(__always)
+    mutating func setOnly(_ n: LayerNote) {
+        firstNote = n
+        if !more.isEmpty { more.removeAll(keepingCapacity: true) }
+    }
+
     @inline(__always)
     mutating func removeAll() {
         firstNote = nil

@@ -8,6 +8,8 @@
 public final class JSONPrinter: MessageSink {
     let out: OutputBuffer
     let diffable: Bool
+    /// The registry's layers, held here so the per-message path reads no global.
+    let layerKinds = LayerRegistry.kinds
     /// What the message being written may take at most (see `message`).
     var lineBound = 0
 
@@ -65,7 +67,8 @@ public final class JSONPrinter: MessageSink {
         if let mi = m.message { k.write(names.jsonMessage(mi)) } else { k.write(",\"message\":null,\"length\":") }
         k.decimal(UInt64(f.bytes.count))
         // Each layer's object under its key (`"ws":{...}`), in its own words.
-        m.layerNotes.forEach { n in n.kind.writeJSONMember(n, &k) }
+        let kinds = layerKinds
+        m.layerNotes.forEach { n in kinds[Int(n.layer)].writeJSONMember(n, &k) }
         // Header fields that only repeat `id` or `length` are left out; the rest (version,
         // sequence numbers, a body length...) are kept. No such field: no `header` key.
         let shown = p.jsonHeaderShown

@@ -5,6 +5,8 @@ public final class TreePrinter: MessageSink {
     let hexDump: Bool
     let verbose: Bool
     let color: Bool
+    /// The registry's layers, held here so the per-message path reads no global.
+    let layerKinds = LayerRegistry.kinds
     /// What the message being written may take at most (see `message`).
     var lineBound = 0
 
@@ -78,7 +80,7 @@ public final class TreePrinter: MessageSink {
         if let mi = m.message {
             k.write(names.message(mi))
         } else if let n = m.layerNotes.first, m.id == nil {
-            k.write(n.kind.messageName(n))
+            k.write(layerKinds[Int(n.layer)].messageName(n))
         } else {
             k.byte(0x3f)
         }
@@ -127,8 +129,8 @@ public final class TreePrinter: MessageSink {
     /// A line per layer the message came through (`websocket: binary, FIN, masked`), above its
     /// own fields, each in its layer's words.
     func layerLines(_ notes: LayerNotes, _ f: Frame, _ k: inout Cursor) {
-        let color = self.color
-        notes.forEach { n in n.kind.writeTree(n, f, color: color, &k) }
+        let color = self.color, kinds = layerKinds
+        notes.forEach { n in kinds[Int(n.layer)].writeTree(n, f, color: color, &k) }
     }
 
     /// A layer's event (a handshake): the common start, then the layer's own lines.

@@ -91,8 +91,7 @@ final class WebSocketDecoding: MessageLayerDecoder {
         case .text: protocolState.textDecoder.decode(f, dir, into: decoded)
         case .layer, .deflated: layerBody(f, dir, ws, decoded)
         }
-        decoded.layerNotes.removeAll()
-        decoded.layerNotes.append(WebSocketLayer.note(ws))
+        decoded.layerNotes.setOnly(WebSocketLayer.note(ws))
         if ws.hasViolations || (ws.opcode == .close && f.bytes.count == 1) { warnings(ws, f, decoded) }
         // The protocol's line counts data messages, and those of them with warnings; control
         // and reserved frames are counted per opcode on the websocket line (with their violations).
@@ -173,8 +172,7 @@ final class WebSocketDecoding: MessageLayerDecoder {
     func warnings(_ ws: WebSocketInfo, _ f: Frame, _ m: DecodedMessage) {
         var ws = ws
         if ws.opcode == .close && f.bytes.count == 1 { ws.add(.closePayloadOneByte) }
-        m.layerNotes.removeAll()
-        m.layerNotes.append(WebSocketLayer.note(ws))
+        m.layerNotes.setOnly(WebSocketLayer.note(ws))
         for v in ws.violations { m.warnings.append(.layer(v.problem)) }
     }
 }
