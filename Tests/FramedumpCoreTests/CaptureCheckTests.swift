@@ -42,7 +42,7 @@ final class CaptureCheckTests: XCTestCase {
             (.json, "41008-10.0.0.1:7000 c2s pkt 64 Login: body is not valid JSON"),
             (.utf8, "41009-10.0.0.1:9000 c2s pkt 71 LoginRequest: field 'im.LoginRequest.username' is not valid UTF-8"),
             (.transform, "41010-10.0.0.1:9000 c2s pkt 78 Heartbeat: 5-byte body is not a whole number of 16-byte AES blocks"),
-            (.websocket, "41011-10.0.0.1:12345 c2s pkt 86 text: websocket: client frame is not masked"),
+            (ProblemClass(layer: "websocket"), "41011-10.0.0.1:12345 c2s pkt 86 text: websocket: client frame is not masked"),
         ]
         XCTAssertEqual(lines.count, crafted.count, r.stdout)
         for (k, text) in crafted {

@@ -39,7 +39,7 @@ final class DissectorLanguageTests: XCTestCase {
         let sink: MessageSink = json ? JSONPrinter(output: out, diffable: true)
             : TreePrinter(output: out, hexDump: false, verbose: false, color: false)
         let sessions = SessionManager(protocols: schema, sink: sink)
-        FuzzWebSocket.feed(sessions, c2s: frame, s2c: [], piece: 7, syn: true, port: 7777)
+        FuzzStreams.feed(sessions, c2s: frame, s2c: [], piece: 7, syn: true, port: 7777)
         out.flush()
         return out.text
     }
@@ -119,7 +119,7 @@ final class MessageDirectionTests: XCTestCase {
         let schema = try DissectorLoader.parse(text: text, file: "d.dissector")
         let out = OutputBuffer(fd: nil)
         let sessions = SessionManager(protocols: schema, sink: JSONPrinter(output: out, diffable: false))
-        FuzzWebSocket.feed(sessions, c2s: [1, 1, 7], s2c: [1, 2, 0, 5], piece: 64, syn: true, port: 7001)
+        FuzzStreams.feed(sessions, c2s: [1, 1, 7], s2c: [1, 2, 0, 5], piece: 64, syn: true, port: 7001)
         out.flush()
         XCTAssertTrue(out.text.contains("\"message\":\"LoginReq\",\"length\":3,\"header\":{\"len\":1},\"fields\":{\"version\":7}"), out.text)
         XCTAssertTrue(out.text.contains("\"message\":\"LoginResp\",\"length\":4,\"header\":{\"len\":2},\"fields\":{\"result\":5}"), out.text)

@@ -102,7 +102,7 @@ final class RandomProtocolDefectTests: XCTestCase {
             let out = OutputBuffer(fd: nil)
             let sink: MessageSink = json ? JSONPrinter(output: out, diffable: true)
                 : TreePrinter(output: out, hexDump: false, verbose: false, color: false)
-            FuzzWebSocket.feed(SessionManager(protocols: schema, sink: sink), c2s: frame, s2c: [], piece: 3, syn: true, port: 7000)
+            FuzzStreams.feed(SessionManager(protocols: schema, sink: sink), c2s: frame, s2c: [], piece: 3, syn: true, port: 7000)
             out.flush()
             if json {
                 XCTAssertTrue(out.text.contains("\"fields\":{\"items\":[{\"a\":1,\"b\":2},{\"a\":3}]}"), out.text)

@@ -27,7 +27,7 @@ final class WebSocketCollector: MessageSink {
     var tunnelled: [(Direction, UInt64?, String)] = []
 
     func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
-        guard let ws = m.webSocket else {
+        guard let ws = m.layerNotes.note(of: WebSocketLayer.layer).map(WebSocketLayer.info) else {
             tunnelled.append((m.direction, m.id, p.schema.name))
             return
         }
@@ -43,8 +43,10 @@ final class WebSocketCollector: MessageSink {
     func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {}
     func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {}
     func finish() {}
-    func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
-                   deflate: DeflateParameters?, packet: PacketRef) { handshakes.append((d, h, deflate)) }
+    func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction, packet: PacketRef) {
+        guard let h = e as? WebSocketHandshakeEvent else { return }
+        handshakes.append((d, h.handshake, h.deflate))
+    }
 }
 
 /// Feeds two directions' bytes through the reassembler and the session stage, cut into segments.
@@ -62,7 +64,7 @@ struct StreamFeeder {
         let sessions = SessionManager(protocols: protocols, sink: sink)
         // Compression contexts alternate between the stream (true) and the decoding side: which
         // comes first decides where each direction of this one connection is inflated.
-        sessions.lastInflaterHere = !firstInflaterHere
+        sessions.webSocketLayer.lastInflaterHere = !firstInflaterHere
         sessions.maxWebSocketMessage = maxMessage
         var options = ReassemblyOptions()
         options.maxConnections = 8  // one connection: no need for the default table
@@ -418,7 +420,7 @@ final class WebSocketTests: XCTestCase {
         let c2s = WS.request() + bad + WS.client(2, [7, 7, 7]) + WS.client(2, [8])
         let (s, _) = StreamFeeder.run(c2s: c2s, s2c: WS.response())
         XCTAssertEqual(s.messages.map(\.payload), [[7, 7, 7], [8]])
-        XCTAssertEqual(s.malformed.first?.3, .webSocketLengthTopBit)
+        XCTAssertEqual(s.malformed.first?.3, .layer(WebSocketViolation.lengthTopBit))
         let reported = s.malformed.map(\.2).reduce(0, +)
         XCTAssertEqual(reported, UInt64(bad.count), "every byte of the bad frame is reported")
     }

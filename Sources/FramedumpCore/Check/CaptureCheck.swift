@@ -1,35 +1,53 @@
 /// `framedump check -r CAPTURE`: a capture validated against the loaded dissectors, for CI of
 /// protocol changes. Each problem is one line (class, connection, direction, packet, message,
 /// what is wrong); the summary counts them per class.
-public enum ProblemClass: String, CaseIterable, Sendable {
+public struct ProblemClass: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+
+    /// A class `check -r` knows: a shared one or a registered layer's.
+    public init?(rawValue: String) {
+        guard Self.allCases.contains(where: { $0.rawValue == rawValue }) else { return nil }
+        self.rawValue = rawValue
+    }
+
+    private init(_ name: String) { rawValue = name }
+
+    /// A layer's problems (its protocol violations, a handshake it finds wrong), under its name.
+    init(layer: String) { rawValue = layer }
+
     /// A message id no message of the schema has.
-    case unknownMessage = "unknown-message"
+    public static let unknownMessage = Self("unknown-message")
     /// A body that ends inside a field (or an array announcing more than the frame holds).
-    case bodyShort = "body-short"
+    public static let bodyShort = Self("body-short")
     /// A body with bytes after its last field.
-    case bodyLong = "body-long"
+    public static let bodyLong = Self("body-long")
     /// A header field declared constant with another value.
-    case constant
+    public static let constant = Self("constant")
     /// A frame the deframer could not take (length out of bounds, bytes skipped, cut at the end).
-    case malformed
+    public static let malformed = Self("malformed")
     /// Bytes missing from a stream (the frame it cut and the bytes skipped after it are part of it).
-    case gap
+    public static let gap = Self("gap")
     /// A connection that carried bytes no dissector claimed (reported with `--unclaimed`).
-    case unclaimed
-    /// RFC 6455 violations, a handshake whose accept value is wrong.
-    case websocket
+    public static let unclaimed = Self("unclaimed")
     /// Protobuf bodies that are not valid wire data or do not fit their message.
-    case protobuf
+    public static let protobuf = Self("protobuf")
     /// JSON bodies that are not JSON.
-    case json
+    public static let json = Self("json")
     /// Text fields that are not UTF-8.
-    case utf8
+    public static let utf8 = Self("utf8")
     /// Bodies a transform could not undo (wrong key, broken compressed data, a bomb).
-    case transform
+    public static let transform = Self("transform")
     /// Messages nested too deep to decode.
-    case nesting
+    public static let nesting = Self("nesting")
     /// A bound of the run (`--max-array`…) stopped a message from being decoded whole.
-    case limit
+    public static let limit = Self("limit")
+
+    /// In the summary's order: the stream's classes, each layer's (`websocket`), the bodies'.
+    public static var allCases: [ProblemClass] {
+        [.unknownMessage, .bodyShort, .bodyLong, .constant, .malformed, .gap, .unclaimed]
+            + LayerRegistry.kinds.map { Self($0.name) }
+            + [.protobuf, .json, .utf8, .transform, .nesting, .limit]
+    }
 
     public static var names: String { allCases.map(\.rawValue).joined(separator: ", ") }
 }
@@ -90,9 +108,9 @@ public final class CaptureCheck: MessageSink {
             case .arrayOverLimit: kind = .limit
             case .invalidJSON, .jsonTooDeep, .jsonLoneSurrogate: kind = .json
             case .invalidUTF8: kind = .utf8
-            case .webSocket: kind = .websocket
+            case .layer(let l): kind = ProblemClass(layer: l.layer)
             // A protobuf protocol decodes an id no line binds without a schema: still an unknown id.
-            case .protobuf where m.message == nil && m.id != nil && m.webSocket == nil: kind = .unknownMessage
+            case .protobuf where m.message == nil && m.id != nil && m.layerNotes.isEmpty: kind = .unknownMessage
             case .protobuf: kind = .protobuf
             case .transform: kind = .transform
             case .transformTooLarge: kind = .limit
@@ -109,7 +127,7 @@ public final class CaptureCheck: MessageSink {
         case .cutByGap: return
         case .skipped where afterGap.contains(key(c, d)): return
         case .constantMismatch: kind = .constant
-        case .webSocketLengthTopBit: kind = .websocket
+        case .layer(let l): kind = ProblemClass(layer: l.layer)
         default: kind = .malformed
         }
         afterGap.insert(key(c, d))
@@ -124,11 +142,11 @@ public final class CaptureCheck: MessageSink {
                        detail: "\(length) bytes missing at stream offset \(offset) (\(reason.rawValue))"))
     }
 
-    public func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
-                          deflate: DeflateParameters?, packet: PacketRef) {
-        if h.acceptValid == false {
-            report(Problem(kind: .websocket, conn: c.name, dir: d, packet: packet.number, message: nil,
-                           detail: "Sec-WebSocket-Accept does not match the request's key"))
+    public func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
+                           packet: PacketRef) {
+        for x in e.problems {
+            report(Problem(kind: ProblemClass(layer: x.layer), conn: c.name, dir: d, packet: packet.number, message: nil,
+                           detail: x.text))
         }
     }
 

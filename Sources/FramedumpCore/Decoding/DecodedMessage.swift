@@ -83,7 +83,8 @@ public enum DecodeWarning: Sendable, Equatable {
     case jsonTooDeep(limit: Int)
     case jsonLoneSurrogate(at: Int)
     case invalidUTF8(field: String)
-    case webSocket(WebSocketViolation)
+    /// A layer of the stack's own finding about the message (`websocket: ...`).
+    case layer(LayerProblem)
     /// A protobuf body problem (malformed wire data, wire type mismatch), with its offset in the text.
     case protobuf(String)
     /// A body a transform step could not undo (bad key, broken zlib stream, bomb): shown raw.
@@ -104,7 +105,7 @@ public enum DecodeWarning: Sendable, Equatable {
         case .jsonTooDeep(let l): return "JSON body nested deeper than \(l) levels (--max-depth): shown as text"
         case .jsonLoneSurrogate(let at): return "JSON string with a lone surrogate escape (not Unicode text) at byte \(at): shown as text"
         case .invalidUTF8(let f): return "field '\(f)' is not valid UTF-8"
-        case .webSocket(let v): return "websocket: " + v.text
+        case .layer(let l): return l.layer + ": " + l.text
         case .protobuf(let t): return t
         case .transform(let t), .transformTooLarge(let t): return t
         }
@@ -122,9 +123,9 @@ public final class DecodedMessage {
     public let fields = FieldList(capacity: 32)
     public var warnings: [DecodeWarning] = []
     public var bodyOffset = 0
-    /// The WebSocket message this one came in (nil on plain TCP). Set by the WebSocket layer,
+    /// What the layers it came through say about it (none on plain TCP). Set by the layers,
     /// kept apart from `reset()` so decoding does not touch it.
-    public var webSocket: WebSocketInfo?
+    public var layerNotes = LayerNotes()
     /// For a body the protocol's transforms changed (decrypted, inflated, un-XORed): the frame's
     /// header followed by the final body (owned by the decoder, valid until it decodes the next
     /// frame). Body field offsets refer to these bytes.
@@ -149,9 +150,9 @@ public final class DecodedMessage {
 }
 
 extension DecodedMessage {
-    /// The message's name: its schema message, else the opcode of a WebSocket message the layer
-    /// shows itself; nil for an unknown id.
+    /// The message's name: its schema message, else what the layer that shows it itself calls
+    /// it (a control frame's opcode); nil for an unknown id.
     func name(in p: ProtocolRuntime) -> String? {
-        message.map { p.schema.messages[$0].name } ?? webSocket.map { String(describing: $0.opcode.name) }
+        message.map { p.schema.messages[$0].name } ?? layerNotes.first.map { String(describing: $0.kind.messageName($0)) }
     }
 }

@@ -188,10 +188,10 @@ public final class ConnectionCollector: MessageSink {
         }
     }
 
-    public func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
-                          deflate: DeflateParameters?, packet: PacketRef) {
+    public func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
+                           packet: PacketRef) {
         item(c, p, d, packet.number, packet.number) {
-            printer.handshake(h, c, p, d, deflate: deflate, packet: packet)
+            printer.layerEvent(e, c, p, d, packet: packet)
         }
     }
 

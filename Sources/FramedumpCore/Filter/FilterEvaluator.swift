@@ -130,6 +130,7 @@ public struct FilterEvaluator {
         switch t {
         case .compare(let op, let v): return Self.compare(o, op, v)
         case .member(let vs): return vs.contains { Self.compare(o, .eq, $0) }
+        case .exists: return true
         case .contains(let needle):
             switch o {
             case .text(let s): return Self.find(Array(s.utf8), needle)
@@ -164,6 +165,8 @@ public struct FilterEvaluator {
         case member([FilterValue])
         case contains([UInt8])
         case matches(String)
+        /// Any value at all (a bare `ws.compressed`: the message came through that layer).
+        case exists
     }
 
     func bind(_ e: FilterExpr, _ p: ProtocolRuntime) -> Bound {
@@ -184,6 +187,7 @@ public struct FilterEvaluator {
         case .and(let a, let b): return .and(bind(a, p), bind(b, p))
         case .not(let a): return .not(bind(a, p))
         case .present(.proto(let proto)): return .constant(proto == name)
+        case .present(let r) where { if case .layer = r { return true } else { return false } }(): return .test(.attribute(r), .exists)
         case .present(.field(let proto, let path)): return proto == name ? .present(CompiledPath(path, p.schema)) : .constant(false)
         case .present: return .constant(true)
         case .compare(let r, let op, let v): return test(r, .compare(op, v))
@@ -271,6 +275,18 @@ public struct FilterEvaluator {
         case .tcpDstPort: return [.integer(negative: false, magnitude: UInt64(dst.port), label: nil)]
         case .proto(let name): return p.schema.name.lowercased() == name ? [.text(p.schema.name)] : []
         case .field: return []
+        case .layer(let key, let field):
+            var out: [Observed] = []
+            m.layerNotes.forEach { n in
+                let k = n.kind
+                guard "\(k.key)" == key, let v = k.fields(n).first(where: { $0.name == field })?.value else { return }
+                switch v {
+                case .text(let t): out.append(.text(t))
+                case .bool(let b): out.append(.integer(negative: false, magnitude: b ? 1 : 0, label: b ? "true" : "false"))
+                case .unsigned(let u): out.append(.integer(negative: false, magnitude: u, label: nil))
+                }
+            }
+            return out
         }
     }
 

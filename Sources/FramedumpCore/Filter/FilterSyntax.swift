@@ -33,6 +33,9 @@ public enum FieldReference: Sendable, Equatable {
     case proto(String)
     /// `PROTOCOL.FIELD[.SUBFIELD...]`: header or body fields, nested messages, JSON keys.
     case field(proto: String, path: [String])
+    /// `KEY.FIELD`: a field of the layer the message came through (`ws.opcode`), by the layer's
+    /// own names (`LayerKind.fields`).
+    case layer(key: String, field: String)
 
     var text: String {
         switch self {
@@ -49,6 +52,7 @@ public enum FieldReference: Sendable, Equatable {
         case .tcpDstPort: return "tcp.dstport"
         case .proto(let p): return p
         case .field(let p, let path): return ([p] + path).joined(separator: ".")
+        case .layer(let k, let f): return k + "." + f
         }
     }
 }
@@ -288,8 +292,14 @@ struct FilterNames {
         func fail(_ m: String) -> FilterError { FilterError(column: t.column, message: m, filter: text) }
         guard !parts.contains(where: \.isEmpty) else { throw fail("'\(name)' is not a field name (an empty part between dots)") }
         let protoName = parts[0].lowercased()
+        if protocols[protoName] == nil, let k = LayerRegistry.kinds.first(where: { "\($0.key)" == protoName }) {
+            guard parts.count == 2, k.fieldNames.contains(parts[1]) else {
+                throw fail("'\(name)' is not a field of the \(k.name) layer" + Self.suggest(parts.dropFirst().joined(separator: "."), k.fieldNames, prefix: protoName + "."))
+            }
+            return .layer(key: protoName, field: parts[1])
+        }
         guard let s = protocols[protoName] else {
-            let all = Array(protocols.keys) + ["msg", "ip", "tcp"]
+            let all = Array(protocols.keys) + ["msg", "ip", "tcp"] + LayerRegistry.kinds.map { "\($0.key)" }
             throw fail("unknown protocol or field '\(name)'" + Self.suggest(parts[0], all))
         }
         if parts.count == 1 { return .proto(protoName) }
@@ -327,7 +337,7 @@ struct FilterNames {
         switch ref {
         case .msgID, .msgLen, .tcpPort, .tcpSrcPort, .tcpDstPort: return [.integer(labels: [])]
         case .msgName, .msgDir, .msgProtocol, .ipSrc, .ipDst, .ipAddr: return [.text]
-        case .proto: return nil
+        case .proto, .layer: return nil
         case .field(let protoName, let path):
             guard let s = protocols[protoName] else { return nil }
             if path.count == 1, s.header.contains(where: { $0.name == path[0] }) { return [.integer(labels: [])] }

@@ -24,8 +24,8 @@ public enum MalformedReason: Sendable, Equatable {
     case incompleteAtEnd(have: Int, need: Int?)
     /// The capture ended inside a frame (end of the file, `-c`): not malformed, only cut.
     case cutByCaptureEnd(have: Int, need: Int?)
-    /// A WebSocket frame header whose 64-bit length has its top bit set (RFC 6455 §5.2).
-    case webSocketLengthTopBit
+    /// A layer of the stack could not read its own framing here (it says why).
+    case layer(LayerProblem)
 
     public var text: String {
         switch self {
@@ -44,7 +44,7 @@ public enum MalformedReason: Sendable, Equatable {
             return "stream ended inside a frame (had \(h)" + (n.map { " of \($0)" } ?? "") + " bytes)"
         case .cutByCaptureEnd(let h, let n):
             return "capture ended inside a frame (\(h)" + (n.map { " of \($0)" } ?? "") + " bytes)"
-        case .webSocketLengthTopBit: return "WebSocket frame length has its most significant bit set"
+        case .layer(let l): return l.text
         }
     }
 
@@ -63,7 +63,7 @@ public enum MalformedReason: Sendable, Equatable {
         case .cutByGap: return "cut-by-gap"
         case .incompleteAtEnd: return "incomplete"
         case .cutByCaptureEnd: return "capture-ended"
-        case .webSocketLengthTopBit: return "websocket-length"
+        case .layer(let l): return l.kind
         }
     }
 }

@@ -8,6 +8,8 @@
 public final class JSONPrinter: MessageSink {
     let out: OutputBuffer
     let diffable: Bool
+    /// The registry's layers, held here so the per-message path reads no global.
+    let layerKinds = LayerRegistry.kinds
     /// What the message being written may take at most (see `message`).
     var lineBound = 0
 
@@ -64,14 +66,9 @@ public final class JSONPrinter: MessageSink {
         if let id = m.id { k.decimal(id) } else { k.write("null") }
         if let mi = m.message { k.write(names.jsonMessage(mi)) } else { k.write(",\"message\":null,\"length\":") }
         k.decimal(UInt64(f.bytes.count))
-        if let ws = m.webSocket {
-            k.write(",\"ws\":{\"opcode\":\""); k.write(ws.opcode.name)
-            k.write("\",\"fin\":"); k.write(ws.fin ? "true" : "false")
-            k.write(",\"masked\":"); k.write(ws.masked ? "true" : "false")
-            k.write(",\"compressed\":"); k.write(ws.compressed ? "true" : "false")
-            k.write(",\"frames\":"); k.decimal(UInt64(ws.frames))
-            k.write(",\"wire_length\":"); k.decimal(ws.wireLength); k.byte(0x7d)
-        }
+        // Each layer's object under its key (`"ws":{...}`), in its own words.
+        let kinds = layerKinds
+        m.layerNotes.forEach { n in kinds[Int(n.layer)].writeJSONMember(n, &k) }
         // Header fields that only repeat `id` or `length` are left out; the rest (version,
         // sequence numbers, a body length...) are kept. No such field: no `header` key.
         let shown = p.jsonHeaderShown
@@ -244,39 +241,11 @@ public final class JSONPrinter: MessageSink {
         out.byte(0x7d); out.newline()
     }
 
-    /// The handshake as an event line: `type` `handshake`, the start line, the header fields as
-    /// an object (in `--diffable`, without the per-run key, accept and date), whether the
-    /// accept value matches the key, and what permessage-deflate negotiated.
-    public func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
-                          deflate: DeflateParameters?, packet: PacketRef) {
+    /// A layer's event (a handshake) as an event line: the common members, then the layer's.
+    public func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
+                           packet: PacketRef) {
         common(c, d, packet.ts, p)
-        out.write(",\"type\":\"handshake\",\"start\":"); JSONText.string(h.startLine, to: out)
-        out.write(",\"length\":"); out.decimal(UInt64(h.length))
-        out.write(",\"headers\":{")
-        var first = true
-        for x in h.headers {
-            let n = x.name.lowercased()
-            if diffable && (n == "sec-websocket-key" || n == "sec-websocket-accept" || n == "date") { continue }
-            if !first { out.byte(0x2c) }
-            first = false
-            JSONText.string(x.name, to: out); out.byte(0x3a); JSONText.string(x.value, to: out)
-        }
-        out.byte(0x7d)
-        if let ok = h.acceptValid { out.write(",\"accept_valid\":"); out.write(ok ? "true" : "false") }
-        if d == .s2c {
-            out.write(",\"deflate\":")
-            if let x = deflate {
-                out.write("{\"server_no_context_takeover\":"); out.write(x.serverNoContextTakeover ? "true" : "false")
-                out.write(",\"client_no_context_takeover\":"); out.write(x.clientNoContextTakeover ? "true" : "false")
-                out.write(",\"server_max_window_bits\":")
-                if let b = x.serverMaxWindowBits { out.decimal(UInt64(max(0, b))) } else { out.write("null") }
-                out.write(",\"client_max_window_bits\":")
-                if let b = x.clientMaxWindowBits { out.decimal(UInt64(max(0, b))) } else { out.write("null") }
-                out.byte(0x7d)
-            } else {
-                out.write("null")
-            }
-        }
+        e.writeJSON(out, diffable: diffable)
         out.byte(0x7d); out.newline()
     }
 

@@ -257,9 +257,9 @@ public final class StatisticsSink: MessageSink {
         inner?.closed(c, p, reason: reason, packet: packet)
     }
 
-    public func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
-                          deflate: DeflateParameters?, packet: PacketRef) {
-        inner?.handshake(h, c, p, d, deflate: deflate, packet: packet)
+    public func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
+                           packet: PacketRef) {
+        inner?.layerEvent(e, c, p, d, packet: packet)
     }
 
     public func notice(_ n: StreamNotice, _ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, packet: PacketRef) {

@@ -74,12 +74,10 @@ struct Summary {
             for (name, n) in rows {
                 line("  " + name + String(repeating: " ", count: width - name.count) + "  \(n)")
             }
-            if p.schema.transport == .websocket { webSocket(p.webSocket) }
+            for k in LayerRegistry.kinds { for l in k.summary(p) { line(l) } }
             if let chain = p.decoder.transforms { transforms(chain) }
         }
-        if m.httpPassedOver > 0 {
-            line("http: \(m.httpPassedOver) connections not upgraded to WebSocket (passed over)")
-        }
+        for k in LayerRegistry.kinds { for l in k.summary(m) { line(l) } }
         if m.undissectedConnections > 0 {
             line("no dissector: \(m.undissectedConnections) connections, \(m.undissectedBytes) bytes (not decoded)")
         }
@@ -94,22 +92,6 @@ struct Summary {
             parts.append("\(spec.name) \(s.bodies) bodies (\(s.bytesIn) → \(s.bytesOut) bytes)")
         }
         line("  transforms: " + parts.joined(separator: ", ") + ", \(failed) failed")
-    }
-
-    /// `  websocket: 2 handshakes; 10 text, 8 binary, 1 ping, ...; 5 compressed (300 → 900 bytes)`
-    func webSocket(_ w: WebSocketCounters) {
-        // Reserved opcodes share a name: one count per name.
-        var names: [String] = [], counts: [String: UInt64] = [:]
-        for (code, n) in w.opcodes.enumerated() where n > 0 {
-            let name = "\(WebSocketOpcode(rawValue: UInt8(code)).name)"
-            if counts[name] == nil { names.append(name) }
-            counts[name, default: 0] += n
-        }
-        let parts = names.map { "\(counts[$0]!) \($0)" }
-        var text = "  websocket: \(w.handshakes) handshakes; " + (parts.isEmpty ? "no frames" : parts.joined(separator: ", "))
-        if w.compressed > 0 { text += "; \(w.compressed) compressed (\(w.compressedBytes) → \(w.inflatedBytes) bytes)" }
-        if w.violations > 0 { text += "; \(w.violations) with protocol violations" }
-        line(text)
     }
 
     func live(_ s: (received: UInt32, dropped: UInt32, ifDropped: UInt32)) {

@@ -5,6 +5,8 @@ public final class TreePrinter: MessageSink {
     let hexDump: Bool
     let verbose: Bool
     let color: Bool
+    /// The registry's layers, held here so the per-message path reads no global.
+    let layerKinds = LayerRegistry.kinds
     /// What the message being written may take at most (see `message`).
     var lineBound = 0
 
@@ -77,8 +79,8 @@ public final class TreePrinter: MessageSink {
         if color { k.write("\u{1b}[1;36m") }
         if let mi = m.message {
             k.write(names.message(mi))
-        } else if let ws = m.webSocket, m.id == nil {
-            k.write(ws.opcode.name)
+        } else if let n = m.layerNotes.first, m.id == nil {
+            k.write(layerKinds[Int(n.layer)].messageName(n))
         } else {
             k.byte(0x3f)
         }
@@ -97,7 +99,7 @@ public final class TreePrinter: MessageSink {
             k.decimal(f.lastPacket.number); k.byte(0x5d)
         }
         k.byte(0x0a)
-        if let ws = m.webSocket { webSocketLine(ws, f, &k) }
+        if !m.layerNotes.isEmpty { layerLines(m.layerNotes, f, &k) }
         if !m.transforms.isEmpty { transformLine(m.transforms, &k) }
         m.headerFields.withUnsafeBufferPointer { hs in
             for h in hs { field(h, ft, depth: 0, &k, out) }
@@ -140,62 +142,19 @@ public final class TreePrinter: MessageSink {
         out.newline()
     }
 
-    /// `websocket: binary, FIN, masked, compressed 52 → 120 bytes, 3 frames`: the layer the
-    /// message came in, above its own fields.
-    func webSocketLine(_ ws: WebSocketInfo, _ f: Frame, _ k: inout Cursor) {
-        if color {
-            k.write("    \u{1b}[2m")
-            WebSocketLinePrefix.write(ws, from: 4, &k)
-        } else {
-            WebSocketLinePrefix.write(ws, from: 0, &k)
-        }
-        if ws.compressed {
-            k.write(", compressed "); k.decimal(ws.wireLength)
-            if ws.undecodable {
-                k.write(" bytes (not inflated)")
-            } else {
-                k.write(" → "); k.decimal(UInt64(f.bytes.count)); k.write(" bytes")
-            }
-        }
-        if ws.frames > 1 { k.write(", "); k.decimal(UInt64(ws.frames)); k.write(" frames") }
-        if color { k.write("\u{1b}[0m") }
-        k.byte(0x0a)
+    /// A line per layer the message came through (`websocket: binary, FIN, masked`), above its
+    /// own fields, each in its layer's words.
+    func layerLines(_ notes: LayerNotes, _ f: Frame, _ k: inout Cursor) {
+        let color = self.color, kinds = layerKinds
+        notes.forEach { n in kinds[Int(n.layer)].writeTree(n, f, color: color, &k) }
     }
 
-    public func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
-                          deflate: DeflateParameters?, packet: PacketRef) {
+    /// A layer's event (a handshake): the common start, then the layer's own lines.
+    public func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
+                           packet: PacketRef) {
         lead(packet.ts, c, d, p)
-        out.write(" websocket handshake: ")
-        writeText(h.startLine)
-        out.write(", "); out.decimal(UInt64(h.length)); out.write(" bytes")
-        out.newline()
-        for x in h.headers {
-            out.write("    "); writeText(x.name); out.write(": "); writeText(x.value)
-            if HTTPHandshake.sameName(x.name, "Sec-WebSocket-Accept"), let ok = h.acceptValid {
-                if !ok { paint("\u{1b}[1;31m") }
-                out.write(ok ? " (valid)" : " (does not match the key)")
-                if !ok { reset() }
-            }
-            out.newline()
-        }
-        if d == .s2c {
-            out.write("    negotiated: "); out.write(deflate?.text ?? "no compression"); out.newline()
-        }
+        e.writeTree(TreeEventWriter(out: out, color: color))
         out.endOfRecord()
-    }
-
-    /// Text from the wire, with control characters escaped (`\x1b`) so they cannot drive the
-    /// terminal.
-    func writeText(_ s: String) {
-        for c in s.utf8 {
-            if c < 0x20 || c == 0x7f {
-                out.write("\\x")
-                if c >= 0x10 { out.byte(OutputBuffer.hexDigits.utf8Start[Int(c >> 4)]) }
-                out.byte(OutputBuffer.hexDigits.utf8Start[Int(c & 15)])
-            } else {
-                out.byte(c)
-            }
-        }
     }
 
     @inline(__always)
@@ -333,38 +292,4 @@ public final class TreePrinter: MessageSink {
     }
 
     public func finish() { out.flush() }
-}
-
-/// `    websocket: binary, FIN, masked` for each opcode, FIN and mask bit, made once: the part of
-/// the WebSocket line that every message has, written with one copy.
-enum WebSocketLinePrefix {
-    static let stride = 64
-    nonisolated(unsafe) static let table: (bytes: UnsafeMutablePointer<UInt8>, lengths: UnsafeMutablePointer<UInt8>) = {
-        let bytes = UnsafeMutablePointer<UInt8>.allocate(capacity: 64 * stride)
-        let lengths = UnsafeMutablePointer<UInt8>.allocate(capacity: 64)
-        for op in 0..<16 {
-            for fin in 0..<2 {
-                for masked in 0..<2 {
-                    let o = WebSocketOpcode(rawValue: UInt8(op))
-                    var t = "    websocket: " + o.name.description
-                    if !o.isKnown { t += " (\(op))" }
-                    t += fin == 1 ? ", FIN" : ", no FIN"
-                    t += masked == 1 ? ", masked" : ", unmasked"
-                    let i = op << 2 | fin << 1 | masked
-                    let u = Array(t.utf8)
-                    precondition(u.count <= stride)
-                    for (j, c) in u.enumerated() { bytes[i * stride + j] = c }
-                    lengths[i] = UInt8(u.count)
-                }
-            }
-        }
-        return (bytes, lengths)
-    }()
-
-    /// Writes the prefix from byte `from` on (4 skips the indentation).
-    @inline(__always) static func write(_ ws: WebSocketInfo, from: Int, _ k: inout Cursor) {
-        let i = Int(ws.opcode.rawValue & 15) << 2 | (ws.fin ? 2 : 0) | (ws.masked ? 1 : 0)
-        let t = table
-        k.write(UnsafeRawBufferPointer(start: t.bytes + i * stride + from, count: Int(t.lengths[i]) - from))
-    }
 }

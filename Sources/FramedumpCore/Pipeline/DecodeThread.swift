@@ -5,7 +5,7 @@ import Darwin
 #endif
 
 /// Decoding and printing on a thread of their own, beside the thread that reads the capture,
-/// reassembles and takes the WebSocket layer apart: reading a file, the two halves of the work
+/// reassembles and takes the layers of each connection's stack apart: reading a file, the two halves of the work
 /// then run at once. The cut is where frames leave the deframers (`SessionFrames`): each frame's
 /// bytes are copied into a batch, and the sink's events follow in the same queue, so the
 /// output is the same, line for line, as on one thread.
@@ -92,18 +92,16 @@ final class DecodeThread: @unchecked Sendable {
     @inline(__always)
     func frame(_ to: SessionFrames, _ f: Frame, _ dir: Direction) {
         let at = store(f.bytes, for: to)
-        events.append(DecodeEvent(kind: .frame, dir: dir, body: .binary, frame: FrameCopy(to, f, at: at),
-                                  ws: DecodeEvent.noWebSocket))
+        events.append(DecodeEvent(kind: .frame, dir: dir, frame: FrameCopy(to, f, at: at), note: DecodeEvent.noNote))
         framesSent &+= 1
         if events.count >= sizes.events { submit() }
     }
 
-    /// A WebSocket message, decoded over there by `to` as `body` says.
+    /// A message of a layer, decoded over there by `to`'s layer as its `note` says.
     @inline(__always)
-    func deliver(_ to: SessionFrames, _ f: Frame, _ dir: Direction, body: SessionFrames.WebSocketBody,
-                 ws: WebSocketInfo) {
+    func layered(_ to: SessionFrames, _ f: Frame, _ dir: Direction, _ note: LayerNote) {
         let at = store(f.bytes, for: to)
-        events.append(DecodeEvent(kind: .deliver, dir: dir, body: body, frame: FrameCopy(to, f, at: at), ws: ws))
+        events.append(DecodeEvent(kind: .layered, dir: dir, frame: FrameCopy(to, f, at: at), note: note))
         framesSent &+= 1
         if events.count >= sizes.events { submit() }
     }
@@ -111,8 +109,7 @@ final class DecodeThread: @unchecked Sendable {
     /// Anything else (a connection opened or closed, a gap, a malformed stretch): rare, so a
     /// closure holding what it needs.
     func call(_ body: @escaping () -> Void) {
-        events.append(DecodeEvent(kind: .call, dir: .c2s, body: .layer, frame: FrameCopy(call: calls.count),
-                                  ws: DecodeEvent.noWebSocket))
+        events.append(DecodeEvent(kind: .call, dir: .c2s, frame: FrameCopy(call: calls.count), note: DecodeEvent.noNote))
         calls.append(body)
         if events.count >= sizes.events { submit() }
     }
@@ -214,19 +211,17 @@ struct DecodeEvent {
     enum Kind: UInt8 {
         /// A deframed message (`SessionFrames.decode(_:_:)`).
         case frame
-        /// A WebSocket message (`SessionFrames.decode(_:_:body:ws:)`).
-        case deliver
+        /// A layer's message (`SessionFrames.decodeLayered`).
+        case layered
         /// Anything else: the batch's closure at `frame.at`.
         case call
     }
     var kind: Kind
     var dir: Direction
-    var body: SessionFrames.WebSocketBody
     var frame: FrameCopy
-    var ws: WebSocketInfo
+    var note: LayerNote
 
-    static let noWebSocket = WebSocketInfo(opcode: .binary, fin: true, masked: false, compressed: false, frames: 0,
-                                           wireLength: 0)
+    static let noNote = LayerNote(layer: 0, 0 as UInt64)
 }
 
 /// A `Frame` whose bytes were copied into a batch's block.
@@ -295,9 +290,9 @@ final class EventBatch {
                 switch e.kind {
                 case .frame:
                     e.frame.to.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.decode(e.frame.frame(in: block), e.dir) }
-                case .deliver:
+                case .layered:
                     e.frame.to.unsafelyUnwrapped._withUnsafeGuaranteedRef {
-                        $0.decode(e.frame.frame(in: block), e.dir, body: e.body, ws: e.ws)
+                        $0.decodeLayered(e.frame.frame(in: block), e.dir, e.note)
                     }
                 case .call: calls[e.frame.at]()
                 }
@@ -354,10 +349,9 @@ final class HandoffSink: MessageSink {
         thread.call { s.finish() }
     }
 
-    func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
-                   deflate: DeflateParameters?, packet: PacketRef) {
+    func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction, packet: PacketRef) {
         let s = inner
-        thread.call { s.handshake(h, c, p, d, deflate: deflate, packet: packet) }
+        thread.call { s.layerEvent(e, c, p, d, packet: packet) }
     }
 
     func notice(_ n: StreamNotice, _ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, packet: PacketRef) {

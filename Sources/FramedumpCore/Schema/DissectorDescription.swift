@@ -5,14 +5,7 @@ public enum DissectorDescription {
         let ports = s.ports.map(String.init).joined(separator: ", ")
         lines.append("\(s.name)  (\(s.file))")
         lines.append("  ports: " + (ports.isEmpty ? "none" : ports) + (s.anyPort ? "; also tried on any port" : ""))
-        if s.transport == .websocket {
-            var w = "  websocket: "
-            w += s.webSocketPaths.isEmpty ? "any path" : "path " + s.webSocketPaths.joined(separator: ", ")
-            if !s.webSocketSubprotocols.isEmpty { w += "; subprotocol " + s.webSocketSubprotocols.joined(separator: ", ") }
-            w += "; text messages: \(s.textBody.rawValue); binary messages: "
-            w += s.webSocketStream ? "joined into a stream for the length rule below" : "one frame each"
-            lines.append(w)
-        }
+        for k in LayerRegistry.kinds { lines += k.describe(s) }
         let header = s.header.map { f -> String in
             let t = f.isPadding ? "pad \(f.width)" : "\(f.signed ? "int" : "uint")\(f.width * 8)\(f.order == .little ? "le" : "") \(f.name)"
             let bits = f.bits.isEmpty ? "" : " { " + f.bits.map { "\($0.name) = 0x\(String($0.mask, radix: 16))" }.joined(separator: ", ") + " }"

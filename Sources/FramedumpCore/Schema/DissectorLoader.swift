@@ -55,7 +55,8 @@ public enum DissectorLoader {
 
     /// What two protocols cannot both say: the same name, or the same server port (then which
     /// one decodes that port's connections would depend on the order the files are loaded in).
-    /// Two WebSocket protocols may share a port when their paths or subprotocols tell them apart.
+    /// Two protocols over a layer may share a port when the layer tells them apart (request
+    /// paths or subprotocols).
     public static func conflicts(_ schemas: [ProtocolSchema]) -> [DissectorError] {
         var errors: [DissectorError] = []
         var names: [String: String] = [:]
@@ -68,22 +69,13 @@ public enum DissectorLoader {
             names[s.name] = s.file
             for port in s.ports {
                 guard let other = ports[port] else { ports[port] = s; continue }
-                if sharesPortByHandshake(s, other) { continue }
+                if LayerRegistry.kinds.contains(where: { $0.mayShare(port, s, other) }) { continue }
                 let message = "port \(port) is also claimed by protocol '\(other.name)' (\(other.file)): one port, one protocol"
                 errors.append(s.portLocations[port]?.error(message)
                               ?? DissectorError(file: s.file, line: 0, column: 0, message: message, sourceLine: ""))
             }
         }
         return errors
-    }
-
-    /// Two WebSocket protocols told apart at the handshake: each names request paths or
-    /// subprotocols, and they name none in common.
-    static func sharesPortByHandshake(_ a: ProtocolSchema, _ b: ProtocolSchema) -> Bool {
-        guard a.transport == .websocket, b.transport == .websocket else { return false }
-        let ka = Set(a.webSocketPaths.map { "p" + $0 } + a.webSocketSubprotocols.map { "s" + $0 })
-        let kb = Set(b.webSocketPaths.map { "p" + $0 } + b.webSocketSubprotocols.map { "s" + $0 })
-        return !ka.isEmpty && !kb.isEmpty && ka.isDisjoint(with: kb)
     }
 
     /// One file (with its includes) → the protocols it declares.

@@ -346,14 +346,6 @@ struct Parser {
             }
         case "labels_from_comments":
             p.schema.labelsFromComments = true
-        case "websocket":
-            // `websocket;` or `websocket "/path", "/other";`: messages of a WebSocket.
-            p.schema.transport = .websocket
-            if case .string = tok.kind {
-                repeat { p.schema.webSocketPaths.append(try quoted("a request path")) } while accept(",")
-            }
-        case "subprotocol":
-            repeat { p.schema.webSocketSubprotocols.append(try quoted("a subprotocol name")) } while accept(",")
         case "text":
             let (b, bt) = try ident("json, text or raw")
             guard let e = BodyEncoding(rawValue: b.lowercased()), e == .json || e == .text || e == .raw else {
@@ -365,6 +357,11 @@ struct Parser {
         case "transform":
             try parseTransform(cipherLine: false, kt, &p)
         default:
+            // A layer's own settings (`websocket "/path";`), read by the layer.
+            for k in LayerRegistry.kinds where k.keywords.contains(key.lowercased()) {
+                try k.setting(key.lowercased(), &self, &p.schema)
+                return endStatement("'\(key)'")
+            }
             throw err(kt, "unknown protocol setting '\(key)' (expected port, any_port, byte_order, strings, header, frame_length, body_length, message_id, max_frame, body, labels_from_comments, pair_by, websocket, subprotocol, text, proto, proto_descriptor, key, transform, cipher)")
         }
         endStatement("'\(key)'")

@@ -60,9 +60,9 @@ struct Resolver {
 
     /// `frame_length` / `body_length`.
     func resolveLength(_ p: PendingProtocol, _ s: inout ProtocolSchema) throws(DissectorError) {
-        // On WebSocket a message is a frame already: a length rule is only for a stream tunnelled
-        // inside binary messages.
-        if p.lengthToken == nil && s.transport == .websocket { return }
+        // Over a layer that cuts messages a message is a frame already: a length rule
+        // is only for a stream tunnelled inside them.
+        if p.lengthToken == nil && !s.stack.isEmpty { return }
         guard let lt = p.lengthToken else {
             if p.hadErrors { return }
             throw err(p.token ?? Token(kind: .end, line: p.line, column: 1),

@@ -145,15 +145,6 @@ public enum PairRule: Sendable, Equatable {
     case field(request: String, response: String)
 }
 
-/// What carries a protocol's frames: the TCP stream itself, or WebSocket messages on it.
-public enum Transport: Sendable, Equatable {
-    case tcp
-    /// Each binary message is one frame (header + body), unless the protocol has a length
-    /// rule: then binary payloads are joined into a stream for the length deframer. Text
-    /// messages are decoded with `textBody`.
-    case websocket
-}
-
 public struct ProtocolSchema: Sendable {
     public var name: String
     public var file: String
@@ -170,12 +161,13 @@ public struct ProtocolSchema: Sendable {
     public var idField: Int?
     public var maxFrame = 1 << 20
     public var body: BodyEncoding = .fields
-    public var transport: Transport = .tcp
-    /// WebSocket: the request paths and subprotocols that select this protocol at the
-    /// handshake (empty: any).
-    public var webSocketPaths: [String] = []
-    public var webSocketSubprotocols: [String] = []
-    /// WebSocket: how text messages are decoded (json, text or raw).
+    /// The layers the protocol's frames come through, bottom first, by name (`websocket`):
+    /// none for the TCP stream itself. See `LayerRegistry`.
+    public var stack: [String] = []
+    /// Each layer's own settings from the dissector file, lists of strings by a name the layer
+    /// chooses (the request paths that select the protocol...).
+    public var layerSettings: [String: [String]] = [:]
+    /// How messages a layer marks as text are decoded (json, text or raw).
     public var textBody: BodyEncoding = .text
     public var labelsFromComments = false
     /// How a response is paired with its request, for `-z rtt`.
@@ -194,7 +186,7 @@ public struct ProtocolSchema: Sendable {
     public var protoAddDefaults = false
 
     public func message(_ d: Direction, _ id: UInt64) -> Int? { byID[d]?[id] }
-    /// How a WebSocket protocol's text messages are read: no header, the `text` rule as body.
+    /// How the text messages of a layer are read: no header, the `text` rule as body.
     public var textSchema: ProtocolSchema {
         var s = ProtocolSchema(name: name, file: file)
         s.body = textBody
@@ -202,18 +194,5 @@ public struct ProtocolSchema: Sendable {
         return s
     }
 
-    /// The built-in dissector for WebSocket messages no file claims: binary shown as hex,
-    /// text as text.
-    public static var webSocketDefault: ProtocolSchema {
-        var s = ProtocolSchema(name: "websocket", file: "(built in)")
-        s.transport = .websocket
-        s.body = .raw
-        s.textBody = .text
-        s.nameBytes = Array("websocket".utf8)
-        return s
-    }
-
-    /// WebSocket binary messages joined into a stream for the length deframer.
-    public var webSocketStream: Bool { transport == .websocket && length != nil }
     public var hasMessageIDs: Bool { !(byID[.c2s]?.isEmpty ?? true) || !(byID[.s2c]?.isEmpty ?? true) }
 }

@@ -12,10 +12,8 @@ public protocol MessageSink: AnyObject {
     func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef)
     func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef)
     func finish()
-    /// The HTTP request or response that opened a WebSocket (`deflate`: what the response
-    /// negotiated).
-    func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
-                   deflate: DeflateParameters?, packet: PacketRef)
+    /// What a layer saw that is not a message (a handshake), in its own words.
+    func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction, packet: PacketRef)
     /// Late bytes for a reported gap, an ignored RST, bytes after close.
     func notice(_ n: StreamNotice, _ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, packet: PacketRef)
 }
@@ -54,6 +52,6 @@ extension MessageSink {
 
     public func notice(_ n: StreamNotice, _ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, packet: PacketRef) {}
 
-    public func handshake(_ h: HTTPHandshake, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
-                          deflate: DeflateParameters?, packet: PacketRef) {}
+    public func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
+                           packet: PacketRef) {}
 }

@@ -3,14 +3,12 @@
 public final class ProtocolRuntime {
     public let schema: ProtocolSchema
     public let layout: FrameLayout
-    /// The WebSocket layer's counts in two parts, each written by one thread: messages where
-    /// they are decoded (the decoding thread's, reading a file) ...
-    let webSocketDecoded = WebSocketCounters()
-    /// ... and where the capture is read: handshakes, and the binary payloads a tunnelling
-    /// protocol joins into a stream.
-    let webSocketReading = WebSocketCounters()
-    /// The two added, for the summary.
-    public var webSocket: WebSocketCounters { webSocketDecoded.adding(webSocketReading) }
+    /// The layer the protocol runs over, which builds its connections' stacks (nil: the
+    /// TCP stream itself, cut by a deframer).
+    let stackKind: (any LayerKind.Type)?
+    /// What each registered layer keeps for this protocol (`LayerKind.protocolState`), by
+    /// registry index: nil for the layers it does not run over.
+    let layerStates: [AnyObject?]
     public let decoder: MessageDecoder
     public let names: NameTable
     /// Per header field: whether NDJSON shows it (the id field and a length field that alone
@@ -32,8 +30,6 @@ public final class ProtocolRuntime {
     public var connections: UInt64 = 0
     public var warnings: UInt64 = 0
     public var unknownIDs: [UInt64: UInt64] = [:]
-    /// WebSocket protocols: how text messages are decoded (no header, the `text` rule).
-    public let textDecoder: MessageDecoder?
     /// Bounds this protocol's traffic ran into (summed over protocols for the summary).
     public var limitHits = LimitHits()
     /// `--max-string`: string values are printed up to this many bytes.
@@ -68,7 +64,8 @@ public final class ProtocolRuntime {
         headerBits = schema.header.contains { !$0.bits.isEmpty } ? schema.header.map(\.bits) : nil
         nameBytes = schema.nameBytes
         messageCounts = [UInt64](repeating: 0, count: schema.messages.count + 1)
-        textDecoder = schema.transport == .websocket ? MessageDecoder(schema: schema.textSchema, limits: limits) : nil
+        stackKind = schema.stack.first.flatMap(LayerRegistry.kind(named:))
+        layerStates = LayerRegistry.kinds.map { $0.protocolState(schema, limits: limits) }
     }
 
     /// One message counted: by its schema message, else as an unknown id (or as having none).

@@ -12,8 +12,9 @@ final class Session {
     private(set) var paths: (c2s: LayerPath, s2c: LayerPath) = (.none, .none)
     /// Receives the deframers' frames once a protocol is chosen.
     var frames: SessionFrames?
-    /// The WebSocket layer's shared state, on a WebSocket connection.
-    var webSocket: WebSocketConnection?
+    /// What the layers below the protocol share between the two directions (a handshake, what
+    /// it negotiated), held here while the connection lives.
+    var stack: AnyObject?
     /// Set once detection has given up on this connection.
     var undissected = false
     /// Data chunks any-port detection has looked at so far.
@@ -30,8 +31,9 @@ final class Session {
         if let proto { attach(proto) }
     }
 
+    /// The stack for `p`: its layer's, or a deframer per direction on the stream itself.
     func attach(_ p: ProtocolRuntime) {
-        if p.schema.transport == .websocket { return attachWebSocket(p) }
+        if let k = p.stackKind { return k.attach(self, p) }
         proto = p
         p.connections += 1
         let f = SessionFrames(manager: manager, runtime: p, connection: connection)
@@ -42,22 +44,11 @@ final class Session {
         }
     }
 
-    /// A WebSocket stack: the handshake and frames below, `p`'s messages above (the built-in
-    /// `websocket` dissector until the handshake names a better one).
-    func attachWebSocket(_ p: ProtocolRuntime) {
-        proto = p
-        p.connections += 1
-        let ws = WebSocketConnection(session: self, inner: p, maxMessage: manager.limits.maxWebSocketMessage)
-        webSocket = ws
-        frames = ws.frames
-        layers = ws.streams
-    }
-
     /// Ends the dissection (the connection closed): also breaks the frames → connection link.
     func end() {
         layers = [nil, nil]
         frames = nil
-        webSocket = nil
+        stack = nil
     }
 }
 
@@ -66,8 +57,6 @@ final class Session {
 final class SessionFrames: FrameConsumer {
     let runtime: ProtocolRuntime
     let decoder: MessageDecoder
-    /// WebSocket text messages (the protocol's `text` rule); the binary decoder elsewhere.
-    let textDecoder: MessageDecoder
     /// -q decodes too (into a sink that prints nothing), so its summary counts the messages
     /// with warnings exactly as -v's does.
     let sink: MessageSink
@@ -81,25 +70,21 @@ final class SessionFrames: FrameConsumer {
     let handoff: Unmanaged<DecodeThread>?
     /// The batch that last took this object (the reading thread's; see `DecodeThread`).
     var handoffSerial: UInt64 = 0
-    /// Where compressed WebSocket messages are inflated: blocks of the decoding side, shared by
-    /// every connection, and `--max-ws-message`.
-    let inflated: ByteBlock
-    let inflateScratch: Inflater.Scratch
-    let maxMessage: Int
+    /// The message layer below the protocol, where its messages are decoded (nil: frames come
+    /// straight from deframers).
+    let layer: (any MessageLayerDecoder)?
 
-    init(manager: SessionManager, runtime: ProtocolRuntime, connection: Connection) {
+    init(manager: SessionManager, runtime: ProtocolRuntime, connection: Connection,
+         layer: (any MessageLayerDecoder)? = nil) {
         self.runtime = runtime
         decoder = runtime.decoder
-        textDecoder = runtime.textDecoder ?? runtime.decoder
         let sink = manager.decodeSink
         self.sink = sink ?? NullSink()
         decoded = manager.decoded
         self.connection = connection
         prefilter = sink as? FilteringSink
         handoff = manager.handoff.map { Unmanaged.passUnretained($0) }
-        inflated = manager.decodeInflated
-        inflateScratch = manager.decodeInflateScratch
-        maxMessage = manager.limits.maxWebSocketMessage
+        self.layer = layer
     }
 
     func frame(_ f: Frame, _ dir: Direction) {
@@ -113,7 +98,7 @@ final class SessionFrames: FrameConsumer {
         p.bytes += UInt64(f.bytes.count)
         if let pre = prefilter, !prefilterAllows(f, dir, pre) { return }
         decoder.decode(f, dir, into: decoded)
-        if decoded.webSocket != nil { decoded.webSocket = nil }
+        if !decoded.layerNotes.isEmpty { decoded.layerNotes.removeAll() }
         p.count(decoded.message, id: decoded.id)
         if !decoded.warnings.isEmpty { p.warnings += 1; p.limitHits.count(decoded.warnings) }
         sink.message(decoded, connection, p)
@@ -131,158 +116,24 @@ final class SessionFrames: FrameConsumer {
         return false
     }
 
-    /// How a WebSocket message's payload is read.
-    enum WebSocketBody {
-        /// The protocol's header and body (binary messages).
-        case binary
-        /// The protocol's `text` rule.
-        case text
-        /// The WebSocket layer's own: control frames, payloads that could not be inflated or were cut.
-        case layer
-        /// Compressed (permessage-deflate): inflated first, then read as one of the above.
-        case deflated
-
-        /// What kind of message decides the decoder: control frames and undecodable payloads are
-        /// the WebSocket layer's own; text and binary go to the inner protocol (binary only when
-        /// it holds the protocol's header).
-        @inline(__always)
-        init(_ info: inout WebSocketInfo, count: Int, headerSize: Int) {
-            if info.undecodable {
-                self = .layer
-            } else if info.opcode == .text {
-                self = .text
-            } else if info.opcode == .binary || info.opcode == .continuation {
-                if count < headerSize {
-                    info.add(.shorterThanHeader(count, header: headerSize))
-                    self = .layer
-                } else {
-                    self = .binary
-                }
-            } else {
-                self = .layer
-            }
-        }
+    /// A message of the layer below (`note`: what the layer says about it), decoded by that
+    /// layer's `MessageLayerDecoder` where messages are decoded.
+    @inline(__always)
+    func layered(_ f: Frame, _ dir: Direction, _ note: LayerNote) {
+        if let h = handoff { return h._withUnsafeGuaranteedRef { $0.layered(self, f, dir, note) } }
+        decodeLayered(f, dir, note)
     }
-
-    /// A WebSocket message, decoded as `body` says, with the layer's info above it.
-    func deliver(_ f: Frame, _ dir: Direction, body: WebSocketBody, ws: WebSocketInfo) {
-        if let h = handoff { return h._withUnsafeGuaranteedRef { $0.deliver(self, f, dir, body: body, ws: ws) } }
-        decode(f, dir, body: body, ws: ws)
-    }
-
-    func decode(_ f: Frame, _ dir: Direction, body: WebSocketBody, ws: WebSocketInfo) {
-        let p = runtime
-        var ws = ws, f = f, body = body
-        if body == .deflated {
-            let input = f.bytes, out = inflated, cap = maxMessage
-            f.bytes = inflater(dir)._withUnsafeGuaranteedRef { $0.message(&ws, input, into: out, cap: cap) }
-            body = WebSocketBody(&ws, count: f.bytes.count, headerSize: p.layout.headerSize)
-        }
-        p.webSocketDecoded.count(ws, inflated: f.bytes.count)
-        // RFC 6455 §8.1: a text message must be UTF-8. Checked here, beside the decoding that
-        // reads the text anyway, rather than on the thread that reads the capture.
-        if body == .text && !UTF8Check.isValid(f.bytes) {
-            if !ws.hasViolations { p.webSocketDecoded.invalidTextOnly += 1 }
-            ws.add(.invalidUTF8)
-        }
-        p.bytes += UInt64(f.bytes.count)
-        if ws.hasViolations && ws.exceededSize { p.limitHits.webSocketTooLarge += 1 }
-        let isData = ws.opcode == .text || ws.opcode == .binary || ws.opcode == .continuation
-        switch body {
-        case .binary: decoder.decode(f, dir, into: decoded)
-        case .text: textDecoder.decode(f, dir, into: decoded)
-        case .layer, .deflated: layerBody(f, dir, ws)
-        }
-        decoded.webSocket = ws
-        if ws.hasViolations || (ws.opcode == .close && f.bytes.count == 1) { warnings(ws, f) }
-        // The protocol's line counts data messages, and those of them with warnings; control
-        // and reserved frames are counted per opcode on the websocket line (with their violations).
-        if isData {
-            p.count(decoded.message, id: decoded.id)
-            if !decoded.warnings.isEmpty { p.warnings += 1 }
-        }
-        if !decoded.warnings.isEmpty { p.limitHits.count(decoded.warnings) }
-        sink.message(decoded, connection, p)
-    }
-
-    // MARK: permessage-deflate, where messages are decoded
-
-    /// Each direction's compression context, made at its first compressed message (when this
-    /// side inflates that direction: see `WebSocketStream.inflatesHere`) ...
-    private var inflaters: [Inflater?] = [nil, nil] {
-        didSet { inflaterRefs = inflaters.map { $0.map { Unmanaged.passUnretained($0) } } }
-    }
-    /// ... and the same, reached without touching their reference counts.
-    private var inflaterRefs: [Unmanaged<Inflater>?] = [nil, nil]
-    /// Whether each direction keeps its window between messages (from the handshake).
-    private var contextTakeover = [true, true]
 
     @inline(__always)
-    func inflater(_ dir: Direction) -> Unmanaged<Inflater> {
-        if let i = inflaterRefs[dir.rawValue] { return i }
-        let i = Inflater(scratch: inflateScratch, contextTakeover: contextTakeover[dir.rawValue])
-        inflaters[dir.rawValue] = i
-        return Unmanaged.passUnretained(i)
+    func decodeLayered(_ f: Frame, _ dir: Direction, _ note: LayerNote) {
+        layer.unsafelyUnwrapped.decode(f, dir, note, self)
     }
 
-    /// The handshake's permessage-deflate parameters (in order with the messages, on whichever
-    /// thread decodes them).
-    func negotiated(_ d: DeflateParameters?) {
-        let set = { [self] in
-            for dir in Direction.allCases {
-                contextTakeover[dir.rawValue] = d?.contextTakeover(dir) ?? true
-                inflaters[dir.rawValue]?.contextTakeover = contextTakeover[dir.rawValue]
-            }
-        }
-        guard let h = handoff?.takeUnretainedValue() else { return set() }
-        h.call(set)
-    }
-
-    /// The compression contexts of the connection's previous protocol (in order with the
-    /// messages, on whichever thread decodes them).
-    func takeInflaters(from old: SessionFrames) {
-        let take = { [self] in
-            inflaters = old.inflaters
-            contextTakeover = old.contextTakeover
-        }
-        guard let h = handoff?.takeUnretainedValue() else { return take() }
-        h.call(take)
-    }
-
-    /// A gap in direction `dir`: its window lost what the gap held.
-    func contextLost(_ dir: Direction, negotiated: Bool) {
-        let lose = { [self] in
-            if negotiated || inflaters[dir.rawValue] != nil { inflater(dir).takeUnretainedValue().lost(negotiated: negotiated) }
-        }
-        guard let h = handoff?.takeUnretainedValue() else { return lose() }
-        h.call(lose)
-    }
-
-    /// Control frames and undecodable payloads: the close code and reason, or the bytes.
-    func layerBody(_ f: Frame, _ dir: Direction, _ ws: WebSocketInfo) {
-        let m = decoded
-        m.reset()
-        m.frame = f
-        m.direction = dir
-        m.bodyOffset = 0
-        let b = f.bytes
-        if ws.opcode == .close && b.count >= 2 && !ws.undecodable {
-            m.fields.append(DecodedField(name: .builtin(.code), value: .unsigned(UInt64(b.u16be(0)!)),
-                                         offset: 0, width: 2, depth: 0))
-            m.fields.append(DecodedField(name: .builtin(.reason), value: .string, offset: 2,
-                                         width: Int32(b.count - 2), depth: 0))
-        } else if !b.isEmpty {
-            m.fields.append(DecodedField(name: .builtin(.payload), value: ws.opcode == .text ? .string : .bytes,
-                                         offset: 0, width: Int32(b.count), depth: 0))
-        }
-    }
-
-    /// The rare path: the layer's violations as warnings on the message.
-    func warnings(_ ws: WebSocketInfo, _ f: Frame) {
-        var ws = ws
-        if ws.opcode == .close && f.bytes.count == 1 { ws.add(.closePayloadOneByte) }
-        decoded.webSocket = ws
-        for v in ws.violations { decoded.warnings.append(.webSocket(v)) }
+    /// Runs `body` where messages are decoded, in order with them (layer state that the
+    /// decoding side owns: a compression context).
+    func whereDecoded(_ body: @escaping () -> Void) {
+        guard let h = handoff?.takeUnretainedValue() else { return body() }
+        h.call(body)
     }
 
     func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef) {
@@ -333,46 +184,22 @@ public final class SessionManager: StreamConsumer {
     public internal(set) var undissectedConnections: UInt64 = 0
     public internal(set) var undissectedBytes: UInt64 = 0
 
-    /// WebSocket messages no dissector claims: shown by opcode, as text or hex.
-    let webSocketDefault: ProtocolRuntime
-    let webSocketProtocols: [ProtocolRuntime]
-    /// The bounds decoding and the WebSocket layer keep to (`--max-ws-message`, `--max-depth`, ...).
-    /// (The decoders took theirs when the manager was made; the WebSocket bound is read per connection.)
-    public private(set) var limits: Limits
-    /// `--max-ws-message`, settable after the manager is made.
-    public var maxWebSocketMessage: Int {
-        get { limits.maxWebSocketMessage }
-        set { limits.maxWebSocketMessage = newValue }
-    }
-    /// Connections that began as HTTP and were not upgraded to WebSocket (passed over).
-    public internal(set) var httpPassedOver: UInt64 = 0
-    /// permessage-deflate's output blocks, shared by every connection: where the capture is
-    /// read (tunnelling protocols) ...
-    let inflateScratch = Inflater.Scratch()
-    /// ... and where messages are decoded (every other protocol): the inflated message, and
-    /// zlib's overflow block.
-    let decodeInflated = ByteBlock()
-    let decodeInflateScratch = Inflater.Scratch()
-    var lastInflaterHere = false
-
-    /// Whether the next compression context is inflated where the capture is read (the
-    /// contexts alternate: see `WebSocketStream.inflatesHere`).
-    func takeInflaterHere() -> Bool {
-        lastInflaterHere.toggle()
-        return lastInflaterHere
-    }
+    /// The bounds decoding and the layers keep to (`--max-depth`, a layer's message size...).
+    /// (The decoders took theirs when the manager was made; a layer's are read per connection.)
+    public internal(set) var limits: Limits
+    /// Each registered layer's part of the manager (`LayerKind.managerState`), by registry index.
+    private(set) var layerStates: [AnyObject?] = []
 
     public init(protocols: [ProtocolSchema], sink: MessageSink?, limits: Limits = Limits()) {
         self.limits = limits
-        var runtimes = protocols.map { ProtocolRuntime($0, limits: limits) }
-        webSocketProtocols = runtimes.filter { $0.schema.transport == .websocket }
-        webSocketDefault = ProtocolRuntime(ProtocolSchema.webSocketDefault, limits: limits)
-        runtimes.append(webSocketDefault)
-        self.protocols = runtimes
+        // The layers' own protocols come after the files' (a file's claims a port first).
+        let schemas = protocols + LayerRegistry.kinds.flatMap { $0.builtInProtocols }
+        self.protocols = schemas.map { ProtocolRuntime($0, limits: limits) }
         for p in self.protocols { for port in p.schema.ports where byPort[port] == nil { byPort[port] = p } }
         anyPort = self.protocols.filter { $0.schema.anyPort }
         self.sink = sink
         decodeSink = sink
+        layerStates = LayerRegistry.kinds.map { $0.managerState(self.protocols) }
     }
 
     /// Decoding and printing move to `thread`: from now on the manager's events go there too,
@@ -380,31 +207,6 @@ public final class SessionManager: StreamConsumer {
     func decode(on thread: DecodeThread) {
         handoff = thread
         sink = sink.map { HandoffSink(thread, $0) }
-    }
-
-    /// The WebSocket protocol for a handshake: by path and subprotocol first, then by port.
-    func webSocketProtocol(path: String, subprotocols: [String], port: UInt16) -> ProtocolRuntime? {
-        let pathOnly = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
-        func score(_ p: ProtocolRuntime) -> Int {
-            let s = p.schema
-            var n = 0
-            if !s.webSocketPaths.isEmpty {
-                guard s.webSocketPaths.contains(pathOnly) else { return -1 }
-                n += 4
-            }
-            if !s.webSocketSubprotocols.isEmpty {
-                guard s.webSocketSubprotocols.contains(where: subprotocols.contains) else { return -1 }
-                n += 2
-            }
-            if s.ports.contains(port) { n += 1 } else if !s.ports.isEmpty && n == 0 { return -1 }
-            return n
-        }
-        var best: (ProtocolRuntime, Int)?
-        for p in webSocketProtocols {
-            let n = score(p)
-            if n >= 0 && n > (best?.1 ?? -1) { best = (p, n) }
-        }
-        return best?.0 ?? byPort[port].flatMap { $0.schema.transport == .websocket ? $0 : nil } ?? webSocketDefault
     }
 
     public func isServerPort(_ port: UInt16) -> Bool { byPort[port] != nil }
@@ -444,10 +246,10 @@ public final class SessionManager: StreamConsumer {
         switch d == .c2s ? s.paths.c2s : s.paths.s2c {
         case .deframer(let u):
             u._withUnsafeGuaranteedRef { feed($0, c, d, bytes, offset: offset, packet: packet) }
-        // The HTTP head can end the WebSocket layer (no request after all), freeing the stream
-        // while it reads: that rare path takes the retained one below.
-        case .webSocket(let u) where u._withUnsafeGuaranteedRef({ $0.mode == .frames || $0.mode == .hunting }):
-            u._withUnsafeGuaranteedRef { feed($0, c, d, bytes, offset: offset, packet: packet) }
+        // A layer that could end itself on this chunk (freeing itself while it reads) says no:
+        // that rare path takes the retained one below.
+        case .layer(let u, let kind) where kind.feedUnretained(u, c, d, bytes, offset: offset, packet: packet):
+            return
         default:
             guard let f = s.layers[d.rawValue] else {
                 undissectedBytes += UInt64(bytes.count)
@@ -470,13 +272,8 @@ public final class SessionManager: StreamConsumer {
     /// connection. The first chunks may be something else (a banner, a greeting, a handshake
     /// cut by the capture's start), so detection looks at several before giving up.
     func detect(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64) {
-        // An HTTP request may be a WebSocket handshake, on any port: the handshake decides.
-        if d == .c2s && offset == 0 && HTTPHandshake.looksLikeHTTP(bytes, request: true) {
-            s.attachWebSocket(webSocketDefault)
-            // Not a request after all (a first segment of "G"...): no WebSocket to hunt for.
-            s.webSocket?.detected = true
-            return
-        }
+        // A layer's opening (the first bytes of its handshake), on any port.
+        for k in LayerRegistry.kinds where k.detect(s, d, bytes, offset: offset) { return }
         // The direction's first bytes so far, this chunk included, while they are few.
         let h = d.rawValue
         if s.early[h].isEmpty || s.earlyEnd[h] != offset || s.early[h].count + bytes.count > Self.earlyLimit {
@@ -526,13 +323,13 @@ public final class SessionManager: StreamConsumer {
         }
     }
 
-    /// A connection taken as a possible WebSocket whose first bytes were no HTTP request.
-    func notHTTP(_ s: Session) {
+    /// A connection a layer took on a guess (bytes that looked like its opening) and gives up.
+    func detach(_ s: Session) {
         s.proto?.connections -= 1
         s.proto = nil
         s.layers = [nil, nil]
         s.frames = nil
-        s.webSocket = nil
+        s.stack = nil
         s.undissected = true
         undissectedConnections += 1
     }

@@ -42,7 +42,7 @@ public enum FuzzDeframer {
             let sink = StatisticsSink(inner: inner, kinds: statistics, output: out, json: json)
             let sessions = SessionManager(protocols: protocols, sink: sink)
             sessions.maxWebSocketMessage = 1 << 16
-            FuzzWebSocket.feed(sessions, c2s: c2s, s2c: s2c, piece: piece, syn: syn, port: port)
+            FuzzStreams.feed(sessions, c2s: c2s, s2c: s2c, piece: piece, syn: syn, port: port)
             if json { checkNDJSON(out.bytes) }
         }
     }

@@ -18,7 +18,7 @@ public enum FuzzDissector {
             let sink: MessageSink = json ? JSONPrinter(output: out, diffable: false)
                 : TreePrinter(output: out, hexDump: true, verbose: true, color: false)
             let sessions = SessionManager(protocols: protocols, sink: sink)
-            FuzzWebSocket.feed(sessions, c2s: c2s, s2c: s2c, piece: 7, syn: true, port: protocols[0].ports.first ?? 8000)
+            FuzzStreams.feed(sessions, c2s: c2s, s2c: s2c, piece: 7, syn: true, port: protocols[0].ports.first ?? 8000)
             if json { FuzzDeframer.checkNDJSON(out.bytes) }
         }
     }
@@ -32,9 +32,9 @@ public enum FuzzDissector {
         let sessions = SessionManager(protocols: schemas, sink: sink)
         // Sc_20001 with every field, then a JSON body.
         let game: [UInt8] = [0, 0, 0, 22, 0x4e, 0x21, 1, 0, 0, 0, 7, 3, 10, 7, 0, 0, 0x10, 0x68, 0, 2, 0x68, 0x69]
-        FuzzWebSocket.feed(sessions, c2s: [], s2c: game, piece: 64, syn: true, port: 8000)
+        FuzzStreams.feed(sessions, c2s: [], s2c: game, piece: 64, syn: true, port: 8000)
         let body = Array("{\"user\":\"u\",\"device\":{\"os\":\"ios\",\"ver\":[1,2.5,true,null]}}".utf8)
-        FuzzWebSocket.feed(sessions, c2s: [0, 0, 0, 1, 0, 0, 0, UInt8(body.count)] + body, s2c: [], piece: 64, syn: true, port: 7000)
+        FuzzStreams.feed(sessions, c2s: [0, 0, 0, 1, 0, 0, 0, UInt8(body.count)] + body, s2c: [], piece: 64, syn: true, port: 7000)
     }
 
     static let schemas: [ProtocolSchema] = (try? DissectorLoader.parse(text: """

@@ -41,39 +41,6 @@ public enum FuzzWebSocket {
         let out = OutputBuffer(fd: nil)
         let sessions = SessionManager(protocols: [], sink: TreePrinter(output: out, hexDump: true, verbose: false, color: false))
         sessions.maxWebSocketMessage = 1 << 16
-        feed(sessions, c2s: c2s, s2c: s2c, piece: piece, syn: syn, port: 80)
-    }
-
-    /// One connection's two streams, cut into segments of `piece` bytes, into a session stage.
-    static func feed(_ sessions: SessionManager, c2s: [UInt8], s2c: [UInt8], piece: Int, syn: Bool, port: UInt16) {
-        var options = ReassemblyOptions()
-        options.maxConnections = 4
-        let r = Reassembler(options: options, consumer: sessions, isServerPort: { $0 == port })
-        let client = Endpoint(IPAddress(v4: 0x0A00_0001), 40000), server = Endpoint(IPAddress(v4: 0x0A00_0002), port)
-        let p = PacketRef(number: 1, ts: Timestamp(seconds: 1, nanos: 0))
-        let none = UnsafeRawBufferPointer(start: nil, count: 0)
-        func seg(_ up: Bool, _ seq: UInt32, _ flags: TCPFlags, _ b: UnsafeRawBufferPointer) -> TCPSegment {
-            TCPSegment(src: up ? client : server, dst: up ? server : client, seq: seq, ack: 0, flags: flags,
-                       window: 65535, payload: b, payloadLength: b.count)
-        }
-        if syn {
-            r.add(seg(true, 99, .syn, none), packet: p)
-            r.add(seg(false, 499, [.syn, .ack], none), packet: p)
-        }
-        var i = 0, j = 0
-        while i < c2s.count || j < s2c.count {
-            if i < c2s.count {
-                let n = min(piece, c2s.count - i)
-                c2s[i..<(i + n)].withUnsafeBytes { r.add(seg(true, 100 &+ UInt32(truncatingIfNeeded: i), [.psh, .ack], $0), packet: p) }
-                i += n
-            }
-            if j < s2c.count {
-                let n = min(piece, s2c.count - j)
-                s2c[j..<(j + n)].withUnsafeBytes { r.add(seg(false, 500 &+ UInt32(truncatingIfNeeded: j), [.psh, .ack], $0), packet: p) }
-                j += n
-            }
-        }
-        r.finish()
-        sessions.sink?.finish()
+        FuzzStreams.feed(sessions, c2s: c2s, s2c: s2c, piece: piece, syn: syn, port: 80)
     }
 }

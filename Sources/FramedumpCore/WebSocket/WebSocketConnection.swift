@@ -6,8 +6,10 @@ final class WebSocketConnection {
     var streams: [WebSocketStream] = []
     /// The protocol that decodes the messages, and its decoding parts.
     var inner: ProtocolRuntime {
-        didSet { innerHeaderSize = inner.layout.headerSize; readingCounters = inner.webSocketReading }
+        didSet { innerHeaderSize = inner.layout.headerSize; readingCounters = inner.webSocketState!.reading }
     }
+    /// Where `frames` has the messages decoded: the compression contexts of that side.
+    var decoding: WebSocketDecoding
     var frames: SessionFrames {
         didSet { framesRef = Unmanaged.passUnretained(frames) }
     }
@@ -38,10 +40,12 @@ final class WebSocketConnection {
     init(session: Session, inner: ProtocolRuntime, maxMessage: Int) {
         self.session = session
         self.inner = inner
-        let f = SessionFrames(manager: session.manager, runtime: inner, connection: session.connection)
+        let dec = WebSocketDecoding(manager: session.manager, runtime: inner)
+        let f = SessionFrames(manager: session.manager, runtime: inner, connection: session.connection, layer: dec)
+        decoding = dec
         frames = f
         innerHeaderSize = inner.layout.headerSize
-        readingCounters = inner.webSocketReading
+        readingCounters = inner.webSocketState!.reading
         framesRef = Unmanaged.passUnretained(f)
         streams = Direction.allCases.map { WebSocketStream(owner: self, direction: $0, maxMessage: maxMessage, mode: .head) }
         makeTunnel()
@@ -62,13 +66,14 @@ final class WebSocketConnection {
         inner = p
         p.connections += 1
         session.proto = p
-        let old = frames
-        frames = SessionFrames(manager: session.manager, runtime: p, connection: session.connection)
+        let old = decoding
+        decoding = WebSocketDecoding(manager: session.manager, runtime: p)
+        frames = SessionFrames(manager: session.manager, runtime: p, connection: session.connection, layer: decoding)
         session.frames = frames
         makeTunnel()
         // Messages compressed before the handshake that chose the protocol (a peer that did not
         // wait for it): their compression contexts go on with the new protocol.
-        frames.takeInflaters(from: old)
+        decoding.takeInflaters(from: old, frames)
         for s in streams where tunnelled && s.inflatesHere == false {
             // A tunnelling protocol needs them inflated before its deframer: started afresh here.
             s.inflatesHere = true
@@ -93,7 +98,7 @@ final class WebSocketConnection {
             if passedOver {
                 // Keep-alive HTTP came first; this connection is a WebSocket after all.
                 passedOver = false
-                m.httpPassedOver -= 1
+                m.webSocketLayer.httpPassedOver -= 1
             }
             if let key = request?.header("Sec-WebSocket-Key"), let accept = h.header("Sec-WebSocket-Accept") {
                 h.acceptValid = HTTPHandshake.accept(forKey: key) == accept
@@ -105,10 +110,11 @@ final class WebSocketConnection {
                let p = m.webSocketProtocol(path: request?.path ?? "", subprotocols: [chosen], port: session.connection.server.port) {
                 select(p)
             }
-            frames.negotiated(deflate)
-            inner.webSocketReading.handshakes += 1
+            decoding.negotiated(deflate, frames)
+            inner.webSocketState!.reading.handshakes += 1
         }
-        m.sink?.handshake(h, session.connection, inner, d, deflate: d == .s2c ? deflate : nil, packet: packet)
+        m.sink?.layerEvent(WebSocketHandshakeEvent(handshake: h, direction: d, deflate: d == .s2c ? deflate : nil),
+                           session.connection, inner, d, packet: packet)
     }
 
     /// Counted in `httpPassedOver` (until an upgrade on the same connection takes it back).
@@ -121,7 +127,7 @@ final class WebSocketConnection {
     func notUpgrade(_ h: HTTPHandshake, _ d: Direction) {
         if !passedOver {
             passedOver = true
-            session.manager.httpPassedOver += 1
+            session.manager.webSocketLayer.httpPassedOver += 1
         }
         let client = streams[Direction.c2s.rawValue], server = streams[Direction.s2c.rawValue]
         if d == .c2s {
@@ -147,7 +153,7 @@ final class WebSocketConnection {
     func notARequest() -> Bool {
         guard detected else { return false }
         for s in streams { s.mode = .ignored }
-        session.manager.notHTTP(session)
+        session.manager.detach(session)
         return true
     }
 
@@ -163,7 +169,7 @@ final class WebSocketConnection {
     func streamGap(_ d: Direction, packet: PacketRef) {
         // The compression window lost what the gap held, wherever messages are inflated.
         let negotiated = deflate != nil
-        frames.contextLost(d, negotiated: negotiated)
+        decoding.contextLost(d, negotiated: negotiated, frames)
         let s = streams[d.rawValue]
         if s.inflatesHere != false && negotiated { s.inflaterHere() }
         s.inflater?.lost(negotiated: negotiated)
@@ -187,7 +193,7 @@ final class WebSocketConnection {
         let f = Frame(bytes: payload, offset: offset, firstPacket: first, lastPacket: last, coalesced: coalesced)
         // `frames` holds it for the call (only a handshake replaces it, never a message).
         framesRef._withUnsafeGuaranteedRef { out in
-            if deflated { return out.deliver(f, d, body: .deflated, ws: info) }
+            if deflated { return out.layered(f, d, WebSocketLayer.note(info, .deflated)) }
             if tunnelled, !info.undecodable, info.opcode == .binary || info.opcode == .continuation,
                let t = tunnel[d.rawValue] {
                 // A length-framed protocol inside binary messages: their payloads are its stream.
@@ -199,8 +205,8 @@ final class WebSocketConnection {
                 return
             }
             var info = info
-            let body = SessionFrames.WebSocketBody(&info, count: payload.count, headerSize: innerHeaderSize)
-            out.deliver(f, d, body: body, ws: info)
+            let body = WebSocketBody(&info, count: payload.count, headerSize: innerHeaderSize)
+            out.layered(f, d, WebSocketLayer.note(info, body))
         }
     }
 }

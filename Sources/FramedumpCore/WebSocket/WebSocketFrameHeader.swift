@@ -66,7 +66,7 @@ public struct WebSocketFrameHeader: Equatable, Sendable {
 }
 
 /// The frame's opcode (§5.2, §11.8).
-public struct WebSocketOpcode: RawRepresentable, Equatable, Hashable, Sendable {
+public struct WebSocketOpcode: RawRepresentable, Equatable, Hashable, Sendable, BitwiseCopyable {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 

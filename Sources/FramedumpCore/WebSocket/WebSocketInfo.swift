@@ -1,6 +1,6 @@
 /// What the WebSocket layer says about one message, shown above the inner message it carried.
 /// A plain value (no reference inside on the common path): it is copied for every message.
-public struct WebSocketInfo: Sendable, Equatable {
+public struct WebSocketInfo: Sendable, Equatable, BitwiseCopyable {
     /// The opcode of the message's first frame (text, binary, or a control opcode).
     public var opcode: WebSocketOpcode
     /// Whether the message ended with a FIN frame (false: cut by a gap or the capture's end).
@@ -103,6 +103,16 @@ public struct WebSocketInfo: Sendable, Equatable {
         if has(16) { out.append(.shorterThanHeader(Int(size), header: limit)) }
         return out
     }
+}
+
+extension WebSocketViolation {
+    /// As a warning on its message.
+    var problem: LayerProblem { LayerProblem(layer: WebSocketLayer.name, kind: "violation", text: text) }
+
+    /// A frame header whose 64-bit length has its top bit set (RFC 6455 §5.2): a malformed
+    /// stretch of the stream, not a message.
+    static let lengthTopBit = LayerProblem(layer: WebSocketLayer.name, kind: "websocket-length",
+                                           text: "WebSocket frame length has its most significant bit set")
 }
 
 /// An RFC 6455 / 7692 rule a frame broke. Each is flagged on its message; nothing stops.

@@ -98,7 +98,7 @@ final class WebSocketStream: StreamLayer {
     @discardableResult
     func inflaterHere() -> Inflater {
         if let i = inflater { return i }
-        let i = Inflater(scratch: owner.session.manager.inflateScratch,
+        let i = Inflater(scratch: owner.session.manager.webSocketLayer.inflateScratch,
                          contextTakeover: owner.deflate?.contextTakeover(dir) ?? true)
         inflater = i
         return i
@@ -123,6 +123,18 @@ final class WebSocketStream: StreamLayer {
     }
 
     // MARK: - StreamLayer
+
+    /// The HTTP head can end the WebSocket layer (no request after all), freeing the stream
+    /// while it reads: that rare path is fed holding a reference.
+    static func feedUnretained(_ u: Unmanaged<AnyObject>, _ c: Connection, _ d: Direction,
+                               _ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) -> Bool {
+        u._withUnsafeGuaranteedRef {
+            let s = unsafeDowncast($0, to: WebSocketStream.self)
+            guard s.mode == .frames || s.mode == .hunting else { return false }
+            s.feed(c, d, bytes, offset: offset, packet: packet)
+            return true
+        }
+    }
 
     func start(atBoundary: Bool) {
         guard !started else { return }
@@ -503,7 +515,7 @@ final class WebSocketStream: StreamLayer {
     /// A header no frame can have: its first byte is reported, and we hunt from the next.
     func badHeader(offset: UInt64, packet: PacketRef) {
         flushSkipped(packet)
-        owner.malformed(dir, offset: offset, length: 1, reason: .webSocketLengthTopBit, packet: packet)
+        owner.malformed(dir, offset: offset, length: 1, reason: .layer(WebSocketViolation.lengthTopBit), packet: packet)
         mode = .hunting
     }
 
@@ -650,7 +662,7 @@ final class WebSocketStream: StreamLayer {
         withUnsafeBytes(of: Inflater.tail) { payload.append($0) }
         let input = payload.bytes
         if inflatesHere == nil {
-            inflatesHere = connection { $0.tunnelled } || owner.session.manager.takeInflaterHere()
+            inflatesHere = connection { $0.tunnelled } || owner.session.manager.webSocketLayer.takeInflaterHere()
         }
         if inflatesHere! {
             if inflaterRef == nil { inflaterHere() }

@@ -1,0 +1,41 @@
+/// Something a layer saw that is not a message (a handshake), shown as a record of
+/// its own. The printers write the common start (time, endpoints, protocol) and hand over.
+public protocol LayerEvent: Sendable {
+    /// The tree: what follows `time src > dst protocol` on the first line, then its own lines.
+    func writeTree(_ w: TreeEventWriter)
+    /// NDJSON: the members after the common ones, from `,"type":...` on (no closing brace).
+    func writeJSON(_ out: OutputBuffer, diffable: Bool)
+    /// What `check -r` reports about it (none: nothing wrong).
+    var problems: [LayerProblem] { get }
+}
+
+/// How a layer event writes its tree lines: escaped text from the wire, colour for alarms.
+public struct TreeEventWriter {
+    let out: OutputBuffer
+    let color: Bool
+
+    public func write(_ s: StaticString) { out.write(s) }
+    public func decimal(_ v: UInt64) { out.decimal(v) }
+    public func newline() { out.newline() }
+
+    /// `s` in red when colour is on.
+    public func alarm(_ s: StaticString) {
+        if color { out.write("\u{1b}[1;31m") }
+        out.write(s)
+        if color { out.write("\u{1b}[0m") }
+    }
+
+    /// Text from the wire, with control characters escaped (`\x1b`) so they cannot drive the
+    /// terminal.
+    public func text(_ s: String) {
+        for c in s.utf8 {
+            if c < 0x20 || c == 0x7f {
+                out.write("\\x")
+                if c >= 0x10 { out.byte(OutputBuffer.hexDigits.utf8Start[Int(c >> 4)]) }
+                out.byte(OutputBuffer.hexDigits.utf8Start[Int(c & 15)])
+            } else {
+                out.byte(c)
+            }
+        }
+    }
+}

@@ -1,0 +1,74 @@
+/// A kind of layer in a connection's stack (websocket today; tls and kcp later), as every shared
+/// part sees it: the printers, the filter, the summary, `diff` and `check -r` ask the layer
+/// through these requirements and never name it. All are static: what a layer says about a
+/// message travels as a `LayerNote` only the layer reads, so no object is made per message.
+/// A kind is known by its one line in `LayerRegistry`.
+protocol LayerKind {
+    /// The dissector keyword, the tree line's and the summary's label, the prefix of its
+    /// warnings and its `check -r` class (`websocket`).
+    static var name: String { get }
+    /// Its NDJSON key and `-Y` namespace (`ws`).
+    static var key: StaticString { get }
+
+    // MARK: - A message's annotation
+
+    /// What to call a message the layer shows itself (no message of the protocol's): a
+    /// control frame's opcode.
+    static func messageName(_ n: LayerNote) -> StaticString
+    /// Its line of the tree, above the message's fields (`f`: the message as decoded).
+    static func writeTree(_ n: LayerNote, _ f: Frame, color: Bool, _ k: inout Cursor)
+    /// Its NDJSON object, written after `,"KEY":`. The same members as `fields`, written
+    /// without building them (this is on the per-message path).
+    static func writeJSON(_ n: LayerNote, _ k: inout Cursor)
+    /// Its fields by name, in NDJSON's order, for `-Y KEY.FIELD` and tests (the rare path).
+    static func fields(_ n: LayerNote) -> [(name: String, value: LayerFieldValue)]
+    /// The names `fields` gives, for `-Y`'s checks and suggestions.
+    static var fieldNames: [String] { get }
+
+    // MARK: - Dissector files
+
+    /// The protocol settings the layer reads itself (`websocket`, `subprotocol`); the first
+    /// puts the layer in the protocol's `stack`.
+    static var keywords: [String] { get }
+    /// Reads setting `keyword` (its name already read; the statement's end is read after).
+    static func setting(_ keyword: String, _ p: inout Parser, _ s: inout ProtocolSchema) throws(DissectorError)
+    /// Its lines in `framedump dissectors` for a protocol over it (none for the others).
+    static func describe(_ s: ProtocolSchema) -> [String]
+    /// Whether protocols `a` and `b`, both claiming `port`, are told apart by the layer.
+    static func mayShare(_ port: UInt16, _ a: ProtocolSchema, _ b: ProtocolSchema) -> Bool
+
+    // MARK: - Building a stack
+
+    /// Protocols the layer brings itself (the `websocket` dissector, for messages no file claims).
+    static var builtInProtocols: [ProtocolSchema] { get }
+    /// What the layer keeps per protocol that runs over it (nil: `s` does not).
+    static func protocolState(_ s: ProtocolSchema, limits: Limits) -> AnyObject?
+    /// The layer's part of the session manager, made once every protocol is.
+    static func managerState(_ protocols: [ProtocolRuntime]) -> AnyObject?
+    /// Builds the stack of connection `s` for protocol `p`, which runs over this layer.
+    static func attach(_ s: Session, _ p: ProtocolRuntime)
+    /// Any-port detection, before the protocols' headers are tried: whether these first bytes
+    /// start this layer (an HTTP request); if so it has attached itself.
+    static func detect(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64) -> Bool
+
+    // MARK: - The summary
+
+    /// Lines under a protocol that ran over this layer (indented by two spaces).
+    static func summary(_ p: ProtocolRuntime) -> [String]
+    /// Lines after the protocols, about connections the layer looked at and passed over.
+    static func summary(_ m: SessionManager) -> [String]
+}
+
+extension LayerKind {
+    /// `,"KEY":{...}`: its member of a message's NDJSON object.
+    @inline(__always)
+    static func writeJSONMember(_ n: LayerNote, _ k: inout Cursor) {
+        k.write(",\""); k.write(key); k.write("\":")
+        writeJSON(n, &k)
+    }
+
+    /// Its place in the registry: the `layer` of the notes it writes.
+    static var index: UInt8 {
+        UInt8(LayerRegistry.kinds.firstIndex { $0 == Self.self }!)
+    }
+}

@@ -1,0 +1,12 @@
+/// Every kind of layer a dissector can stack, one line each. A new layer is its folder (its
+/// `StreamLayer`s, its `LayerKind`, its dissector keyword) plus its line here.
+enum LayerRegistry {
+    static let kinds: [any LayerKind.Type] = [
+        WebSocketLayer.self,
+    ]
+
+    /// The kind named `name` in a dissector file or a `check -r` class, if any.
+    static func kind(named name: String) -> (any LayerKind.Type)? {
+        kinds.first { $0.name == name }
+    }
+}
