@@ -11,12 +11,11 @@ import Glibc
 /// (an input taking more than 10 s) writes the input to `fuzz-crash-TARGET` and exits 1.
 @main
 struct FuzzMain {
+    /// The core targets, then every layer's own (from the layer registry).
     static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
         "proto-parser": FuzzEntry.protoParser,
         "protobuf-wire": FuzzEntry.protobufWire,
-        "websocket": FuzzWebSocket.connection,
         "link": LinkFuzz.run,
-        "http-head": FuzzWebSocket.httpHead,
         "dissector": FuzzDissector.fileAndTraffic,
         "display-filter": FuzzDissector.displayFilter,
         "reassembly": ReassemblyFuzz.run,
@@ -33,7 +32,7 @@ struct FuzzMain {
         "transform-base64": TransformFuzz.single("base64"),
         "transform-aes": TransformFuzz.single("aes"),
         "transform-chain": TransformFuzz.chained,
-    ]
+    ].merging(LayerRegistry.fuzzTargets) { a, _ in a }
 
     static func main() {
         #if LIBFUZZER

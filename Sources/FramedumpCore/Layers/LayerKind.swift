@@ -57,6 +57,11 @@ protocol LayerKind {
     static func summary(_ p: ProtocolRuntime) -> [String]
     /// Lines after the protocols, about connections the layer looked at and passed over.
     static func summary(_ m: SessionManager) -> [String]
+
+    // MARK: - Fuzzing
+
+    /// The layer's parsers of untrusted input as fuzz targets (`scripts/fuzz.sh NAME`).
+    static var fuzzTargets: [(name: String, run: @Sendable (UnsafeRawBufferPointer) -> Void)] { get }
 }
 
 extension LayerKind {

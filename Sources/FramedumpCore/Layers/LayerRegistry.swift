@@ -1,9 +1,16 @@
 /// Every kind of layer a dissector can stack, one line each. A new layer is its folder (its
 /// `StreamLayer`s, its `LayerKind`, its dissector keyword) plus its line here.
-enum LayerRegistry {
+public enum LayerRegistry {
     static let kinds: [any LayerKind.Type] = [
         WebSocketLayer.self,
     ]
+
+    /// Every layer's fuzz targets (`scripts/fuzz.sh NAME`), by name.
+    public static var fuzzTargets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] {
+        var all: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [:]
+        for k in kinds { for (name, run) in k.fuzzTargets { all[name] = run } }
+        return all
+    }
 
     /// The kind named `name` in a dissector file or a `check -r` class, if any.
     static func kind(named name: String) -> (any LayerKind.Type)? {
