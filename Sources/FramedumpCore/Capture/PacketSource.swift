@@ -46,11 +46,13 @@ public final class PacketSource {
     /// What libpcap said when it refused the file, or the record it would have cut (nil while
     /// libpcap reads it all).
     public private(set) var handedOver: String?
-    /// A classic pcap file libpcap reads (not standard input): the file offset of the next
-    /// record, counted from what libpcap hands on, to tell a record it cut (`libpcapLoop`).
+    /// A classic pcap file libpcap would cut a record of (not standard input): the file
+    /// offset of the next record, counted from what libpcap hands on (`libpcapLoop`).
     private var pcapOffset: UInt64 = 24
-    /// The caplen libpcap gives a record it cut (the file's snapshot length), for a classic
-    /// pcap file; `UInt32.max` (no record has it) otherwise.
+    /// The offset of the first record libpcap would cut: our reader reads from there on.
+    private var cutAt = UInt64.max
+    /// The file's snapshot length, for a classic pcap file with a record above it;
+    /// `UInt32.max` otherwise.
     private var clampedCaplen = UInt32.max
     /// The BPF filter, run here rather than inside libpcap on a classic pcap file: libpcap
     /// would skip the records the filter rejects, and the record offsets need every one.
@@ -101,8 +103,15 @@ public final class PacketSource {
             }
             handle = h
             // A classic pcap file: libpcap cuts a record above the snaplen to the snaplen (and
-            // skips its other bytes). Only a record of exactly that caplen needs a look.
-            if path != "-" && PcapReader.isPcap(path) { clampedCaplen = UInt32(clamping: pcap_snapshot(h)) }
+            // skips its other bytes). Under libpcap's own bound (262144, as a snaplen of 0 or
+            // more becomes) no record can be cut: nothing to look for. Below it, the record
+            // headers are read once to find the first record above the snaplen.
+            let snap = UInt32(clamping: pcap_snapshot(h))
+            if path != "-" && snap < 262_144 && PcapReader.isPcap(path),
+               let at = PcapReader.firstRecord(over: snap, in: path) {
+                clampedCaplen = snap
+                cutAt = at
+            }
         case .live(let o):
             name = o.interface
             isLive = true
@@ -275,13 +284,8 @@ public final class PacketSource {
             switch rc {
             case 1:
                 guard let h = header?.pointee, let d = data else { continue }
-                if h.caplen == clampedCaplen {
-                    // Cut by libpcap when the file moved past more than this record's bytes:
-                    // our reader reads on from the record's start (libpcap reads the rest no more).
-                    if let file = pcap_file(handle), ftell(file) > Int(pcapOffset) + 16 + Int(h.caplen) {
-                        return pcapOffset
-                    }
-                }
+                // The first record libpcap cut: our reader reads on from its start.
+                if pcapOffset == cutAt { return cutAt }
                 pcapOffset &+= 16 &+ UInt64(h.caplen)
                 if let ownFilter, pcap_offline_filter(ownFilter, header, d) == 0 { continue }
                 packetCount += 1

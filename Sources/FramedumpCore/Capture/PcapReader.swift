@@ -44,7 +44,7 @@ final class PcapReader: RecordReader {
     private var base: UInt64 = 0
     private var eof = false
     /// The record handed out by the last `next()`, consumed at the next call.
-    private var pending = 0
+    private(set) var pending = 0
 
     /// Reads the file at `path` from its header, then from `resumeAt` (a record's start) when given.
     init(path: String, resumeAt: UInt64 = 0) throws(CaptureError) {
@@ -198,6 +198,18 @@ final class PcapReader: RecordReader {
             p.storeBytes(of: type, toByteOffset: at + 2, as: UInt16.self)
             if len < 4 { return }
             at += (Int(len) + 3) & ~3
+        }
+    }
+
+    /// The file offset of the first record whose captured length is above `snaplen` (the one
+    /// libpcap would cut first), nil when none is, or when the file is damaged before one
+    /// (libpcap then says so itself). Reads the record headers once, sequentially.
+    static func firstRecord(over snaplen: UInt32, in path: String) -> UInt64? {
+        guard let r = try? PcapReader(path: path) else { return nil }
+        while true {
+            let at = r.offset + UInt64(r.pending)
+            guard let rec = try? r.next() else { return nil }
+            if rec.data.count > Int(snaplen) { return at }
         }
     }
 
