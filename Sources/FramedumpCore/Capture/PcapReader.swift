@@ -8,9 +8,9 @@ import Darwin
 /// whose captured length is above the file header's snapshot length (but within libpcap's
 /// 256 KiB bound) is clamped by libpcap to the snapshot length, its other bytes skipped
 /// without a word (sf-pcap.c, "read up to the snapshot length, discard the rest"), where
-/// tshark hands on the whole record. `PacketSource` notices the clamp (the file position
-/// moved past more bytes than libpcap handed on) and reads on with this reader from the
-/// start of that record; every file libpcap reads whole stays libpcap's.
+/// tshark hands on the whole record. When the snaplen is below libpcap's bound,
+/// `PacketSource` finds the first such record (`firstRecord(over:in:)`), lets libpcap read up
+/// to it and reads on with this reader from there; every file libpcap reads whole stays libpcap's.
 ///
 /// Both byte orders, microsecond (0xa1b2c3d4) and nanosecond (0xa1b23c4d) magic, versions
 /// 2.x (before 2.3 the two lengths may be swapped, as libpcap swaps them); the header's
