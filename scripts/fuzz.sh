@@ -20,6 +20,8 @@
 #                   shipped dissectors (tree, NDJSON, segments, follow, stream export, summary)
 #   pcapng          pcapng file bytes through framedump's own pcapng reader (in memory), then
 #                   through libpcap handing over to it, with a BPF filter per link type
+#   pcap            classic pcap file bytes through framedump's own pcap reader (in memory),
+#                   then through libpcap handing over to it at a record cut to the snaplen
 #   display-filter  -Y filters parsed and evaluated
 #   ndjson-line     one NDJSON line, as `framedump diff` reads it
 #   transform-zlib, transform-gzip, transform-deflate, transform-lz4, transform-lz4-block,
@@ -232,6 +234,10 @@ PY
     pcapng)
       # Seeds: the pcapng fixtures (several link types, sections of both byte orders, 2.0, ...).
       run pcapng Tests/FramedumpCoreTests/Fixtures/*.pcapng ;;
+    pcap)
+      # Seeds: the classic pcap fixtures with records above their snaplen (both byte orders,
+      # nanoseconds, cut short), and a small capture libpcap reads whole.
+      run pcap Tests/FramedumpCoreTests/Fixtures/over_snaplen*.pcap samples/game.pcap ;;
     display-filter)
       seeds="$(mktemp -d)"
       trap 'rm -rf "$seeds"' RETURN
@@ -283,12 +289,12 @@ for i, b in enumerate(bodies):
 PY
       run "$1" "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, link, reassembly, dissector, deframer, pipeline, pcapng, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, link, reassembly, dissector, deframer, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire websocket http-head link reassembly dissector deframer pipeline pcapng display-filter ndjson-line \
+  for t in proto-parser protobuf-wire websocket http-head link reassembly dissector deframer pipeline pcapng pcap display-filter ndjson-line \
            transform-zlib transform-gzip transform-deflate transform-lz4 transform-lz4-block transform-xor transform-base64 transform-aes transform-chain; do
     fuzz_one "$t"
   done

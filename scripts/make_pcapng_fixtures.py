@@ -16,6 +16,15 @@ read by framedump's own pcapng reader (Sources/FramedumpCore/Capture/PcapngReade
 - pcapng_cut.pcapng: multi_link.pcapng cut inside a block; pcapng_garbage.pcapng: a 2.0
   header followed by a block whose length field announces 4 GB.
 
+And the classic pcap files whose records libpcap cuts to the header's snapshot length (read
+on by framedump's own pcap reader, Sources/FramedumpCore/Capture/PcapReader.swift):
+
+- over_snaplen.pcap (little-endian, microseconds), over_snaplen_be.pcap (big-endian,
+  microseconds), over_snaplen_ns.pcap (big-endian, nanosecond magic): a snapshot length of
+  64 in the file header, two game connections on Ethernet whose records are whole (up to 254
+  bytes, with 200-byte game frames);
+- over_snaplen_cut.pcap: over_snaplen.pcap cut inside its last long record.
+
 Packets are built here byte by byte (IPv4 and TCP with their checksums): no scapy needed.
 
 Usage: python3 scripts/make_pcapng_fixtures.py   (from the repository root)
@@ -243,6 +252,20 @@ def over_snaplen():
     return s.data
 
 
+def classic_pcap(e, nano, snaplen=64):
+    """A classic pcap file in byte order `e` whose records are whole, above `snaplen`."""
+    magic = 0xA1B23C4D if nano else 0xA1B2C3D4
+    out = struct.pack(e + "IHHiIII", magic, 2, 4, 0, 0, snaplen, 1)
+    frames = [game(30005, struct.pack(">iH", 900 + k, 186) + gs(chr(97 + k) * 186)) for k in range(2)]
+    assert all(len(f) == 200 for f in frames)
+    pkts = conversation("10.0.0.2", 40051, big=frames[0] + frames[1]) + conversation("10.0.0.3", 40052, isn_c=7000, big=frames[1])
+    for i, p in enumerate(pkts):
+        p = eth(p)
+        frac = (i * 1000 + 123) * 1000 + 456 if nano else i * 1000 + 123  # packet i at T0 + i ms (+123.456 µs)
+        out += struct.pack(e + "IIII", T0 + i // 1000, frac, len(p), len(p)) + p
+    return out
+
+
 def garbage():
     s = Section("<", major=2, minor=0)
     s.interface(1, 65535, "en0")
@@ -258,3 +281,8 @@ if __name__ == "__main__":
     write("over_snaplen.pcapng", over_snaplen())
     write("pcapng_cut.pcapng", ml[:len(ml) - 150])
     write("pcapng_garbage.pcapng", garbage())
+    le = classic_pcap("<", False)
+    write("over_snaplen.pcap", le)
+    write("over_snaplen_be.pcap", classic_pcap(">", False))
+    write("over_snaplen_ns.pcap", classic_pcap(">", True))
+    write("over_snaplen_cut.pcap", le[:len(le) - 3 * 70 - 100])  # after it: three records of 16 + 54 bytes

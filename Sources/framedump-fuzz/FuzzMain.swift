@@ -22,6 +22,7 @@ struct FuzzMain {
         "deframer": FuzzDeframer.run,
         "pipeline": PipelineFuzz.run,
         "pcapng": PcapngFuzz.run,
+        "pcap": PcapFuzz.run,
         "ndjson-line": FuzzNDJSON.line,
         "transform-zlib": TransformFuzz.single("zlib"),
         "transform-gzip": TransformFuzz.single("gzip"),

@@ -264,7 +264,7 @@ struct Dump: ParsableCommand {
             FileHandleErr.write("framedump: warning: link type \(t) is not decoded; its packets are counted and skipped\n")
         }
         if verbose > 0, let why = source.handedOver, case .file(let path) = input {
-            FileHandleErr.write("framedump: \(RawPath.display(path)): libpcap refused part of it (\(why)): read by framedump's pcapng reader\n")
+            FileHandleErr.write("framedump: \(RawPath.display(path)): libpcap refused or cut part of it (\(why)): read by framedump's own reader\n")
         }
         // The reader closed the pipe (`framedump ... | head`): files are complete, and nothing
         // more is said; a closed pipe is how such a run ends, not an error.

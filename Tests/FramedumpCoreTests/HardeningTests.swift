@@ -122,7 +122,7 @@ final class HardeningTests: XCTestCase {
             "websocket": FuzzWebSocket.connection, "http-head": FuzzWebSocket.httpHead, "link": LinkFuzz.run,
             "proto-parser": FuzzEntry.protoParser, "protobuf-wire": FuzzEntry.protobufWire,
             "reassembly": ReassemblyFuzz.run, "deframer": FuzzDeframer.run, "pipeline": PipelineFuzz.run,
-            "ndjson-line": FuzzNDJSON.line, "pcapng": PcapngFuzz.run,
+            "ndjson-line": FuzzNDJSON.line, "pcapng": PcapngFuzz.run, "pcap": PcapFuzz.run,
             "transform-chain": TransformFuzz.chained,
         ]
         for t in TransformFuzz.names { targets["transform-" + t] = TransformFuzz.single(t) }

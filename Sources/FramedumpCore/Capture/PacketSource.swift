@@ -28,7 +28,9 @@ public struct LiveOptions: Sendable {
 /// libpcap's handle: every packet framedump sees is read through it, except in the pcapng
 /// files libpcap refuses (several link types or snapshot lengths, a section header of another
 /// version, a packet longer than its snaplen, a section of the other byte order): those are
-/// read by `PcapngReader`, from where libpcap stopped, with BPF filters still libpcap's.
+/// read by `PcapngReader`, from where libpcap stopped, with BPF filters still libpcap's; and
+/// in the classic pcap files where libpcap cuts a record longer than the header's snaplen
+/// down to the snaplen: `PcapReader` reads on from the start of that record.
 public final class PacketSource {
     /// libpcap's handle; nil when libpcap refused the file at once (its pcapng version).
     let handle: OpaquePointer?
@@ -37,12 +39,25 @@ public final class PacketSource {
     public let isLive: Bool
     let name: String
     private var packetCount: UInt64 = 0
-    /// framedump's own pcapng reader, once libpcap has refused the file.
-    private var reader: PcapngReader?
+    /// framedump's own reader (pcapng or pcap), once libpcap has refused or cut the file.
+    private var reader: RecordReader?
     /// The first packet, read while opening with our reader (to learn the first link type).
     private var peeked: PcapngReader.Record?
-    /// What libpcap said when it refused the file (nil while libpcap reads it all).
+    /// What libpcap said when it refused the file, or the record it would have cut (nil while
+    /// libpcap reads it all).
     public private(set) var handedOver: String?
+    /// A classic pcap file libpcap would cut a record of (not standard input): the file
+    /// offset of the next record, counted from what libpcap hands on (`libpcapLoop`).
+    private var pcapOffset: UInt64 = 24
+    /// The offset of the first record libpcap would cut: our reader reads from there on.
+    private var cutAt = UInt64.max
+    /// The file's snapshot length, for a classic pcap file with a record above it;
+    /// `UInt32.max` otherwise.
+    private var clampedCaplen = UInt32.max
+    /// The BPF filter, run here rather than inside libpcap on a classic pcap file: libpcap
+    /// would skip the records the filter rejects, and the record offsets need every one.
+    /// (`pcap_offline_filter` is the same interpreter libpcap runs on the same header.)
+    private var ownFilter: UnsafeMutablePointer<bpf_program>?
     /// The link types of the packets read so far, in order of appearance.
     public private(set) var linkTypesSeen: [Int32] = []
     /// The BPF filter, compiled per link type when our reader reads (libpcap's `pcap_compile`
@@ -87,6 +102,16 @@ public final class PacketSource {
                 throw .notACapture(path, why)
             }
             handle = h
+            // A classic pcap file: libpcap cuts a record above the snaplen to the snaplen (and
+            // skips its other bytes). Under libpcap's own bound (262144, as a snaplen of 0 or
+            // more becomes) no record can be cut: nothing to look for. Below it, the record
+            // headers are read once to find the first record above the snaplen.
+            let snap = UInt32(clamping: pcap_snapshot(h))
+            if path != "-" && snap < 262_144 && PcapReader.isPcap(path),
+               let at = PcapReader.firstRecord(over: snap, in: path) {
+                clampedCaplen = snap
+                cutAt = at
+            }
         case .live(let o):
             name = o.interface
             isLive = true
@@ -151,6 +176,13 @@ public final class PacketSource {
             _ = try program(for: Self.isPKTAP(linkType) ? 1 : linkType)
             return
         }
+        if clampedCaplen != UInt32.max {
+            if !Self.isPKTAP(linkType) {
+                ownFilter = try program(for: linkType)
+                return
+            }
+            clampedCaplen = UInt32.max  // (PKTAP filtered by libpcap: records it cuts stay cut)
+        }
         var prog = bpf_program()
         if pcap_compile(handle, &prog, expression, 1, PCAP_NETMASK_UNKNOWN) != 0 {
             throw .badFilter(expression, String(cString: pcap_geterr(handle)))
@@ -200,13 +232,21 @@ public final class PacketSource {
     public func forEach(limit: UInt64? = nil, _ body: (Packet) -> Bool) throws(CaptureError) {
         if reader == nil, let handle {
             guard let resumeAt = try libpcapLoop(handle, limit: limit, body) else { return }
-            reader = try PcapngReader(path: name, resumeAt: resumeAt)
+            if clampedCaplen != UInt32.max {
+                let r = try PcapReader(path: name, resumeAt: resumeAt)
+                peeked = try r.next()
+                let caplen = peeked?.data.count ?? 0
+                handedOver = "a record at offset \(resumeAt) of \(caplen) captured bytes, bigger than the snaplen of \(clampedCaplen): libpcap keeps its first \(clampedCaplen)"
+                reader = r
+            } else {
+                reader = try PcapngReader(path: name, resumeAt: resumeAt)
+            }
         }
         if let reader { try readerLoop(reader, limit: limit, body) }
     }
 
     /// Our reader's packets, after libpcap's (or from the start).
-    private func readerLoop(_ reader: PcapngReader, limit: UInt64?, _ body: (Packet) -> Bool) throws(CaptureError) {
+    private func readerLoop(_ reader: RecordReader, limit: UInt64?, _ body: (Packet) -> Bool) throws(CaptureError) {
         while true {
             if let limit, packetCount >= limit { return }
             if stopFlag.pointee != 0 { return }
@@ -233,7 +273,7 @@ public final class PacketSource {
     }
 
     /// libpcap's packets; the file offset to read on from with our reader when libpcap refuses
-    /// the rest of a pcapng file, nil when done.
+    /// the rest of a pcapng file or cuts a classic pcap record (that record's), nil when done.
     private func libpcapLoop(_ handle: OpaquePointer, limit: UInt64?, _ body: (Packet) -> Bool) throws(CaptureError) -> UInt64? {
         var header: UnsafeMutablePointer<pcap_pkthdr>?
         var data: UnsafePointer<UInt8>?
@@ -244,6 +284,10 @@ public final class PacketSource {
             switch rc {
             case 1:
                 guard let h = header?.pointee, let d = data else { continue }
+                // The first record libpcap cut: our reader reads on from its start.
+                if pcapOffset == cutAt { return cutAt }
+                pcapOffset &+= 16 &+ UInt64(h.caplen)
+                if let ownFilter, pcap_offline_filter(ownFilter, header, d) == 0 { continue }
                 packetCount += 1
                 let ts = Timestamp(seconds: Int64(h.ts.tv_sec), nanos: UInt32(clamping: h.ts.tv_usec))
                 let buf = UnsafeRawBufferPointer(start: d, count: Int(h.caplen))

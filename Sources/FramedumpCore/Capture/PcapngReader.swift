@@ -22,7 +22,7 @@ import Darwin
 /// skipped. The file is read through a buffer that grows only with bytes actually read,
 /// up to `maxBlock`: a length field is checked against that bound and never allocated on
 /// its word. Anything malformed is a one-line `CaptureError`.
-final class PcapngReader {
+final class PcapngReader: RecordReader {
     /// One interface of the current section.
     struct Interface {
         /// libpcap's DLT_ value for the file's LINKTYPE_ (they differ for raw IP: 101 → 12).
@@ -304,4 +304,10 @@ final class PcapngReader {
         var magic: UInt32 = 0
         return read(fd, &magic, 4) == 4 && magic == 0x0A0D0D0A
     }
+}
+
+/// framedump's own readers (`PcapngReader`, `PcapReader`), as `PacketSource` reads on with them.
+protocol RecordReader: AnyObject {
+    /// The next packet, nil at the end of the file; its `data` is valid until the next call.
+    func next() throws(CaptureError) -> PcapngReader.Record?
 }
