@@ -4,6 +4,8 @@ public struct CaptureStats: Sendable {
     public var bytes: UInt64 = 0
     public var tcpSegments: UInt64 = 0
     public var notTCP: UInt64 = 0
+    /// UDP datagrams (other than tunnels); those no protocol claims also count as `notTCP`.
+    public var udpDatagrams: UInt64 = 0
     public var fragments: UInt64 = 0
     public var truncatedHeaders: UInt64 = 0
     public var truncatedPayloads: UInt64 = 0
@@ -23,6 +25,8 @@ public struct CaptureStats: Sendable {
             tcpSegments += 1
             if s.isTruncated { truncatedPayloads += 1 }
             if s.ipLengthFromCapture { ipLengthFromCapture += 1 }
+        case .udp:
+            udpDatagrams += 1
         case .notTCP: notTCP += 1
         case .fragment: fragments += 1
         case .truncated: truncatedHeaders += 1

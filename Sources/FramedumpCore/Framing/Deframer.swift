@@ -87,6 +87,18 @@ public final class Deframer {
         reportUnfinished(packet) { captureEnded ? .cutByCaptureEnd(have: $0, need: $1) : .incompleteAtEnd(have: $0, need: $1) }
     }
 
+    /// The end of a unit no frame crosses (a datagram; a message of the layer below): a frame
+    /// in progress was cut by it, and the next unit starts at a frame boundary.
+    @inline(__always)
+    public func endOfUnit(packet: PacketRef) {
+        if state == .synced && buffer.isEmpty && skipped == nil { return }
+        if state == .hunting { hunt(final: true, packet: packet) }
+        flushSkipped(packet)
+        reportUnfinished(packet) { .cutByUnitEnd(have: $0, need: $1) }
+        huntSpans.removeAll(keepingCapacity: true)
+        state = .synced
+    }
+
     /// A frame that will never complete: report what we had (and how long it said it was).
     /// Reports are dated by the packet that makes them known (as a message is by its last
     /// packet), so the output stays in time order; the stream offset says where they began.

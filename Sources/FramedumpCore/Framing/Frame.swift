@@ -24,6 +24,9 @@ public enum MalformedReason: Sendable, Equatable {
     case incompleteAtEnd(have: Int, need: Int?)
     /// The capture ended inside a frame (end of the file, `-c`): not malformed, only cut.
     case cutByCaptureEnd(have: Int, need: Int?)
+    /// A frame ran past the end of the unit that carried it (a UDP datagram, a KCP message),
+    /// which no frame crosses.
+    case cutByUnitEnd(have: Int, need: Int?)
     /// A layer of the stack could not read its own framing here (it says why).
     case layer(LayerProblem)
 
@@ -44,6 +47,8 @@ public enum MalformedReason: Sendable, Equatable {
             return "stream ended inside a frame (had \(h)" + (n.map { " of \($0)" } ?? "") + " bytes)"
         case .cutByCaptureEnd(let h, let n):
             return "capture ended inside a frame (\(h)" + (n.map { " of \($0)" } ?? "") + " bytes)"
+        case .cutByUnitEnd(let h, let n):
+            return "frame runs past the end of the datagram or message carrying it (had \(h)" + (n.map { " of \($0)" } ?? "") + " bytes)"
         case .layer(let l): return l.text
         }
     }
@@ -63,6 +68,7 @@ public enum MalformedReason: Sendable, Equatable {
         case .cutByGap: return "cut-by-gap"
         case .incompleteAtEnd: return "incomplete"
         case .cutByCaptureEnd: return "capture-ended"
+        case .cutByUnitEnd: return "cut-by-datagram-end"
         case .layer(let l): return l.kind
         }
     }

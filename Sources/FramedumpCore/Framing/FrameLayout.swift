@@ -136,6 +136,16 @@ public final class FrameLayout: @unchecked Sendable {
         return .ok(frameLength: Int(total))
     }
 
+    /// Whether `b` is whole frames back to back, exactly (a unit that must start at a frame).
+    func tiles(_ b: UnsafeRawBufferPointer) -> Bool {
+        var i = 0
+        while i < b.count {
+            guard case .ok(let n) = check(b, at: i), n <= b.count - i else { return false }
+            i += n
+        }
+        return true
+    }
+
     @inline(__always)
     public func messageID(_ b: UnsafeRawBufferPointer, at base: Int) -> UInt64? {
         guard let i = idField else { return nil }

@@ -37,6 +37,10 @@ protocol LayerKind {
     /// Whether protocols `a` and `b`, both claiming `port`, are told apart by the layer.
     static func mayShare(_ port: UInt16, _ a: ProtocolSchema, _ b: ProtocolSchema) -> Bool
 
+    /// What is wrong with protocol `s` over this layer, if anything (a setting it needs, a
+    /// transport it cannot run on); nil for the protocols that do not run over it.
+    static func check(_ s: ProtocolSchema) -> String?
+
     // MARK: - Building a stack
 
     /// Protocols the layer brings itself (the `websocket` dissector, for messages no file claims).
@@ -58,6 +62,11 @@ protocol LayerKind {
     /// Lines after the protocols, about connections the layer looked at and passed over.
     static func summary(_ m: SessionManager) -> [String]
 
+    /// Whether `-z NAME` gives a table of the layer's.
+    static var hasStatistics: Bool { get }
+    /// Its `-z NAME` table, if it has one: a title, the column names, the rows.
+    static func statistics(_ m: SessionManager) -> (title: String, header: [String], rows: [[String]])?
+
     // MARK: - Fuzzing
 
     /// The layer's parsers of untrusted input as fuzz targets (`scripts/fuzz.sh NAME`).
@@ -65,6 +74,10 @@ protocol LayerKind {
 }
 
 extension LayerKind {
+    static func check(_ s: ProtocolSchema) -> String? { nil }
+    static var hasStatistics: Bool { false }
+    static func statistics(_ m: SessionManager) -> (title: String, header: [String], rows: [[String]])? { nil }
+
     /// `,"KEY":{...}`: its member of a message's NDJSON object.
     @inline(__always)
     static func writeJSONMember(_ n: LayerNote, _ k: inout Cursor) {

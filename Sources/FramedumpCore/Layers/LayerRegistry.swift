@@ -3,6 +3,7 @@
 public enum LayerRegistry {
     static let kinds: [any LayerKind.Type] = [
         WebSocketLayer.self,
+        KCPLayer.self,
     ]
 
     /// Every layer's fuzz targets (`scripts/fuzz.sh NAME`), by name.

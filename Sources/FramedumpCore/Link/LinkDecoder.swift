@@ -40,7 +40,9 @@ public struct LinkDecoder: Sendable {
     /// header (IPv4) or from the header after the fragment header (IPv6).
     public func datagram(_ b: UnsafeRawBufferPointer, _ d: Defragmenter.Datagram) -> LinkResult {
         if d.src.isV6 { return ipv6Chain(b, next: d.proto, at: 0, remaining: b.count, src: d.src, dst: d.dst) }
-        if d.proto == 17 || d.proto == 47 || d.proto == 4 || d.proto == 41 { return tunnel(b, proto: d.proto, at: 0, length: b.count) }
+        if d.proto == 17 || d.proto == 47 || d.proto == 4 || d.proto == 41 {
+            return tunnel(b, proto: d.proto, at: 0, length: b.count, src: d.src, dst: d.dst)
+        }
         guard d.proto == 6 else { return .notTCP }
         return tcp(b, at: 0, ipPayloadLength: b.count, src: d.src, dst: d.dst)
     }
@@ -266,7 +268,7 @@ public struct LinkDecoder: Sendable {
         }
         guard proto == 6 else {
             if proto == 17 || proto == 47 || proto == 4 || proto == 41 {
-                return tunnel(p, proto: proto, at: at + ihl, length: total - ihl)
+                return tunnel(p, proto: proto, at: at + ihl, length: total - ihl, src: IPAddress(v4: src), dst: IPAddress(v4: dst))
             }
             return .notTCP
         }
@@ -278,10 +280,10 @@ public struct LinkDecoder: Sendable {
     /// transparent Ethernet, WCCP redirect, ERSPAN types I, II and III), IP in IP (protocol
     /// 4: IPv4 inside, 41: IPv6 inside, under either IP version), VXLAN (UDP port 4789),
     /// Geneve (UDP port 6081) and GTP-U (UDP port 2152).
-    /// Other UDP is not TCP. The inner packet is decoded one level deeper, at most 4 levels;
-    /// a tunnel header that does not fit in the outer packet is truncated (the snaplen cut
-    /// it) or malformed (the outer IP length says it is shorter than its header).
-    func tunnel(_ p: UnsafeRawBufferPointer, proto: UInt8, at: Int, length: Int) -> LinkResult {
+    /// Other UDP is a datagram for the flow table. The inner packet is decoded one level deeper,
+    /// at most 4 levels; a tunnel header that does not fit in the outer packet is truncated (the
+    /// snaplen cut it) or malformed (the outer IP length says it is shorter than its header).
+    func tunnel(_ p: UnsafeRawBufferPointer, proto: UInt8, at: Int, length: Int, src: IPAddress, dst: IPAddress) -> LinkResult {
         guard depth < 4 else { return .malformed }
         let inner = p.slice(at, length)
         // A header that does not fit: cut by the snaplen, or shorter than its own header.
@@ -331,7 +333,24 @@ public struct LinkDecoder: Sendable {
             }
             return next.rawIP(inner.slice(off, inner.count), at: 0)
         }
-        return .notTCP
+        return udp(inner, ipPayloadLength: length, src: src, dst: dst, sport: sport, dport: dport)
+    }
+
+    /*
+     |          Source Port          |       Destination Port        |
+     |            Length             |           Checksum            |
+    */
+    /// A UDP datagram that is no tunnel. Its payload ends where the UDP length says (never past
+    /// what IP says, nor what was captured).
+    func udp(_ u: UnsafeRawBufferPointer, ipPayloadLength: Int, src: IPAddress, dst: IPAddress,
+             sport: UInt16, dport: UInt16) -> LinkResult {
+        guard let ulen = u.u16be(4).map(Int.init) else { return ipPayloadLength > u.count ? .truncated : .malformed }
+        // Length 0: a jumbogram (RFC 2675) or offload; IP's length stands.
+        let length = ulen == 0 ? ipPayloadLength : ulen
+        guard length >= 8, length <= ipPayloadLength else { return .malformed }
+        let present = max(0, min(length, u.count) - 8)
+        return .udp(UDPDatagram(src: Endpoint(src, sport), dst: Endpoint(dst, dport),
+                                payload: u.slice(8, present), payloadLength: length - 8))
     }
 
     /*
@@ -424,7 +443,7 @@ public struct LinkDecoder: Sendable {
                 return .fragment(IPFragment(src: src, dst: dst, id: id, proto: n, offset: Int(fo & 0xfff8),
                                             more: fo & 1 != 0, data: p.slice(off, remaining), dataLength: remaining))
             case 17, 47, 4, 41:  // UDP (VXLAN, Geneve, GTP-U), GRE, IPv4 or IPv6 inside
-                return tunnel(p, proto: next, at: off, length: remaining)
+                return tunnel(p, proto: next, at: off, length: remaining, src: src, dst: dst)
             default:
                 return .notTCP
             }

@@ -49,7 +49,9 @@ public struct TCPSegment {
 /// What the link decoder made of one packet.
 public enum LinkResult {
     case tcp(TCPSegment)
-    /// IP but not TCP (UDP, ICMP, ...): counted and skipped.
+    /// A UDP datagram (no tunnel): for the flow table, when a dissector claims UDP.
+    case udp(UDPDatagram)
+    /// IP but neither TCP nor UDP (ICMP, ...): counted and skipped.
     case notTCP
     /// A piece of a fragmented IPv4/IPv6 datagram: for the `Defragmenter`.
     case fragment(IPFragment)
@@ -59,6 +61,18 @@ public enum LinkResult {
     case unsupported
     /// Headers that contradict themselves (bad IHL, data offset below 5, ...).
     case malformed
+}
+
+/// A UDP datagram decoded from a packet. `payload` borrows the packet's bytes.
+public struct UDPDatagram {
+    public var src: Endpoint
+    public var dst: Endpoint
+    /// The payload bytes present in the capture.
+    public var payload: UnsafeRawBufferPointer
+    /// The payload length the UDP header announces; larger than `payload.count` when the snaplen cut it.
+    public var payloadLength: Int
+
+    public var isTruncated: Bool { payload.count < payloadLength }
 }
 
 /// One fragment of an IPv4 or IPv6 datagram. `data` borrows the packet's bytes.

@@ -28,7 +28,11 @@ public final class JSONPrinter: MessageSink {
 
     public func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {
         common(c, nil, packet.ts, p)
-        out.write(",\"type\":\"open\",\"syn\":"); out.write(c.rolesFromSYN ? "true" : "false")
+        if c.udp {
+            out.write(",\"type\":\"open\",\"transport\":\"udp\"")
+        } else {
+            out.write(",\"type\":\"open\",\"syn\":"); out.write(c.rolesFromSYN ? "true" : "false")
+        }
         if let n = c.continues { out.write(",\"continues\":"); out.decimal(n) }
         out.byte(0x7d); out.newline()
     }

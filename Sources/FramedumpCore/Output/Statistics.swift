@@ -9,6 +9,8 @@ public enum StatisticsKind: Sendable, Equatable {
     case rate(nanos: Int64)
     /// Request/response latency, where a dissector says how responses pair with requests.
     case rtt
+    /// A layer's own table (`kcp`: per conversation, retransmissions and round trips).
+    case layer(String)
 
     /// `msgs`, `conv`, `rate` or `rate,SECONDS` (a decimal: `rate,0.02` for 20 ms game ticks).
     public init?(argument: String) {
@@ -17,6 +19,7 @@ public enum StatisticsKind: Sendable, Equatable {
         case "msgs": self = .msgs
         case "conv": self = .conv
         case "rtt": self = .rtt
+        case let name where LayerRegistry.kind(named: name)?.hasStatistics == true: self = .layer(name)
         case "rate":
             guard let n = parts.count > 1 ? Self.nanos(parts[1]) : 1_000_000_000,
                   n >= 1_000_000, n <= 86_400_000_000_000 else { return nil }
@@ -295,8 +298,25 @@ public final class StatisticsSink: MessageSink {
         }
     }
 
+    /// A layer's table, asked of the layer at the end (set once the session manager exists).
+    var layerTable: ((String) -> (title: String, header: [String], rows: [[String]])?)?
+
     func write(_ k: StatisticsKind) {
         switch k {
+        case .layer(let name):
+            guard let t = layerTable?(name) else { return }
+            if json {
+                let rows = t.rows.map { r -> String in
+                    "{" + zip(t.header, r).map { h, v in
+                        JSONText.quoted(h.replacingOccurrences(of: " ", with: "_")) + ":"
+                            + (!v.isEmpty && v.allSatisfy({ $0.isNumber || $0 == "." }) ? v : v == "-" ? "null" : JSONText.quoted(v))
+                    }.joined(separator: ",") + "}"
+                }
+                line("{\"type\":\"stats\",\"stat\":\(JSONText.quoted(name)),\"rows\":[" + rows.joined(separator: ",") + "]}")
+            } else {
+                table(t.title, t.header, t.rows)
+                if t.rows.isEmpty { line("(no \(name) traffic in this capture)") }
+            }
         case .msgs:
             let keys = messageOrder.sorted { ($0.proto, $0.name, $0.dir.rawValue) < ($1.proto, $1.name, $1.dir.rawValue) }
             if json {

@@ -37,7 +37,9 @@ public final class TreePrinter: MessageSink {
 
     public func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {
         connectionLead(c, p, packet.ts)
-        if let n = c.continues {
+        if c.udp {
+            out.write(" udp flow opened")
+        } else if let n = c.continues {
             out.write(" connection continues #"); out.decimal(n); out.write(" (bytes after it closed, no new SYN)")
         } else {
             out.write(c.rolesFromSYN ? " connection opened" : " connection picked up mid-stream (no SYN seen)")
@@ -48,7 +50,7 @@ public final class TreePrinter: MessageSink {
 
     public func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {
         connectionLead(c, p, packet.ts)
-        out.write(" connection closed (")
+        out.write(c.udp ? " udp flow closed (" : " connection closed (")
         out.write(reason.rawValue)
         out.write("): "); out.decimal(c.deliveredAtClose.c2s); out.write(" bytes c2s, ")
         out.decimal(c.deliveredAtClose.s2c); out.write(" bytes s2c")

@@ -6,6 +6,8 @@ public final class Pipeline {
     public private(set) var capture = CaptureStats()
     public let defragmenter: Defragmenter
     var reassembler: Reassembler?
+    /// UDP datagrams in flows, when a protocol is carried by UDP (`udp port N;`).
+    var flows: UDPFlows?
     var export: StreamExport?
     var consumers: [StreamConsumer] = []
     public let sessions: SessionManager?
@@ -45,8 +47,10 @@ public final class Pipeline {
                 : options.format == .json ? JSONPrinter(output: output, diffable: false) as MessageSink
                 : TreePrinter(output: output, hexDump: options.hexDump, verbose: options.verbose > 0, color: options.color)
             // -z counts what reaches the output (after -Y), so it sits between the two.
+            var statistics: StatisticsSink?
             if !options.statistics.isEmpty && !options.follow {
-                printer = StatisticsSink(inner: printer, kinds: options.statistics, output: output, json: options.format == .json)
+                statistics = StatisticsSink(inner: printer, kinds: options.statistics, output: output, json: options.format == .json)
+                printer = statistics
             }
             // With a filter every message is decoded (even for -q, which then counts the matches).
             filtering = filter.map { FilteringSink(printer ?? NullSink(), filter: $0) }
@@ -54,6 +58,7 @@ public final class Pipeline {
             sink = filtering ?? printer ?? NullSink()
             let m = SessionManager(protocols: schemas, sink: sink, limits: limits)
             sessions = m
+            statistics?.layerTable = { [unowned m] in LayerRegistry.kind(named: $0)?.statistics(m) }
             consumers.append(m)
         }
         if let dir = options.streamsDir {
@@ -71,6 +76,12 @@ public final class Pipeline {
             r.maxConnections = limits.maxConnections
             reassembler = Reassembler(options: r, consumer: fan,
                                       isServerPort: { sessions?.isServerPort($0) ?? false })
+        }
+        if let m = sessions, m.decodesUDP, let r = reassembler {
+            var f = UDPFlows.Options()
+            f.maxFlows = limits.maxConnections
+            flows = UDPFlows(options: f, consumer: m, isServerPort: { [unowned m] in m.isUDPServerPort($0) },
+                             nextNumber: { [unowned r] in r.takeNumber() })
         }
         // Last, once nothing here can throw: only messages and the manager's events reach the
         // output, so the output can be written from a second thread (the follow printer writes
@@ -140,13 +151,20 @@ public final class Pipeline {
                 if let writeOnly, let dumper, writeOnly.keeps(p.ref.number, s) { dumper.write(p) }
                 if printSegments { seg.print(s, at: p.ref.ts, to: out) }
                 reassembler?.add(s, packet: p.ref)
+            } else if case .udp(let d) = r {
+                if flows?.add(d, packet: p.ref) != true { capture.notTCP += 1 }
             } else if case .fragment(let f) = r, let d = defragmenter.add(f, at: p.ref.ts) {
                 // The fragment that completes a datagram carries its segment.
                 d.bytes.withUnsafeBytes { b in
-                    if case .tcp(let s) = link.datagram(b, d) {
+                    switch link.datagram(b, d) {
+                    case .tcp(let s):
                         capture.defragmentedSegments += 1
                         if printSegments { seg.print(s, at: p.ref.ts, to: out) }
                         reassembler?.add(s, packet: p.ref)
+                    case .udp(let u):
+                        capture.udpDatagrams += 1
+                        if flows?.add(u, packet: p.ref) != true { capture.notTCP += 1 }
+                    default: break
                     }
                 }
             }
@@ -158,6 +176,7 @@ public final class Pipeline {
     /// End of capture: close every connection (their holes become gaps) and write indexes.
     public func finish() {
         reassembler?.finish()
+        flows?.finish()
         if let t = decodeThread {
             // Behind the last frames; then wait until the other thread has printed everything.
             sessions?.sink?.finish()
@@ -184,6 +203,7 @@ public final class Pipeline {
         s.capture(capture)
         s.fragments(defragmenter)
         if let r = reassembler { s.reassembly(r.stats, options: r.options) }
+        if let f = flows { s.flows(f) }
         if let m = sessions { s.protocols(m) }
         if let f = filtering, let text = options.displayFilter {
             s.line("filter \(text): \(f.matched) messages matched")

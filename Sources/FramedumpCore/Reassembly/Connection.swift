@@ -1,4 +1,4 @@
-/// One TCP connection: its two endpoints in client/server roles and two half-streams.
+/// One TCP connection (or UDP flow): its two endpoints in client/server roles and two half-streams.
 public final class Connection {
     /// 1-based, in order of first appearance.
     public let number: UInt64
@@ -7,6 +7,8 @@ public final class Connection {
     /// True when a SYN told us the roles; false when guessed (port claim or lower port).
     public let rolesFromSYN: Bool
     public let firstPacket: PacketRef
+    /// A UDP flow (`UDPFlows`): its stream is its datagrams, each handed on whole.
+    public let udp: Bool
     /// A connection that carries bytes sent after an earlier one closed (same addresses, no
     /// new SYN): that one's number. Its roles come from it; it did not itself begin at a SYN.
     public internal(set) var continues: UInt64?
@@ -58,8 +60,9 @@ public final class Connection {
     var lastTouch: UInt64 = 0
     var linkedAt: UInt64 = 0
 
-    init(number: UInt64, client: Endpoint, server: Endpoint, rolesFromSYN: Bool, packet: PacketRef) {
+    init(number: UInt64, client: Endpoint, server: Endpoint, rolesFromSYN: Bool, packet: PacketRef, udp: Bool = false) {
         self.number = number
+        self.udp = udp
         self.client = client
         self.server = server
         self.rolesFromSYN = rolesFromSYN

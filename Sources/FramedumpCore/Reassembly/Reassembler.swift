@@ -33,6 +33,12 @@ public final class Reassembler {
     /// `RecentBytes` buffers in use (bounded by `maxRecentBuffers`).
     var recentBuffers = 0
     var nextNumber: UInt64 = 1
+
+    /// A connection number for a flow of another transport (UDP), so numbers stay unique.
+    func takeNumber() -> UInt64 {
+        defer { nextNumber += 1 }
+        return nextNumber
+    }
     /// Out-of-order bytes (with bookkeeping) held over every connection (`maxBufferedTotal`).
     var heldTotal = 0
     /// The connection of the previous packet (cleared when it closes).

@@ -4,7 +4,7 @@ public enum DissectorDescription {
         var lines: [String] = []
         let ports = s.ports.map(String.init).joined(separator: ", ")
         lines.append("\(s.name)  (\(s.file))")
-        lines.append("  ports: " + (ports.isEmpty ? "none" : ports) + (s.anyPort ? "; also tried on any port" : ""))
+        lines.append((s.udp ? "  UDP ports: " : "  ports: ") + (ports.isEmpty ? "none" : ports) + (s.anyPort ? "; also tried on any port" : ""))
         for k in LayerRegistry.kinds { lines += k.describe(s) }
         let header = s.header.map { f -> String in
             let t = f.isPadding ? "pad \(f.width)" : "\(f.signed ? "int" : "uint")\(f.width * 8)\(f.order == .little ? "le" : "") \(f.name)"

@@ -60,7 +60,8 @@ public enum DissectorLoader {
     public static func conflicts(_ schemas: [ProtocolSchema]) -> [DissectorError] {
         var errors: [DissectorError] = []
         var names: [String: String] = [:]
-        var ports: [UInt16: ProtocolSchema] = [:]
+        // TCP port 8000 and UDP port 8000 are different ports.
+        var ports: [UInt32: ProtocolSchema] = [:]
         for s in schemas {
             if let other = names[s.name] {
                 errors.append(DissectorError(file: s.file, line: 0, column: 0,
@@ -68,9 +69,10 @@ public enum DissectorLoader {
             }
             names[s.name] = s.file
             for port in s.ports {
-                guard let other = ports[port] else { ports[port] = s; continue }
+                let slot = UInt32(port) | (s.udp ? 1 << 16 : 0)
+                guard let other = ports[slot] else { ports[slot] = s; continue }
                 if LayerRegistry.kinds.contains(where: { $0.mayShare(port, s, other) }) { continue }
-                let message = "port \(port) is also claimed by protocol '\(other.name)' (\(other.file)): one port, one protocol"
+                let message = "\(s.udp ? "UDP " : "")port \(port) is also claimed by protocol '\(other.name)' (\(other.file)): one port, one protocol"
                 errors.append(s.portLocations[port]?.error(message)
                               ?? DissectorError(file: s.file, line: 0, column: 0, message: message, sourceLine: ""))
             }

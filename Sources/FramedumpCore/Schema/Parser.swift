@@ -284,7 +284,19 @@ struct Parser {
     mutating func protocolSetting(_ p: inout PendingProtocol) throws(DissectorError) {
         let (key, kt) = try ident("a protocol setting")
         switch key.lowercased() {
+        case "udp":
+            // `udp port N;`: the protocol's messages come in UDP datagrams to or from port N.
+            let (w, wt) = try ident("'port'")
+            guard w.lowercased() == "port" || w.lowercased() == "ports" else { throw err(wt, "expected 'udp port N;'") }
+            guard p.schema.ports.isEmpty || p.schema.udp else {
+                throw err(kt, "protocol '\(p.schema.name)' already has TCP ports: one protocol is carried by TCP or by UDP, not both")
+            }
+            p.schema.udp = true
+            fallthrough
         case "port", "ports":
+            if key.lowercased() != "udp" && p.schema.udp {
+                throw err(kt, "protocol '\(p.schema.name)' has UDP ports: write 'udp port N;' for each (one protocol is carried by TCP or by UDP, not both)")
+            }
             repeat {
                 let n = try number("a port number")
                 guard (1...65535).contains(n) else { throw err(kt, "port \(n) is out of range 1-65535") }
@@ -362,7 +374,7 @@ struct Parser {
                 try k.setting(key.lowercased(), &self, &p.schema)
                 return endStatement("'\(key)'")
             }
-            throw err(kt, "unknown protocol setting '\(key)' (expected port, any_port, byte_order, strings, header, frame_length, body_length, message_id, max_frame, body, labels_from_comments, pair_by, websocket, subprotocol, text, proto, proto_descriptor, key, transform, cipher)")
+            throw err(kt, "unknown protocol setting '\(key)' (expected port, udp port, any_port, byte_order, strings, header, frame_length, body_length, message_id, max_frame, body, labels_from_comments, pair_by, websocket, subprotocol, text, proto, proto_descriptor, key, transform, cipher)")
         }
         endStatement("'\(key)'")
     }

@@ -54,6 +54,10 @@ struct Resolver {
         s.maxFrame = min(s.maxFrame, options.maxFrame)
         do throws(DissectorError) { try resolveLength(p, &s) } catch { errors.add(error) }
         resolveRest(p, &s, &errors)
+        // What the transport and the layers need of the protocol.
+        let at = p.token ?? Token(kind: .end, line: p.line, column: 1)
+        if s.udp && s.anyPort { errors.add(err(at, "protocol '\(s.name)': UDP flows are chosen by port ('udp port N;'), not by any_port")) }
+        for k in LayerRegistry.kinds { if let m = k.check(s) { errors.add(err(at, "protocol '\(s.name)': " + m)) } }
         try errors.check()
         return s
     }

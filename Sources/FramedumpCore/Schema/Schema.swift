@@ -151,6 +151,8 @@ public struct ProtocolSchema: Sendable {
     public var ports: [UInt16] = []
     /// Where each port was declared, for the error when two protocols claim one.
     public var portLocations: [UInt16: SourceLocation] = [:]
+    /// The ports are UDP ports (`udp port N;`): messages come in datagrams, not a TCP stream.
+    public var udp = false
     /// Try this dissector on connections of any port, validating the first header.
     public var anyPort = false
     public var order: ByteOrder = .big

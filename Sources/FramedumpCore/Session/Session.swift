@@ -39,8 +39,10 @@ final class Session {
         let f = SessionFrames(manager: manager, runtime: p, connection: connection)
         frames = f
         for d in Direction.allCases {
-            layers[d.rawValue] = Deframer(layout: p.layout, direction: d, consumer: f,
-                                          startsAtBoundary: connection.startsAtSYN(d), knownID: p.knownID(d))
+            let deframer = Deframer(layout: p.layout, direction: d, consumer: f,
+                                    startsAtBoundary: connection.startsAtSYN(d), knownID: p.knownID(d))
+            // A UDP flow's datagrams are each cut on their own.
+            layers[d.rawValue] = connection.udp ? DatagramDeframer(deframer) : deframer
         }
     }
 
@@ -172,6 +174,8 @@ final class SessionFrames: FrameConsumer {
 public final class SessionManager: StreamConsumer {
     public let protocols: [ProtocolRuntime]
     var byPort: [UInt16: ProtocolRuntime] = [:]
+    /// The protocols of UDP ports (`udp port N;`).
+    var byUDPPort: [UInt16: ProtocolRuntime] = [:]
     let anyPort: [ProtocolRuntime]
     /// Where the manager's own events go (connections, gaps, handshakes). Set once, here or by
     /// `decode(on:)`, so `decodeSink` cannot go stale.
@@ -195,7 +199,8 @@ public final class SessionManager: StreamConsumer {
         // The layers' own protocols come after the files' (a file's claims a port first).
         let schemas = protocols + LayerRegistry.kinds.flatMap { $0.builtInProtocols }
         self.protocols = schemas.map { ProtocolRuntime($0, limits: limits) }
-        for p in self.protocols { for port in p.schema.ports where byPort[port] == nil { byPort[port] = p } }
+        for p in self.protocols where !p.schema.udp { for port in p.schema.ports where byPort[port] == nil { byPort[port] = p } }
+        for p in self.protocols where p.schema.udp { for port in p.schema.ports where byUDPPort[port] == nil { byUDPPort[port] = p } }
         anyPort = self.protocols.filter { $0.schema.anyPort }
         self.sink = sink
         decodeSink = sink
@@ -210,6 +215,9 @@ public final class SessionManager: StreamConsumer {
     }
 
     public func isServerPort(_ port: UInt16) -> Bool { byPort[port] != nil }
+    public func isUDPServerPort(_ port: UInt16) -> Bool { byUDPPort[port] != nil }
+    /// Whether any protocol is carried by UDP (else no datagram is looked at).
+    public var decodesUDP: Bool { !byUDPPort.isEmpty }
 
     /// The session this manager hung on the connection (it is the only one that sets `context`).
     @inline(__always)
@@ -219,7 +227,7 @@ public final class SessionManager: StreamConsumer {
     }
 
     public func opened(_ c: Connection, packet: PacketRef) {
-        let p = byPort[c.server.port]
+        let p = c.udp ? byUDPPort[c.server.port] : byPort[c.server.port]
         c.context = Session(manager: self, connection: c, proto: p)
         sink?.opened(c, p, packet: packet)
     }

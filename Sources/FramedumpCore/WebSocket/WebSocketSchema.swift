@@ -46,6 +46,10 @@ extension WebSocketLayer {
         }
     }
 
+    static func check(_ s: ProtocolSchema) -> String? {
+        s.overWebSocket && s.udp ? "WebSocket runs over TCP: give the protocol's port as 'port N;', not 'udp port N;'" : nil
+    }
+
     static func describe(_ s: ProtocolSchema) -> [String] {
         guard s.overWebSocket else { return [] }
         var w = "  websocket: "

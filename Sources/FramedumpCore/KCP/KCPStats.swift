@@ -1,0 +1,88 @@
+/// What the KCP layer counts for one protocol over it (the summary's `kcp:` line). Counted
+/// where datagrams are read.
+final class KCPProtocolState {
+    let stream: Bool
+    var conversations: UInt64 = 0
+    var segments: UInt64 = 0
+    var acks: UInt64 = 0
+    var windowSegments: UInt64 = 0
+    var retransmitted: UInt64 = 0
+    var lost: UInt64 = 0
+    var messages: UInt64 = 0
+    var fragments: UInt64 = 0
+    var malformedDatagrams: UInt64 = 0
+    var heldLimit: UInt64 = 0
+    var conversationLimit: UInt64 = 0
+
+    init(stream: Bool) { self.stream = stream }
+}
+
+/// One conversation of one flow, both directions: the row of `-z kcp`.
+final class KCPConversationStats {
+    let connection: UInt64
+    let endpoints: String
+    let protocolName: String
+    let conv: UInt32
+    var pushes: [UInt64] = [0, 0]
+    var retransmitted: [UInt64] = [0, 0]
+    /// Holes filled: a segment that came after later ones (a loss the sender repaired).
+    var recovered: [UInt64] = [0, 0]
+    var lost: [UInt64] = [0, 0]
+    var messages: [UInt64] = [0, 0]
+    /// Round trips, from a data segment to the ACK that echoes its timestamp (packet time).
+    var rttCount: UInt64 = 0
+    var rttSum: Int64 = 0
+    var rttMin: Int64 = .max
+    var rttMax: Int64 = 0
+    /// Each direction's data segments awaiting their ACK: sn → (ts, when it was captured).
+    private var awaiting: [[UInt32: (ts: UInt32, at: Timestamp)]] = [[:], [:]]
+    static let maxAwaiting = 4096
+
+    init(connection: UInt64, endpoints: String, protocolName: String, conv: UInt32) {
+        self.connection = connection
+        self.endpoints = endpoints
+        self.protocolName = protocolName
+        self.conv = conv
+    }
+
+    @inline(__always)
+    func sent(_ d: Direction, sn: UInt32, ts: UInt32, at: Timestamp) {
+        if awaiting[d.rawValue].count >= Self.maxAwaiting { awaiting[d.rawValue].removeAll(keepingCapacity: true) }
+        awaiting[d.rawValue][sn] = (ts, at)
+    }
+
+    /// An ACK sent in direction `d` for the data segment `sn` of the other direction.
+    @inline(__always)
+    func acked(_ d: Direction, sn: UInt32, ts: UInt32, at: Timestamp) {
+        let o = d.opposite.rawValue
+        guard let sent = awaiting[o][sn] else { return }
+        // The ACK echoes the timestamp of the copy it answers: the latest one sent.
+        guard sent.ts == ts else { return }
+        awaiting[o][sn] = nil
+        let rtt = at.nanos(since: sent.at)
+        guard rtt >= 0, rtt < 3_600_000_000_000 else { return }
+        rttCount += 1
+        rttSum += rtt
+        rttMin = min(rttMin, rtt)
+        rttMax = max(rttMax, rtt)
+    }
+}
+
+/// Every KCP conversation of the run, for `-z kcp` (bounded: past the bound, rows are
+/// summed into one).
+final class KCPManagerState {
+    var rows: [KCPConversationStats] = []
+    static let maxRows = 10_000
+    lazy var overflow = KCPConversationStats(connection: 0, endpoints: "(more conversations)", protocolName: "", conv: 0)
+    var overflowed: UInt64 = 0
+
+    func row(_ c: Connection, _ conv: UInt32, _ p: ProtocolRuntime) -> KCPConversationStats {
+        guard rows.count < Self.maxRows else {
+            overflowed += 1
+            return overflow
+        }
+        let r = KCPConversationStats(connection: c.number, endpoints: c.name, protocolName: p.schema.name, conv: conv)
+        rows.append(r)
+        return r
+    }
+}
