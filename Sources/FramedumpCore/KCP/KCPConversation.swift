@@ -64,8 +64,7 @@ final class KCPConversation: FrameConsumer {
             // ikcp numbers a conversation from 0: a first segment near it is taken for the start
             // (the ones before it were lost, or come later); one far from it, a capture that
             // began mid-conversation.
-            next = s.sn < 1024 ? 0 : s.sn
-            if next != 0, stream { deframer?.start(atBoundary: false) }
+            begin(at: s.sn < Self.nearStart ? 0 : s.sn)
         }
         let n = next!
         if s.sn == n {
@@ -94,12 +93,12 @@ final class KCPConversation: FrameConsumer {
 
     /// The peer acknowledged every segment before `una`: those never seen are lost.
     func acknowledged(_ una: UInt32, _ packet: PacketRef) {
-        guard let n = next else {
-            // The peer's word on where this direction stands, before its first segment.
-            next = una
-            if una != 0, stream { deframer?.start(atBoundary: false) }
-            return
+        if next == nil {
+            // The peer's word on where this direction stands, before its first segment: near
+            // the start, the segments before `una` were sent and not captured (lost below).
+            begin(at: una < Self.nearStart ? 0 : una)
         }
+        guard let n = next else { return }
         guard kcpBefore(n, una), una &- n <= Self.maxAhead else { return }
         while let n = next, kcpBefore(n, una) {
             if let h = firstHeld(), kcpBefore(h, una) {
@@ -109,6 +108,19 @@ final class KCPConversation: FrameConsumer {
                 lose(upTo: una, packet)
             }
         }
+    }
+
+    /// ikcp numbers a conversation from 0: a first sequence number below this is taken for a
+    /// conversation whose start is in the capture (the segments before it were lost, or come
+    /// later); one above, for a capture that began mid-conversation.
+    static let nearStart: UInt32 = 1024
+
+    /// The first sequence number this direction delivers. Mid-conversation, the first message
+    /// may be the tail of one whose start was not captured.
+    func begin(at sn: UInt32) {
+        next = sn
+        guard sn != 0 else { return }
+        if stream { deframer?.start(atBoundary: false) } else { afterLoss = true }
     }
 
     /// The lowest sequence number held.
