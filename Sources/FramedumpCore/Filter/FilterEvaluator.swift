@@ -270,9 +270,16 @@ public struct FilterEvaluator {
         case .ipSrc: return [.text(src.address.text)]
         case .ipDst: return [.text(dst.address.text)]
         case .ipAddr: return [.text(src.address.text), .text(dst.address.text)]
-        case .tcpPort: return [src.port, dst.port].map { .integer(negative: false, magnitude: UInt64($0), label: nil) }
-        case .tcpSrcPort: return [.integer(negative: false, magnitude: UInt64(src.port), label: nil)]
-        case .tcpDstPort: return [.integer(negative: false, magnitude: UInt64(dst.port), label: nil)]
+        // `tcp.*` on TCP connections, `udp.*` on UDP flows (a port of the other transport is absent).
+        case .tcpPort, .udpPort:
+            guard c.udp == (r == .udpPort) else { return [] }
+            return [src.port, dst.port].map { .integer(negative: false, magnitude: UInt64($0), label: nil) }
+        case .tcpSrcPort, .udpSrcPort:
+            guard c.udp == (r == .udpSrcPort) else { return [] }
+            return [.integer(negative: false, magnitude: UInt64(src.port), label: nil)]
+        case .tcpDstPort, .udpDstPort:
+            guard c.udp == (r == .udpDstPort) else { return [] }
+            return [.integer(negative: false, magnitude: UInt64(dst.port), label: nil)]
         case .proto(let name): return p.schema.name.lowercased() == name ? [.text(p.schema.name)] : []
         case .field: return []
         case .layer(let key, let field):

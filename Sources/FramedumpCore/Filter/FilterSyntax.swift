@@ -28,7 +28,7 @@ public enum CompareOp: String, Sendable {
 /// What a filter names: the message's own attributes, its endpoints, or a decoded field.
 public enum FieldReference: Sendable, Equatable {
     case msgID, msgName, msgDir, msgLen, msgProtocol
-    case ipSrc, ipDst, ipAddr, tcpPort, tcpSrcPort, tcpDstPort
+    case ipSrc, ipDst, ipAddr, tcpPort, tcpSrcPort, tcpDstPort, udpPort, udpSrcPort, udpDstPort
     /// A protocol by name (true for its messages).
     case proto(String)
     /// `PROTOCOL.FIELD[.SUBFIELD...]`: header or body fields, nested messages, JSON keys.
@@ -50,6 +50,9 @@ public enum FieldReference: Sendable, Equatable {
         case .tcpPort: return "tcp.port"
         case .tcpSrcPort: return "tcp.srcport"
         case .tcpDstPort: return "tcp.dstport"
+        case .udpPort: return "udp.port"
+        case .udpSrcPort: return "udp.srcport"
+        case .udpDstPort: return "udp.dstport"
         case .proto(let p): return p
         case .field(let p, let path): return ([p] + path).joined(separator: ".")
         case .layer(let k, let f): return k + "." + f
@@ -283,7 +286,7 @@ struct FilterNames {
     static let builtins: [String: FieldReference] = [
         "msg.id": .msgID, "msg.name": .msgName, "msg.dir": .msgDir, "msg.len": .msgLen, "msg.protocol": .msgProtocol,
         "ip.src": .ipSrc, "ip.dst": .ipDst, "ip.addr": .ipAddr, "tcp.port": .tcpPort, "tcp.srcport": .tcpSrcPort,
-        "tcp.dstport": .tcpDstPort,
+        "tcp.dstport": .tcpDstPort, "udp.port": .udpPort, "udp.srcport": .udpSrcPort, "udp.dstport": .udpDstPort,
     ]
 
     func reference(_ name: String, at t: FilterToken, text: String) throws(FilterError) -> FieldReference {
@@ -299,7 +302,7 @@ struct FilterNames {
             return .layer(key: protoName, field: parts[1])
         }
         guard let s = protocols[protoName] else {
-            let all = Array(protocols.keys) + ["msg", "ip", "tcp"] + LayerRegistry.kinds.map { "\($0.key)" }
+            let all = Array(protocols.keys) + ["msg", "ip", "tcp", "udp"] + LayerRegistry.kinds.map { "\($0.key)" }
             throw fail("unknown protocol or field '\(name)'" + Self.suggest(parts[0], all))
         }
         if parts.count == 1 { return .proto(protoName) }
@@ -335,7 +338,7 @@ struct FilterNames {
     /// bodies, a name no message declares at that depth).
     func kinds(_ ref: FieldReference) -> [Kind]? {
         switch ref {
-        case .msgID, .msgLen, .tcpPort, .tcpSrcPort, .tcpDstPort: return [.integer(labels: [])]
+        case .msgID, .msgLen, .tcpPort, .tcpSrcPort, .tcpDstPort, .udpPort, .udpSrcPort, .udpDstPort: return [.integer(labels: [])]
         case .msgName, .msgDir, .msgProtocol, .ipSrc, .ipDst, .ipAddr: return [.text]
         case .proto, .layer: return nil
         case .field(let protoName, let path):
