@@ -1,21 +1,31 @@
-"""What the sample recorders share: tcpdump writing what crosses `lo` for one port, started and
-stopped by its own PID, with immediate mode and a large kernel buffer so nothing is dropped."""
+"""What the sample recorders share: tcpdump writing what crosses `lo` for one port (or for any
+BPF filter), started and stopped by its own PID, with immediate mode and a large kernel buffer
+so nothing is dropped."""
 import os, subprocess, time
 
 TIMEOUT = 10
 
 
 class Capture:
-    """`with Capture(path, port): ...` records the traffic of the block into `path`."""
+    """`with Capture(path, port): ...` records the TCP traffic of the block on `port` into `path`;
+    `with Capture(path, bpf="udp portrange 8100-8101"): ...` records whatever the BPF filter
+    selects instead (a string given as `port` is taken as the filter too)."""
 
-    def __init__(self, out, port):
-        self.out, self.port, self.log = out, port, out + ".log"
+    def __init__(self, out, port=None, bpf=None):
+        if bpf is None:
+            if isinstance(port, str):
+                bpf = port
+            elif port is not None:
+                bpf = "tcp port %d" % port
+            else:
+                raise ValueError("Capture needs a port or a BPF filter")
+        self.out, self.port, self.bpf, self.log = out, port, bpf, out + ".log"
 
     def __enter__(self):
         if os.path.exists(self.out):
             os.remove(self.out)
         self.dump = subprocess.Popen(["tcpdump", "-i", "lo", "-U", "--immediate-mode", "-B", "16384", "-Z", "root",
-                                      "-s", "0", "-w", self.out, "tcp port %d" % self.port], stderr=open(self.log, "w"))
+                                      "-s", "0", "-w", self.out, self.bpf], stderr=open(self.log, "w"))
         # tcpdump says "listening on lo" once the capture is really running.
         deadline = time.time() + TIMEOUT
         while "listening" not in open(self.log).read():

@@ -28,6 +28,7 @@ struct Summary {
     /// `UDP flows: 3 (412 datagrams, 20,100 bytes), 2 closed idle, 1 datagram cut by snaplen`
     func flows(_ f: UDPFlows) {
         let s = f.stats
+        guard s.flows > 0 else { return }
         var parts = ["\(s.datagrams) datagrams, \(s.bytes) bytes"]
         if s.truncated > 0 { parts.append("\(s.truncated) cut by snaplen") }
         if s.idleClosed > 0 { parts.append("\(s.idleClosed) closed after \(f.options.idleTimeoutSeconds) s idle") }
