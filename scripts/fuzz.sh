@@ -10,6 +10,8 @@
 #   websocket       a WebSocket connection (handshake, frames, with and without
 #                   permessage-deflate, mid-stream), through the tree printer
 #   http-head       WebSocket handshake heads
+#   kcp             datagrams of UDP flows to KCP ports: the flow table, the KCP layer (message and
+#                   stream mode), the game deframer and the tree printer
 #   link            link/IP/TCP decoding, defragmenting, reassembly
 #   reassembly      arbitrary TCP segment sequences into the reassembler, its invariants
 #                   checked (bytes delivered in order, never more than sent, buffers bounded)
@@ -104,6 +106,34 @@ fuzz_one() {
         for f in "$seeds/$s"/*.c2s; do [ -f "$f" ] && { printf '\001\100\007'; cat "$f"; } > "$seeds/$s.seed"; done
       done
       rm -rf "$seeds"/bridge "$seeds"/websocket-deflate
+      run "$1" "$seeds" ;;
+    kcp)
+      # Seeds: the KCP sample's datagrams per server port, as [port and flows byte] then
+      # [direction byte][u16le length][datagram] records (see KCPFuzz.run).
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      python3 - "$seeds" samples/kcp.pcap <<'PY'
+import struct, sys
+out, path = sys.argv[1], sys.argv[2]
+data = open(path, "rb").read()
+order = "<" if data[:4] == bytes.fromhex("d4c3b2a1") else ">"
+i, seeds = 24, {8100: b"\x00", 8101: b"\x01"}
+while i + 16 <= len(data):
+    _, _, caplen, _ = struct.unpack(order + "IIII", data[i:i + 16])
+    pkt = data[i + 16:i + 16 + caplen]
+    i += 16 + caplen
+    ip = pkt[14:]
+    if len(ip) < 28 or ip[9] != 17:
+        continue
+    ihl = (ip[0] & 15) * 4
+    sport, dport = struct.unpack(">HH", ip[ihl:ihl + 4])
+    payload = ip[ihl + 8:]
+    port = dport if dport in seeds else sport
+    if port in seeds:
+        seeds[port] += bytes([0 if dport == port else 1]) + struct.pack("<H", len(payload)) + payload
+for port, b in seeds.items():
+    open("%s/%d" % (out, port), "wb").write(b)
+PY
       run "$1" "$seeds" ;;
     link)
       # Seeds: the packets of each sample and fixture as [link type index][u16 length][bytes]...
@@ -289,12 +319,12 @@ for i, b in enumerate(bodies):
 PY
       run "$1" "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, link, reassembly, dissector, deframer, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, kcp, link, reassembly, dissector, deframer, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire websocket http-head link reassembly dissector deframer pipeline pcapng pcap display-filter ndjson-line \
+  for t in proto-parser protobuf-wire websocket http-head kcp link reassembly dissector deframer pipeline pcapng pcap display-filter ndjson-line \
            transform-zlib transform-gzip transform-deflate transform-lz4 transform-lz4-block transform-xor transform-base64 transform-aes transform-chain; do
     fuzz_one "$t"
   done

@@ -81,7 +81,7 @@ enum KCPLayer: LayerKind {
     static func writeTree(_ n: LayerNote, _ f: Frame, color: Bool, _ k: inout Cursor) {
         let i = info(n)
         k.write(color ? "    \u{1b}[2mkcp: conv " : "    kcp: conv "); k.decimal(UInt64(i.conv))
-        k.write(i.stream ? ", sn " : ", sn "); k.decimal(UInt64(i.sn))
+        k.write(", sn "); k.decimal(UInt64(i.sn))
         if i.fragments > 1 { k.write(", "); k.decimal(UInt64(i.fragments)); k.write(" fragments") }
         if i.retransmitted > 0 {
             k.write(", "); k.decimal(UInt64(i.retransmitted)); k.write(i.retransmitted == 1 ? " copy retransmitted" : " copies retransmitted")
