@@ -21,7 +21,7 @@ Usage: python3 scripts/make_fixtures.py   (from the repository root)
 import os, socket, struct, subprocess, sys, threading, time
 
 from scapy.all import (Ether, Dot1Q, Dot1AD, IP, IPv6, IPv6ExtHdrHopByHop, IPv6ExtHdrDestOpt,
-                       IPv6ExtHdrRouting, TCP, UDP, Raw, CookedLinux, Loopback, wrpcap, PcapWriter)
+                       IPv6ExtHdrRouting, IPOption_NOP, IPOption_RR, IPOption_Router_Alert, TCP, UDP, Raw, CookedLinux, Loopback, wrpcap, PcapWriter)
 from scapy.all import fragment, fragment6, IPv6ExtHdrFragment
 from scapy.utils import PcapNgWriter
 from scapy.config import conf
@@ -131,6 +131,7 @@ def scapy_fixtures():
     print("wrote", path)
     reassembly_fixtures()
     fidelity_fixtures()
+    ip_header_fixtures()
     output_fixtures()
 
 
@@ -576,6 +577,62 @@ def output_fixtures():
     k.close()
     write("http_on_game_port.pcap", k.pkts)
 
+
+def ip_header_fixtures():
+    """Corpus findings in the IP layer (suricata-verify, nDPI), each beside a conversation."""
+    # IPv4 options: a segment whose Security option says length 2 (RFC 1108 fixes 11) is
+    # malformed and dropped, as tshark leaves it; the same bytes come again with well-formed
+    # options (NOPs, a record route, a router alert) and are taken. The dropped copy carries
+    # other bytes, so taking it would show in the stream.
+    opts_ok = [IPOption_NOP(), IPOption_RR(routers=["10.9.9.9"]), IPOption_Router_Alert()]
+    k = Talk(cport=40200)
+    k.handshake()
+    k.send(True, C2S[0])
+    nops = lambda c2s: Ether() / IP(src="10.0.0.2", dst="10.0.0.1", options=[IPOption_NOP()] * 4)
+    p = k.pkt(True, "PA", k.cs, k.ss, b"X" * len(C2S[1]), l3=nops)
+    raw = bytearray(bytes(p))
+    raw[14 + 20:14 + 24] = b"\x82\x02\x00\x00"  # security, length 2
+    raw[14 + 10:14 + 12] = b"\x00\x00"
+    bad = Ether(bytes(raw))
+    del bad[IP].chksum
+    bad.time = p.time
+    k.pkts[-1] = Ether(bytes(bad))
+    k.pkts[-1].time = p.time
+    good = lambda c2s: Ether() / (IP(src="10.0.0.2", dst="10.0.0.1", options=opts_ok) if c2s
+                                  else IP(src="10.0.0.1", dst="10.0.0.2", options=opts_ok))
+    k.pkt(True, "PA", k.cs, k.ss, C2S[1], l3=good, dt=0.2)
+    k.cs += len(C2S[1])
+    k.pkt(False, "A", k.ss, k.cs, l3=good)
+    k.send(False, S2C[0] + S2C[1])
+    k.close()
+    write("ip_options.pcap", k.pkts)
+
+    # More than 256 fragments in one datagram (16 bytes each, as nDPI's
+    # ip_fragmented_garbage.pcap), and two datagrams in a row with the same IP id.
+    pkts = []
+    k = Talk(cport=40201)
+    k.handshake()
+    k.send(True, C2S[0])
+    k.send(True, b"".join(C2S * 150))
+    k.send(True, b"".join(C2S * 160))
+    k.send(False, b"".join(S2C * 30))
+    k.close()
+    for p in k.pkts:
+        if Raw in p and len(p[Raw].load) > 1000:
+            q = p[IP].copy()
+            q.id = 0xa0
+            for j, f in enumerate(fragment(q, fragsize=16)):
+                e = Ether() / f
+                e.time = p.time + j * 0.000001
+                pkts.append(e)
+        else:
+            pkts.append(p)
+    write("many_fragments.pcap", pkts)
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["ip"]:
+    ip_header_fixtures()
+    sys.exit(0)
 
 if __name__ == "__main__" and sys.argv[1:] == ["check"]:
     check_fixtures()

@@ -9,6 +9,7 @@ final class FidelityCaptureTests: XCTestCase {
         "ack_before_data.pcap", "tso_len0.pcap", "ip_fragments.pcap", "rst_out_of_window.pcap", "after_fin.pcap",
         "ppp.pcap", "ppp_hdlc.pcap", "c_hdlc.pcap", "nflog.pcap", "mpls.pcap", "llc_snap.pcap", "ppi.pcap", "pktap.pcap",
         "timestamps.pcap", "tunnels.pcap", "ipoib.pcap", "pppoe_qinq.pcap", "fddi.pcap", "pbb.pcap",
+        "ip_options.pcap", "many_fragments.pcap",
     ]
 
     func testStreamsMatchTsharkFollow() throws {
@@ -66,6 +67,17 @@ final class FidelityCaptureTests: XCTestCase {
         s = try summary("after_fin.pcap")
         XCTAssertTrue(s.contains("connections: 2,"), s)
         XCTAssertTrue(s.contains("segments after close"), s)
+        // A malformed IPv4 option (security, length 2): the packet is counted and dropped, and
+        // the well-formed copy that follows is taken (corpus: suricata-verify).
+        s = try summary("ip_options.pcap")
+        XCTAssertTrue(s.contains("skipped packets: 1 malformed headers"), s)
+        XCTAssertFalse(s.contains("retransmitted"), s)
+        XCTAssertTrue(s.contains("game: 1 connections, 4 messages"), s)
+        // 16-byte fragments, over 256 to a datagram, two datagrams with one IP id in a row
+        // (corpus: nDPI's ip_fragmented_garbage.pcap).
+        s = try summary("many_fragments.pcap")
+        XCTAssertTrue(s.contains("IP fragments: 701, 3 datagrams reassembled\n"), s)
+        XCTAssertTrue(s.contains("gaps: 0 (0 bytes)"), s)
         s = try summary("ack_before_data.pcap")
         XCTAssertTrue(s.contains("gaps: 0 (0 bytes)"), s)
         XCTAssertTrue(s.contains("game: 1 connections, 10 messages"), s)
@@ -257,6 +269,26 @@ final class FidelityCaptureTests: XCTestCase {
             + [UInt8](repeating: 3, count: 24) + [UInt8](repeating: 4, count: 17)
         XCTAssertEqual(out?.bytes, expected)
         XCTAssertEqual(d.stats.overlapsTrimmed, 1)
+    }
+
+    /// A datagram with more fragments than the bound is dropped under its own count, and the
+    /// fragments that follow for it are counted as dropped with it, not passed over unseen.
+    func testTooManyFragmentsIsCountedApart() {
+        var o = Defragmenter.Options()
+        o.maxFragmentsPerDatagram = 4
+        let d = Defragmenter(options: o)
+        let ts = Timestamp(seconds: 1, nanos: 0)
+        var out: Defragmenter.Datagram?
+        for off in stride(from: 0, to: 80, by: 16) {
+            fragment([UInt8](repeating: 1, count: 16), offset: off, more: off < 64) { out = d.add($0, at: ts) ?? out }
+        }
+        XCTAssertNil(out)
+        XCTAssertEqual(d.stats.tooManyFragments, 1)
+        XCTAssertEqual(d.stats.malformed, 0)
+        fragment([UInt8](repeating: 1, count: 16), offset: 80, more: false) { out = d.add($0, at: ts) ?? out }
+        XCTAssertEqual(d.stats.dropped, 1)
+        // The default bound is the most fragments 65,535 bytes can be cut into.
+        XCTAssertEqual(Defragmenter.Options().maxFragmentsPerDatagram, 65_536 / 8)
     }
 
     func testFragmentBoundsAndTimeout() {

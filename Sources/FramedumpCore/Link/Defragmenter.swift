@@ -7,7 +7,10 @@ public final class Defragmenter {
     public struct Options: Sendable {
         public var maxDatagrams = 1024
         public var maxBytes = 8 << 20
-        public var maxFragmentsPerDatagram = 256
+        /// 8,192: as many as 65,535 bytes allow at 8 bytes a fragment, so no datagram IP can
+        /// carry is refused (a capture of 16-byte fragments exceeds a smaller bound); the
+        /// searches below are logarithmic, so the bound costs time only in bytes held.
+        public var maxFragmentsPerDatagram = 8192
         public var timeoutSeconds: Int64 = 30
         public init() {}
     }
@@ -23,6 +26,11 @@ public final class Defragmenter {
         public var timedOut: UInt64 = 0
         public var evicted: UInt64 = 0
         public var malformed: UInt64 = 0
+        /// Datagrams abandoned for more fragments than `maxFragmentsPerDatagram`.
+        public var tooManyFragments: UInt64 = 0
+        /// Fragments that arrived for a datagram already abandoned (overlap, cut, too many
+        /// fragments) and were dropped with it.
+        public var dropped: UInt64 = 0
         /// Fragments whose data the snaplen cut: their datagram cannot be completed.
         public var cut: UInt64 = 0
         public init() {}
@@ -54,6 +62,17 @@ public final class Defragmenter {
         /// Abandoned (overlap, cut by the snaplen): later fragments are swallowed until the timeout.
         var abandoned = false
         init(key: Key, firstSeen: Timestamp) { self.key = key; self.firstSeen = firstSeen }
+
+        /// The index of the first piece starting at or after `offset` (binary search: a
+        /// datagram may hold thousands of pieces).
+        func firstPiece(atOrAfter offset: Int) -> Int {
+            var lo = 0, hi = pieces.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if pieces[mid].offset < offset { lo = mid + 1 } else { hi = mid }
+            }
+            return lo
+        }
     }
 
     public let options: Options
@@ -92,7 +111,10 @@ public final class Defragmenter {
             table[key] = d
             order.append(d)
         }
-        if d.abandoned { return nil }
+        if d.abandoned {
+            stats.dropped += 1
+            return nil
+        }
         if f.data.count < f.dataLength {
             stats.cut += 1
             abandon(d)
@@ -106,8 +128,7 @@ public final class Defragmenter {
             return overlap(d)
         }
         // Find the place; any overlap other than an exact duplicate abandons the datagram.
-        var i = d.pieces.count
-        while i > 0 && d.pieces[i - 1].offset >= f.offset { i -= 1 }
+        let i = d.firstPiece(atOrAfter: f.offset)
         if i < d.pieces.count, d.pieces[i].offset == f.offset, d.pieces[i].bytes.count == f.dataLength,
            d.pieces[i].bytes.elementsEqual(f.data) {
             stats.duplicates += 1
@@ -119,7 +140,7 @@ public final class Defragmenter {
         // byte wins, as tshark and Zeek reassemble, and the overlap is counted.
         if (overlapsBefore || overlapsAfter) && f.src.isV6 { return overlap(d) }
         guard d.pieces.count < options.maxFragmentsPerDatagram else {
-            stats.malformed += 1
+            stats.tooManyFragments += 1
             abandon(d)
             return nil
         }
@@ -139,13 +160,18 @@ public final class Defragmenter {
     func insertUncovered(_ d: Pending, _ f: IPFragment, end: Int) {
         var add: [(offset: Int, bytes: [UInt8])] = []
         var cursor = f.offset
-        for p in d.pieces where p.offset < end && p.offset + p.bytes.count > f.offset {
+        // From the piece before the fragment's start (it may reach into it) to the fragment's end.
+        var j = max(0, d.firstPiece(atOrAfter: f.offset) - 1)
+        while j < d.pieces.count && d.pieces[j].offset < end {
+            let p = d.pieces[j]
+            j += 1
+            guard p.offset + p.bytes.count > f.offset else { continue }
             if p.offset > cursor { add.append((cursor, Array(f.data[(cursor - f.offset)..<(p.offset - f.offset)]))) }
             cursor = max(cursor, p.offset + p.bytes.count)
         }
         if cursor < end { add.append((cursor, Array(f.data[(cursor - f.offset)..<(end - f.offset)]))) }
         for piece in add {
-            let at = d.pieces.firstIndex { $0.offset > piece.offset } ?? d.pieces.count
+            let at = d.firstPiece(atOrAfter: piece.offset)
             d.pieces.insert(piece, at: at)
             d.held += piece.bytes.count
             heldBytes += piece.bytes.count

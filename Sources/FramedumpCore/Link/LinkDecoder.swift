@@ -259,6 +259,7 @@ public struct LinkDecoder: Sendable {
         let lengthFromCapture = total == 0
         if lengthFromCapture || (bounded && total > p.count - at) { total = p.count - at }
         guard ihl >= 20, total >= ihl else { return .malformed }
+        if ihl > 20, !Self.ipv4OptionsWellFormed(p, from: at + 20, to: min(at + ihl, p.count)) { return .malformed }
         // More-fragments set or a non-zero offset: part of a fragmented datagram.
         if frag & 0x3fff != 0 {
             let data = p.slice(at + ihl, total - ihl)
@@ -274,6 +275,32 @@ public struct LinkDecoder: Sendable {
         }
         return tcp(p, at: at + ihl, ipPayloadLength: total - ihl, src: IPAddress(v4: src), dst: IPAddress(v4: dst),
                    lengthFromCapture: lengthFromCapture)
+    }
+
+    /// Whether the IPv4 options in `from..<to` parse: each a type byte, then (but for EOL and
+    /// NOP) a length of at least 2 that stays inside the header, and the length the RFCs fix
+    /// for the options that have one. tshark stops at a malformed option and leaves the TCP
+    /// segment undissected; so does this decoder, rather than reading the segment from a
+    /// header it cannot trust.
+    static func ipv4OptionsWellFormed(_ p: UnsafeRawBufferPointer, from: Int, to: Int) -> Bool {
+        var i = from
+        while i < to {
+            let type = p[i]
+            if type == 0 { return true }          // end of options; the rest is padding
+            if type == 1 { i += 1; continue }     // no-operation
+            guard i + 1 < to else { return false }
+            let length = Int(p[i + 1])
+            guard length >= 2, i + length <= to else { return false }
+            switch type {
+            case 130: guard length == 11 else { return false }              // security (RFC 1108)
+            case 136, 148: guard length == 4 else { return false }          // stream id, router alert
+            case 7, 131, 137: guard length >= 3 else { return false }       // record route, source routes
+            case 68: guard length >= 4 else { return false }                // timestamp
+            default: break
+            }
+            i += length
+        }
+        return true
     }
 
     /// TCP inside a tunnel, decoded as tshark does: GRE (IP protocol 47: IPv4, IPv6, MPLS,

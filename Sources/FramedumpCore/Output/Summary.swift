@@ -48,6 +48,8 @@ struct Summary {
         if s.evicted > 0 { parts.append("\(s.evicted) evicted (--max-ip-fragments)") }
         if s.cut > 0 { parts.append("\(s.cut) fragments cut by snaplen") }
         if s.malformed > 0 { parts.append("\(s.malformed) malformed fragments") }
+        if s.tooManyFragments > 0 { parts.append("\(s.tooManyFragments) dropped for more than \(d.options.maxFragmentsPerDatagram) fragments") }
+        if s.dropped > 0 { parts.append("\(s.dropped) fragments of dropped datagrams") }
         line("IP fragments: \(s.fragments), " + parts.joined(separator: ", "))
     }
 
