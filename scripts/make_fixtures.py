@@ -629,6 +629,21 @@ def ip_header_fixtures():
             pkts.append(p)
     write("many_fragments.pcap", pkts)
 
+    # AH in transport mode (RFC 4302; IPv4 and IPv6): authenticated, not encrypted, so the TCP
+    # segment follows the AH header (as in libpcap's AH-IPcomp test captures).
+    from scapy.layers.ipsec import AH
+    pkts = []
+    for n, (l3, cport) in enumerate([(lambda c: Ether() / v4(c), 40202),
+                                     (lambda c: Ether() / v6ext(c), 40203)]):
+        k = Talk(l3=lambda c, l3=l3: l3(c) / AH(spi=0x1000 + n, seq=1, payloadlen=4, icv=b"\x11" * 12), cport=cport, t0=T0 + n)
+        k.handshake()
+        k.game()
+        k.close()
+        for p in k.pkts:  # AH names the protocol after it
+            p[AH].nh = 6
+        pkts += k.pkts
+    write("ah.pcap", pkts)
+
 
 if __name__ == "__main__" and sys.argv[1:] == ["ip"]:
     ip_header_fixtures()

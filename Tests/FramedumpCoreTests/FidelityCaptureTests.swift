@@ -9,7 +9,7 @@ final class FidelityCaptureTests: XCTestCase {
         "ack_before_data.pcap", "tso_len0.pcap", "ip_fragments.pcap", "rst_out_of_window.pcap", "after_fin.pcap",
         "ppp.pcap", "ppp_hdlc.pcap", "c_hdlc.pcap", "nflog.pcap", "mpls.pcap", "llc_snap.pcap", "ppi.pcap", "pktap.pcap",
         "timestamps.pcap", "tunnels.pcap", "ipoib.pcap", "pppoe_qinq.pcap", "fddi.pcap", "pbb.pcap",
-        "ip_options.pcap", "many_fragments.pcap",
+        "ip_options.pcap", "many_fragments.pcap", "ah.pcap",
     ]
 
     func testStreamsMatchTsharkFollow() throws {

@@ -35,6 +35,25 @@ final class PcapReaderTests: XCTestCase {
         XCTAssertGreaterThan(n, 0)
     }
 
+    /// A classic pcap of version 2.5 (libpcap's own test file has one): libpcap refuses it,
+    /// tshark reads it, and so does framedump, through its reader, with the same messages.
+    func testMinorVersionLibpcapRefuses() throws {
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: TestSupport.sample("game.pcap"))))
+        XCTAssertEqual(bytes[0...3], [0xd4, 0xc3, 0xb2, 0xa1])  // little-endian, as recorded
+        bytes[6] = 5  // version 2.5
+        let path = TestSupport.tempDir() + "/v2_5.pcap"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let source = try PacketSource(.file(path))
+        var n = 0
+        try source.forEach { _ in n += 1; return true }
+        XCTAssertEqual(source.handedOver?.contains("savefile version 2.5"), true, source.handedOver ?? "libpcap read it")
+        XCTAssertGreaterThan(n, 0)
+        let ours = try TestSupport.framedump(["-r", path, "-T", "json"])
+        let original = try TestSupport.framedump(["-r", TestSupport.sample("game.pcap"), "-T", "json"])
+        XCTAssertEqual(ours.status, 0, ours.stderr)
+        XCTAssertEqual(ours.stdout, original.stdout)
+    }
+
     func testStreamsMatchTsharkFollow() throws {
         let tshark = try TestSupport.oracle("tshark")
         for name in Self.whole {

@@ -94,6 +94,17 @@ public final class PacketSource {
                     linkType = peeked?.linkType ?? r.interfaces.first?.linkType ?? 1
                     return
                 }
+                // A classic pcap file of a 2.x version libpcap does not know (2.5): our reader,
+                // as tshark reads it. A file it cannot read either keeps libpcap's words.
+                if path != "-" && why.contains("savefile version") && PcapReader.isPcap(path),
+                   let r = try? PcapReader(path: path) {
+                    peeked = try r.next()
+                    reader = r
+                    handedOver = why
+                    handle = nil
+                    linkType = r.linkType
+                    return
+                }
                 if why.contains("No such file") { throw .noSuchFile(path) }
                 // libpcap's words for a file that ends before its first header byte (stdin too).
                 if why.contains("only got 0") { throw .emptyFile(path) }

@@ -249,7 +249,7 @@ public struct LinkDecoder: Sendable {
     /// IP length beyond it is cut to it rather than taken for a snaplen cut.
     func ipv4(_ p: UnsafeRawBufferPointer, at: Int, bounded: Bool = false) -> LinkResult {
         guard let vihl = p.u8(at), var total = p.u16be(at + 2).map(Int.init), let id = p.u16be(at + 4),
-              let frag = p.u16be(at + 6), let proto = p.u8(at + 9), let src = p.u32be(at + 12),
+              let frag = p.u16be(at + 6), let ipProto = p.u8(at + 9), let src = p.u32be(at + 12),
               let dst = p.u32be(at + 16)
         else { return .truncated }
         guard vihl >> 4 == 4 else { return .malformed }
@@ -263,17 +263,27 @@ public struct LinkDecoder: Sendable {
         // More-fragments set or a non-zero offset: part of a fragmented datagram.
         if frag & 0x3fff != 0 {
             let data = p.slice(at + ihl, total - ihl)
-            return .fragment(IPFragment(src: IPAddress(v4: src), dst: IPAddress(v4: dst), id: UInt32(id), proto: proto,
+            return .fragment(IPFragment(src: IPAddress(v4: src), dst: IPAddress(v4: dst), id: UInt32(id), proto: ipProto,
                                         offset: Int(frag & 0x1fff) * 8, more: frag & 0x2000 != 0,
                                         data: data, dataLength: total - ihl))
         }
+        var proto = ipProto, start = at + ihl
+        // AH (RFC 4302, transport mode: authenticated, not encrypted): (len + 2) * 4 bytes, then
+        // the protocol it names, as tshark reads it.
+        if proto == 51 {
+            guard let next = p.u8(start), let l = p.u8(start + 1) else { return .truncated }
+            let size = (Int(l) + 2) * 4
+            guard start + size <= at + total else { return .malformed }
+            proto = next
+            start += size
+        }
         guard proto == 6 else {
             if proto == 17 || proto == 47 || proto == 4 || proto == 41 {
-                return tunnel(p, proto: proto, at: at + ihl, length: total - ihl, src: IPAddress(v4: src), dst: IPAddress(v4: dst))
+                return tunnel(p, proto: proto, at: start, length: at + total - start, src: IPAddress(v4: src), dst: IPAddress(v4: dst))
             }
             return .notTCP
         }
-        return tcp(p, at: at + ihl, ipPayloadLength: total - ihl, src: IPAddress(v4: src), dst: IPAddress(v4: dst),
+        return tcp(p, at: start, ipPayloadLength: at + total - start, src: IPAddress(v4: src), dst: IPAddress(v4: dst),
                    lengthFromCapture: lengthFromCapture)
     }
 
