@@ -62,8 +62,8 @@ NAME.messages.json: {"protocol", "port", "connections": [{"client": N, "client_p
 "alpn", "client_random" (hex), "ems" and "encrypt_then_mac" (TLS 1.2: true/false, from the
 ServerHello), "key_update" (TLS 1.3: null, or {"by": "server", "before_s2c_write": K})},
 "c2s": [...], "s2c": [...]}]}, one message a line. svc messages, in the order written:
-{"serviceId", "name", "body" (the JSON text), "frame" (hex of the whole svc frame), "write"
-(the index, from 0 per direction, of the SSL write that carried it: frames with the same
+{"serviceId", "name", "bodyLength" (bytes of UTF-8), "body" (the JSON text: the frame is
+[serviceId][bodyLength][body as UTF-8]), "write" (the index, from 0 per direction, of the SSL write that carried it: frames with the same
 index went in one write)}; a frame written in pieces also has "cuts" (each piece one more
 write). wss messages are those of bridge.messages.json ({"opcode", "payload" hex}).
 
@@ -264,7 +264,7 @@ class Peer:
 
     def _entry(self, frame, write, cuts=None):
         service, length = struct.unpack(">II", frame[:8])
-        e = {"serviceId": service, "name": SVC_NAMES.get(service), "body": frame[8:].decode(), "frame": frame.hex(),
+        e = {"serviceId": service, "name": SVC_NAMES.get(service), "bodyLength": length, "body": frame[8:].decode(),
              "write": write}
         if cuts:
             e["cuts"] = cuts
@@ -486,6 +486,13 @@ def tls_events(pcap, keys, port):
     return events
 
 
+def frame_of(m):
+    body = m["body"].encode()
+    if len(body) != m["bodyLength"]:
+        raise SystemExit("logged body length differs")
+    return struct.pack(">II", m["serviceId"], len(body)) + body
+
+
 def check_svc(pcap, keys, log):
     streams = tcp_streams(pcap)
     hello = server_hello_facts(pcap, SVC_PORT)
@@ -496,7 +503,7 @@ def check_svc(pcap, keys, log):
         stream = streams[cp]
         data = tshark_follow(pcap, keys, SVC_PORT, stream)
         for d in ("c2s", "s2c"):
-            want = b"".join(bytes.fromhex(m["frame"]) for m in c[d])
+            want = b"".join(frame_of(m) for m in c[d])
             if bytes(data[d]) != want:
                 raise SystemExit("%s stream %d %s: tshark decrypted %d bytes, the peer wrote %d (%s)" % (
                     pcap, stream, d, len(data[d]), len(want), "prefix ok" if want.startswith(bytes(data[d])) else "differ"))
@@ -522,8 +529,8 @@ def check_svc(pcap, keys, log):
                 raise SystemExit("OpenSSL and the ServerHello disagree on extended master secret")
             t.pop("etm_offered_by_client")
         print("  stream %d (client port %d) %s %s: %d + %d bytes decrypted as written; %s%s" % (
-            stream, cp, t["version"], t["suite"], sum(len(bytes.fromhex(m["frame"])) for m in c["c2s"]),
-            sum(len(bytes.fromhex(m["frame"])) for m in c["s2c"]), ", ".join("%s %s" % e for e in ev),
+            stream, cp, t["version"], t["suite"], sum(len(frame_of(m)) for m in c["c2s"]),
+            sum(len(frame_of(m)) for m in c["s2c"]), ", ".join("%s %s" % e for e in ev),
             "".join(", %s=%s" % (k, t[k]) for k in ("ems", "encrypt_then_mac") if k in t)))
 
 
