@@ -72,7 +72,8 @@ Before anything is written into samples/, the capture is checked: for every TCP 
 back, in each direction, exactly the bytes that peer wrote (svc: the concatenated frames;
 wss: the HTTP upgrade request and response, then WebSocket frames which the script parses,
 unmasks and inflates and compares with the log, and the count of data frames tshark itself
-dissects must match). Any difference fails loudly. Everything runs on 127.0.0.1, every socket
+dissects must match). Any difference fails loudly (the recording stays in its temporary folder, and is kept there
+with KEEP_TLS_TMP=1 in the environment, to look at). Everything runs on 127.0.0.1, every socket
 has a timeout, every thread is joined with a bound, tcpdump is stopped by its own PID.
 """
 import asyncio, ctypes, functools, hashlib, hmac, json, os, re, shutil, socket, ssl, struct, subprocess
@@ -415,25 +416,34 @@ def run_connection(certs, n, version, suite, etm, alpn, sni, keylogs):
 
 def tshark_follow(pcap, keys, port, stream):
     """The decrypted bytes of one TCP stream, per direction, as tshark's follow,tls,raw gives them:
-    {"c2s": bytes, "s2c": bytes}. tshark 4.0 labels the nodes of a TLS stream unreliably (one shows
-    as ":0"), so the direction comes from the indentation alone: the first chunk of plaintext is the
-    client's in every scenario here (a request, or the HTTP upgrade), and chunks indented like it are
-    the client's too."""
+    {"c2s": bytes, "s2c": bytes}."""
     out = subprocess.run(["tshark", "-r", pcap, "-o", "tls.keylog_file:" + keys, "-d", "tcp.port==%d,tls" % port,
                           "-q", "-z", "follow,tls,raw,%d" % stream], capture_output=True, text=True, timeout=300)
     if out.returncode != 0:
         raise SystemExit("tshark failed: " + out.stderr)
-    data, body, client_tab = {"c2s": bytearray(), "s2c": bytearray()}, False, None
+    nodes, chunks = {}, []
     for line in out.stdout.splitlines():
-        if line.startswith("Node 1:"):
-            body = True
+        m = re.match(r"Node (\d): (.*)$", line)
+        if m:
+            p = m.group(2).rsplit(":", 1)[-1]
+            nodes[int(m.group(1))] = int(p) if p.isdigit() and p != "0" else None
             continue
-        if not body or line.startswith("=") or not line.strip():
+        if len(nodes) < 2 or line.startswith("=") or not line.strip():
             continue
-        tab = line.startswith("\t")
-        if client_tab is None:
-            client_tab = tab
-        data["c2s" if tab == client_tab else "s2c"] += bytes.fromhex(line.strip())
+        chunks.append((line.startswith("\t"), bytes.fromhex(line.strip())))
+    # Lines not indented come from node 0, indented ones from node 1. tshark 4.0 leaves a node of
+    # a TLS stream unnamed (":0") at times, so the other node's port decides.
+    if nodes.get(0) is not None:
+        server_indented = nodes[0] != port
+    elif nodes.get(1) is not None:
+        server_indented = nodes[1] == port
+    elif not chunks:
+        server_indented = True
+    else:
+        raise SystemExit("tshark names neither node of the stream")
+    data = {"c2s": bytearray(), "s2c": bytearray()}
+    for indented, chunk in chunks:
+        data["s2c" if indented == server_indented else "c2s"] += chunk
     return data
 
 

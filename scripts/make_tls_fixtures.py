@@ -272,8 +272,8 @@ def tshark_follow(pcap, keys):
     for line in out.stdout.splitlines():
         m = re.match(r"Node (\d): (.*)$", line)
         if m:
-            port = m.group(2).rsplit(":", 1)[-1]
-            nodes[int(m.group(1))] = int(port) if port.isdigit() and port != "0" else None
+            p = m.group(2).rsplit(":", 1)[-1]
+            nodes[int(m.group(1))] = int(p) if p.isdigit() and p != "0" else None
             continue
         if len(nodes) < 2 or line.startswith("=") or not line.strip():
             continue
