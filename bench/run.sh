@@ -4,13 +4,14 @@
 # capture sizes. Whole-process wall time and peak RSS via /usr/bin/time, median of RUNS runs.
 # Everything it needs is in this folder: floor.c (the floor), gengame.py and genws.py (the
 # captures), game.lua (the Lua dissector), genz.py, zgame.lua and zgame-bench.dissector (the
-# zgame row: bodies compressed and XORed under header flags).
+# zgame row: bodies compressed and XORed under header flags), genkcp.py and kcp.lua (the kcp row).
 #
 # Usage: bench/run.sh [YARDSTICK_DIR]   (optional: another folder's pcapread.c, genbench.py and
 #                                        game.lua to use instead, for comparison with them)
 #   RUNS=3 SIZES="100000 1000000 5000000" WS_SIZES="200000 1000000" SKIP_TSHARK=1 bench/run.sh
 #   IM_MESSAGES=500000 (the im row: protobuf bodies; 0 leaves it out)
 #   ZLIB_MESSAGES=200000 (the zgame row: zlib/XOR bodies; 0 leaves it out)
+#   KCP_MESSAGES=500000 (the kcp row: the game protocol over KCP over UDP; 0 leaves it out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
@@ -113,5 +114,23 @@ if [ "$zlib_n" != 0 ]; then
   if [ -z "${SKIP_TSHARK:-}" ]; then
     label="tshark + zgame.lua -V"; row tshark -r "$cap" -X lua_script:bench/zgame.lua -V
     label="tshark + zgame.lua -T json"; row tshark -r "$cap" -X lua_script:bench/zgame.lua -T json
+  fi
+fi
+
+# kcp (bench/genkcp.py): the game protocol in KCP message mode over UDP port 8100 (several
+# segments per datagram, fragments, retransmissions), decoded with Dissectors/kcpgame.dissector,
+# against tshark with bench/kcp.lua, a Lua KCP and game dissector (segments, fragments joined,
+# retransmissions marked, the game frames inside).
+kcp_n=${KCP_MESSAGES:-500000}
+if [ "$kcp_n" != 0 ]; then
+  cap="$out/kcp-$kcp_n.pcap"
+  [ -f "$cap" ] || python3 bench/genkcp.py "$kcp_n" "$cap" >/dev/null
+  n=$kcp_n
+  row() { read -r w m < <(measure "$@"); printf '| %s kcp msgs | `%s` | %s s | %s MiB |\n' "$n" "$label" "$w" "$m"; }
+  label="framedump -q (kcp)"; row "$bin" -r "$cap" -q
+  label="framedump (tree, kcp)"; row "$bin" -r "$cap"
+  label="framedump -T json (kcp)"; row "$bin" -r "$cap" -T json
+  if [ -z "${SKIP_TSHARK:-}" ]; then
+    label="tshark + kcp.lua -V"; row tshark -r "$cap" -X lua_script:bench/kcp.lua -V
   fi
 fi

@@ -102,6 +102,9 @@ struct Dump: ParsableCommand {
     @Flag(name: .long, help: "Protobuf: also show fields that are not on the wire, at their default value.")
     var protoDefaults = false
 
+    @Option(name: .long, help: ArgumentHelp("Decrypt TLS with this NSS key log (SSLKEYLOGFILE; repeatable; also $FRAMEDUMP_TLS_KEYLOG; re-read as it grows).", valueName: "file"))
+    var tlsKeylog: [String] = []
+
     @Option(name: .long, help: ArgumentHelp("Reassembly: seconds without packets before a connection is closed.", valueName: "seconds"))
     var idleTimeout: Int = 300
 
@@ -180,6 +183,7 @@ struct Dump: ParsableCommand {
         options.statistics = stats.compactMap(StatisticsKind.init(argument:))
         options.load = LoadOptions(protoPaths: protoPath, keys: (try? keys()) ?? [:])
         options.protoDefaults = protoDefaults
+        options.tlsKeyLogs = tlsKeylog + ((getenv("FRAMEDUMP_TLS_KEYLOG").map { [String(cString: $0)] }) ?? [])
 
         let input: CaptureInput
         if let iface = interface {
@@ -211,6 +215,10 @@ struct Dump: ParsableCommand {
         } catch let e as DecodeAsError {
             out.flush()
             FileHandleErr.write("framedump: \(e.description)\n")
+            throw ExitCode(2)
+        } catch let e as TLSKeyLogError {
+            out.flush()
+            FileHandleErr.write("framedump: \(e.message)\n")
             throw ExitCode(2)
         } catch {
             out.flush()

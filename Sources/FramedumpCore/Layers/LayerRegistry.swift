@@ -4,6 +4,7 @@ public enum LayerRegistry {
     static let kinds: [any LayerKind.Type] = [
         WebSocketLayer.self,
         KCPLayer.self,
+        TLSLayer.self,
     ]
 
     /// Every layer's fuzz targets (`scripts/fuzz.sh NAME`), by name.

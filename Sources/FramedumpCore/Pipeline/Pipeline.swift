@@ -57,6 +57,7 @@ public final class Pipeline {
             // -q still decodes every message (its summary counts warnings as -v's does).
             sink = filtering ?? printer ?? NullSink()
             let m = SessionManager(protocols: schemas, sink: sink, limits: limits)
+            if !options.tlsKeyLogs.isEmpty { m.useTLSKeyLog(try TLSKeyLog(paths: options.tlsKeyLogs)) }
             sessions = m
             statistics?.layerTable = { [unowned m] in LayerRegistry.kind(named: $0)?.statistics(m) }
             consumers.append(m)

@@ -30,6 +30,8 @@ public struct PipelineOptions: Sendable {
     public var load = LoadOptions()
     /// `--proto-defaults`: protobuf fields not on the wire shown at their default value.
     public var protoDefaults = false
+    /// NSS key logs that TLS connections are decrypted with (`--tls-keylog`).
+    public var tlsKeyLogs: [String] = []
     /// Decode and print on a second thread while this one reads, reassembles and takes the
     /// WebSocket layer apart (files: live captures print each packet's messages at once).
     public var decodeThread = false

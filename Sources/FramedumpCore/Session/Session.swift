@@ -31,8 +31,41 @@ final class Session {
         if let proto { attach(proto) }
     }
 
+    /// A layer below the protocol's stack (TLS), holding the stack's layers as its uppers.
+    var lower: AnyObject?
+
+    /// The stack for `p`, and (`belowLower` false) whatever a layer puts below it (TLS).
+    func attach(_ p: ProtocolRuntime, belowLower: Bool = false) {
+        attachStack(p)
+        if !belowLower { for k in LayerRegistry.kinds { k.below(self, p) } }
+    }
+
+    /// A layer below the stack takes the stream; the stack's layers become its uppers.
+    func wrap(_ below: AnyObject, layers: [StreamLayer]) {
+        lower = below
+        self.layers = layers
+    }
+
+    /// The layer below gives the stream back (it was not its protocol after all): `bytes` go
+    /// to the stack's layer of direction `d` from now on.
+    func unwrap(_ uppers: [StreamLayer?], _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+        lower = nil
+        layers = uppers
+        guard let f = uppers[d.rawValue] else { return }
+        if !f.started { f.start(atBoundary: connection.startsAtSYN(d) && offset == 0) }
+        f.data(bytes, offset: offset, packet: packet)
+    }
+
+    func unwrap(_ uppers: [StreamLayer?], _ d: Direction, gap offset: UInt64, length: UInt64, packet: PacketRef) {
+        lower = nil
+        layers = uppers
+        guard let f = uppers[d.rawValue] else { return }
+        if !f.started { f.start(atBoundary: false) }
+        f.gap(offset: offset, length: length, packet: packet)
+    }
+
     /// The stack for `p`: its layer's, or a deframer per direction on the stream itself.
-    func attach(_ p: ProtocolRuntime) {
+    private func attachStack(_ p: ProtocolRuntime) {
         if let k = p.stackKind { return k.attach(self, p) }
         proto = p
         p.connections += 1
@@ -49,6 +82,7 @@ final class Session {
     /// Ends the dissection (the connection closed): also breaks the frames → connection link.
     func end() {
         layers = [nil, nil]
+        lower = nil
         frames = nil
         stack = nil
     }
@@ -242,7 +276,7 @@ public final class SessionManager: StreamConsumer {
     @inline(__always)
     func data(_ s: Session, _ c: Connection, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64,
               packet: PacketRef) {
-        if s.proto == nil && !s.undissected {
+        if s.proto == nil && !s.undissected && s.lower == nil {
             detect(s, d, bytes, offset: offset)
             // Chosen now, on bytes kept from earlier chunks: those go first (this chunk is their tail).
             if s.proto != nil, !s.early[0].isEmpty || !s.early[1].isEmpty {
@@ -294,13 +328,13 @@ public final class SessionManager: StreamConsumer {
         // This chunk alone (a protocol that begins after a banner) ...
         if let p = anyPort.first(where: { $0.recognises(bytes, d) }) {
             s.early[h].removeAll()
-            s.attach(p)
+            s.attach(p, belowLower: true)
             return
         }
         // ... or the direction's first bytes, joined (a header that came in pieces).
         if s.early[h].count > bytes.count,
            let p = s.early[h].withUnsafeBytes({ kept in anyPort.first { $0.recognises(kept, d) } }) {
-            s.attach(p)
+            s.attach(p, belowLower: true)
             return
         }
         // A try counts once the bytes kept could have held any of the headers.

@@ -1,0 +1,242 @@
+import Crypto
+import Foundation
+import _CryptoExtras
+
+/// A cipher suite as the record layer needs it: how records are protected, with which key
+/// sizes, and which hash drives the key schedule. Only what framedump can decrypt is listed;
+/// any other suite is shown by name or number and its records are left encrypted.
+struct TLSSuite: Sendable {
+    enum Protection: Sendable { case aesGCM, chaCha20Poly1305, aesCBC }
+    enum Hash: Sendable { case sha1, sha256, sha384 }
+
+    let code: UInt16
+    let name: String
+    let protection: Protection
+    let keyLength: Int
+    /// TLS 1.3 and ChaCha20: the 12-byte IV; TLS 1.2 GCM: the 4-byte salt; CBC: none used
+    /// (TLS 1.1 and later carry an explicit IV per record).
+    let ivLength: Int
+    /// The HMAC of a CBC suite (0 for AEAD).
+    let mac: Hash?
+    /// The PRF's or HKDF's hash.
+    let prf: Hash
+    let tls13: Bool
+
+    var macLength: Int {
+        switch mac { case .sha1?: 20; case .sha256?: 32; case .sha384?: 48; case nil: 0 }
+    }
+
+    static let all: [UInt16: TLSSuite] = {
+        let list = [
+            TLSSuite(code: 0x1301, name: "TLS_AES_128_GCM_SHA256", protection: .aesGCM, keyLength: 16, ivLength: 12, mac: nil, prf: .sha256, tls13: true),
+            TLSSuite(code: 0x1302, name: "TLS_AES_256_GCM_SHA384", protection: .aesGCM, keyLength: 32, ivLength: 12, mac: nil, prf: .sha384, tls13: true),
+            TLSSuite(code: 0x1303, name: "TLS_CHACHA20_POLY1305_SHA256", protection: .chaCha20Poly1305, keyLength: 32, ivLength: 12, mac: nil, prf: .sha256, tls13: true),
+            TLSSuite(code: 0xC02F, name: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", protection: .aesGCM, keyLength: 16, ivLength: 4, mac: nil, prf: .sha256, tls13: false),
+            TLSSuite(code: 0xC030, name: "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", protection: .aesGCM, keyLength: 32, ivLength: 4, mac: nil, prf: .sha384, tls13: false),
+            TLSSuite(code: 0xC02B, name: "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", protection: .aesGCM, keyLength: 16, ivLength: 4, mac: nil, prf: .sha256, tls13: false),
+            TLSSuite(code: 0xC02C, name: "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", protection: .aesGCM, keyLength: 32, ivLength: 4, mac: nil, prf: .sha384, tls13: false),
+            TLSSuite(code: 0x009C, name: "TLS_RSA_WITH_AES_128_GCM_SHA256", protection: .aesGCM, keyLength: 16, ivLength: 4, mac: nil, prf: .sha256, tls13: false),
+            TLSSuite(code: 0x009D, name: "TLS_RSA_WITH_AES_256_GCM_SHA384", protection: .aesGCM, keyLength: 32, ivLength: 4, mac: nil, prf: .sha384, tls13: false),
+            TLSSuite(code: 0x009E, name: "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256", protection: .aesGCM, keyLength: 16, ivLength: 4, mac: nil, prf: .sha256, tls13: false),
+            TLSSuite(code: 0x009F, name: "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384", protection: .aesGCM, keyLength: 32, ivLength: 4, mac: nil, prf: .sha384, tls13: false),
+            TLSSuite(code: 0xCCA8, name: "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", protection: .chaCha20Poly1305, keyLength: 32, ivLength: 12, mac: nil, prf: .sha256, tls13: false),
+            TLSSuite(code: 0xCCA9, name: "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", protection: .chaCha20Poly1305, keyLength: 32, ivLength: 12, mac: nil, prf: .sha256, tls13: false),
+            TLSSuite(code: 0xCCAA, name: "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256", protection: .chaCha20Poly1305, keyLength: 32, ivLength: 12, mac: nil, prf: .sha256, tls13: false),
+            TLSSuite(code: 0xC027, name: "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256", protection: .aesCBC, keyLength: 16, ivLength: 16, mac: .sha256, prf: .sha256, tls13: false),
+            TLSSuite(code: 0xC028, name: "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384", protection: .aesCBC, keyLength: 32, ivLength: 16, mac: .sha384, prf: .sha384, tls13: false),
+            TLSSuite(code: 0xC023, name: "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", protection: .aesCBC, keyLength: 16, ivLength: 16, mac: .sha256, prf: .sha256, tls13: false),
+            TLSSuite(code: 0xC024, name: "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384", protection: .aesCBC, keyLength: 32, ivLength: 16, mac: .sha384, prf: .sha384, tls13: false),
+            TLSSuite(code: 0xC013, name: "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", protection: .aesCBC, keyLength: 16, ivLength: 16, mac: .sha1, prf: .sha256, tls13: false),
+            TLSSuite(code: 0xC014, name: "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", protection: .aesCBC, keyLength: 32, ivLength: 16, mac: .sha1, prf: .sha256, tls13: false),
+            TLSSuite(code: 0xC009, name: "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", protection: .aesCBC, keyLength: 16, ivLength: 16, mac: .sha1, prf: .sha256, tls13: false),
+            TLSSuite(code: 0xC00A, name: "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", protection: .aesCBC, keyLength: 32, ivLength: 16, mac: .sha1, prf: .sha256, tls13: false),
+            TLSSuite(code: 0x002F, name: "TLS_RSA_WITH_AES_128_CBC_SHA", protection: .aesCBC, keyLength: 16, ivLength: 16, mac: .sha1, prf: .sha256, tls13: false),
+            TLSSuite(code: 0x0035, name: "TLS_RSA_WITH_AES_256_CBC_SHA", protection: .aesCBC, keyLength: 32, ivLength: 16, mac: .sha1, prf: .sha256, tls13: false),
+            TLSSuite(code: 0x003C, name: "TLS_RSA_WITH_AES_128_CBC_SHA256", protection: .aesCBC, keyLength: 16, ivLength: 16, mac: .sha256, prf: .sha256, tls13: false),
+            TLSSuite(code: 0x003D, name: "TLS_RSA_WITH_AES_256_CBC_SHA256", protection: .aesCBC, keyLength: 32, ivLength: 16, mac: .sha256, prf: .sha256, tls13: false),
+        ]
+        return Dictionary(uniqueKeysWithValues: list.map { ($0.code, $0) })
+    }()
+
+    /// A suite's name, or its number for one framedump does not know.
+    static func name(_ code: UInt16) -> String {
+        all[code]?.name ?? "0x" + String(code, radix: 16, uppercase: true).leftPadded(to: 4)
+    }
+}
+
+extension String {
+    func leftPadded(to n: Int) -> String { count >= n ? self : String(repeating: "0", count: n - count) + self }
+}
+
+/// The key schedules, through swift-crypto's HMAC and HKDF (no primitive is written here).
+enum TLSKeySchedule {
+    /// HMAC with the suite's hash.
+    static func hmac(_ h: TLSSuite.Hash, key: [UInt8], _ parts: [[UInt8]]) -> [UInt8] {
+        func run<H: HashFunction>(_: H.Type) -> [UInt8] {
+            var m = HMAC<H>(key: SymmetricKey(data: key))
+            for p in parts { m.update(data: p) }
+            return Array(m.finalize())
+        }
+        switch h {
+        case .sha1: return run(Insecure.SHA1.self)
+        case .sha256: return run(SHA256.self)
+        case .sha384: return run(SHA384.self)
+        }
+    }
+
+    /// TLS 1.2's PRF (RFC 5246 §5): P_hash(secret, label + seed), `length` bytes.
+    static func prf(_ h: TLSSuite.Hash, secret: [UInt8], label: String, seed: [UInt8], length: Int) -> [UInt8] {
+        let s = Array(label.utf8) + seed
+        var a = s, out: [UInt8] = []
+        while out.count < length {
+            a = hmac(h, key: secret, [a])
+            out += hmac(h, key: secret, [a, s])
+        }
+        return Array(out.prefix(length))
+    }
+
+    /// TLS 1.3's HKDF-Expand-Label (RFC 8446 §7.1) with an empty context.
+    static func expandLabel(_ h: TLSSuite.Hash, secret: [UInt8], label: String, length: Int) -> [UInt8] {
+        let full = Array(("tls13 " + label).utf8)
+        let info = [UInt8(length >> 8), UInt8(length & 0xff), UInt8(full.count)] + full + [0]
+        func run<H: HashFunction>(_: H.Type) -> [UInt8] {
+            HKDF<H>.expand(pseudoRandomKey: SymmetricKey(data: secret), info: info, outputByteCount: length)
+                .withUnsafeBytes { Array($0) }
+        }
+        switch h {
+        case .sha1: return run(Insecure.SHA1.self)
+        case .sha256: return run(SHA256.self)
+        case .sha384: return run(SHA384.self)
+        }
+    }
+
+    static func hashLength(_ h: TLSSuite.Hash) -> Int {
+        switch h { case .sha1: 20; case .sha256: 32; case .sha384: 48 }
+    }
+}
+
+/// One direction's record protection at one moment: the key, the IV, the MAC key, the record
+/// sequence number. Opening a record allocates its plaintext (one buffer per record).
+struct TLSRecordKeys {
+    let suite: TLSSuite
+    let key: SymmetricKey
+    let iv: [UInt8]
+    let macKey: [UInt8]
+    var sequence: UInt64 = 0
+    /// TLS 1.2 CBC with the encrypt-then-MAC extension (RFC 7366).
+    var encryptThenMAC = false
+    /// TLS 1.3: the traffic secret these keys came from (for a KeyUpdate).
+    var secret: [UInt8] = []
+
+    /// TLS 1.3 keys from a traffic secret.
+    init(tls13 suite: TLSSuite, secret: [UInt8]) {
+        self.suite = suite
+        self.secret = secret
+        key = SymmetricKey(data: TLSKeySchedule.expandLabel(suite.prf, secret: secret, label: "key", length: suite.keyLength))
+        iv = TLSKeySchedule.expandLabel(suite.prf, secret: secret, label: "iv", length: 12)
+        macKey = []
+    }
+
+    /// TLS 1.2 keys for one side from the key block (RFC 5246 §6.3).
+    init(tls12 suite: TLSSuite, keyBlock k: [UInt8], client: Bool, encryptThenMAC: Bool) {
+        self.suite = suite
+        let m = suite.macLength, e = suite.keyLength, v = suite.protection == .aesCBC ? 0 : suite.ivLength
+        macKey = Array(k[(client ? 0 : m)..<(client ? m : 2 * m)])
+        let ks = 2 * m + (client ? 0 : e)
+        key = SymmetricKey(data: Array(k[ks..<(ks + e)]))
+        let vs = 2 * m + 2 * e + (client ? 0 : v)
+        iv = Array(k[vs..<(vs + v)])
+        self.encryptThenMAC = encryptThenMAC
+    }
+
+    static func keyBlockLength(_ s: TLSSuite) -> Int {
+        2 * s.macLength + 2 * s.keyLength + (s.protection == .aesCBC ? 0 : 2 * s.ivLength)
+    }
+
+    /// The next generation after a KeyUpdate (RFC 8446 §7.2).
+    func updated() -> TLSRecordKeys {
+        TLSRecordKeys(tls13: suite, secret: TLSKeySchedule.expandLabel(suite.prf, secret: secret, label: "traffic upd",
+                                                                        length: TLSKeySchedule.hashLength(suite.prf)))
+    }
+
+    /// The record's plaintext (TLS 1.3: the inner plaintext, content type and padding still on),
+    /// or nil when it does not authenticate. `header`: the 5 record-header bytes.
+    mutating func open(header: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer) -> [UInt8]? {
+        defer { sequence &+= 1 }
+        switch suite.protection {
+        case .aesGCM where suite.tls13: return aead(nonce: xorNonce(), body: body, aad: Array(header))
+        case .chaCha20Poly1305: 
+            if suite.tls13 { return aead(nonce: xorNonce(), body: body, aad: Array(header)) }
+            guard body.count >= 16 else { return nil }
+            return aead(nonce: xorNonce(), body: body, aad: tls12AAD(header, length: body.count - 16))
+        case .aesGCM:
+            // TLS 1.2 GCM: an 8-byte explicit nonce before the ciphertext.
+            guard body.count >= 8 + 16 else { return nil }
+            let nonce = iv + Array(body[0..<8])
+            return aead(nonce: nonce, body: UnsafeRawBufferPointer(rebasing: body[8...]),
+                        aad: tls12AAD(header, length: body.count - 8 - 16))
+        case .aesCBC:
+            return cbc(header: header, body: body)
+        }
+    }
+
+    private func xorNonce() -> [UInt8] {
+        var n = iv
+        for i in 0..<8 { n[n.count - 1 - i] ^= UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(i))) }
+        return n
+    }
+
+    private func tls12AAD(_ header: UnsafeRawBufferPointer, length: Int) -> [UInt8] {
+        var a = withUnsafeBytes(of: sequence.bigEndian) { Array($0) }
+        a += [header[0], header[1], header[2], UInt8(length >> 8 & 0xff), UInt8(length & 0xff)]
+        return a
+    }
+
+    private func aead(nonce: [UInt8], body: UnsafeRawBufferPointer, aad: [UInt8]) -> [UInt8]? {
+        guard body.count >= 16 else { return nil }
+        let ct = UnsafeRawBufferPointer(rebasing: body[0..<(body.count - 16)])
+        let tag = UnsafeRawBufferPointer(rebasing: body[(body.count - 16)...])
+        do {
+            switch suite.protection {
+            case .chaCha20Poly1305:
+                let box = try ChaChaPoly.SealedBox(nonce: ChaChaPoly.Nonce(data: nonce), ciphertext: ct, tag: tag)
+                return Array(try ChaChaPoly.open(box, using: key, authenticating: aad))
+            default:
+                let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: ct, tag: tag)
+                return Array(try AES.GCM.open(box, using: key, authenticating: aad))
+            }
+        } catch {
+            return nil
+        }
+    }
+
+    /// AES-CBC with HMAC, MAC-then-encrypt (RFC 5246 §6.2.3.2) or encrypt-then-MAC (RFC 7366).
+    /// The padding and the MAC are both checked; either failing fails the record.
+    private func cbc(header: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer) -> [UInt8]? {
+        let m = suite.macLength
+        var cipher = body
+        if encryptThenMAC {
+            guard body.count >= 16 + 16 + m else { return nil }
+            cipher = UnsafeRawBufferPointer(rebasing: body[0..<(body.count - m)])
+            let expected = TLSKeySchedule.hmac(suite.mac!, key: macKey, [macHeader(header, length: cipher.count), Array(cipher)])
+            guard expected.elementsEqual(body[(body.count - m)...]) else { return nil }
+        }
+        guard cipher.count >= 32, cipher.count % 16 == 0,
+              let iv = try? AES._CBC.IV(ivBytes: Array(cipher[0..<16])),
+              let plain = try? AES._CBC.decrypt(Array(cipher[16...]), using: key, iv: iv, noPadding: true) else { return nil }
+        var p = Array(plain)
+        let pad = Int(p.last!)
+        guard pad + 1 <= p.count, p[(p.count - pad - 1)...].allSatisfy({ Int($0) == pad }) else { return nil }
+        p.removeLast(pad + 1)
+        if encryptThenMAC { return p }
+        guard p.count >= m else { return nil }
+        let content = Array(p[0..<(p.count - m)])
+        let expected = TLSKeySchedule.hmac(suite.mac!, key: macKey, [macHeader(header, length: content.count), content])
+        guard expected.elementsEqual(p[(p.count - m)...]) else { return nil }
+        return content
+    }
+
+    private func macHeader(_ header: UnsafeRawBufferPointer, length: Int) -> [UInt8] {
+        tls12AAD(header, length: length)
+    }
+}

@@ -1,0 +1,173 @@
+/// A TLS connection's state shared by its two directions: the hellos, the suite, the secrets
+/// from the key log, each direction's record keys, and the layers above that get the plaintext
+/// (a deframer, or the WebSocket layer for wss://).
+///
+///     TCP stream ─▶ TLSStream (records, decryption) ─▶ upper StreamLayer (Deframer, WebSocket…)
+final class TLSConnection {
+    unowned(unsafe) let session: Session
+    let manager: TLSManagerState
+    private(set) var streams: [TLSStream] = []
+    /// The layers the plaintext goes to, per direction (nil: not chosen yet, or nothing takes it).
+    var uppers: [StreamLayer?] = [nil, nil]
+    /// Whether the layers above are chosen (a dissector's port) or wait for the first plaintext.
+    var upperChosen: Bool
+    /// Still deciding whether the connection is TLS at all (a dissector's port without `tls;`).
+    var sniffing: Bool
+
+    var client: TLSClientHello?
+    var server: TLSServerHello?
+    var suite: TLSSuite?
+    var secrets: TLSKeyLog.Secrets?
+    /// Why nothing is decrypted, once known (no key log, no line for this client random...).
+    var undecryptable: String?
+    var reported = false
+    /// TLS 1.2: the key block, derived at the ServerHello.
+    var keyBlock: [UInt8]?
+
+    var tls13: Bool { server?.version == 0x0304 }
+
+    init(session: Session, manager: TLSManagerState, uppers: [StreamLayer?], upperChosen: Bool, sniffing: Bool) {
+        self.session = session
+        self.manager = manager
+        self.uppers = uppers
+        self.upperChosen = upperChosen
+        self.sniffing = sniffing
+        streams = Direction.allCases.map { TLSStream(owner: self, dir: $0) }
+    }
+
+    var connection: Connection { session.connection }
+
+    // MARK: - The handshake
+
+    func clientHello(_ h: TLSClientHello) {
+        // A second ClientHello (after a HelloRetryRequest) keeps the first's random.
+        if client == nil { client = h }
+        manager.handshakes += 1
+    }
+
+    func serverHello(_ h: TLSServerHello, packet: PacketRef) {
+        if h.helloRetry { server = h; return }
+        server = h
+        let version = h.version
+        if version == 0x0304 { for st in streams { st.protected = true } }
+        manager.count(version: version)
+        guard let s = TLSSuite.all[h.suite], s.tls13 == (version == 0x0304) else {
+            undecryptable = "cipher suite \(TLSSuite.name(h.suite)) is not one framedump decrypts"
+            return handshakeDone(packet: packet)
+        }
+        suite = s
+        guard let random = client?.random else {
+            undecryptable = "the ClientHello was not captured"
+            return handshakeDone(packet: packet)
+        }
+        guard let log = manager.keyLog else {
+            undecryptable = "no key log given (--tls-keylog FILE)"
+            return handshakeDone(packet: packet)
+        }
+        guard let sec = log.lookup(random) else {
+            undecryptable = "no keys for client random \(Self.hex(random)) in the key log"
+            return handshakeDone(packet: packet)
+        }
+        secrets = sec
+        if s.tls13 {
+            guard let ch = sec.clientHandshake, let sh = sec.serverHandshake else {
+                undecryptable = "the key log has no handshake secrets for client random \(Self.hex(random))"
+                return handshakeDone(packet: packet)
+            }
+            streams[0].keys = TLSRecordKeys(tls13: s, secret: ch)
+            streams[1].keys = TLSRecordKeys(tls13: s, secret: sh)
+            streams[0].next = sec.clientTraffic.map { TLSRecordKeys(tls13: s, secret: $0) }
+            streams[1].next = sec.serverTraffic.map { TLSRecordKeys(tls13: s, secret: $0) }
+            // TLS 1.3's handshake event waits for EncryptedExtensions (it names the ALPN).
+        } else {
+            guard let master = sec.master else {
+                undecryptable = "the key log has no CLIENT_RANDOM line for client random \(Self.hex(random))"
+                return handshakeDone(packet: packet)
+            }
+            keyBlock = TLSKeySchedule.prf(s.prf, secret: master, label: "key expansion", seed: h.random + random,
+                                          length: TLSRecordKeys.keyBlockLength(s))
+            handshakeDone(packet: packet)
+        }
+    }
+
+    /// TLS 1.2: ChangeCipherSpec from direction `d`: its next record is protected.
+    func changeCipherSpec(_ d: Direction) {
+        guard !tls13, server != nil else { return }
+        streams[d.rawValue].protected = true
+        guard let s = suite, let k = keyBlock else { return }
+        streams[d.rawValue].keys = TLSRecordKeys(tls12: s, keyBlock: k, client: d == .c2s,
+                                                 encryptThenMAC: server?.encryptThenMAC ?? false)
+    }
+
+    /// TLS 1.3: the server's EncryptedExtensions (its ALPN).
+    func encryptedExtensions(_ alpn: String?, packet: PacketRef) {
+        if let alpn { server?.alpn = alpn }
+        handshakeDone(packet: packet)
+    }
+
+    /// The handshake as far as it shows (once per connection): its event, and the count of
+    /// connections that cannot be decrypted.
+    func handshakeDone(packet: PacketRef) {
+        guard !reported else { return }
+        reported = true
+        if undecryptable != nil { manager.undecryptable += 1 }
+        emit(TLSHandshakeEvent(version: server?.version ?? 0, suite: server?.suite ?? 0, serverName: client?.serverName,
+                               alpn: server?.alpn, offeredALPN: client?.alpn ?? [], clientRandom: client?.random ?? [],
+                               undecryptable: undecryptable), .s2c, packet: packet)
+    }
+
+    func emit(_ e: any LayerEvent, _ d: Direction, packet: PacketRef) {
+        let p = session.proto ?? manager.defaultProtocol
+        session.manager.sink?.layerEvent(e, connection, p, d, packet: packet)
+    }
+
+    // MARK: - The plaintext
+
+    /// Application data from direction `d`, for the layer above.
+    func deliver(_ d: Direction, _ plain: UnsafeRawBufferPointer, packet: PacketRef) {
+        let st = streams[d.rawValue]
+        defer { st.plainOffset += UInt64(plain.count) }
+        manager.plaintextBytes += UInt64(plain.count)
+        if !upperChosen { chooseUpper(d, plain, offset: st.plainOffset) }
+        guard let u = uppers[d.rawValue] else {
+            session.manager.undissectedBytes += UInt64(plain.count)
+            return
+        }
+        if !u.started { u.start(atBoundary: st.plainOffset == 0 && connection.startsAtSYN(d)) }
+        u.data(plain, offset: st.plainOffset, packet: packet)
+    }
+
+    /// A stretch of plaintext that could not be had (a gap below, a record that failed).
+    func lose(_ d: Direction, length: UInt64, packet: PacketRef) {
+        let st = streams[d.rawValue]
+        defer { st.plainOffset += length }
+        guard let u = uppers[d.rawValue] else { return }
+        if !u.started { u.start(atBoundary: false) }
+        u.gap(offset: st.plainOffset, length: length, packet: packet)
+    }
+
+    func finish(_ d: Direction, packet: PacketRef, captureEnded: Bool) {
+        uppers[d.rawValue]?.finish(packet: packet, captureEnded: captureEnded)
+    }
+
+    /// No dissector's port: the first plaintext chooses, as any-port detection does on a plain
+    /// stream (an HTTP request opens a WebSocket; else the protocols that any port may carry).
+    func chooseUpper(_ d: Direction, _ plain: UnsafeRawBufferPointer, offset: UInt64) {
+        upperChosen = true
+        let s = session
+        let mine = s.layers
+        defer { uppers = s.layers; s.layers = mine }
+        for k in LayerRegistry.kinds where k.detect(s, d, plain, offset: offset) { return }
+        if let p = s.manager.anyPort.first(where: { $0.recognises(plain, d) }) {
+            s.attach(p, belowLower: true)
+            return
+        }
+        s.layers = [nil, nil]
+    }
+
+    static func hex(_ b: [UInt8]) -> String {
+        var s = ""
+        for x in b { s += String(x >> 4, radix: 16) + String(x & 15, radix: 16) }
+        return s
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+/// The secrets of an NSS key log (`SSLKEYLOGFILE`), by client random: what browsers, curl,
+/// OpenSSL's `-keylogfile`, Python's `keylog_filename`, Go's `KeyLogWriter` and Android hooks
+/// write, one `LABEL <client random hex> <secret hex>` a line. Labels it does not use
+/// (EXPORTER_SECRET, CLIENT_EARLY_TRAFFIC_SECRET, a later generation's secret) are passed over;
+/// lines it cannot read are counted, never fatal.
+public final class TLSKeyLog: @unchecked Sendable {
+    /// The secrets logged for one connection.
+    struct Secrets {
+        /// TLS 1.2 and earlier: the 48-byte master secret (`CLIENT_RANDOM`).
+        var master: [UInt8]?
+        /// TLS 1.3: the handshake and first application traffic secrets.
+        var clientHandshake: [UInt8]?
+        var serverHandshake: [UInt8]?
+        var clientTraffic: [UInt8]?
+        var serverTraffic: [UInt8]?
+    }
+
+    public let paths: [String]
+    private(set) var secrets: [[UInt8]: Secrets] = [:]
+    /// Lines that were not `LABEL HEX HEX` with a 32-byte random (comments and blanks aside).
+    public private(set) var unreadableLines = 0
+    /// Where each file was read to (a live capture reads on as apps append keys).
+    private var readTo: [UInt64]
+    /// A partial last line, kept until its newline arrives.
+    private var partial: [[UInt8]]
+
+    /// A key log larger than this is refused (no real one comes near it).
+    static let maxFileBytes: UInt64 = 256 << 20
+
+    public init(paths: [String]) throws(TLSKeyLogError) {
+        self.paths = paths
+        readTo = Array(repeating: 0, count: paths.count)
+        partial = Array(repeating: [], count: paths.count)
+        for i in paths.indices {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: paths[i], isDirectory: &isDirectory) else {
+                throw TLSKeyLogError(message: "\(paths[i]): no such TLS key log")
+            }
+            guard !isDirectory.boolValue, FileManager.default.isReadableFile(atPath: paths[i]) else {
+                throw TLSKeyLogError(message: "\(paths[i]): cannot read the TLS key log")
+            }
+            readMore(i)
+        }
+    }
+
+    /// A key log from text lines (tests, the fuzz target): no file behind it.
+    init(lines: [String]) {
+        paths = []
+        readTo = []
+        partial = []
+        for l in lines { add(Array(l.utf8)) }
+    }
+
+    /// The secrets for `clientRandom`; on a miss, the files are read on from where they ended
+    /// (a live capture: the app may have written the line just now).
+    func lookup(_ clientRandom: [UInt8]) -> Secrets? {
+        if let s = secrets[clientRandom] { return s }
+        for i in paths.indices { readMore(i) }
+        return secrets[clientRandom]
+    }
+
+    public var count: Int { secrets.count }
+
+    private func readMore(_ i: Int) {
+        guard let h = FileHandle(forReadingAtPath: paths[i]) else { return }
+        defer { try? h.close() }
+        guard let end = try? h.seekToEnd(), end > readTo[i], end <= Self.maxFileBytes else { return }
+        guard (try? h.seek(toOffset: readTo[i])) != nil, let data = try? h.readToEnd() else { return }
+        readTo[i] += UInt64(data.count)
+        var line = partial[i]
+        partial[i] = []
+        for b in data {
+            if b == 0x0a { add(line); line.removeAll(keepingCapacity: true) } else { line.append(b) }
+        }
+        partial[i] = line
+    }
+
+    /// Reads one line of text (also used by the fuzz target).
+    func add(_ raw: [UInt8]) {
+        var line = raw
+        while let last = line.last, last == 0x0d || last == 0x20 || last == 0x09 { line.removeLast() }
+        guard let first = line.first(where: { $0 != 0x20 && $0 != 0x09 }), first != 0x23 else { return }  // blank, '#'
+        let parts = line.split(whereSeparator: { $0 == 0x20 || $0 == 0x09 })
+        guard parts.count == 3, let random = Self.hex(parts[1]), random.count == 32,
+              let secret = Self.hex(parts[2]), !secret.isEmpty, secret.count <= 64 else {
+            unreadableLines += 1
+            return
+        }
+        var s = secrets[random] ?? Secrets()
+        switch String(decoding: parts[0], as: UTF8.self) {
+        case "CLIENT_RANDOM": s.master = secret
+        case "CLIENT_HANDSHAKE_TRAFFIC_SECRET": s.clientHandshake = secret
+        case "SERVER_HANDSHAKE_TRAFFIC_SECRET": s.serverHandshake = secret
+        case "CLIENT_TRAFFIC_SECRET_0": s.clientTraffic = secret
+        case "SERVER_TRAFFIC_SECRET_0": s.serverTraffic = secret
+        default: return
+        }
+        secrets[random] = s
+    }
+
+    static func hex(_ s: ArraySlice<UInt8>) -> [UInt8]? {
+        guard s.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(s.count / 2)
+        var i = s.startIndex
+        while i < s.endIndex {
+            guard let h = nibble(s[i]), let l = nibble(s[i + 1]) else { return nil }
+            out.append(h << 4 | l)
+            i += 2
+        }
+        return out
+    }
+
+    static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: return c - 0x30
+        case 0x61...0x66: return c - 0x61 + 10
+        case 0x41...0x46: return c - 0x41 + 10
+        default: return nil
+        }
+    }
+}
+
+/// A key log that cannot be opened (the command line says so and exits).
+public struct TLSKeyLogError: Error, Sendable {
+    public let message: String
+}

@@ -1,0 +1,135 @@
+/// The TLS layer as the shared parts see it (`LayerKind`). Unlike WebSocket and KCP it sits
+/// below a protocol's stack rather than being it: a dissector's port carries the protocol in
+/// TLS when the first client bytes are a ClientHello (or always, with `tls;`), and a
+/// ClientHello on a port no dissector claims is decrypted and the plaintext detected as on a
+/// plain stream. Keys come from an NSS key log (`--tls-keylog`).
+enum TLSLayer: LayerKind {
+    static let name = "tls"
+    static let key: StaticString = "tls"
+    static let layer = index
+    static let setting = "tls"
+
+    // MARK: - Dissector files
+
+    static let keywords = ["tls"]
+
+    static func setting(_ keyword: String, _ p: inout Parser, _ s: inout ProtocolSchema) throws(DissectorError) {
+        s.layerSettings[setting] = ["1"]
+    }
+
+    static func check(_ s: ProtocolSchema) -> String? {
+        guard s.layerSettings[setting] != nil else { return nil }
+        return s.udp ? "tls runs over TCP (DTLS is not decoded): drop 'udp' or 'tls'" : nil
+    }
+
+    static func describe(_ s: ProtocolSchema) -> [String] {
+        s.layerSettings[setting] != nil ? ["  tls: always inside TLS (decrypted with --tls-keylog)"] : []
+    }
+
+    static func mayShare(_ port: UInt16, _ a: ProtocolSchema, _ b: ProtocolSchema) -> Bool { false }
+
+    // MARK: - Building a stack
+
+    static var builtInProtocols: [ProtocolSchema] { [] }
+    static func protocolState(_ s: ProtocolSchema, limits: Limits) -> AnyObject? { nil }
+    static func managerState(_ protocols: [ProtocolRuntime]) -> AnyObject? { TLSManagerState(protocols) }
+
+    static func state(_ m: SessionManager) -> TLSManagerState {
+        unsafeDowncast(m.layerStates[Int(layer)]!, to: TLSManagerState.self)
+    }
+
+    /// Never a protocol's stack (see `below`).
+    static func attach(_ s: Session, _ p: ProtocolRuntime) {}
+
+    /// Below a TCP protocol's new stack: TLS when the dissector says so, else a look at the
+    /// first client bytes (the stack is handed back untouched when they are no ClientHello).
+    static func below(_ s: Session, _ p: ProtocolRuntime) {
+        guard !s.connection.udp else { return }
+        let always = p.schema.layerSettings[setting] != nil
+        let t = TLSConnection(session: s, manager: state(s.manager), uppers: s.layers, upperChosen: true, sniffing: !always)
+        s.wrap(t, layers: t.streams)
+    }
+
+    /// A ClientHello at the start of a connection no dissector claims.
+    static func detect(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64) -> Bool {
+        guard s.lower == nil, d == .c2s, offset == 0, s.connection.startsAtSYN(.c2s), TLSHello.startsClientHello(bytes) else { return false }
+        let t = TLSConnection(session: s, manager: state(s.manager), uppers: [nil, nil], upperChosen: false, sniffing: false)
+        s.wrap(t, layers: t.streams)
+        return true
+    }
+
+    // MARK: - A message's annotation (TLS writes no note per message: see `TLSInfo`)
+
+    static func messageName(_ n: LayerNote) -> StaticString { "tls" }
+    static func writeTree(_ n: LayerNote, _ f: Frame, color: Bool, _ k: inout Cursor) {}
+    static func writeJSON(_ n: LayerNote, _ k: inout Cursor) { k.write("{}") }
+    static func fields(_ n: LayerNote) -> [(name: String, value: LayerFieldValue)] { [] }
+    static let fieldNames = ["version", "suite", "sni", "alpn"]
+
+    // MARK: - The summary
+
+    static func summary(_ p: ProtocolRuntime) -> [String] { [] }
+
+    /// `tls: 3 connections (TLS 1.3 2, TLS 1.2 1), 120 records decrypted, ...`
+    static func summary(_ m: SessionManager) -> [String] {
+        let t = state(m)
+        guard t.handshakes > 0 || t.records > 0 else { return [] }
+        var parts: [String] = []
+        let versions = t.versions.sorted { $0.key > $1.key }.map { "\(TLSHello.versionName($0.key)) \($0.value)" }
+        var line = "tls: \(t.handshakes) handshakes" + (versions.isEmpty ? "" : " (" + versions.joined(separator: ", ") + ")")
+        line += ", \(t.records) records, \(t.decrypted) decrypted (\(t.plaintextBytes) bytes of application data)"
+        if t.failed > 0 { parts.append("\(t.failed) failed authentication") }
+        if t.undecryptable > 0 { parts.append("\(t.undecryptable) connections not decrypted (\(t.undecrypted) records, \(t.undecryptedBytes) bytes)") }
+        if t.alignmentLost > 0 { parts.append("\(t.alignmentLost) directions whose records were lost after a gap") }
+        if t.keyUpdates > 0 { parts.append("\(t.keyUpdates) key updates") }
+        if t.sessionTickets > 0 { parts.append("\(t.sessionTickets) session tickets") }
+        if t.alerts > 0 { parts.append("\(t.alerts) alerts") }
+        if let log = t.keyLog {
+            parts.append("key log: \(log.count) connections' secrets" + (log.unreadableLines > 0 ? ", \(log.unreadableLines) unreadable lines" : ""))
+        } else if t.handshakes > 0 {
+            parts.append("no key log given (--tls-keylog FILE)")
+        }
+        if !parts.isEmpty { line += "; " + parts.joined(separator: "; ") }
+        return [line]
+    }
+
+    // MARK: - Fuzzing
+
+    static var fuzzTargets: [(name: String, run: @Sendable (UnsafeRawBufferPointer) -> Void)] {
+        [("tls", TLSFuzz.run)]
+    }
+}
+
+/// The TLS layer's part of the session manager: the key log and the counts of the summary.
+final class TLSManagerState {
+    var keyLog: TLSKeyLog?
+    /// The protocol named on the events of a TLS connection whose plaintext no protocol took.
+    let defaultProtocol: ProtocolRuntime
+    var handshakes: UInt64 = 0
+    var versions: [UInt16: UInt64] = [:]
+    var records: UInt64 = 0
+    var decrypted: UInt64 = 0
+    var failed: UInt64 = 0
+    var undecryptable: UInt64 = 0
+    var undecrypted: UInt64 = 0
+    var undecryptedBytes: UInt64 = 0
+    var alignmentLost: UInt64 = 0
+    var keyUpdates: UInt64 = 0
+    var sessionTickets: UInt64 = 0
+    var alerts: UInt64 = 0
+    var ciphertextBytes: UInt64 = 0
+    var plaintextBytes: UInt64 = 0
+
+    init(_ protocols: [ProtocolRuntime]) {
+        var s = ProtocolSchema(name: "tls", file: "(built in)")
+        s.body = .raw
+        defaultProtocol = ProtocolRuntime(s, limits: Limits())
+    }
+
+    func count(version: UInt16) { versions[version, default: 0] += 1 }
+}
+
+extension SessionManager {
+    /// `--tls-keylog`: the secrets TLS connections are decrypted with.
+    public func useTLSKeyLog(_ log: TLSKeyLog) { TLSLayer.state(self).keyLog = log }
+}

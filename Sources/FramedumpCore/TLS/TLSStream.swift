@@ -1,0 +1,294 @@
+/// One direction of a TLS connection, as the bottom of its stack: cuts the TCP stream into
+/// records (across and within segments), decrypts them, reads the handshake messages among
+/// them, and hands application data to the layer above. A record is copied only when it
+/// spans chunks; a record's plaintext is one buffer (swift-crypto's).
+final class TLSStream: StreamLayer {
+    unowned(unsafe) let owner: TLSConnection
+    let dir: Direction
+    private(set) var started = false
+    /// The current protection (nil: plaintext so far, or no keys) and, in TLS 1.3, the
+    /// application keys that follow this side's Finished.
+    var keys: TLSRecordKeys?
+    var next: TLSRecordKeys?
+    /// Offset of the plaintext handed up so far.
+    var plainOffset: UInt64 = 0
+    /// A record that spans chunks: its bytes so far.
+    private var pending: [UInt8] = []
+    /// The stream offset the next chunk should start at.
+    private var expected: UInt64 = 0
+    /// Handshake messages that span records.
+    private var handshake: [UInt8] = []
+    private var handshakeSkip = 0
+    /// Record alignment lost (a gap, a record that is not TLS): the rest is passed over.
+    private var lost = false
+    private var keyUpdateAfterRecord = false
+    /// Records from here on are protected (TLS 1.2: after ChangeCipherSpec; TLS 1.3: after
+    /// the ServerHello), whether or not there are keys for them.
+    var protected = false
+
+    init(owner: TLSConnection, dir: Direction) {
+        self.owner = owner
+        self.dir = dir
+    }
+
+    func start(atBoundary: Bool) { started = true }
+
+    /// While sniffing, a chunk may hand the connection back to the layers above (this object
+    /// then goes): the caller must hold a reference.
+    static func feedUnretained(_ u: Unmanaged<AnyObject>, _ c: Connection, _ d: Direction,
+                               _ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) -> Bool {
+        u._withUnsafeGuaranteedRef {
+            let t = unsafeDowncast($0, to: TLSStream.self)
+            guard !t.owner.sniffing else { return false }
+            t.feed(c, d, bytes, offset: offset, packet: packet)
+            return true
+        }
+    }
+
+    func data(_ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+        if owner.sniffing {
+            guard dir == .c2s && offset == 0 && owner.connection.startsAtSYN(.c2s) && TLSHello.startsClientHello(bytes) else {
+                return owner.session.unwrap(owner.uppers, dir, bytes, offset: offset, packet: packet)
+            }
+            owner.sniffing = false
+        }
+        let m = owner.manager
+        m.ciphertextBytes += UInt64(bytes.count)
+        expected = offset + UInt64(bytes.count)
+        if lost { return }
+        var b = bytes
+        if !pending.isEmpty {
+            // Complete the record held from earlier chunks.
+            let need = pendingNeed()
+            let take = min(need, b.count)
+            pending.append(contentsOf: b[0..<take])
+            b = UnsafeRawBufferPointer(rebasing: b[take...])
+            if pendingNeed() > 0 { return checkPending(packet) }
+            let whole = pending
+            pending.removeAll(keepingCapacity: true)
+            whole.withUnsafeBytes { record($0, packet: packet) }
+            if lost { return }
+        }
+        while b.count >= TLSRecordLayer.headerSize {
+            let length = Int(b[3]) << 8 | Int(b[4])
+            guard Self.plausible(b[0], b[1], length) else { return lose(b.count, packet: packet, why: "not a TLS record header") }
+            let size = TLSRecordLayer.headerSize + length
+            guard b.count >= size else { break }
+            record(UnsafeRawBufferPointer(rebasing: b[0..<size]), packet: packet)
+            if lost { return }
+            b = UnsafeRawBufferPointer(rebasing: b[size...])
+        }
+        if !b.isEmpty {
+            pending.append(contentsOf: b)
+            checkPending(packet)
+        }
+    }
+
+    /// Bytes still missing from the record held.
+    private func pendingNeed() -> Int {
+        guard pending.count >= TLSRecordLayer.headerSize else { return TLSRecordLayer.headerSize - pending.count }
+        let length = Int(pending[3]) << 8 | Int(pending[4])
+        return max(0, TLSRecordLayer.headerSize + length - pending.count)
+    }
+
+    private func checkPending(_ packet: PacketRef) {
+        guard pending.count >= TLSRecordLayer.headerSize else { return }
+        let length = Int(pending[3]) << 8 | Int(pending[4])
+        if !Self.plausible(pending[0], pending[1], length) {
+            let n = pending.count
+            pending.removeAll()
+            lose(n, packet: packet, why: "not a TLS record header")
+        }
+    }
+
+    /// A record header framedump will read: a known content type, version 3.x, a length
+    /// within the limit (a longer one is malformed, never an allocation).
+    static func plausible(_ type: UInt8, _ major: UInt8, _ length: Int) -> Bool {
+        (20...24).contains(type) && major == 3 && length <= TLSRecordLayer.maxRecord
+    }
+
+    func gap(offset: UInt64, length: UInt64, packet: PacketRef) {
+        if owner.sniffing { return owner.session.unwrap(owner.uppers, dir, gap: offset, length: length, packet: packet) }
+        expected = offset + length
+        pending.removeAll()
+        handshake.removeAll()
+        handshakeSkip = 0
+        if !lost {
+            lost = true
+            owner.manager.alignmentLost += 1
+        }
+        owner.lose(dir, length: length, packet: packet)
+    }
+
+    func finish(packet: PacketRef, captureEnded: Bool) {
+        if owner.sniffing { owner.sniffing = false }
+        owner.finish(dir, packet: packet, captureEnded: captureEnded)
+    }
+
+    /// The rest of the direction cannot be read as records.
+    private func lose(_ n: Int, packet: PacketRef, why: String) {
+        lost = true
+        owner.manager.alignmentLost += 1
+        owner.emit(TLSProblemEvent(kind: "not-tls", text: "\(why): the rest of this direction is not decrypted"), dir, packet: packet)
+        owner.lose(dir, length: UInt64(n), packet: packet)
+    }
+
+    // MARK: - Records
+
+    private func record(_ r: UnsafeRawBufferPointer, packet: PacketRef) {
+        let m = owner.manager
+        m.records += 1
+        let header = UnsafeRawBufferPointer(rebasing: r[0..<5])
+        let body = UnsafeRawBufferPointer(rebasing: r[5...])
+        let type = r[0]
+        if type == 20 {  // ChangeCipherSpec: TLS 1.2's switch; TLS 1.3's middlebox compatibility
+            owner.changeCipherSpec(dir)
+            return
+        }
+        guard keys != nil else {
+            // Plaintext: the hellos, an alert before encryption; or records without keys.
+            switch type {
+            case 22 where !protected: handshakeBytes(body, packet: packet)
+            case 21 where !protected && body.count == 2: alert(body, packet: packet)
+            default:
+                m.undecrypted += 1
+                m.undecryptedBytes += UInt64(body.count)
+            }
+            return
+        }
+        guard var plain = open(header, body) else {
+            m.failed += 1
+            owner.emit(TLSProblemEvent(kind: "bad-record-mac",
+                                       text: "record of \(body.count) bytes failed authentication (sequence number \(keys!.sequence &- 1)): not decoded"),
+                       dir, packet: packet)
+            owner.lose(dir, length: UInt64(body.count), packet: packet)
+            return
+        }
+        m.decrypted += 1
+        var content = type
+        if owner.tls13 {
+            // The inner plaintext: content, the real type, zero padding (RFC 8446 §5.2).
+            while let last = plain.last, last == 0 { plain.removeLast() }
+            guard let t = plain.popLast() else {
+                owner.emit(TLSProblemEvent(kind: "no-content-type", text: "decrypted record has no content type"), dir, packet: packet)
+                return
+            }
+            content = t
+        }
+        plain.withUnsafeBytes { p in
+            switch content {
+            case 23: owner.deliver(dir, p, packet: packet)
+            case 22: handshakeBytes(p, packet: packet)
+            case 21: alert(p, packet: packet)
+            default: break
+            }
+        }
+        if keyUpdateAfterRecord, let k = keys {
+            keyUpdateAfterRecord = false
+            keys = k.updated()
+            m.keyUpdates += 1
+        }
+    }
+
+    /// Decrypts with the current keys; in TLS 1.3, a record that fails them is tried with the
+    /// application keys (this side's Finished may have been lost in a gap).
+    private func open(_ header: UnsafeRawBufferPointer, _ body: UnsafeRawBufferPointer) -> [UInt8]? {
+        if let p = keys!.open(header: header, body: body) { return p }
+        guard var n = next else { return nil }
+        if let p = n.open(header: header, body: body) {
+            keys = n
+            next = nil
+            return p
+        }
+        return nil
+    }
+
+    private func alert(_ b: UnsafeRawBufferPointer, packet: PacketRef) {
+        guard b.count >= 2 else { return }
+        owner.manager.alerts += 1
+        owner.emit(TLSAlertEvent(level: b[0], description: b[1]), dir, packet: packet)
+    }
+
+    // MARK: - Handshake messages
+
+    /// The handshake messages framedump reads are held whole (at most 64 KiB); the others are
+    /// passed over by their length.
+    static let maxHeldMessage = 1 << 16
+
+    private func handshakeBytes(_ bytes: UnsafeRawBufferPointer, packet: PacketRef) {
+        var b = bytes
+        while !b.isEmpty {
+            if handshakeSkip > 0 {
+                let n = min(handshakeSkip, b.count)
+                handshakeSkip -= n
+                b = UnsafeRawBufferPointer(rebasing: b[n...])
+                continue
+            }
+            if handshake.isEmpty && b.count >= 4 {
+                // Whole messages in this record: read in place.
+                let length = Int(b[1]) << 16 | Int(b[2]) << 8 | Int(b[3])
+                if !Self.held(b[0]) || length > Self.maxHeldMessage {
+                    message(b[0], nil, packet: packet)
+                    handshakeSkip = 4 + length
+                    continue
+                }
+                if b.count >= 4 + length {
+                    message(b[0], UnsafeRawBufferPointer(rebasing: b[4..<(4 + length)]), packet: packet)
+                    b = UnsafeRawBufferPointer(rebasing: b[(4 + length)...])
+                    continue
+                }
+            }
+            // A message across records: held until whole.
+            let need: Int
+            if handshake.count < 4 {
+                need = 4 - handshake.count
+            } else {
+                let length = Int(handshake[1]) << 16 | Int(handshake[2]) << 8 | Int(handshake[3])
+                need = 4 + length - handshake.count
+            }
+            let n = min(need, b.count)
+            handshake.append(contentsOf: b[0..<n])
+            b = UnsafeRawBufferPointer(rebasing: b[n...])
+            guard handshake.count >= 4 else { continue }
+            let length = Int(handshake[1]) << 16 | Int(handshake[2]) << 8 | Int(handshake[3])
+            if !Self.held(handshake[0]) || length > Self.maxHeldMessage {
+                message(handshake[0], nil, packet: packet)
+                handshakeSkip = 4 + length - handshake.count
+                handshake.removeAll()
+                continue
+            }
+            if handshake.count == 4 + length {
+                let whole = handshake
+                handshake.removeAll()
+                whole.withUnsafeBytes { message($0[0], UnsafeRawBufferPointer(rebasing: $0[4...]), packet: packet) }
+            }
+        }
+    }
+
+    static func held(_ type: UInt8) -> Bool {
+        switch TLSHandshakeType(rawValue: type) {
+        case .clientHello, .serverHello, .encryptedExtensions, .finished, .keyUpdate: true
+        default: false
+        }
+    }
+
+    private func message(_ type: UInt8, _ body: UnsafeRawBufferPointer?, packet: PacketRef) {
+        switch TLSHandshakeType(rawValue: type) {
+        case .clientHello where dir == .c2s:
+            if let h = body.flatMap(TLSHello.client) { owner.clientHello(h) }
+        case .serverHello where dir == .s2c:
+            if let h = body.flatMap(TLSHello.server) { owner.serverHello(h, packet: packet) }
+        case .encryptedExtensions:
+            owner.encryptedExtensions(body.flatMap(TLSHello.encryptedExtensionsALPN), packet: packet)
+        case .finished:
+            // TLS 1.3: this side's application keys protect what follows.
+            if owner.tls13, let n = next { keys = n; next = nil }
+        case .keyUpdate:
+            keyUpdateAfterRecord = true
+            owner.emit(TLSKeyUpdateEvent(requested: body.map { $0.count >= 1 && $0[0] == 1 } ?? false), dir, packet: packet)
+        case .newSessionTicket:
+            owner.manager.sessionTickets += 1
+        default: break
+        }
+    }
+}
