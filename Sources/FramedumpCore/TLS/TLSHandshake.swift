@@ -168,10 +168,17 @@ enum TLSHello {
 
     /// Whether these bytes start a TLS handshake record holding a ClientHello (how a
     /// connection on any port, or on a dissector's port, is known to be TLS).
+    /// A first segment shorter than six bytes (a record header cut by the sender) is judged on
+    /// the bytes it has.
     static func startsClientHello(_ b: UnsafeRawBufferPointer) -> Bool {
-        guard b.count >= 6, b[0] == 22, b[1] == 3, b[2] <= 4 else { return false }
-        let length = Int(b[3]) << 8 | Int(b[4])
-        return length >= 4 && length <= TLSRecordLayer.maxPlaintext && b[5] == 1
+        guard b.count >= 1, b[0] == 22 else { return false }
+        if b.count >= 2 && b[1] != 3 { return false }
+        if b.count >= 3 && b[2] > 4 { return false }
+        if b.count >= 5 {
+            let length = Int(b[3]) << 8 | Int(b[4])
+            if length < 4 || length > TLSRecordLayer.maxPlaintext { return false }
+        }
+        return b.count < 6 || b[5] == 1
     }
 }
 

@@ -59,11 +59,15 @@ final class TLSStream: StreamLayer {
         var b = bytes
         if !pending.isEmpty {
             // Complete the record held from earlier chunks.
-            let need = pendingNeed()
-            let take = min(need, b.count)
-            pending.append(contentsOf: b[0..<take])
-            b = UnsafeRawBufferPointer(rebasing: b[take...])
-            if pendingNeed() > 0 { return checkPending(packet) }
+            // (The header first, then the body its length asks for.)
+            while pendingNeed() > 0 && !b.isEmpty {
+                let take = min(pendingNeed(), b.count)
+                pending.append(contentsOf: b[0..<take])
+                b = UnsafeRawBufferPointer(rebasing: b[take...])
+                checkPending(packet)
+                if lost { return }
+            }
+            if pendingNeed() > 0 { return }
             let whole = pending
             pending.removeAll(keepingCapacity: true)
             whole.withUnsafeBytes { record($0, packet: packet) }
