@@ -16,8 +16,9 @@ enum CheckCapture {
     }
 
     static func run(capture: String, dissectors: [String], protoPath: [String], allow: [String], unclaimed: Bool,
-                    limits: Limits, decodeAs: [DecodeAs] = []) throws {
+                    limits: Limits, decodeAs: [DecodeAs] = [], tlsKeyLogs: [String] = []) throws {
         var options = PipelineOptions()
+        options.tlsKeyLogs = tlsKeyLogs
         options.limits = limits
         options.dissectorPaths = dissectors
         options.decodeAs = decodeAs
@@ -34,6 +35,9 @@ enum CheckCapture {
             throw ExitCode(2)
         } catch let e as DecodeAsError {
             FileHandleErr.write("framedump check: \(e.description)\n")
+            throw ExitCode(2)
+        } catch let e as TLSKeyLogError {
+            FileHandleErr.write("framedump check: \(e.message)\n")
             throw ExitCode(2)
         } catch {
             out.flush()

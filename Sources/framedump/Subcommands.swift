@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import FramedumpCore
 
 /// `framedump dissectors`: what was loaded, as a user would want to check it.
@@ -55,6 +56,9 @@ struct Check: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("With -r: decode this TCP port's connections with this protocol (repeatable).", valueName: "port=protocol"))
     var decodeAs: [String] = []
 
+    @Option(name: .long, help: ArgumentHelp("With -r: decrypt TLS with this NSS key log (repeatable; also $FRAMEDUMP_TLS_KEYLOG).", valueName: "file"))
+    var tlsKeylog: [String] = []
+
     @Flag(name: .long, help: "With -r: run even with no dissector loaded (every connection is then unclaimed).")
     var allowUndecoded = false
 
@@ -70,7 +74,8 @@ struct Check: ParsableCommand {
         if let capture {
             try NoDissectors.refuse("check -r", explicit: paths + dissectors, allowUndecoded: allowUndecoded)
             return try CheckCapture.run(capture: capture, dissectors: paths + dissectors, protoPath: protoPath, allow: allow,
-                                        unclaimed: unclaimed, limits: limits.limits, decodeAs: try decodeAsRules(decodeAs))
+                                        unclaimed: unclaimed, limits: limits.limits, decodeAs: try decodeAsRules(decodeAs),
+                                        tlsKeyLogs: tlsKeylog + (getenv("FRAMEDUMP_TLS_KEYLOG").map { [String(cString: $0)] } ?? []))
         }
         let targets = paths.isEmpty ? DissectorLoader.defaultPaths(explicit: []) : paths
         guard !targets.isEmpty else {
