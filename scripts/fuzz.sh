@@ -10,6 +10,9 @@
 #   websocket       a WebSocket connection (handshake, frames, with and without
 #                   permessage-deflate, mid-stream), through the tree printer
 #   http-head       WebSocket handshake heads
+#   tls             a TCP connection to a TLS port (after a fixed ClientHello) with a key log that
+#                   has its secrets: the record layer, the handshake parser, the key schedules,
+#                   decryption, the svc deframer and the tree printer; and key log lines
 #   kcp             datagrams of UDP flows to KCP ports: the flow table, the KCP layer (message and
 #                   stream mode), the game deframer and the tree printer
 #   link            link/IP/TCP decoding, defragmenting, reassembly
@@ -106,6 +109,26 @@ fuzz_one() {
         for f in "$seeds/$s"/*.c2s; do [ -f "$f" ] && { printf '\001\100\007'; cat "$f"; } > "$seeds/$s.seed"; done
       done
       rm -rf "$seeds"/bridge "$seeds"/websocket-deflate
+      run "$1" "$seeds" ;;
+    tls)
+      # Seeds: the TLS samples' connections, the client's stream after its ClientHello record
+      # and the server's, as [split byte][segment size byte][client bytes][server bytes].
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      for s in tls13 tls12; do
+        framedump -r "samples/$s.pcap" --streams "$seeds/$s" -q >/dev/null 2>&1 || true
+      done
+      python3 - "$seeds" <<'PY'
+import glob, os, sys
+out = sys.argv[1]
+for i, c2s in enumerate(sorted(glob.glob(out + "/*/*.c2s"))):
+    a = open(c2s, "rb").read()
+    b = open(c2s[:-4] + ".s2c", "rb").read()
+    a = a[5 + (a[3] << 8 | a[4]):]  # without the ClientHello record
+    total = len(a) + len(b)
+    open("%s/conn%d.seed" % (out, i), "wb").write(bytes([min(255, len(a) * 255 // max(1, total)), 1]) + a + b)
+PY
+      rm -rf "$seeds"/tls13 "$seeds"/tls12
       run "$1" "$seeds" ;;
     kcp)
       # Seeds: the KCP sample's datagrams per server port, as [port and flows byte] then
@@ -319,12 +342,12 @@ for i, b in enumerate(bodies):
 PY
       run "$1" "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, kcp, link, reassembly, dissector, deframer, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, tls, kcp, link, reassembly, dissector, deframer, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire websocket http-head kcp link reassembly dissector deframer pipeline pcapng pcap display-filter ndjson-line \
+  for t in proto-parser protobuf-wire websocket http-head tls kcp link reassembly dissector deframer pipeline pcapng pcap display-filter ndjson-line \
            transform-zlib transform-gzip transform-deflate transform-lz4 transform-lz4-block transform-xor transform-base64 transform-aes transform-chain; do
     fuzz_one "$t"
   done
