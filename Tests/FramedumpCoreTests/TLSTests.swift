@@ -181,6 +181,21 @@ final class TLSTests: XCTestCase {
         XCTAssertTrue(check.stdout.contains("tls"), check.stdout)
     }
 
+    /// `-Y tls.*` reads the connection's TLS facts on each of its messages.
+    func testDisplayFilterOnTLSFields() throws {
+        let k = ["-r", "samples/tls13.pcap", "--tls-keylog", "samples/tls13.keys", "-T", "json"]
+        let bySNI = try lines(k + ["-Y", "tls.sni == \"svc.example\" and msg.id == 1"])
+        XCTAssertEqual(bySNI.filter { $0["id"] != nil }.count, 6)
+        let bySuite = try lines(k + ["-Y", "tls.suite == \"TLS_CHACHA20_POLY1305_SHA256\""])
+        XCTAssertEqual(bySuite.filter { $0["id"] != nil }.count, 20)
+        XCTAssertEqual(try lines(k + ["-Y", "tls.sni == \"other.example\""]).filter { $0["id"] != nil }.count, 0)
+        let tls12 = try lines(["-r", "samples/tls12.pcap", "--tls-keylog", "samples/tls12.keys", "-T", "json", "-Y", "tls.version == \"TLS 1.2\""])
+        XCTAssertEqual(tls12.filter { $0["id"] != nil }.count, 120)
+        let wrong = try TestSupport.framedump(k + ["-Y", "tls.snx == \"a\""])
+        XCTAssertEqual(wrong.status, 2)
+        XCTAssertTrue(wrong.stderr.contains("did you mean tls.sni?"), wrong.stderr)
+    }
+
     // MARK: - The key log
 
     func testKeyLogLines() throws {

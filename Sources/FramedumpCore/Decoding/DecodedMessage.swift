@@ -126,6 +126,9 @@ public final class DecodedMessage {
     /// What the layers it came through say about it (none on plain TCP). Set by the layers,
     /// kept apart from `reset()` so decoding does not touch it.
     public var layerNotes = LayerNotes()
+    /// What a layer below the protocol says about the whole connection (TLS: version, suite,
+    /// SNI), the same object for each of its messages; nil on plain TCP.
+    public var connectionLayer: (any ConnectionLayerInfo)?
     /// For a body the protocol's transforms changed (decrypted, inflated, un-XORed): the frame's
     /// header followed by the final body (owned by the decoder, valid until it decodes the next
     /// frame). Body field offsets refer to these bytes.

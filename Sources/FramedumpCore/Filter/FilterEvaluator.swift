@@ -293,6 +293,14 @@ public struct FilterEvaluator {
                 case .unsigned(let u): out.append(.integer(negative: false, magnitude: u, label: nil))
                 }
             }
+            if out.isEmpty, let below = m.connectionLayer, below.layerKey == key,
+               let v = below.fields.first(where: { $0.name == field })?.value {
+                switch v {
+                case .text(let t): out.append(.text(t))
+                case .bool(let b): out.append(.integer(negative: false, magnitude: b ? 1 : 0, label: b ? "true" : "false"))
+                case .unsigned(let u): out.append(.integer(negative: false, magnitude: u, label: nil))
+                }
+            }
             return out
         }
     }

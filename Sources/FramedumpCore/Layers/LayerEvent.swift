@@ -7,6 +7,13 @@ public protocol LayerEvent: Sendable {
     func writeJSON(_ out: OutputBuffer, diffable: Bool)
     /// What `check -r` reports about it (none: nothing wrong).
     var problems: [LayerProblem] { get }
+    /// For an event of a layer below the protocol (a TLS handshake): what `-z conv` says the
+    /// connection runs in (`TLS 1.3`).
+    var belowProtocol: String? { get }
+}
+
+extension LayerEvent {
+    public var belowProtocol: String? { nil }
 }
 
 /// How a layer event writes its tree lines: escaped text from the wire, colour for alarms.

@@ -78,3 +78,11 @@ public enum LayerFieldValue: Sendable, Equatable {
     case bool(Bool)
     case unsigned(UInt64)
 }
+
+/// What a layer below a protocol's stack (TLS) says about a whole connection, made once when it
+/// is known and shared by the connection's messages (no per-message note): `-Y KEY.FIELD` reads it.
+public protocol ConnectionLayerInfo: AnyObject, Sendable {
+    /// The layer's NDJSON key and `-Y` namespace (`tls`).
+    var layerKey: String { get }
+    var fields: [(name: String, value: LayerFieldValue)] { get }
+}

@@ -74,6 +74,9 @@ public final class StatisticsSink: MessageSink {
         var bytes = [UInt64](repeating: 0, count: 2)
         var gaps: UInt64 = 0
         var malformed: UInt64 = 0
+        /// A layer below the protocol (TLS: `tls 1.3`), shown beside its name.
+        var below: String?
+        var shownProto: String { below.map { "\(proto) in \($0)" } ?? proto }
         init(text: String, proto: String, ts: Timestamp) { self.text = text; self.proto = proto; first = ts; last = ts }
     }
     var conversations: [ObjectIdentifier: Conversation] = [:]
@@ -262,6 +265,7 @@ public final class StatisticsSink: MessageSink {
 
     public func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction,
                            packet: PacketRef) {
+        if let b = e.belowProtocol { conversation(c, p, packet.ts).below = b }
         inner?.layerEvent(e, c, p, d, packet: packet)
     }
 
@@ -341,13 +345,13 @@ public final class StatisticsSink: MessageSink {
             }
             if json {
                 let rows = conversationOrder.map { c in
-                    "{\"conn\":\(JSONText.quoted(c.text)),\"protocol\":\(JSONText.quoted(c.proto)),\"duration\":\(seconds(c)),\"messages\":{\"c2s\":\(c.messages[0]),\"s2c\":\(c.messages[1])},\"bytes\":{\"c2s\":\(c.bytes[0]),\"s2c\":\(c.bytes[1])},\"gaps\":\(c.gaps),\"malformed\":\(c.malformed)}"
+                    "{\"conn\":\(JSONText.quoted(c.text)),\"protocol\":\(JSONText.quoted(c.proto)),\"below\":\(c.below.map(JSONText.quoted) ?? "null"),\"duration\":\(seconds(c)),\"messages\":{\"c2s\":\(c.messages[0]),\"s2c\":\(c.messages[1])},\"bytes\":{\"c2s\":\(c.bytes[0]),\"s2c\":\(c.bytes[1])},\"gaps\":\(c.gaps),\"malformed\":\(c.malformed)}"
                 }
                 line("{\"type\":\"stats\",\"stat\":\"conv\",\"rows\":[" + rows.joined(separator: ",") + "]}")
             } else {
                 table("conversations", ["connection", "protocol", "duration s", "msgs c2s", "msgs s2c", "bytes c2s", "bytes s2c", "gaps", "malformed"],
                       conversationOrder.map { c in
-                          [c.text, c.proto, seconds(c), "\(c.messages[0])", "\(c.messages[1])", "\(c.bytes[0])", "\(c.bytes[1])",
+                          [c.text, c.shownProto, seconds(c), "\(c.messages[0])", "\(c.messages[1])", "\(c.bytes[0])", "\(c.bytes[1])",
                            "\(c.gaps)", "\(c.malformed)"]
                       })
             }

@@ -109,6 +109,9 @@ final class SessionFrames: FrameConsumer {
     /// The message layer below the protocol, where its messages are decoded (nil: frames come
     /// straight from deframers).
     let layer: (any MessageLayerDecoder)?
+    /// A layer below the stack's word on the connection (TLS), put on each message. Set before
+    /// the first frame it concerns is handed over (the handoff orders the two threads).
+    var connectionLayer: (any ConnectionLayerInfo)?
 
     init(manager: SessionManager, runtime: ProtocolRuntime, connection: Connection,
          layer: (any MessageLayerDecoder)? = nil) {
@@ -133,6 +136,7 @@ final class SessionFrames: FrameConsumer {
         let p = runtime
         p.bytes += UInt64(f.bytes.count)
         if let pre = prefilter, !prefilterAllows(f, dir, pre) { return }
+        if connectionLayer != nil || decoded.connectionLayer != nil { decoded.connectionLayer = connectionLayer }
         decoder.decode(f, dir, into: decoded)
         if !decoded.layerNotes.isEmpty { decoded.layerNotes.removeAll() }
         p.count(decoded.message, id: decoded.id)
@@ -162,6 +166,7 @@ final class SessionFrames: FrameConsumer {
 
     @inline(__always)
     func decodeLayered(_ f: Frame, _ dir: Direction, _ note: LayerNote) {
+        if connectionLayer != nil || decoded.connectionLayer != nil { decoded.connectionLayer = connectionLayer }
         layer.unsafelyUnwrapped.decode(f, dir, note, self)
     }
 

@@ -133,6 +133,7 @@ final class TLSConnection {
             session.manager.undissectedBytes += UInt64(plain.count)
             return
         }
+        if let f = session.frames, f.connectionLayer == nil { f.connectionLayer = info() }
         if !u.started { u.start(atBoundary: st.plainOffset == 0 && connection.startsAtSYN(d)) }
         u.data(plain, offset: st.plainOffset, packet: packet)
     }
@@ -165,9 +166,41 @@ final class TLSConnection {
         s.layers = [nil, nil]
     }
 
+    /// The connection as `-Y tls.*` sees it, made once.
+    private var madeInfo: TLSInfo?
+    func info() -> TLSInfo {
+        if let i = madeInfo { return i }
+        let i = TLSInfo(version: TLSHello.versionName(server?.version ?? 0), suite: TLSSuite.name(server?.suite ?? 0),
+                        sni: client?.serverName, alpn: server?.alpn)
+        madeInfo = i
+        return i
+    }
+
     static func hex(_ b: [UInt8]) -> String {
         var s = ""
         for x in b { s += String(x >> 4, radix: 16) + String(x & 15, radix: 16) }
         return s
+    }
+}
+
+/// A decrypted connection's TLS facts, shared by its messages (`-Y tls.sni == "..."`).
+final class TLSInfo: ConnectionLayerInfo {
+    let version: String
+    let suite: String
+    let sni: String?
+    let alpn: String?
+
+    init(version: String, suite: String, sni: String?, alpn: String?) {
+        self.version = version
+        self.suite = suite
+        self.sni = sni
+        self.alpn = alpn
+    }
+
+    var layerKey: String { "tls" }
+
+    var fields: [(name: String, value: LayerFieldValue)] {
+        [("version", .text(version)), ("suite", .text(suite))] + (sni.map { [("sni", .text($0))] } ?? [])
+            + (alpn.map { [("alpn", .text($0))] } ?? [])
     }
 }

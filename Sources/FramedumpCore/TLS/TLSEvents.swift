@@ -34,6 +34,8 @@ struct TLSHandshakeEvent: LayerEvent {
         if let why = undecryptable { out.write(",\"why\":"); JSONText.string(why, to: out) }
     }
 
+    var belowProtocol: String? { TLSHello.versionName(version) + (undecryptable == nil ? "" : " (not decrypted)") }
+
     var problems: [LayerProblem] {
         guard let why = undecryptable else { return [] }
         return [LayerProblem(layer: TLSLayer.name, kind: "not-decrypted", text: why)]
