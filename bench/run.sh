@@ -4,7 +4,8 @@
 # capture sizes. Whole-process wall time and peak RSS via /usr/bin/time, median of RUNS runs.
 # Everything it needs is in this folder: floor.c (the floor), gengame.py and genws.py (the
 # captures), game.lua (the Lua dissector), genz.py, zgame.lua and zgame-bench.dissector (the
-# zgame row: bodies compressed and XORed under header flags), genkcp.py and kcp.lua (the kcp row).
+# zgame row: bodies compressed and XORed under header flags), genkcp.py and kcp.lua (the kcp row),
+# gentls.py and tls_game.lua (the tls row).
 #
 # Usage: bench/run.sh [YARDSTICK_DIR]   (optional: another folder's pcapread.c, genbench.py and
 #                                        game.lua to use instead, for comparison with them)
@@ -12,6 +13,7 @@
 #   IM_MESSAGES=500000 (the im row: protobuf bodies; 0 leaves it out)
 #   ZLIB_MESSAGES=200000 (the zgame row: zlib/XOR bodies; 0 leaves it out)
 #   KCP_MESSAGES=500000 (the kcp row: the game protocol over KCP over UDP; 0 leaves it out)
+#   TLS_MESSAGES=200000 (the tls row: the game protocol in TLS 1.3, needs python3-cryptography; 0 leaves it out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
@@ -132,5 +134,23 @@ if [ "$kcp_n" != 0 ]; then
   label="framedump -T json (kcp)"; row "$bin" -r "$cap" -T json
   if [ -z "${SKIP_TSHARK:-}" ]; then
     label="tshark + kcp.lua -V"; row tshark -r "$cap" -X lua_script:bench/kcp.lua -V
+  fi
+fi
+
+# tls (bench/gentls.py): the game protocol in TLS 1.3 (AES-128-GCM) on port 8000 with its NSS
+# key log, framedump (the game dissector; TLS found by its ClientHello) against tshark
+# decrypting with the same key log and handing the plaintext to bench/game.lua.
+tls_n=${TLS_MESSAGES:-200000}
+if [ "$tls_n" != 0 ]; then
+  cap="$out/tls-$tls_n.pcap"; keys="$out/tls-$tls_n.keys"
+  [ -f "$cap" ] || python3 bench/gentls.py "$cap" "$tls_n" "$keys" >/dev/null
+  n=$tls_n
+  row() { read -r w m < <(measure "$@"); printf '| %s tls msgs | `%s` | %s s | %s MiB |\n' "$n" "$label" "$w" "$m"; }
+  label="framedump -q (tls)"; row "$bin" -r "$cap" --tls-keylog "$keys" -q
+  label="framedump (tree, tls)"; row "$bin" -r "$cap" --tls-keylog "$keys"
+  label="framedump -T json (tls)"; row "$bin" -r "$cap" --tls-keylog "$keys" -T json
+  if [ -z "${SKIP_TSHARK:-}" ]; then
+    label="tshark + game.lua + tls_game.lua -V"
+    row tshark -r "$cap" -o "tls.keylog_file:$keys" -d tcp.port==8000,tls -X lua_script:bench/game.lua -X lua_script:bench/tls_game.lua -V
   fi
 fi

@@ -93,6 +93,19 @@ final class KCPSampleTests: XCTestCase {
         let j = try TestSupport.framedump(["-r", "samples/kcp.pcap", "-q", "-z", "kcp", "-T", "json"])
         XCTAssertTrue(j.stdout.contains("{\"type\":\"stats\",\"stat\":\"kcp\",\"rows\":[{\"conn\":\"#1\""), j.stdout)
     }
+
+    /// `-Y … -w` on UDP flows writes the datagrams of the matching messages: read again, the
+    /// written capture holds those messages and no message of another conversation.
+    func testFilterWithWriteKeepsTheMatchingDatagrams() throws {
+        let out = TestSupport.tempDir() + "/kcp-matched.pcap"
+        let filter = "kcp.conv == 287454023 && udp.port == 8101"
+        let r = try TestSupport.framedump(["-r", "samples/kcp.pcap", "-q", "-Y", filter, "-w", out])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let again = try TestSupport.framedump(["-r", out, "-q", "-Y", filter])
+        XCTAssertTrue(again.stdout.contains(": 149 messages matched"), again.stdout)
+        let other = try TestSupport.framedump(["-r", out, "-q", "-Y", "udp.port == 8100"])
+        XCTAssertTrue(other.stdout.contains(": 0 messages matched"), other.stdout)
+    }
 }
 
 /// `DatagramCollector` keyed by the client's port and direction.

@@ -75,6 +75,12 @@ public final class MatchedPackets: MessageSink {
         return e.ranges[s.src == e.client ? 0 : 1].contains(number)
     }
 
+    /// Whether datagram packet `number` (a UDP flow's) belongs to a matching message.
+    public func keeps(_ number: UInt64, udp d: UDPDatagram) -> Bool {
+        guard let e = entries[ConnectionKey(d.src, d.dst)] else { return false }
+        return e.ranges[d.src == e.client ? 0 : 1].contains(number)
+    }
+
     public func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {}
     public func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
                           reason: MalformedReason, packet: PacketRef) {}

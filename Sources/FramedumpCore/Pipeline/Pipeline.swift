@@ -153,6 +153,7 @@ public final class Pipeline {
                 if printSegments { seg.print(s, at: p.ref.ts, to: out) }
                 reassembler?.add(s, packet: p.ref)
             } else if case .udp(let d) = r {
+                if let writeOnly, let dumper, writeOnly.keeps(p.ref.number, udp: d) { dumper.write(p) }
                 if flows?.add(d, packet: p.ref) != true { capture.notTCP += 1 }
             } else if case .fragment(let f) = r, let d = defragmenter.add(f, at: p.ref.ts) {
                 // The fragment that completes a datagram carries its segment.
