@@ -6,7 +6,8 @@
 /// Written: every packet of a matching message's connection and direction from the first packet
 /// that carried any of its bytes to the one that completed it (a packet carrying several
 /// messages is written once if any of them matches), and the SYN packets of such connections,
-/// so the written capture knows the client and server and decodes the same way.
+/// so the written capture knows the client and server and decodes the same way. (UDP flows:
+/// see `keeps(_:udp:)`.)
 public final class MatchedPackets: MessageSink {
     /// Per direction of a connection's addresses: [first, last] packet ranges in the order the
     /// messages were completed (so `last` never decreases), and the least `first` from each
@@ -75,10 +76,14 @@ public final class MatchedPackets: MessageSink {
         return e.ranges[s.src == e.client ? 0 : 1].contains(number)
     }
 
-    /// Whether datagram packet `number` (a UDP flow's) belongs to a matching message.
+    /// Whether datagram packet `number` is kept: on a UDP flow with a matching message, every
+    /// datagram both ways up to the last packet of its last match. A layer over UDP (KCP) puts
+    /// segments in order, learns losses from the peer's acknowledgements and may deliver a
+    /// message from a packet later than the one that carried its first bytes, so its messages
+    /// decode the same way again only with the flow's other datagrams around them.
     public func keeps(_ number: UInt64, udp d: UDPDatagram) -> Bool {
         guard let e = entries[ConnectionKey(d.src, d.dst)] else { return false }
-        return e.ranges[d.src == e.client ? 0 : 1].contains(number)
+        return number <= e.end
     }
 
     public func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {}
