@@ -160,30 +160,38 @@ struct TLSRecordKeys {
     }
 
     /// The record's plaintext (TLS 1.3: the inner plaintext, content type and padding still on),
-    /// or nil when it does not authenticate. `header`: the 5 record-header bytes.
-    mutating func open(header: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer) -> [UInt8]? {
+    /// or nil when it does not authenticate. `header`: the 5 record-header bytes; `scratch`:
+    /// the stream's buffer for the sealed box (reused: no allocation but the plaintext's).
+    mutating func open(header: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer, scratch: inout [UInt8]) -> Data? {
         defer { sequence &+= 1 }
         switch suite.protection {
-        case .aesGCM where suite.tls13: return aead(nonce: xorNonce(), body: body, aad: Array(header))
-        case .chaCha20Poly1305: 
-            if suite.tls13 { return aead(nonce: xorNonce(), body: body, aad: Array(header)) }
+        case .aesGCM where suite.tls13, .chaCha20Poly1305 where suite.tls13:
+            return aead(body: body, aad: header, scratch: &scratch) { n in self.xorNonce(into: &n) }
+        case .chaCha20Poly1305:
             guard body.count >= 16 else { return nil }
-            return aead(nonce: xorNonce(), body: body, aad: tls12AAD(header, length: body.count - 16))
+            let aad = tls12AAD(header, length: body.count - 16)
+            return aad.withUnsafeBytes { a in aead(body: body, aad: a, scratch: &scratch) { n in self.xorNonce(into: &n) } }
         case .aesGCM:
             // TLS 1.2 GCM: an 8-byte explicit nonce before the ciphertext.
             guard body.count >= 8 + 16 else { return nil }
-            let nonce = iv + Array(body[0..<8])
-            return aead(nonce: nonce, body: UnsafeRawBufferPointer(rebasing: body[8...]),
-                        aad: tls12AAD(header, length: body.count - 8 - 16))
+            let aad = tls12AAD(header, length: body.count - 8 - 16)
+            let explicit = UnsafeRawBufferPointer(rebasing: body[0..<8])
+            return aad.withUnsafeBytes { a in
+                aead(body: UnsafeRawBufferPointer(rebasing: body[8...]), aad: a, scratch: &scratch) { n in
+                    n.append(contentsOf: self.iv)
+                    n.append(contentsOf: explicit)
+                }
+            }
         case .aesCBC:
-            return cbc(header: header, body: body)
+            return cbc(header: header, body: body).map { Data($0) }
         }
     }
 
-    private func xorNonce() -> [UInt8] {
-        var n = iv
-        for i in 0..<8 { n[n.count - 1 - i] ^= UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(i))) }
-        return n
+    /// The 12-byte nonce: the IV XOR the sequence number (RFC 8446 §5.3, RFC 7905).
+    private func xorNonce(into n: inout [UInt8]) {
+        let start = n.count
+        n.append(contentsOf: iv)
+        for i in 0..<8 { n[start + 11 - i] ^= UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(i))) }
     }
 
     private func tls12AAD(_ header: UnsafeRawBufferPointer, length: Int) -> [UInt8] {
@@ -192,21 +200,24 @@ struct TLSRecordKeys {
         return a
     }
 
-    private func aead(nonce: [UInt8], body: UnsafeRawBufferPointer, aad: [UInt8]) -> [UInt8]? {
+    /// AEAD through swift-crypto's sealed box in its combined form (nonce, ciphertext, tag),
+    /// laid out in `scratch` and lent to it without a copy.
+    private func aead(body: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, scratch: inout [UInt8],
+                      nonce: (inout [UInt8]) -> Void) -> Data? {
         guard body.count >= 16 else { return nil }
-        let ct = UnsafeRawBufferPointer(rebasing: body[0..<(body.count - 16)])
-        let tag = UnsafeRawBufferPointer(rebasing: body[(body.count - 16)...])
-        do {
-            switch suite.protection {
-            case .chaCha20Poly1305:
-                let box = try ChaChaPoly.SealedBox(nonce: ChaChaPoly.Nonce(data: nonce), ciphertext: ct, tag: tag)
-                return Array(try ChaChaPoly.open(box, using: key, authenticating: aad))
-            default:
-                let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: ct, tag: tag)
-                return Array(try AES.GCM.open(box, using: key, authenticating: aad))
+        scratch.removeAll(keepingCapacity: true)
+        nonce(&scratch)
+        scratch.append(contentsOf: body)
+        let chacha = suite.protection == .chaCha20Poly1305
+        let key = self.key
+        return scratch.withUnsafeMutableBytes { p -> Data? in
+            let combined = Data(bytesNoCopy: p.baseAddress!, count: p.count, deallocator: .none)
+            do {
+                if chacha { return try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: combined), using: key, authenticating: aad) }
+                return try AES.GCM.open(AES.GCM.SealedBox(combined: combined), using: key, authenticating: aad)
+            } catch {
+                return nil
             }
-        } catch {
-            return nil
         }
     }
 

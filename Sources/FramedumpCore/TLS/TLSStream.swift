@@ -1,3 +1,5 @@
+import Foundation
+
 /// One direction of a TLS connection, as the bottom of its stack: cuts the TCP stream into
 /// records (across and within segments), decrypts them, reads the handshake messages among
 /// them, and hands application data to the layer above. A record is copied only when it
@@ -22,6 +24,8 @@ final class TLSStream: StreamLayer {
     /// Record alignment lost (a gap, a record that is not TLS): the rest is passed over.
     private var lost = false
     private var keyUpdateAfterRecord = false
+    /// Where a record's sealed box is laid out for decryption.
+    private var scratch: [UInt8] = []
     /// Records from here on are protected (TLS 1.2: after ChangeCipherSpec; TLS 1.3: after
     /// the ServerHello), whether or not there are keys for them.
     var protected = false
@@ -160,7 +164,7 @@ final class TLSStream: StreamLayer {
             }
             return
         }
-        guard var plain = open(header, body) else {
+        guard let plain = open(header, body) else {
             m.failed += 1
             owner.emit(TLSProblemEvent(kind: "bad-record-mac",
                                        text: "record of \(body.count) bytes failed authentication (sequence number \(keys!.sequence &- 1)): not decoded"),
@@ -169,17 +173,21 @@ final class TLSStream: StreamLayer {
             return
         }
         m.decrypted += 1
-        var content = type
-        if owner.tls13 {
-            // The inner plaintext: content, the real type, zero padding (RFC 8446 §5.2).
-            while let last = plain.last, last == 0 { plain.removeLast() }
-            guard let t = plain.popLast() else {
-                owner.emit(TLSProblemEvent(kind: "no-content-type", text: "decrypted record has no content type"), dir, packet: packet)
-                return
+        let tls13 = owner.tls13
+        plain.withUnsafeBytes { whole in
+            var p = whole
+            var content = type
+            if tls13 {
+                // The inner plaintext: content, the real type, zero padding (RFC 8446 §5.2).
+                var end = p.count
+                while end > 0 && p[end - 1] == 0 { end -= 1 }
+                guard end > 0 else {
+                    owner.emit(TLSProblemEvent(kind: "no-content-type", text: "decrypted record has no content type"), dir, packet: packet)
+                    return
+                }
+                content = p[end - 1]
+                p = UnsafeRawBufferPointer(rebasing: p[0..<(end - 1)])
             }
-            content = t
-        }
-        plain.withUnsafeBytes { p in
             switch content {
             case 23: owner.deliver(dir, p, packet: packet)
             case 22: handshakeBytes(p, packet: packet)
@@ -196,10 +204,10 @@ final class TLSStream: StreamLayer {
 
     /// Decrypts with the current keys; in TLS 1.3, a record that fails them is tried with the
     /// application keys (this side's Finished may have been lost in a gap).
-    private func open(_ header: UnsafeRawBufferPointer, _ body: UnsafeRawBufferPointer) -> [UInt8]? {
-        if let p = keys!.open(header: header, body: body) { return p }
+    private func open(_ header: UnsafeRawBufferPointer, _ body: UnsafeRawBufferPointer) -> Data? {
+        if let p = keys!.open(header: header, body: body, scratch: &scratch) { return p }
         guard var n = next else { return nil }
-        if let p = n.open(header: header, body: body) {
+        if let p = n.open(header: header, body: body, scratch: &scratch) {
             keys = n
             next = nil
             return p
