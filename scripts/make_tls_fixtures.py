@@ -262,6 +262,22 @@ def make_badtag(pkts, cport, isn, data):
     return out, (s, n, target)
 
 
+def make_gap(pkts, cport):
+    """The recorded packets without the client's sixth and the server's eighth data segments
+    (whole records lost): the records after each gap must be found again."""
+    out, seen = [], {True: 0, False: 0}
+    drop = {True: 6, False: 8}
+    for p in pkts:
+        t = p[TCP]
+        if bytes(t.payload):
+            c = t.sport == cport
+            seen[c] += 1
+            if seen[c] == drop[c]:
+                continue
+        out.append(p)
+    return out
+
+
 def tshark_follow(pcap, keys):
     out = subprocess.run(["tshark", "-r", pcap, "-o", "tls.keylog_file:" + keys, "-o", "tcp.reassemble_out_of_order:TRUE",
                           "-d", "tcp.port==%d,tls" % PORT, "-q", "-z", "follow,tls,raw,0"],
@@ -300,7 +316,8 @@ def main():
     rng = random.Random(1301)
     split, stats = make_split(cport, isn, data, runs, rng)
     os.makedirs(OUT, exist_ok=True)
-    paths = {k: os.path.join(OUT, k) for k in ("tls_split.pcap", "tls_split.keys", "tls_nokeys.keys", "tls_badtag.pcap")}
+    paths = {k: os.path.join(OUT, k) for k in ("tls_split.pcap", "tls_split.keys", "tls_nokeys.keys", "tls_badtag.pcap", "tls_gap.pcap")}
+    wrpcap(paths["tls_gap.pcap"], make_gap(pkts, cport))
     wrpcap(paths["tls_split.pcap"], split)
     cr = conn["tls"]["client_random"]
     lines = [l for l in open(os.path.join(SAMPLES, "tls13.keys")) if l.split()[1:2] == [cr]]

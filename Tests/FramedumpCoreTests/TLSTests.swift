@@ -181,6 +181,36 @@ final class TLSTests: XCTestCase {
         XCTAssertTrue(check.stdout.contains("tls"), check.stdout)
     }
 
+    /// A data segment lost each way (whole records, `scripts/make_tls_fixtures.py`): the
+    /// records after the gap are found again by their headers and a sequence number that
+    /// decrypts, and every message decoded is one the peers wrote, in order, the last ones included.
+    func testRecordsAreFoundAgainAfterAGap() throws {
+        let data = try Data(contentsOf: URL(fileURLWithPath: TestSupport.sample("tls13.messages.json")))
+        let c = ((try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any]))["connections"] as! [[String: Any]])
+            .first { $0["client_port"] as! Int == 33372 }!
+        let args = ["-r", TestSupport.fixture("tls_gap.pcap"), "--tls-keylog", TestSupport.fixture("tls_split.keys")]
+        let all = try lines(args + ["-T", "json"])
+        var total = 0
+        for d in ["c2s", "s2c"] {
+            let sent = (c[d] as! [[String: Any]]).map { ($0["serviceId"] as! Int, 8 + ($0["bodyLength"] as! Int)) }
+            let got = all.filter { $0["dir"] as? String == d && $0["id"] != nil }.map { ($0["id"] as! Int, $0["length"] as! Int) }
+            total += got.count
+            // In order, each one sent: a subsequence of the log that ends with its last message.
+            var j = 0
+            for g in got {
+                while j < sent.count && (sent[j].0 != g.0 || sent[j].1 != g.1) { j += 1 }
+                XCTAssertLessThan(j, sent.count, "\(d): \(g) is not among the messages sent")
+                j += 1
+            }
+            XCTAssertEqual(got.last?.0, sent.last?.0, d)
+            XCTAssertGreaterThanOrEqual(got.count, sent.count - 2, d)
+        }
+        XCTAssertEqual(total, 18)
+        let q = try TestSupport.framedump(args + ["-q"])
+        XCTAssertTrue(q.stdout.contains("2 times records found again after a gap"), q.stdout)
+        XCTAssertFalse(q.stdout.contains("failed authentication"), q.stdout)
+    }
+
     /// `-Y tls.*` reads the connection's TLS facts on each of its messages.
     func testDisplayFilterOnTLSFields() throws {
         let k = ["-r", "samples/tls13.pcap", "--tls-keylog", "samples/tls13.keys", "-T", "json"]
@@ -194,6 +224,23 @@ final class TLSTests: XCTestCase {
         let wrong = try TestSupport.framedump(k + ["-Y", "tls.snx == \"a\""])
         XCTAssertEqual(wrong.status, 2)
         XCTAssertTrue(wrong.stderr.contains("did you mean tls.sni?"), wrong.stderr)
+    }
+
+    /// A TLS 1.2 ServerHello, a TLS 1.3 one with another suite and a HelloRetryRequest in one
+    /// record, then ChangeCipherSpec: only the first sets the connection up (a later one once
+    /// changed the suite under a key block made for another, and read past its end).
+    func testOnlyTheFirstServerHelloCounts() throws {
+        func hello(_ random: [UInt8], suite: UInt16, version: UInt16?) -> [UInt8] {
+            var ext: [UInt8] = []
+            if let v = version { ext = [0, 43, 0, 2, UInt8(v >> 8), UInt8(v & 0xff)] }
+            let body: [UInt8] = [3, 3] + random + [0, UInt8(suite >> 8), UInt8(suite & 0xff), 0] + TLSFuzz.be16(ext.count) + ext
+            return [2, 0] + TLSFuzz.be16(body.count) + body
+        }
+        let hs = hello([UInt8](repeating: 0x22, count: 32), suite: 0xC02F, version: nil)
+            + hello([UInt8](repeating: 0x23, count: 32), suite: 0x1302, version: 0x0304)
+            + hello(TLSHello.helloRetryRandom, suite: 0x1302, version: 0x0303)
+        let s2c: [UInt8] = [22, 3, 3] + TLSFuzz.be16(hs.count) + hs + [20, 3, 3, 0, 1, 1] + [23, 3, 3, 0, 40] + [UInt8](repeating: 7, count: 40)
+        ([0, 1] + s2c).withUnsafeBytes { TLSFuzz.run($0) }
     }
 
     // MARK: - The key log

@@ -46,6 +46,9 @@ final class TLSConnection {
     }
 
     func serverHello(_ h: TLSServerHello, packet: PacketRef) {
+        // One ServerHello sets the connection up (after a HelloRetryRequest, the next one);
+        // another is a peer's error or an attack on the parser: passed over.
+        if let earlier = server, !earlier.helloRetry { return }
         if h.helloRetry { server = h; return }
         server = h
         let version = h.version
@@ -94,7 +97,7 @@ final class TLSConnection {
     func changeCipherSpec(_ d: Direction) {
         guard !tls13, server != nil else { return }
         streams[d.rawValue].protected = true
-        guard let s = suite, let k = keyBlock else { return }
+        guard let s = suite, let k = keyBlock, k.count >= TLSRecordKeys.keyBlockLength(s) else { return }
         streams[d.rawValue].keys = TLSRecordKeys(tls12: s, keyBlock: k, client: d == .c2s,
                                                  encryptThenMAC: server?.encryptThenMAC ?? false)
     }

@@ -80,7 +80,8 @@ enum TLSLayer: LayerKind {
         line += ", \(t.records) records, \(t.decrypted) decrypted (\(t.plaintextBytes) bytes of application data)"
         if t.failed > 0 { parts.append("\(t.failed) failed authentication") }
         if t.undecryptable > 0 { parts.append("\(t.undecryptable) connections not decrypted (\(t.undecrypted) records, \(t.undecryptedBytes) bytes)") }
-        if t.alignmentLost > 0 { parts.append("\(t.alignmentLost) directions whose records were lost after a gap") }
+        if t.realigned > 0 { parts.append("\(t.realigned) times records found again after a gap") }
+        if t.alignmentLost > 0 { parts.append("\(t.alignmentLost) directions whose records could not be read on") }
         if t.keyUpdates > 0 { parts.append("\(t.keyUpdates) key updates") }
         if t.sessionTickets > 0 { parts.append("\(t.sessionTickets) session tickets") }
         if t.alerts > 0 { parts.append("\(t.alerts) alerts") }
@@ -114,6 +115,8 @@ final class TLSManagerState {
     var undecrypted: UInt64 = 0
     var undecryptedBytes: UInt64 = 0
     var alignmentLost: UInt64 = 0
+    /// Directions whose records were found again after a gap.
+    var realigned: UInt64 = 0
     var keyUpdates: UInt64 = 0
     var sessionTickets: UInt64 = 0
     var alerts: UInt64 = 0

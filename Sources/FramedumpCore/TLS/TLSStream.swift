@@ -24,6 +24,8 @@ final class TLSStream: StreamLayer {
     /// Record alignment lost (a gap, a record that is not TLS): the rest is passed over.
     private var lost = false
     private var keyUpdateAfterRecord = false
+    /// After a gap: looking for the next record (see `realign`).
+    private var realigning = false
     /// Where a record's sealed box is laid out for decryption.
     private var scratch: [UInt8] = []
     /// Records from here on are protected (TLS 1.2: after ChangeCipherSpec; TLS 1.3: after
@@ -61,6 +63,15 @@ final class TLSStream: StreamLayer {
         expected = offset + UInt64(bytes.count)
         if lost { return }
         var b = bytes
+        if realigning {
+            // Held until a record that decrypts is found in it; then read on from there.
+            held.append(contentsOf: b)
+            guard let at = realign(packet: packet) else { return }
+            let rest = held
+            held = []
+            if at > 0 { owner.lose(dir, length: UInt64(at), packet: packet) }
+            return rest.withUnsafeBytes { data(UnsafeRawBufferPointer(rebasing: $0[at...]), offset: expected - UInt64($0.count - at), packet: packet) }
+        }
         if !pending.isEmpty {
             // Complete the record held from earlier chunks.
             // (The header first, then the body its length asks for.)
@@ -121,15 +132,33 @@ final class TLSStream: StreamLayer {
         pending.removeAll()
         handshake.removeAll()
         handshakeSkip = 0
+        // The records resume somewhere in what comes next: found again by their headers and
+        // by a record that decrypts (its sequence number unknown: the ones lost in the gap).
+        if realigning {
+            // Still looking after an earlier gap: what was held is lost with this one.
+            owner.lose(dir, length: UInt64(held.count), packet: packet)
+            held.removeAll()
+            scanFrom = 0
+        }
         if !lost {
-            lost = true
-            owner.manager.alignmentLost += 1
+            if keys != nil {
+                realigning = true
+            } else {
+                // During the handshake: the secrets' order cannot be followed on.
+                lost = true
+                owner.manager.alignmentLost += 1
+            }
         }
         owner.lose(dir, length: length, packet: packet)
     }
 
     func finish(packet: PacketRef, captureEnded: Bool) {
         if owner.sniffing { owner.sniffing = false }
+        if realigning {
+            if !held.isEmpty { owner.lose(dir, length: UInt64(held.count), packet: packet) }
+            held = []
+            owner.manager.alignmentLost += 1
+        }
         owner.finish(dir, packet: packet, captureEnded: captureEnded)
     }
 
@@ -139,6 +168,67 @@ final class TLSStream: StreamLayer {
         owner.manager.alignmentLost += 1
         owner.emit(TLSProblemEvent(kind: "not-tls", text: "\(why): the rest of this direction is not decrypted"), dir, packet: packet)
         owner.lose(dir, length: UInt64(n), packet: packet)
+    }
+
+    // MARK: - After a gap
+
+    /// How many records a gap may have swallowed, at most, when the next one is tried.
+    static let realignTries: UInt64 = 256
+
+    /// Bytes after a gap, while records are looked for in them.
+    private var held: [UInt8] = []
+    /// Where in `held` the candidates not yet tried start.
+    private var scanFrom = 0
+
+    /// The offset in `held` where records resume after a gap: a plausible application-data
+    /// header whose record ends at the bytes' end or at another plausible header, and that
+    /// decrypts with one of the next sequence numbers (which then is the sequence). Nil: none
+    /// yet; bytes that can no longer start one are reported lost.
+    private func realign(packet: PacketRef) -> Int? {
+        guard var k = keys else { return nil }
+        let found: Int? = held.withUnsafeBytes { b in
+            var i = scanFrom
+            while i + TLSRecordLayer.headerSize <= b.count {
+                let length = Int(b[i + 3]) << 8 | Int(b[i + 4])
+                guard b[i] == 23, b[i + 1] == 3, b[i + 2] == 3, length >= 17, length <= TLSRecordLayer.maxRecord else { i += 1; continue }
+                let end = i + TLSRecordLayer.headerSize + length
+                // Not all here yet: tried when it is.
+                if end > b.count { break }
+                if end == b.count || (end + 3 <= b.count && Self.plausible(b[end], b[end + 1], 0) && b[end + 2] == 3) {
+                    let header = UnsafeRawBufferPointer(rebasing: b[i..<(i + 5)])
+                    let body = UnsafeRawBufferPointer(rebasing: b[(i + 5)..<end])
+                    let base = k.sequence
+                    for n in 0..<Self.realignTries {
+                        k.sequence = base &+ n
+                        if k.open(header: header, body: body, scratch: &scratch) != nil {
+                            keys!.sequence = base &+ n
+                            return i
+                        }
+                    }
+                    k.sequence = base
+                }
+                i += 1
+            }
+            scanFrom = i
+            return nil
+        }
+        if let at = found {
+            realigning = false
+            scanFrom = 0
+            owner.manager.realigned += 1
+            return at
+        }
+        // Bytes before the last possible record's start cannot begin one: lost.
+        let keep = TLSRecordLayer.headerSize + TLSRecordLayer.maxRecord
+        if scanFrom > 0 && held.count > keep {
+            let drop = min(scanFrom, held.count - keep)
+            if drop > 0 {
+                held.removeFirst(drop)
+                scanFrom -= drop
+                owner.lose(dir, length: UInt64(drop), packet: packet)
+            }
+        }
+        return nil
     }
 
     // MARK: - Records
