@@ -278,6 +278,19 @@ def make_gap(pkts, cport):
     return out
 
 
+def make_midstream(pkts, cport):
+    """The recorded packets from the client's fourth data segment on (no SYN, no handshake):
+    TLS picked up mid-stream, which no key log can decrypt."""
+    n = 0
+    for i, p in enumerate(pkts):
+        t = p[TCP]
+        if bytes(t.payload) and t.sport == cport:
+            n += 1
+            if n == 4:
+                return pkts[i:]
+    raise SystemExit("the client sent fewer than four data segments")
+
+
 def tshark_follow(pcap, keys):
     out = subprocess.run(["tshark", "-r", pcap, "-o", "tls.keylog_file:" + keys, "-o", "tcp.reassemble_out_of_order:TRUE",
                           "-d", "tcp.port==%d,tls" % PORT, "-q", "-z", "follow,tls,raw,0"],
@@ -316,8 +329,9 @@ def main():
     rng = random.Random(1301)
     split, stats = make_split(cport, isn, data, runs, rng)
     os.makedirs(OUT, exist_ok=True)
-    paths = {k: os.path.join(OUT, k) for k in ("tls_split.pcap", "tls_split.keys", "tls_nokeys.keys", "tls_badtag.pcap", "tls_gap.pcap")}
+    paths = {k: os.path.join(OUT, k) for k in ("tls_split.pcap", "tls_split.keys", "tls_nokeys.keys", "tls_badtag.pcap", "tls_gap.pcap", "tls_midstream.pcap")}
     wrpcap(paths["tls_gap.pcap"], make_gap(pkts, cport))
+    wrpcap(paths["tls_midstream.pcap"], make_midstream(pkts, cport))
     wrpcap(paths["tls_split.pcap"], split)
     cr = conn["tls"]["client_random"]
     lines = [l for l in open(os.path.join(SAMPLES, "tls13.keys")) if l.split()[1:2] == [cr]]

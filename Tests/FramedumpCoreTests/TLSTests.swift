@@ -181,6 +181,18 @@ final class TLSTests: XCTestCase {
         XCTAssertTrue(check.stdout.contains("tls"), check.stdout)
     }
 
+    /// A TLS connection the capture joined after its handshake: said once, with why, on its own
+    /// port's protocol; its records counted, not decoded as that protocol's frames.
+    func testPickedUpMidStreamIsSaidNotDecodedAsGarbage() throws {
+        let r = try TestSupport.framedump(["-r", TestSupport.fixture("tls_midstream.pcap"), "--tls-keylog", TestSupport.fixture("tls_split.keys")])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(r.stdout.components(separatedBy: "not decrypted: picked up mid-stream").count - 1, 1, r.stdout)
+        XCTAssertFalse(r.stdout.contains("MALFORMED"), r.stdout)
+        let q = try TestSupport.framedump(["-r", TestSupport.fixture("tls_midstream.pcap"), "-q"])
+        XCTAssertTrue(q.stdout.contains("svc: 1 connections, 0 messages, 0 bytes in frames, 0 malformed"), q.stdout)
+        XCTAssertTrue(q.stdout.contains("1 connections not decrypted"), q.stdout)
+    }
+
     /// A data segment lost each way (whole records, `scripts/make_tls_fixtures.py`): the
     /// records after the gap are found again by their headers and a sequence number that
     /// decrypts, and every message decoded is one the peers wrote, in order, the last ones included.

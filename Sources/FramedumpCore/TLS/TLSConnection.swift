@@ -108,6 +108,13 @@ final class TLSConnection {
         handshakeDone(packet: packet)
     }
 
+    /// A TLS connection whose start the capture missed: said once; its records are counted.
+    func midStream(packet: PacketRef) {
+        for st in streams { st.protected = true }
+        undecryptable = "picked up mid-stream: the handshake (and its client random) was not captured"
+        handshakeDone(packet: packet)
+    }
+
     /// The handshake as far as it shows (once per connection): its event, and the count of
     /// connections that cannot be decrypted.
     func handshakeDone(packet: PacketRef) {

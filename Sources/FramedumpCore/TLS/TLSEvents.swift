@@ -11,6 +11,11 @@ struct TLSHandshakeEvent: LayerEvent {
     let undecryptable: String?
 
     func writeTree(_ w: TreeEventWriter) {
+        guard version != 0 else {
+            w.write(" tls, the handshake not captured"); w.newline()
+            if let why = undecryptable { w.write("    "); w.alarm("not decrypted: "); w.text(why); w.newline() }
+            return
+        }
         w.write(" tls handshake: ")
         w.text(TLSHello.versionName(version)); w.write(", "); w.text(TLSSuite.name(suite))
         if let n = serverName { w.write(", SNI "); w.text(n) }
@@ -25,16 +30,18 @@ struct TLSHandshakeEvent: LayerEvent {
     }
 
     func writeJSON(_ out: OutputBuffer, diffable: Bool) {
-        out.write(",\"type\":\"tls-handshake\",\"version\":"); JSONText.string(TLSHello.versionName(version), to: out)
-        out.write(",\"suite\":"); JSONText.string(TLSSuite.name(suite), to: out)
+        out.write(",\"type\":\"tls-handshake\",\"version\":")
+        if version == 0 { out.write("null") } else { JSONText.string(TLSHello.versionName(version), to: out) }
+        out.write(",\"suite\":")
+        if version == 0 { out.write("null") } else { JSONText.string(TLSSuite.name(suite), to: out) }
         out.write(",\"sni\":"); if let n = serverName { JSONText.string(n, to: out) } else { out.write("null") }
         out.write(",\"alpn\":"); if let a = alpn { JSONText.string(a, to: out) } else { out.write("null") }
-        if !diffable { out.write(",\"client_random\":"); JSONText.string(TLSConnection.hex(clientRandom), to: out) }
+        if !diffable && !clientRandom.isEmpty { out.write(",\"client_random\":"); JSONText.string(TLSConnection.hex(clientRandom), to: out) }
         out.write(",\"decrypted\":"); out.write(undecryptable == nil ? "true" : "false")
         if let why = undecryptable { out.write(",\"why\":"); JSONText.string(why, to: out) }
     }
 
-    var belowProtocol: String? { TLSHello.versionName(version) + (undecryptable == nil ? "" : " (not decrypted)") }
+    var belowProtocol: String? { (version == 0 ? "TLS" : TLSHello.versionName(version)) + (undecryptable == nil ? "" : " (not decrypted)") }
 
     var problems: [LayerProblem] {
         guard let why = undecryptable else { return [] }

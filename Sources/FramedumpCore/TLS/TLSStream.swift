@@ -53,10 +53,17 @@ final class TLSStream: StreamLayer {
 
     func data(_ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
         if owner.sniffing {
-            guard dir == .c2s && offset == 0 && owner.connection.startsAtSYN(.c2s) && TLSHello.startsClientHello(bytes) else {
+            if dir == .c2s && offset == 0 && owner.connection.startsAtSYN(.c2s) && TLSHello.startsClientHello(bytes) {
+                owner.sniffing = false
+            } else if !owner.connection.startsAtSYN(dir) && Self.looksLikeRecords(bytes) {
+                // Picked up mid-stream: TLS, but without the handshake nothing can be decrypted.
+                owner.sniffing = false
+                owner.midStream(packet: packet)
+            } else {
                 return owner.session.unwrap(owner.uppers, dir, bytes, offset: offset, packet: packet)
             }
-            owner.sniffing = false
+        } else if owner.client == nil && !owner.reported && !owner.connection.startsAtSYN(dir) {
+            owner.midStream(packet: packet)
         }
         let m = owner.manager
         m.ciphertextBytes += UInt64(bytes.count)
@@ -118,6 +125,19 @@ final class TLSStream: StreamLayer {
             pending.removeAll()
             lose(n, packet: packet, why: "not a TLS record header")
         }
+    }
+
+    /// Whether a chunk picked up mid-stream starts with TLS records: a TLS 1.2/1.3 header
+    /// (application data, handshake or alert) whose record ends at the chunk's end or at
+    /// another such header, or an application-data record running past the chunk.
+    static func looksLikeRecords(_ b: UnsafeRawBufferPointer) -> Bool {
+        guard b.count >= 5, (21...23).contains(b[0]), b[1] == 3, b[2] == 3 else { return false }
+        let length = Int(b[3]) << 8 | Int(b[4])
+        guard length > 0, length <= TLSRecordLayer.maxRecord else { return false }
+        let end = 5 + length
+        if end == b.count { return true }
+        if end > b.count { return b[0] == 23 }
+        return end + 3 <= b.count && (20...23).contains(b[end]) && b[end + 1] == 3 && b[end + 2] == 3
     }
 
     /// A record header framedump will read: a known content type, version 3.x, a length
