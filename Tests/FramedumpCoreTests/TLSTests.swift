@@ -223,6 +223,25 @@ final class TLSTests: XCTestCase {
         XCTAssertFalse(q.stdout.contains("failed authentication"), q.stdout)
     }
 
+    /// Each message names the records it came from (its direction's, from 1, the handshake's
+    /// included): the client's Login is its fourth record (after ClientHello, ChangeCipherSpec
+    /// and Finished); the 40 KB upload, cut by OpenSSL into 16 KiB records, spans three; the
+    /// frame written in two records spans two.
+    func testMessagesNameTheirRecords() throws {
+        let all = try lines(["-r", "samples/tls13.pcap", "--tls-keylog", "samples/tls13.keys", "-T", "json"])
+        let c2s = all.filter { $0["dir"] as? String == "c2s" && $0["id"] != nil }
+        XCTAssertEqual(c2s.count, 30)
+        for m in c2s {
+            let r = try XCTUnwrap((m["tls"] as? [String: Any])?["records"] as? [Int])
+            XCTAssertGreaterThanOrEqual(r[1], r[0])
+            if m["message"] as? String == "Login" { XCTAssertEqual(r, [4, 4]) }
+            if (m["length"] as? Int ?? 0) > 40_000 { XCTAssertEqual(r[1] - r[0], 2, "\(m)") }
+        }
+        XCTAssertEqual(c2s.filter { m in ((m["tls"] as? [String: Any])?["records"] as? [Int]).map { $0[1] - $0[0] == 1 } ?? false }.count, 3)
+        let tree = try TestSupport.framedump(["-r", "samples/tls13.pcap", "--tls-keylog", "samples/tls13.keys", "-Y", "tls.record == 4 and msg.dir == c2s"])
+        XCTAssertEqual(tree.stdout.components(separatedBy: "    tls: record 4\n").count - 1, 3, tree.stdout)
+    }
+
     /// `-Y tls.*` reads the connection's TLS facts on each of its messages.
     func testDisplayFilterOnTLSFields() throws {
         let k = ["-r", "samples/tls13.pcap", "--tls-keylog", "samples/tls13.keys", "-T", "json"]

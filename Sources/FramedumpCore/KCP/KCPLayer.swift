@@ -63,7 +63,7 @@ enum KCPLayer: LayerKind {
         s.proto = p
         p.connections += 1
         let state = p.layerStates[Int(layer)] as! KCPProtocolState
-        let f = SessionFrames(manager: s.manager, runtime: p, connection: s.connection, layer: KCPDecoding.shared)
+        let f = SessionFrames(manager: s.manager, runtime: p, connection: s.connection, layer: NoteDecoding.shared)
         let k = KCPConnection(frames: f, state: state, manager: s.manager.layerStates[Int(layer)] as! KCPManagerState,
                               stream: state.stream)
         s.stack = k
@@ -159,21 +159,5 @@ enum KCPLayer: LayerKind {
 
     static var fuzzTargets: [(name: String, run: @Sendable (UnsafeRawBufferPointer) -> Void)] {
         [("kcp", KCPFuzz.run)]
-    }
-}
-
-/// The KCP layer where messages are decoded: the protocol's decoder, and the note on the result.
-final class KCPDecoding: MessageLayerDecoder, Sendable {
-    static let shared = KCPDecoding()
-
-    func decode(_ f: Frame, _ dir: Direction, _ note: LayerNote, _ frames: SessionFrames) {
-        let p = frames.runtime
-        p.bytes += UInt64(f.bytes.count)
-        let decoded = frames.decoded
-        frames.decoder.decode(f, dir, into: decoded)
-        decoded.layerNotes.setOnly(note)
-        p.count(decoded.message, id: decoded.id)
-        if !decoded.warnings.isEmpty { p.warnings += 1; p.limitHits.count(decoded.warnings) }
-        frames.sink.message(decoded, frames.connection, p)
     }
 }

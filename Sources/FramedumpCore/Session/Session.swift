@@ -108,7 +108,10 @@ final class SessionFrames: FrameConsumer {
     var handoffSerial: UInt64 = 0
     /// The message layer below the protocol, where its messages are decoded (nil: frames come
     /// straight from deframers).
-    let layer: (any MessageLayerDecoder)?
+    var layer: (any MessageLayerDecoder)?
+    /// A layer below the stack that notes each frame (TLS: its records), with `layer` then
+    /// `NoteDecoding`. Set before the first frame.
+    var noter: FrameNoter?
     /// A layer below the stack's word on the connection (TLS), put on each message. Set before
     /// the first frame it concerns is handed over (the handoff orders the two threads).
     var connectionLayer: (any ConnectionLayerInfo)?
@@ -127,6 +130,7 @@ final class SessionFrames: FrameConsumer {
     }
 
     func frame(_ f: Frame, _ dir: Direction) {
+        if let n = noter { return layered(f, dir, n.note(f, dir)) }
         if let h = handoff { return h._withUnsafeGuaranteedRef { $0.frame(self, f, dir) } }
         decode(f, dir)
     }

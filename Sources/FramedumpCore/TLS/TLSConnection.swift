@@ -3,7 +3,7 @@
 /// (a deframer, or the WebSocket layer for wss://).
 ///
 ///     TCP stream ─▶ TLSStream (records, decryption) ─▶ upper StreamLayer (Deframer, WebSocket…)
-final class TLSConnection {
+final class TLSConnection: FrameNoter {
     unowned(unsafe) let session: Session
     let manager: TLSManagerState
     private(set) var streams: [TLSStream] = []
@@ -133,6 +133,26 @@ final class TLSConnection {
 
     // MARK: - The plaintext
 
+    /// Each frame cut from the plaintext notes its records (when the layer above is a deframer).
+    func note(_ f: Frame, _ dir: Direction) -> LayerNote {
+        let r = streams[dir.rawValue].records(from: f.offset)
+        return TLSLayer.note(TLSNote(firstRecord: r.first, lastRecord: r.last))
+    }
+
+    /// Has the frames of a plain deframer stack above carry this layer's note.
+    func noteFrames() {
+        guard let f = session.frames, f.layer == nil, session.stack == nil else { return }
+        f.noter = self
+        f.layer = NoteDecoding.shared
+    }
+
+    /// Takes the note off again (the connection was not TLS after all).
+    func stopNoting() {
+        guard let f = session.frames, f.noter === self else { return }
+        f.noter = nil
+        f.layer = nil
+    }
+
     /// Application data from direction `d`, for the layer above.
     func deliver(_ d: Direction, _ plain: UnsafeRawBufferPointer, packet: PacketRef) {
         let st = streams[d.rawValue]
@@ -171,6 +191,7 @@ final class TLSConnection {
         for k in LayerRegistry.kinds where k.detect(s, d, plain, offset: offset) { return }
         if let p = s.manager.anyPort.first(where: { $0.recognises(plain, d) }) {
             s.attach(p, belowLower: true)
+            noteFrames()
             return
         }
         s.layers = [nil, nil]
@@ -213,4 +234,11 @@ final class TLSInfo: ConnectionLayerInfo {
         [("version", .text(version)), ("suite", .text(suite))] + (sni.map { [("sni", .text($0))] } ?? [])
             + (alpn.map { [("alpn", .text($0))] } ?? [])
     }
+}
+
+/// What the TLS layer notes on a frame: the records of its direction it came from (numbered
+/// from 1, handshake records included; 0: not known, older than those kept).
+struct TLSNote: BitwiseCopyable {
+    var firstRecord: UInt64
+    var lastRecord: UInt64
 }

@@ -48,6 +48,7 @@ enum TLSLayer: LayerKind {
         let always = p.schema.layerSettings[setting] != nil
         let t = TLSConnection(session: s, manager: state(s.manager), uppers: s.layers, upperChosen: true, sniffing: !always)
         s.wrap(t, layers: t.streams)
+        t.noteFrames()
     }
 
     /// A ClientHello at the start of a connection no dissector claims.
@@ -58,13 +59,45 @@ enum TLSLayer: LayerKind {
         return true
     }
 
-    // MARK: - A message's annotation (TLS writes no note per message: see `TLSInfo`)
+    // MARK: - A message's annotation
 
-    static func messageName(_ n: LayerNote) -> StaticString { "tls" }
-    static func writeTree(_ n: LayerNote, _ f: Frame, color: Bool, _ k: inout Cursor) {}
-    static func writeJSON(_ n: LayerNote, _ k: inout Cursor) { k.write("{}") }
-    static func fields(_ n: LayerNote) -> [(name: String, value: LayerFieldValue)] { [] }
-    static let fieldNames = ["version", "suite", "sni", "alpn"]
+    @inline(__always)
+    static func note(_ n: TLSNote) -> LayerNote { LayerNote(layer: layer, n) }
+
+    static func info(_ n: LayerNote) -> TLSNote { n.value(as: TLSNote.self) }
+
+    /// A frame's own name comes from its protocol; the layer shows none itself.
+    static func messageName(_ n: LayerNote) -> StaticString { "?" }
+
+    /// `    tls: record 12` or `    tls: records 11-12` (the frame spans them).
+    static func writeTree(_ n: LayerNote, _ f: Frame, color: Bool, _ k: inout Cursor) {
+        let r = info(n)
+        k.write(color ? "    \u{1b}[2mtls: record" : "    tls: record")
+        if r.firstRecord != r.lastRecord {
+            k.write("s ")
+            if r.firstRecord == 0 { k.byte(0x3f) } else { k.decimal(r.firstRecord) }
+            k.byte(0x2d)
+        } else {
+            k.byte(0x20)
+        }
+        k.decimal(r.lastRecord)
+        if color { k.write("\u{1b}[0m") }
+        k.byte(0x0a)
+    }
+
+    /// `{"records":[11,12]}` (0 for a first record no longer known).
+    static func writeJSON(_ n: LayerNote, _ k: inout Cursor) {
+        let r = info(n)
+        k.write("{\"records\":["); k.decimal(r.firstRecord); k.byte(0x2c); k.decimal(r.lastRecord); k.write("]}")
+    }
+
+    /// The record fields by note; version, suite, SNI and ALPN come from the connection (`TLSInfo`).
+    static func fields(_ n: LayerNote) -> [(name: String, value: LayerFieldValue)] {
+        let r = info(n)
+        return [("record", .unsigned(r.lastRecord)), ("first_record", .unsigned(r.firstRecord))]
+    }
+
+    static let fieldNames = ["version", "suite", "sni", "alpn", "record", "first_record"]
 
     // MARK: - The summary
 

@@ -24,6 +24,27 @@ final class TLSStream: StreamLayer {
     /// Record alignment lost (a gap, a record that is not TLS): the rest is passed over.
     private var lost = false
     private var keyUpdateAfterRecord = false
+    /// Records seen this direction (the current one's number, from 1).
+    private(set) var recordNumber: UInt64 = 0
+    /// The last application-data records handed up: where each one's plaintext starts and its
+    /// number, oldest first, so a frame's first byte finds its record.
+    private var recent = [(plainStart: UInt64, number: UInt64)](repeating: (0, 0), count: TLSStream.recentRecords)
+    private var recentCount = 0
+    static let recentRecords = 128
+
+    /// The records a frame whose plaintext starts at `from` came from, as it is cut (its last
+    /// byte is in the record being handed up); first 0: older than the records kept.
+    func records(from: UInt64) -> (first: UInt64, last: UInt64) {
+        // Newest first: a frame usually starts in the current record or the one before.
+        var i = recentCount - 1
+        while i >= 0 && recentCount - i <= Self.recentRecords {
+            let r = recent[i % Self.recentRecords]
+            if r.plainStart <= from { return (r.number, recordNumber) }
+            i -= 1
+        }
+        return (0, recordNumber)
+    }
+
     /// After a gap: looking for the next record (see `realign`).
     private var realigning = false
     /// Where a record's sealed box is laid out for decryption.
@@ -60,6 +81,7 @@ final class TLSStream: StreamLayer {
                 owner.sniffing = false
                 owner.midStream(packet: packet)
             } else {
+                owner.stopNoting()
                 return owner.session.unwrap(owner.uppers, dir, bytes, offset: offset, packet: packet)
             }
         } else if owner.client == nil && !owner.reported && !owner.connection.startsAtSYN(dir) {
@@ -147,7 +169,10 @@ final class TLSStream: StreamLayer {
     }
 
     func gap(offset: UInt64, length: UInt64, packet: PacketRef) {
-        if owner.sniffing { return owner.session.unwrap(owner.uppers, dir, gap: offset, length: length, packet: packet) }
+        if owner.sniffing {
+            owner.stopNoting()
+            return owner.session.unwrap(owner.uppers, dir, gap: offset, length: length, packet: packet)
+        }
         expected = offset + length
         pending.removeAll()
         handshake.removeAll()
@@ -256,6 +281,7 @@ final class TLSStream: StreamLayer {
     private func record(_ r: UnsafeRawBufferPointer, packet: PacketRef) {
         let m = owner.manager
         m.records += 1
+        recordNumber += 1
         let header = UnsafeRawBufferPointer(rebasing: r[0..<5])
         let body = UnsafeRawBufferPointer(rebasing: r[5...])
         let type = r[0]
@@ -299,7 +325,10 @@ final class TLSStream: StreamLayer {
                 p = UnsafeRawBufferPointer(rebasing: p[0..<(end - 1)])
             }
             switch content {
-            case 23: owner.deliver(dir, p, packet: packet)
+            case 23:
+                recent[recentCount % Self.recentRecords] = (plainOffset, recordNumber)
+                recentCount += 1
+                owner.deliver(dir, p, packet: packet)
             case 22: handshakeBytes(p, packet: packet)
             case 21: alert(p, packet: packet)
             default: break
