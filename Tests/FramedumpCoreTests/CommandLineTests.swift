@@ -104,10 +104,10 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(q.stdout.contains("1 messages with warnings"), q.stdout)
     }
 
-    /// The committed man page (`scripts/framedump.1`, made by scripts/make_manual.sh) lists every
+    /// The committed man page (`man/framedump.1`, made by scripts/make_manual.sh) lists every
     /// option and subcommand the help shows: an option added without regenerating it fails here.
     func testManPageListsEveryOption() throws {
-        let page = try String(contentsOfFile: TestSupport.root.appendingPathComponent("scripts/framedump.1").path, encoding: .utf8)
+        let page = try String(contentsOfFile: TestSupport.root.appendingPathComponent("man/framedump.1").path, encoding: .utf8)
         var inPage = Set<String>()
         for line in page.split(separator: "\n") where line.hasPrefix(".It Fl ") {
             for word in line.split(separator: " ").dropFirst(2) {
@@ -125,7 +125,7 @@ final class CommandLineTests: XCTestCase {
                 for f in flags.split(separator: ",") { inHelp.insert(f.trimmingCharacters(in: .whitespaces)) }
             }
         }
-        XCTAssertEqual(inHelp.subtracting(inPage).sorted(), [], "options missing from scripts/framedump.1: run scripts/make_manual.sh")
-        XCTAssertEqual(inPage.subtracting(inHelp).sorted(), [], "scripts/framedump.1 lists options the command no longer has: run scripts/make_manual.sh")
+        XCTAssertEqual(inHelp.subtracting(inPage).sorted(), [], "options missing from man/framedump.1: run scripts/make_manual.sh")
+        XCTAssertEqual(inPage.subtracting(inHelp).sorted(), [], "man/framedump.1 lists options the command no longer has: run scripts/make_manual.sh")
     }
 }

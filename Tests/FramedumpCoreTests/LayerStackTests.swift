@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 @testable import FramedumpCore
 
-/// The stack of layers (README "The stack of layers"): every layer is known through the one
+/// The stack of layers (docs/architecture.md, "The stack of layers"): every layer is known through the one
 /// registry, and what it says about a message reaches every output through the same interfaces.
 final class LayerStackTests: XCTestCase {
     func testEveryRegisteredLayerHasItsOwnNamesAndProblemClass() {

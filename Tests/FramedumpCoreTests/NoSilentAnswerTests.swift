@@ -266,12 +266,12 @@ final class NoSilentAnswerTests: XCTestCase {
 
     /// The man page has what a man page is read for: examples, exit codes, files, environment.
     func testManPageHasExamplesExitCodesAndFiles() throws {
-        let page = try String(contentsOfFile: TestSupport.root.appendingPathComponent("scripts/framedump.1").path, encoding: .utf8)
+        let page = try String(contentsOfFile: TestSupport.root.appendingPathComponent("man/framedump.1").path, encoding: .utf8)
         for section in [".Sh \"EXIT STATUS\"", ".Sh EXAMPLES", ".Sh FILES", ".Sh ENVIRONMENT", "FRAMEDUMP_DISSECTORS", "--decode-as 9001=game"] {
             XCTAssertTrue(page.contains(section), section)
         }
         XCTAssertFalse(page.contains(".Ex -std"), "the generic exit status is replaced")
-        // Every exit code the README lists is in the page.
+        // Every exit code docs/command-line.md lists is in the page.
         for code in 0...12 { XCTAssertTrue(page.contains(".It \(code)\n"), "exit code \(code)") }
     }
 

@@ -2,8 +2,8 @@ import Foundation
 @testable import FramedumpCore
 
 // The random round trip (#26): random dissector files, random messages encoded by the wire
-// rules the README documents, laid into TCP connections and written through libpcap. Written
-// from the README's grammar only, so it checks the tool against its documentation rather than
+// rules docs/dissector-language.md documents, laid into TCP connections and written through
+// libpcap. Written from that grammar only, so it checks the tool against its documentation rather than
 // against its own code.
 
 // MARK: - Randomness

@@ -91,7 +91,7 @@ final class WebSocketLossTests: XCTestCase {
             let missing = need.filter { !run.got[key, default: []].contains($0) }
             XCTAssertEqual(missing, [], "\(key): messages the removed segments did not touch")
         }
-        // Measured with scripts/measure_ws_loss.py (README, "WebSocket after a gap"): 8 messages
+        // Measured with scripts/measure_ws_loss.py (docs/layers.md, "WebSocket after a gap"): 8 messages
         // held by the removed segments, 24 after a lost window, shown with "cannot inflate".
         XCTAssertEqual(run.recovered, 620)
         XCTAssertEqual(log.total, 652)
