@@ -72,7 +72,7 @@ struct Dump: ParsableCommand {
     @Flag(name: .long, help: "JSON: leave out what changes between two runs (timestamps, ephemeral ports, packet numbers); connections by stable keys, their lines grouped.")
     var diffable = false
 
-    @Option(name: .long, help: ArgumentHelp("--diffable: leave out this field (repeatable; Cs_10002.ClientTime, game.*.Timestamp; see README).", valueName: "path"))
+    @Option(name: .long, help: ArgumentHelp("--diffable: leave out this field (repeatable; Cs_10002.ClientTime, game.*.Timestamp; see docs/diff-and-check.md).", valueName: "path"))
     var ignore: [String] = []
 
     @Option(name: .long, help: "Colour: auto (when stdout is a terminal), always or never.")

@@ -14,7 +14,7 @@ struct Framedump: ParsableCommand {
         defaultSubcommand: Dump.self
     )
 
-    /// As the README says: usage errors exit with 2 (swift-argument-parser's own is 64).
+    /// As docs/command-line.md says: usage errors exit with 2 (swift-argument-parser's own is 64).
     static func main() {
         // `framedump --help` shows the dump options first, as tcpdump's does.
         if ["--help", "-h", "help"].contains(CommandLine.arguments.dropFirst().first ?? ""), CommandLine.arguments.count == 2 {

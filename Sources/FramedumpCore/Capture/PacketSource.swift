@@ -17,7 +17,7 @@ public struct LiveOptions: Sendable {
     /// The kernel's capture buffer. tcpdump's 2 MiB holds about 20 ms of a busy loopback; a
     /// game server flushing a tick to many clients, on a host whose cores the server itself
     /// keeps busy, bursts for longer than the capture process may wait to be scheduled. 32 MiB
-    /// (about 0.3 s at 100 MB/s) measured no loss where 2 MiB lost packets (README, "Live load").
+    /// (about 0.3 s at 100 MB/s) measured no loss where 2 MiB lost packets (docs/performance.md, "Live load").
     public static let defaultBufferKiB: Int32 = 32 * 1024
     public var bufferKiB: Int32? = LiveOptions.defaultBufferKiB
     public var promiscuous = true

@@ -1,6 +1,6 @@
 /// Every bound on what untrusted input (packets, captures, dissector files) can make
 /// framedump hold or do, in one place. Each has a command-line flag (`--max-…`), a default
-/// documented in the README, and a summary line when a run hits it. The stages keep their own
+/// documented in docs/capturing.md ("Limits"), and a summary line when a run hits it. The stages keep their own
 /// option types (a stage knows nothing of the command line); `Pipeline` hands these on.
 public struct Limits: Sendable, Equatable {
     /// `--max-frame`: the longest frame any protocol may announce; a dissector's `max_frame`
