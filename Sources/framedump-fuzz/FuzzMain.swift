@@ -1,6 +1,8 @@
 import FramedumpCore
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A small in-process mutation fuzzer for the parsers of untrusted input (run by

@@ -2,6 +2,8 @@ import ArgumentParser
 import FramedumpCore
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// `--ignore PATH` values, checked.

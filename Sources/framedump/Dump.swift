@@ -2,6 +2,8 @@ import ArgumentParser
 import FramedumpCore
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
@@ -309,7 +311,7 @@ struct Dump: ParsableCommand {
     func fail(_ e: Error) -> Never {
         let code = (e as? CaptureError)?.exitCode ?? 1
         FileHandleErr.write("framedump: \(e)\n")
-        Glibc.exit(code)
+        Platform.exit(code)
     }
 }
 
@@ -317,7 +319,7 @@ struct Dump: ParsableCommand {
 enum FileHandleErr {
     static func write(_ s: String) {
         var s = s
-        s.withUTF8 { b in _ = Glibc.write(2, b.baseAddress, b.count) }
+        s.withUTF8 { b in _ = Platform.write(2, b.baseAddress, b.count) }
     }
 }
 

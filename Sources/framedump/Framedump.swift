@@ -2,6 +2,8 @@ import ArgumentParser
 import FramedumpCore
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 @main
@@ -29,7 +31,7 @@ struct Framedump: ParsableCommand {
         }
         if let misplaced = subcommandAfterOptions(Array(CommandLine.arguments.dropFirst())) {
             FileHandleErr.write("framedump: '\(misplaced)' is a subcommand: it comes first, before its options (framedump \(misplaced) …)\n")
-            Glibc.exit(2)
+            Platform.exit(2)
         }
         do {
             // The raw argv: file names that are not UTF-8 reach the system byte for byte.
@@ -39,7 +41,7 @@ struct Framedump: ParsableCommand {
             let code = exitCode(for: error)
             if code == .validationFailure {
                 FileHandleErr.write(fullMessage(for: error) + "\n")
-                Glibc.exit(2)
+                Platform.exit(2)
             }
             Framedump.exit(withError: error)
         }

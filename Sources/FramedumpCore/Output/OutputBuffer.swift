@@ -187,7 +187,7 @@ public final class OutputBuffer {
         guard let fd else { return }
         var written = 0
         while written < count {
-            let n = Glibc.write(fd, base + written, count - written)
+            let n = Platform.write(fd, base + written, count - written)
             if n <= 0 {
                 if n < 0 && errno == EINTR { continue }
                 // A closed pipe (`| head`): nobody reads any more; the run stops quietly.

@@ -61,7 +61,7 @@ public final class Progress {
 
     func write(_ s: String) {
         var s = s
-        s.withUTF8 { b in _ = Glibc.write(2, b.baseAddress, b.count) }
+        s.withUTF8 { b in _ = Platform.write(2, b.baseAddress, b.count) }
     }
 
     static func size(_ n: UInt64) -> String {
