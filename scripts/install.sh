@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds the release binary and installs it under a prefix, with the man page, shell
+# completions and the example dissectors:
+#
+#     scripts/install.sh                  # /usr/local
+#     scripts/install.sh --prefix DIR     # DIR/bin/framedump, DIR/share/man/man1/framedump.1, ...
+#     DESTDIR=stage scripts/install.sh --prefix /usr    # staged (as scripts/make_deb.sh does)
+#
+# The Swift runtime is linked in (--static-swift-stdlib), so the installed binary needs only
+# libpcap, zlib and liblz4 at run time, not a Swift toolchain.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+prefix=/usr/local
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prefix) prefix="$2"; shift 2 ;;
+    *) echo "usage: scripts/install.sh [--prefix DIR]" >&2; exit 2 ;;
+  esac
+done
+root="${DESTDIR:-}$prefix"
+swift build -c release --static-swift-stdlib --product framedump >&2
+bin="$(swift build -c release --static-swift-stdlib --show-bin-path)/framedump"
+install -d "$root/bin" "$root/share/man/man1" "$root/share/framedump/Dissectors" \
+  "$root/share/bash-completion/completions" "$root/share/zsh/site-functions" "$root/share/fish/vendor_completions.d"
+install -m 755 "$bin" "$root/bin/framedump"
+install -m 644 man/framedump.1 "$root/share/man/man1/framedump.1"
+install -m 644 Dissectors/* "$root/share/framedump/Dissectors/"
+"$bin" --generate-completion-script bash > "$root/share/bash-completion/completions/framedump"
+"$bin" --generate-completion-script zsh > "$root/share/zsh/site-functions/_framedump"
+"$bin" --generate-completion-script fish > "$root/share/fish/vendor_completions.d/framedump.fish"
+echo "installed framedump under $root (dissector examples in $prefix/share/framedump/Dissectors)" >&2
