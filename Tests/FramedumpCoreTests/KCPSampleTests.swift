@@ -94,6 +94,42 @@ final class KCPSampleTests: XCTestCase {
         XCTAssertTrue(j.stdout.contains("{\"type\":\"stats\",\"stat\":\"kcp\",\"rows\":[{\"conn\":\"#1\""), j.stdout)
     }
 
+    /// `--streams` and `--follow` take UDP flows too: each direction's datagrams one after
+    /// another, byte for byte what the peers sent (and what tshark's UDP follow shows).
+    func testStreamsAndFollowTakeUDPFlows() throws {
+        let dir = TestSupport.tempDir()
+        let r = try TestSupport.framedump(["-r", "samples/udp.pcap", "-q", "--streams", dir])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let index = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/index.json"))) as? [[String: Any]])
+        let log = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: TestSupport.sample("udp.messages.json")))) as? [String: Any])
+        let connections = log["connections"] as! [[String: Any]]
+        XCTAssertEqual(index.count, connections.count)
+        for e in index {
+            XCTAssertEqual(e["transport"] as? String, "udp")
+            let port = Int((e["conn"] as! String).split(separator: "-")[0].split(separator: ":").last!)!
+            let c = try XCTUnwrap(connections.first { $0["client_port"] as! Int == port })
+            let files = e["files"] as! [String: String]
+            for d in ["c2s", "s2c"] {
+                let sent = (c[d] as! [[String: Any]]).flatMap { Self.hex($0["frame"] as! String) }
+                let ours = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir + "/" + files[d]!)))
+                XCTAssertEqual(ours, sent, "\(port) \(d)")
+            }
+        }
+        let follow = try TestSupport.framedump(["-r", "samples/udp.pcap", "--follow"])
+        XCTAssertTrue(follow.stdout.hasPrefix("=== udp flow 1 "), follow.stdout)
+    }
+
+    static func hex(_ s: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var i = s.startIndex
+        while i < s.endIndex {
+            let j = s.index(i, offsetBy: 2)
+            out.append(UInt8(s[i..<j], radix: 16)!)
+            i = j
+        }
+        return out
+    }
+
     /// `-Y … -w` on UDP flows writes the datagrams of the matching messages: read again, the
     /// written capture holds those messages and no message of another conversation.
     func testFilterWithWriteKeepsTheMatchingDatagrams() throws {

@@ -12,9 +12,10 @@ public final class FollowPrinter: StreamConsumer {
     }
 
     public func opened(_ c: Connection, packet: PacketRef) {
-        out.write("=== connection "); out.decimal(c.number); out.write(" ")
+        out.write(c.udp ? "=== udp flow " : "=== connection "); out.decimal(c.number); out.write(" ")
         out.write(c.name)
-        out.write(c.continues != nil ? " (continues the connection closed before it)" : c.rolesFromSYN ? " opened" : " (no SYN seen: roles guessed)")
+        out.write(c.udp ? " (its datagrams one after another)" : c.continues != nil ? " (continues the connection closed before it)"
+                  : c.rolesFromSYN ? " opened" : " (no SYN seen: roles guessed)")
         out.write(" at pkt "); out.decimal(packet.number)
         out.newline()
     }
@@ -68,7 +69,7 @@ public final class FollowPrinter: StreamConsumer {
     }
 
     public func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {
-        out.write("=== connection "); out.decimal(c.number); out.write(" closed (")
+        out.write(c.udp ? "=== udp flow " : "=== connection "); out.decimal(c.number); out.write(" closed (")
         out.write(reason.rawValue); out.write("): c2s "); out.decimal(c.bytesDelivered(.c2s))
         out.write(" bytes, s2c "); out.decimal(c.bytesDelivered(.s2c)); out.write(" bytes")
         let gaps = c.gapBytes(.c2s) + c.gapBytes(.s2c)

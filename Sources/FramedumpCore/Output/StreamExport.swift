@@ -116,6 +116,7 @@ public final class StreamExport: StreamConsumer {
             out.write(", \"s2c\": "); out.decimal(e.written[1])
             out.write("}, \"opened\": "); JSONText.timestamp(c.firstPacket.ts, to: out)
             out.write(", \"roles_from_syn\": "); out.write(c.rolesFromSYN ? "true" : "false")
+            if c.udp { out.write(", \"transport\": \"udp\"") }
             out.write(", \"closed\": ")
             if let t = e.closedAt { JSONText.timestamp(t.ts, to: out) } else { out.write("null") }
             out.write(", \"close_reason\": ")

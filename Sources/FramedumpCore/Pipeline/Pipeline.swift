@@ -68,8 +68,10 @@ public final class Pipeline {
             consumers.append(e)
         }
         if options.follow && !options.quiet { consumers.append(FollowPrinter(output: output)) }
+        var fanOut: StreamConsumer?
         if !consumers.isEmpty {
             let fan: StreamConsumer = consumers.count == 1 ? consumers[0] : FanOut(consumers)
+            fanOut = fan
             let sessions = self.sessions
             var r = options.reassembly
             r.maxBufferedBytes = limits.maxBufferPerStream
@@ -81,7 +83,9 @@ public final class Pipeline {
         if let m = sessions, m.decodesUDP, let r = reassembler {
             var f = UDPFlows.Options()
             f.maxFlows = limits.maxConnections
-            flows = UDPFlows(options: f, consumer: m, isServerPort: { [unowned m] in m.isUDPServerPort($0) },
+            // The flows go where the TCP streams go: the sessions, and `--streams`/`--follow`
+            // (each direction's datagrams one after another, as tshark's UDP follow shows them).
+            flows = UDPFlows(options: f, consumer: fanOut ?? m, isServerPort: { [unowned m] in m.isUDPServerPort($0) },
                              nextNumber: { [unowned r] in r.takeNumber() })
         }
         // Last, once nothing here can throw: only messages and the manager's events reach the
