@@ -51,8 +51,11 @@ protocol LayerKind {
     static func managerState(_ protocols: [ProtocolRuntime]) -> AnyObject?
     /// Builds the stack of connection `s` for protocol `p`, which runs over this layer.
     static func attach(_ s: Session, _ p: ProtocolRuntime)
-    /// Below protocol `p`'s new stack on connection `s` (TLS puts itself there); most do nothing.
+    /// Below protocol `p`'s new stack on connection `s` (TLS puts itself there, or asks to see
+    /// the first bytes through `Session.firstDataHook`); most do nothing.
     static func below(_ s: Session, _ p: ProtocolRuntime)
+    /// The connection's first data chunk, when `below` asked for it (before the stack gets it).
+    static func firstData(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef)
     /// Any-port detection, before the protocols' headers are tried: whether these first bytes
     /// start this layer (an HTTP request); if so it has attached itself.
     static func detect(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64) -> Bool
@@ -78,6 +81,7 @@ protocol LayerKind {
 extension LayerKind {
     static func check(_ s: ProtocolSchema) -> String? { nil }
     static func below(_ s: Session, _ p: ProtocolRuntime) {}
+    static func firstData(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {}
     static var hasStatistics: Bool { false }
     static func statistics(_ m: SessionManager) -> (title: String, header: [String], rows: [[String]])? { nil }
 

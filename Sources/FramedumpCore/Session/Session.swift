@@ -46,23 +46,9 @@ final class Session {
         self.layers = layers
     }
 
-    /// The layer below gives the stream back (it was not its protocol after all): `bytes` go
-    /// to the stack's layer of direction `d` from now on.
-    func unwrap(_ uppers: [StreamLayer?], _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
-        lower = nil
-        layers = uppers
-        guard let f = uppers[d.rawValue] else { return }
-        if !f.started { f.start(atBoundary: connection.startsAtSYN(d) && offset == 0) }
-        f.data(bytes, offset: offset, packet: packet)
-    }
-
-    func unwrap(_ uppers: [StreamLayer?], _ d: Direction, gap offset: UInt64, length: UInt64, packet: PacketRef) {
-        lower = nil
-        layers = uppers
-        guard let f = uppers[d.rawValue] else { return }
-        if !f.started { f.start(atBoundary: false) }
-        f.gap(offset: offset, length: length, packet: packet)
-    }
+    /// A layer that may go below the stack once it sees the first bytes (TLS: a ClientHello),
+    /// asked once, on the first data chunk; nothing is allocated for it before.
+    var firstDataHook: (any LayerKind.Type)?
 
     /// The stack for `p`: its layer's, or a deframer per direction on the stream itself.
     private func attachStack(_ p: ProtocolRuntime) {
@@ -294,6 +280,10 @@ public final class SessionManager: StreamConsumer {
                 if includesThisChunk { return }
             }
         }
+        if let k = s.firstDataHook {
+            s.firstDataHook = nil
+            k.firstData(s, d, bytes, offset: offset, packet: packet)
+        }
         switch d == .c2s ? s.paths.c2s : s.paths.s2c {
         case .deframer(let u):
             u._withUnsafeGuaranteedRef { feed($0, c, d, bytes, offset: offset, packet: packet) }
@@ -387,6 +377,7 @@ public final class SessionManager: StreamConsumer {
 
     public func gap(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, reason: GapReason, packet: PacketRef) {
         guard let s = session(c) else { return }
+        s.firstDataHook = nil
         if let p = s.proto {
             p.gaps += 1
             p.gapBytes += length

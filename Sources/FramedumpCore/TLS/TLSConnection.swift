@@ -11,8 +11,6 @@ final class TLSConnection: FrameNoter {
     var uppers: [StreamLayer?] = [nil, nil]
     /// Whether the layers above are chosen (a dissector's port) or wait for the first plaintext.
     var upperChosen: Bool
-    /// Still deciding whether the connection is TLS at all (a dissector's port without `tls;`).
-    var sniffing: Bool
 
     var client: TLSClientHello?
     var server: TLSServerHello?
@@ -26,12 +24,11 @@ final class TLSConnection: FrameNoter {
 
     var tls13: Bool { server?.version == 0x0304 }
 
-    init(session: Session, manager: TLSManagerState, uppers: [StreamLayer?], upperChosen: Bool, sniffing: Bool) {
+    init(session: Session, manager: TLSManagerState, uppers: [StreamLayer?], upperChosen: Bool) {
         self.session = session
         self.manager = manager
         self.uppers = uppers
         self.upperChosen = upperChosen
-        self.sniffing = sniffing
         streams = Direction.allCases.map { TLSStream(owner: self, dir: $0) }
     }
 
@@ -144,13 +141,6 @@ final class TLSConnection: FrameNoter {
         guard let f = session.frames, f.layer == nil, session.stack == nil else { return }
         f.noter = self
         f.layer = NoteDecoding.shared
-    }
-
-    /// Takes the note off again (the connection was not TLS after all).
-    func stopNoting() {
-        guard let f = session.frames, f.noter === self else { return }
-        f.noter = nil
-        f.layer = nil
     }
 
     /// Application data from direction `d`, for the layer above.

@@ -42,19 +42,36 @@ enum TLSLayer: LayerKind {
     static func attach(_ s: Session, _ p: ProtocolRuntime) {}
 
     /// Below a TCP protocol's new stack: TLS when the dissector says so, else a look at the
-    /// first client bytes (the stack is handed back untouched when they are no ClientHello).
+    /// first bytes (`firstData`: nothing is made for the connections that are not TLS).
     static func below(_ s: Session, _ p: ProtocolRuntime) {
         guard !s.connection.udp else { return }
-        let always = p.schema.layerSettings[setting] != nil
-        let t = TLSConnection(session: s, manager: state(s.manager), uppers: s.layers, upperChosen: true, sniffing: !always)
+        guard p.schema.layerSettings[setting] != nil else { return s.firstDataHook = Self.self }
+        wrap(s)
+    }
+
+    /// A ClientHello at the start, or TLS records where the protocol's header would be on a
+    /// connection picked up mid-stream (said once: nothing can be decrypted).
+    static func firstData(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
+        let c = s.connection
+        if d == .c2s && offset == 0 && c.startsAtSYN(.c2s) && TLSHello.startsClientHello(bytes) {
+            wrap(s)
+        } else if !c.startsAtSYN(d) && TLSStream.looksLikeRecords(bytes) {
+            wrap(s).midStream(packet: packet)
+        }
+    }
+
+    @discardableResult
+    static func wrap(_ s: Session) -> TLSConnection {
+        let t = TLSConnection(session: s, manager: state(s.manager), uppers: s.layers, upperChosen: true)
         s.wrap(t, layers: t.streams)
         t.noteFrames()
+        return t
     }
 
     /// A ClientHello at the start of a connection no dissector claims.
     static func detect(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64) -> Bool {
         guard s.lower == nil, d == .c2s, offset == 0, s.connection.startsAtSYN(.c2s), TLSHello.startsClientHello(bytes) else { return false }
-        let t = TLSConnection(session: s, manager: state(s.manager), uppers: [nil, nil], upperChosen: false, sniffing: false)
+        let t = TLSConnection(session: s, manager: state(s.manager), uppers: [nil, nil], upperChosen: false)
         s.wrap(t, layers: t.streams)
         return true
     }

@@ -28,7 +28,7 @@ final class TLSStream: StreamLayer {
     private(set) var recordNumber: UInt64 = 0
     /// The last application-data records handed up: where each one's plaintext starts and its
     /// number, oldest first, so a frame's first byte finds its record.
-    private var recent = [(plainStart: UInt64, number: UInt64)](repeating: (0, 0), count: TLSStream.recentRecords)
+    private var recent: [(plainStart: UInt64, number: UInt64)] = []
     private var recentCount = 0
     static let recentRecords = 128
 
@@ -60,31 +60,8 @@ final class TLSStream: StreamLayer {
 
     func start(atBoundary: Bool) { started = true }
 
-    /// While sniffing, a chunk may hand the connection back to the layers above (this object
-    /// then goes): the caller must hold a reference.
-    static func feedUnretained(_ u: Unmanaged<AnyObject>, _ c: Connection, _ d: Direction,
-                               _ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) -> Bool {
-        u._withUnsafeGuaranteedRef {
-            let t = unsafeDowncast($0, to: TLSStream.self)
-            guard !t.owner.sniffing else { return false }
-            t.feed(c, d, bytes, offset: offset, packet: packet)
-            return true
-        }
-    }
-
     func data(_ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
-        if owner.sniffing {
-            if dir == .c2s && offset == 0 && owner.connection.startsAtSYN(.c2s) && TLSHello.startsClientHello(bytes) {
-                owner.sniffing = false
-            } else if !owner.connection.startsAtSYN(dir) && Self.looksLikeRecords(bytes) {
-                // Picked up mid-stream: TLS, but without the handshake nothing can be decrypted.
-                owner.sniffing = false
-                owner.midStream(packet: packet)
-            } else {
-                owner.stopNoting()
-                return owner.session.unwrap(owner.uppers, dir, bytes, offset: offset, packet: packet)
-            }
-        } else if owner.client == nil && !owner.reported && !owner.connection.startsAtSYN(dir) {
+        if owner.client == nil && !owner.reported && !owner.connection.startsAtSYN(dir) {
             owner.midStream(packet: packet)
         }
         let m = owner.manager
@@ -169,10 +146,6 @@ final class TLSStream: StreamLayer {
     }
 
     func gap(offset: UInt64, length: UInt64, packet: PacketRef) {
-        if owner.sniffing {
-            owner.stopNoting()
-            return owner.session.unwrap(owner.uppers, dir, gap: offset, length: length, packet: packet)
-        }
         expected = offset + length
         pending.removeAll()
         handshake.removeAll()
@@ -198,7 +171,6 @@ final class TLSStream: StreamLayer {
     }
 
     func finish(packet: PacketRef, captureEnded: Bool) {
-        if owner.sniffing { owner.sniffing = false }
         if realigning {
             if !held.isEmpty { owner.lose(dir, length: UInt64(held.count), packet: packet) }
             held = []
@@ -326,6 +298,7 @@ final class TLSStream: StreamLayer {
             }
             switch content {
             case 23:
+                if recent.isEmpty { recent = Array(repeating: (0, 0), count: Self.recentRecords) }
                 recent[recentCount % Self.recentRecords] = (plainOffset, recordNumber)
                 recentCount += 1
                 owner.deliver(dir, p, packet: packet)
