@@ -110,24 +110,13 @@ final class KCPSampleTests: XCTestCase {
             let c = try XCTUnwrap(connections.first { $0["client_port"] as! Int == port })
             let files = e["files"] as! [String: String]
             for d in ["c2s", "s2c"] {
-                let sent = (c[d] as! [[String: Any]]).flatMap { Self.hex($0["frame"] as! String) }
+                let sent = (c[d] as! [[String: Any]]).flatMap { Self.bytes($0["frame"] as! String) }
                 let ours = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir + "/" + files[d]!)))
                 XCTAssertEqual(ours, sent, "\(port) \(d)")
             }
         }
         let follow = try TestSupport.framedump(["-r", "samples/udp.pcap", "--follow"])
         XCTAssertTrue(follow.stdout.hasPrefix("=== udp flow 1 "), follow.stdout)
-    }
-
-    static func hex(_ s: String) -> [UInt8] {
-        var out: [UInt8] = []
-        var i = s.startIndex
-        while i < s.endIndex {
-            let j = s.index(i, offsetBy: 2)
-            out.append(UInt8(s[i..<j], radix: 16)!)
-            i = j
-        }
-        return out
     }
 
     /// `-Y … -w` on UDP flows writes the datagrams of the matching messages: read again, the

@@ -284,22 +284,22 @@ public struct FilterEvaluator {
         case .field: return []
         case .layer(let key, let field):
             var out: [Observed] = []
+            func observed(_ v: LayerFieldValue) -> Observed {
+                switch v {
+                case .text(let t): return .text(t)
+                case .bool(let b): return .integer(negative: false, magnitude: b ? 1 : 0, label: b ? "true" : "false")
+                case .unsigned(let u): return .integer(negative: false, magnitude: u, label: nil)
+                }
+            }
             m.layerNotes.forEach { n in
                 let k = n.kind
                 guard "\(k.key)" == key, let v = k.fields(n).first(where: { $0.name == field })?.value else { return }
-                switch v {
-                case .text(let t): out.append(.text(t))
-                case .bool(let b): out.append(.integer(negative: false, magnitude: b ? 1 : 0, label: b ? "true" : "false"))
-                case .unsigned(let u): out.append(.integer(negative: false, magnitude: u, label: nil))
-                }
+                out.append(observed(v))
             }
+            // A layer below the stack says it of the whole connection (TLS's SNI).
             if out.isEmpty, let below = m.connectionLayer, below.layerKey == key,
                let v = below.fields.first(where: { $0.name == field })?.value {
-                switch v {
-                case .text(let t): out.append(.text(t))
-                case .bool(let b): out.append(.integer(negative: false, magnitude: b ? 1 : 0, label: b ? "true" : "false"))
-                case .unsigned(let u): out.append(.integer(negative: false, magnitude: u, label: nil))
-                }
+                out.append(observed(v))
             }
             return out
         }

@@ -194,6 +194,7 @@ struct TLSRecordKeys {
         for i in 0..<8 { n[start + 11 - i] ^= UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(i))) }
     }
 
+    /// TLS 1.2's additional data, which its MAC covers too: sequence number, type, version, length.
     private func tls12AAD(_ header: UnsafeRawBufferPointer, length: Int) -> [UInt8] {
         var a = withUnsafeBytes(of: sequence.bigEndian) { Array($0) }
         a += [header[0], header[1], header[2], UInt8(length >> 8 & 0xff), UInt8(length & 0xff)]
@@ -229,7 +230,7 @@ struct TLSRecordKeys {
         if encryptThenMAC {
             guard body.count >= 16 + 16 + m else { return nil }
             cipher = UnsafeRawBufferPointer(rebasing: body[0..<(body.count - m)])
-            let expected = TLSKeySchedule.hmac(suite.mac!, key: macKey, [macHeader(header, length: cipher.count), Array(cipher)])
+            let expected = TLSKeySchedule.hmac(suite.mac!, key: macKey, [tls12AAD(header, length: cipher.count), Array(cipher)])
             guard expected.elementsEqual(body[(body.count - m)...]) else { return nil }
         }
         guard cipher.count >= 32, cipher.count % 16 == 0,
@@ -242,12 +243,8 @@ struct TLSRecordKeys {
         if encryptThenMAC { return p }
         guard p.count >= m else { return nil }
         let content = Array(p[0..<(p.count - m)])
-        let expected = TLSKeySchedule.hmac(suite.mac!, key: macKey, [macHeader(header, length: content.count), content])
+        let expected = TLSKeySchedule.hmac(suite.mac!, key: macKey, [tls12AAD(header, length: content.count), content])
         guard expected.elementsEqual(p[(p.count - m)...]) else { return nil }
         return content
-    }
-
-    private func macHeader(_ header: UnsafeRawBufferPointer, length: Int) -> [UInt8] {
-        tls12AAD(header, length: length)
     }
 }

@@ -106,20 +106,11 @@ public final class TLSKeyLog: @unchecked Sendable {
         out.reserveCapacity(s.count / 2)
         var i = s.startIndex
         while i < s.endIndex {
-            guard let h = nibble(s[i]), let l = nibble(s[i + 1]) else { return nil }
-            out.append(h << 4 | l)
+            guard let h = ProtoLexer.hexValue(s[i]), let l = ProtoLexer.hexValue(s[i + 1]) else { return nil }
+            out.append(UInt8(h << 4 | l))
             i += 2
         }
         return out
-    }
-
-    static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: return c - 0x30
-        case 0x61...0x66: return c - 0x61 + 10
-        case 0x41...0x46: return c - 0x41 + 10
-        default: return nil
-        }
     }
 }
 

@@ -32,7 +32,7 @@ enum TLSLayer: LayerKind {
 
     static var builtInProtocols: [ProtocolSchema] { [] }
     static func protocolState(_ s: ProtocolSchema, limits: Limits) -> AnyObject? { nil }
-    static func managerState(_ protocols: [ProtocolRuntime]) -> AnyObject? { TLSManagerState(protocols) }
+    static func managerState(_ protocols: [ProtocolRuntime]) -> AnyObject? { TLSManagerState() }
 
     static func state(_ m: SessionManager) -> TLSManagerState {
         unsafeDowncast(m.layerStates[Int(layer)]!, to: TLSManagerState.self)
@@ -170,10 +170,9 @@ final class TLSManagerState {
     var keyUpdates: UInt64 = 0
     var sessionTickets: UInt64 = 0
     var alerts: UInt64 = 0
-    var ciphertextBytes: UInt64 = 0
     var plaintextBytes: UInt64 = 0
 
-    init(_ protocols: [ProtocolRuntime]) {
+    init() {
         var s = ProtocolSchema(name: "tls", file: "(built in)")
         s.body = .raw
         defaultProtocol = ProtocolRuntime(s, limits: Limits())

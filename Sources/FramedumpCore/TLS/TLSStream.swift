@@ -64,8 +64,6 @@ final class TLSStream: StreamLayer {
         if owner.client == nil && !owner.reported && !owner.connection.startsAtSYN(dir) {
             owner.midStream(packet: packet)
         }
-        let m = owner.manager
-        m.ciphertextBytes += UInt64(bytes.count)
         expected = offset + UInt64(bytes.count)
         if lost { return }
         var b = bytes
