@@ -414,10 +414,12 @@ def run_connection(certs, n, version, suite, etm, alpn, sni, keylogs):
 
 # ---------------------------------------------------------------- checking with tshark
 
-def tshark_follow(pcap, keys, port, stream):
+def tshark_follow(pcap, keys, port, stream, out_of_order=False):
     """The decrypted bytes of one TCP stream, per direction, as tshark's follow,tls,raw gives them:
-    {"c2s": bytes, "s2c": bytes}."""
-    out = subprocess.run(["tshark", "-r", pcap, "-o", "tls.keylog_file:" + keys, "-d", "tcp.port==%d,tls" % port,
+    {"c2s": bytes, "s2c": bytes}. `out_of_order`: have tshark reassemble segments that came out
+    of order (scripts/make_tls_fixtures.py's reordered captures need it)."""
+    extra = ["-o", "tcp.reassemble_out_of_order:TRUE"] if out_of_order else []
+    out = subprocess.run(["tshark", "-r", pcap, "-o", "tls.keylog_file:" + keys] + extra + ["-d", "tcp.port==%d,tls" % port,
                           "-q", "-z", "follow,tls,raw,%d" % stream], capture_output=True, text=True, timeout=300)
     if out.returncode != 0:
         raise SystemExit("tshark failed: " + out.stderr)

@@ -61,6 +61,8 @@ from scapy.config import conf
 conf.verb = 0
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SAMPLES = os.path.join(ROOT, "samples")
+sys.path.insert(0, SAMPLES)
+from make_tls_samples import tshark_follow as follow_tls  # noqa: E402
 OUT = os.path.join(ROOT, "Tests", "FramedumpCoreTests", "Fixtures")
 PORT = 7000
 SUITE = "TLS_AES_128_GCM_SHA256"
@@ -292,35 +294,10 @@ def make_midstream(pkts, cport):
 
 
 def tshark_follow(pcap, keys):
-    out = subprocess.run(["tshark", "-r", pcap, "-o", "tls.keylog_file:" + keys, "-o", "tcp.reassemble_out_of_order:TRUE",
-                          "-d", "tcp.port==%d,tls" % PORT, "-q", "-z", "follow,tls,raw,0"],
-                         capture_output=True, text=True, timeout=300)
-    if out.returncode != 0:
-        raise SystemExit("tshark: " + out.stderr)
-    nodes, chunks = {}, []
-    for line in out.stdout.splitlines():
-        m = re.match(r"Node (\d): (.*)$", line)
-        if m:
-            p = m.group(2).rsplit(":", 1)[-1]
-            nodes[int(m.group(1))] = int(p) if p.isdigit() and p != "0" else None
-            continue
-        if len(nodes) < 2 or line.startswith("=") or not line.strip():
-            continue
-        chunks.append((line.startswith("\t"), bytes.fromhex(line.strip())))
-    # Lines not indented come from node 0, indented ones from node 1. tshark 4.0 leaves a node of
-    # a TLS stream unnamed (":0") at times, so the other node's port decides.
-    if nodes.get(0) is not None:
-        server_indented = nodes[0] != PORT
-    elif nodes.get(1) is not None:
-        server_indented = nodes[1] == PORT
-    elif not chunks:
-        server_indented = True
-    else:
-        raise SystemExit("tshark names neither node of the stream")
-    data = [bytearray(), bytearray()]
-    for indented, chunk in chunks:
-        data[1 if indented == server_indented else 0] += chunk
-    return [bytes(x) for x in data]
+    """The first stream's decrypted bytes, [client's, server's], by the samples' own reader of
+    tshark's follow (segments out of order reassembled)."""
+    d = follow_tls(pcap, keys, PORT, 0, out_of_order=True)
+    return [bytes(d["c2s"]), bytes(d["s2c"])]
 
 
 def main():
