@@ -1,6 +1,12 @@
 import Crypto
 import Foundation
 import _CryptoExtras
+#if canImport(CryptoBoringWrapper)
+// swift-crypto's own BoringSSL AEAD context (public, built with `Crypto` on every platform but
+// Apple's): set up once per direction and key, where the one-shot `AES.GCM.open` sets up a new
+// one, and goes through unspecialized generic wrappers, for every record. See docs/dependencies.md.
+import CryptoBoringWrapper
+#endif
 
 /// A cipher suite as the record layer needs it: how records are protected, with which key
 /// sizes, and which hash drives the key schedule. Only what framedump can decrypt is listed;
@@ -127,6 +133,8 @@ struct TLSRecordKeys {
     var encryptThenMAC = false
     /// TLS 1.3: the traffic secret these keys came from (for a KeyUpdate).
     var secret: [UInt8] = []
+    /// The AEAD suites' kept context (nil for CBC, and where swift-crypto has none to lend).
+    private let context: TLSAEADContext?
 
     /// TLS 1.3 keys from a traffic secret.
     init(tls13 suite: TLSSuite, secret: [UInt8]) {
@@ -135,6 +143,7 @@ struct TLSRecordKeys {
         key = SymmetricKey(data: TLSKeySchedule.expandLabel(suite.prf, secret: secret, label: "key", length: suite.keyLength))
         iv = TLSKeySchedule.expandLabel(suite.prf, secret: secret, label: "iv", length: 12)
         macKey = []
+        context = TLSAEADContext(suite, key: key)
     }
 
     /// TLS 1.2 keys for one side from the key block (RFC 5246 §6.3).
@@ -147,6 +156,7 @@ struct TLSRecordKeys {
         let vs = 2 * m + 2 * e + (client ? 0 : v)
         iv = Array(k[vs..<(vs + v)])
         self.encryptThenMAC = encryptThenMAC
+        context = TLSAEADContext(suite, key: key)
     }
 
     static func keyBlockLength(_ s: TLSSuite) -> Int {
@@ -201,13 +211,15 @@ struct TLSRecordKeys {
         return a
     }
 
-    /// AEAD through swift-crypto's sealed box in its combined form (nonce, ciphertext, tag),
-    /// laid out in `scratch` and lent to it without a copy.
+    /// AEAD through the kept context where there is one (nonce in `scratch`, ciphertext and tag
+    /// lent from the record without a copy), else through swift-crypto's sealed box in its
+    /// combined form (nonce, ciphertext, tag) laid out in `scratch`.
     private func aead(body: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, scratch: inout [UInt8],
                       nonce: (inout [UInt8]) -> Void) -> Data? {
         guard body.count >= 16 else { return nil }
         scratch.removeAll(keepingCapacity: true)
         nonce(&scratch)
+        if let context { return context.open(body: body, aad: aad, nonce: scratch) }
         scratch.append(contentsOf: body)
         let chacha = suite.protection == .chaCha20Poly1305
         let key = self.key
@@ -248,3 +260,38 @@ struct TLSRecordKeys {
         return content
     }
 }
+
+#if canImport(CryptoBoringWrapper)
+/// One direction's AEAD key, scheduled once: BoringSSL's context through swift-crypto. The
+/// record is copied into a `Data` kept for the purpose (its storage is made once and reused),
+/// so a record costs one allocation, its plaintext's.
+final class TLSAEADContext {
+    private let context: BoringSSLAEAD.AEADContext
+    private var sealed = Data(count: 1 << 10)
+
+    init?(_ suite: TLSSuite, key: SymmetricKey) {
+        let cipher: BoringSSLAEAD
+        switch (suite.protection, suite.keyLength) {
+        case (.aesGCM, 16): cipher = .aes128gcm
+        case (.aesGCM, 32): cipher = .aes256gcm
+        case (.chaCha20Poly1305, 32): cipher = .chacha20
+        default: return nil
+        }
+        guard let c = try? BoringSSLAEAD.AEADContext(cipher: cipher, key: key) else { return nil }
+        context = c
+    }
+
+    /// `body`: ciphertext then the 16-byte tag; nil when it does not authenticate.
+    func open(body: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, nonce: [UInt8]) -> Data? {
+        if sealed.count < body.count { sealed = Data(count: body.count) }
+        sealed.withUnsafeMutableBytes { $0.copyMemory(from: body) }
+        return try? context.open(combinedCiphertextAndTag: sealed[0..<body.count], nonce: nonce, authenticatedData: aad)
+    }
+}
+#else
+/// Apple's platforms: swift-crypto forwards to CryptoKit, and the one-shot API is used.
+final class TLSAEADContext {
+    init?(_ suite: TLSSuite, key: SymmetricKey) { return nil }
+    func open(body: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, nonce: [UInt8]) -> Data? { nil }
+}
+#endif
