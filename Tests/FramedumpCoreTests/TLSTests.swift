@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import XCTest
 @testable import FramedumpCore
@@ -300,6 +301,41 @@ final class TLSTests: XCTestCase {
         try h.close()
         XCTAssertEqual(log.lookup([UInt8](repeating: 0xef, count: 32))?.master, [UInt8](repeating: 3, count: 48))
         XCTAssertEqual(log.unreadableLines, 0)
+    }
+
+    /// The kept AEAD context opens what swift-crypto's one-shot API sealed, for each AEAD cipher,
+    /// every length from empty to past the kept buffer, and refuses a changed byte anywhere.
+    func testKeptContextOpensWhatTheOneShotAPISeals() throws {
+        var rng = SeededRandom(seed: 1303)
+        for code: UInt16 in [0x1301, 0x1302, 0x1303] {
+            let suite = try XCTUnwrap(TLSSuite.all[code])
+            let key = SymmetricKey(data: (0..<suite.keyLength).map { _ in UInt8.random(in: 0...255, using: &rng) })
+            guard let context = TLSAEADContext(suite, key: key) else {
+                #if os(Linux)
+                XCTFail("no kept context for \(suite.name): records would take the slow one-shot path")
+                #endif
+                continue
+            }
+            for length in [0, 1, 13, 16, 44, 1000, 1025, 5000] {
+                let plain = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                let nonce = (0..<12).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                let aad: [UInt8] = [23, 3, 3, UInt8((length + 16) >> 8), UInt8((length + 16) & 0xff)]
+                let body: [UInt8]
+                if suite.protection == .chaCha20Poly1305 {
+                    let box = try ChaChaPoly.seal(plain, using: key, nonce: ChaChaPoly.Nonce(data: nonce), authenticating: aad)
+                    body = Array(box.ciphertext) + Array(box.tag)
+                } else {
+                    let box = try AES.GCM.seal(plain, using: key, nonce: AES.GCM.Nonce(data: nonce), authenticating: aad)
+                    body = Array(box.ciphertext) + Array(box.tag)
+                }
+                let opened = aad.withUnsafeBytes { a in body.withUnsafeBytes { context.open(body: $0, aad: a, nonce: nonce) } }
+                XCTAssertEqual(opened.map { Array($0) }, plain, "\(suite.name), \(length) bytes")
+                var changed = body
+                changed[Int.random(in: 0..<changed.count, using: &rng)] ^= 0x20
+                XCTAssertNil(aad.withUnsafeBytes { a in changed.withUnsafeBytes { context.open(body: $0, aad: a, nonce: nonce) } },
+                             "\(suite.name), \(length) bytes, one byte changed")
+            }
+        }
     }
 
     /// The fuzz entry over the real sample's bytes with bytes changed: it returns.
