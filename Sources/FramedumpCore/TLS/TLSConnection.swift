@@ -13,7 +13,9 @@ final class TLSConnection: FrameNoter {
     var upperChosen: Bool
 
     var client: TLSClientHello?
-    var server: TLSServerHello?
+    var server: TLSServerHello? {
+        didSet { tls13 = server?.version == 0x0304 }
+    }
     var suite: TLSSuite?
     var secrets: TLSKeyLog.Secrets?
     /// Why nothing is decrypted, once known (no key log, no line for this client random...).
@@ -22,7 +24,8 @@ final class TLSConnection: FrameNoter {
     /// TLS 1.2: the key block, derived at the ServerHello.
     var keyBlock: [UInt8]?
 
-    var tls13: Bool { server?.version == 0x0304 }
+    /// Kept, not derived from `server` on each record (that copies the hello).
+    private(set) var tls13 = false
 
     init(session: Session, manager: TLSManagerState, uppers: [StreamLayer?], upperChosen: Bool) {
         self.session = session
