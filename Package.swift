@@ -48,10 +48,7 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ],
-            // Per-message hot paths touch class state millions of times a second; the dynamic
-            // exclusivity checks cost more than the work itself. Static checks still apply.
-            swiftSettings: [.unsafeFlags(["-enforce-exclusivity=unchecked"])]
+            ]
         ),
         .executableTarget(
             name: "framedump",

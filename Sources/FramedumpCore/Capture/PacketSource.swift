@@ -38,32 +38,32 @@ public final class PacketSource {
     public let linkType: Int32
     public let isLive: Bool
     let name: String
-    private var packetCount: UInt64 = 0
+    @exclusivity(unchecked) private var packetCount: UInt64 = 0
     /// framedump's own reader (pcapng or pcap), once libpcap has refused or cut the file.
-    private var reader: RecordReader?
+    @exclusivity(unchecked) private var reader: RecordReader?
     /// The first packet, read while opening with our reader (to learn the first link type).
-    private var peeked: PcapngReader.Record?
+    @exclusivity(unchecked) private var peeked: PcapngReader.Record?
     /// What libpcap said when it refused the file, or the record it would have cut (nil while
     /// libpcap reads it all).
-    public private(set) var handedOver: String?
+    @exclusivity(unchecked) public private(set) var handedOver: String?
     /// A classic pcap file libpcap would cut a record of (not standard input): the file
     /// offset of the next record, counted from what libpcap hands on (`libpcapLoop`).
-    private var pcapOffset: UInt64 = 24
+    @exclusivity(unchecked) private var pcapOffset: UInt64 = 24
     /// The offset of the first record libpcap would cut: our reader reads from there on.
-    private var cutAt = UInt64.max
+    @exclusivity(unchecked) private var cutAt = UInt64.max
     /// The file's snapshot length, for a classic pcap file with a record above it;
     /// `UInt32.max` otherwise.
-    private var clampedCaplen = UInt32.max
+    @exclusivity(unchecked) private var clampedCaplen = UInt32.max
     /// The BPF filter, run here rather than inside libpcap on a classic pcap file: libpcap
     /// would skip the records the filter rejects, and the record offsets need every one.
     /// (`pcap_offline_filter` is the same interpreter libpcap runs on the same header.)
-    private var ownFilter: UnsafeMutablePointer<bpf_program>?
+    @exclusivity(unchecked) private var ownFilter: UnsafeMutablePointer<bpf_program>?
     /// The link types of the packets read so far, in order of appearance.
-    public private(set) var linkTypesSeen: [Int32] = []
+    @exclusivity(unchecked) public private(set) var linkTypesSeen: [Int32] = []
     /// The BPF filter, compiled per link type when our reader reads (libpcap's `pcap_compile`
     /// on a dead handle of that link type, run by `pcap_offline_filter`).
-    private var filterExpression: String?
-    private var programs: [Int32: UnsafeMutablePointer<bpf_program>] = [:]
+    @exclusivity(unchecked) private var filterExpression: String?
+    @exclusivity(unchecked) private var programs: [Int32: UnsafeMutablePointer<bpf_program>] = [:]
     /// Set by `stop()` (from a signal handler too): our reader's loop returns.
     private let stopFlag: UnsafeMutablePointer<sig_atomic_t> = {
         let p = UnsafeMutablePointer<sig_atomic_t>.allocate(capacity: 1)
@@ -72,7 +72,7 @@ public final class PacketSource {
     }()
     /// The file ended inside a record while another process still had it open for writing:
     /// what was whole has been read, and that is the end (see `GrowingFile`).
-    public private(set) var endedWhileBeingWritten = false
+    @exclusivity(unchecked) public private(set) var endedWhileBeingWritten = false
 
     public init(_ input: CaptureInput) throws(CaptureError) {
         var err = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)

@@ -25,26 +25,26 @@ final class PcapReader: RecordReader {
 
     let name: String
     /// libpcap's DLT_ value for the header's LINKTYPE_.
-    private(set) var linkType: Int32 = 1
+    @exclusivity(unchecked) private(set) var linkType: Int32 = 1
     /// The header's snapshot length (0 in some writers: no bound).
-    private(set) var snaplen: UInt32 = 0
-    private(set) var nanosecond = false
-    private(set) var swapped = false
+    @exclusivity(unchecked) private(set) var snaplen: UInt32 = 0
+    @exclusivity(unchecked) private(set) var nanosecond = false
+    @exclusivity(unchecked) private(set) var swapped = false
     /// libpcap's `lengths_swapped`: 2.0-2.2 wrote len before caplen; 2.3 may have either.
     private enum Lengths { case inOrder, swapped, maybeSwapped }
-    private var lengths = Lengths.inOrder
+    @exclusivity(unchecked) private var lengths = Lengths.inOrder
 
     private let fd: Int32
     private let ownsFD: Bool
-    private var buf: UnsafeMutableRawPointer
-    private var capacity: Int
+    @exclusivity(unchecked) private var buf: UnsafeMutableRawPointer
+    @exclusivity(unchecked) private var capacity: Int
     /// Valid bytes are buf[lo..<hi]; `base` is the file offset of buf[0].
-    private var lo = 0
-    private var hi = 0
-    private var base: UInt64 = 0
-    private var eof = false
+    @exclusivity(unchecked) private var lo = 0
+    @exclusivity(unchecked) private var hi = 0
+    @exclusivity(unchecked) private var base: UInt64 = 0
+    @exclusivity(unchecked) private var eof = false
     /// The record handed out by the last `next()`, consumed at the next call.
-    private(set) var pending = 0
+    @exclusivity(unchecked) private(set) var pending = 0
 
     /// Reads the file at `path` from its header, then from `resumeAt` (a record's start) when given.
     init(path: String, resumeAt: UInt64 = 0) throws(CaptureError) {

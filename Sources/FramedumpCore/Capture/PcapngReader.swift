@@ -57,18 +57,18 @@ final class PcapngReader: RecordReader {
     let name: String
     private let fd: Int32
     private let ownsFD: Bool
-    private var buf: UnsafeMutableRawPointer
-    private var capacity: Int
+    @exclusivity(unchecked) private var buf: UnsafeMutableRawPointer
+    @exclusivity(unchecked) private var capacity: Int
     /// Valid bytes are buf[lo..<hi]; `base` is the file offset of buf[0].
-    private var lo = 0
-    private var hi = 0
-    private var base: UInt64 = 0
-    private var eof = false
+    @exclusivity(unchecked) private var lo = 0
+    @exclusivity(unchecked) private var hi = 0
+    @exclusivity(unchecked) private var base: UInt64 = 0
+    @exclusivity(unchecked) private var eof = false
     /// The block handed out by the last `next()`, consumed at the next call.
-    private var pending = 0
-    private var sectionSeen = false
-    private var swapped = false
-    private(set) var interfaces: [Interface] = []
+    @exclusivity(unchecked) private var pending = 0
+    @exclusivity(unchecked) private var sectionSeen = false
+    @exclusivity(unchecked) private var swapped = false
+    @exclusivity(unchecked) private(set) var interfaces: [Interface] = []
     /// Packet blocks ending before this file offset were read by libpcap already.
     private let resumeAt: UInt64
 

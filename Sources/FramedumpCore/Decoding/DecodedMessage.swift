@@ -114,27 +114,27 @@ public enum DecodeWarning: Sendable, Equatable {
 
 /// One decoded message, reused from frame to frame by its session (no allocation per message).
 public final class DecodedMessage {
-    public var frame: Frame!
-    public var direction: Direction = .c2s
-    public var id: UInt64?
+    @exclusivity(unchecked) public var frame: Frame!
+    @exclusivity(unchecked) public var direction: Direction = .c2s
+    @exclusivity(unchecked) public var id: UInt64?
     /// Index into the schema's messages, nil when the id is unknown.
-    public var message: Int?
+    @exclusivity(unchecked) public var message: Int?
     public let headerFields = FieldList(capacity: 8)
     public let fields = FieldList(capacity: 32)
-    public var warnings: [DecodeWarning] = []
-    public var bodyOffset = 0
+    @exclusivity(unchecked) public var warnings: [DecodeWarning] = []
+    @exclusivity(unchecked) public var bodyOffset = 0
     /// What the layers it came through say about it (none on plain TCP). Set by the layers,
     /// kept apart from `reset()` so decoding does not touch it.
-    public var layerNotes = LayerNotes()
+    @exclusivity(unchecked) public var layerNotes = LayerNotes()
     /// What a layer below the protocol says about the whole connection (TLS: version, suite,
     /// SNI), the same object for each of its messages; nil on plain TCP.
-    public var connectionLayer: (any ConnectionLayerInfo)?
+    @exclusivity(unchecked) public var connectionLayer: (any ConnectionLayerInfo)?
     /// For a body the protocol's transforms changed (decrypted, inflated, un-XORed): the frame's
     /// header followed by the final body (owned by the decoder, valid until it decodes the next
     /// frame). Body field offsets refer to these bytes.
-    public var transformed: UnsafeRawBufferPointer?
+    @exclusivity(unchecked) public var transformed: UnsafeRawBufferPointer?
     /// The transform steps that ran, in order, with the body's size before and after each.
-    public var transforms: [TransformStep] = []
+    @exclusivity(unchecked) public var transforms: [TransformStep] = []
 
     /// The bytes field offsets refer to: the transformed frame when there is one, else the frame.
     public var fieldBytes: UnsafeRawBufferPointer { transformed ?? frame.bytes }

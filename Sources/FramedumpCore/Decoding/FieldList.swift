@@ -1,9 +1,9 @@
 /// The decoded fields of one message: a growable block reused for every message of a
 /// session, so appending a field is a store and a count, with no copy-on-write checks.
 public final class FieldList: RandomAccessCollection {
-    var base: UnsafeMutablePointer<DecodedField>
-    var capacity: Int
-    public private(set) var count = 0
+    @exclusivity(unchecked) var base: UnsafeMutablePointer<DecodedField>
+    @exclusivity(unchecked) var capacity: Int
+    @exclusivity(unchecked) public private(set) var count = 0
 
     init(capacity: Int) {
         self.capacity = Swift.max(4, capacity)

@@ -33,7 +33,7 @@ public final class MessageDecoder {
     let hasIDs: Bool
     let protoDefaults: Bool
     /// The protobuf decoder for the DecodedMessage last decoded into (a session uses one).
-    var protobuf: ProtobufDecoder?
+    @exclusivity(unchecked) var protobuf: ProtobufDecoder?
 
     public func decode(_ frame: Frame, _ dir: Direction, into m: DecodedMessage) {
         m.reset()

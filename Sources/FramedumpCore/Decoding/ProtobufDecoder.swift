@@ -12,7 +12,7 @@ final class ProtobufDecoder {
     let m: DecodedMessage
     let fl: FieldList
     /// The bytes offsets refer to: set for each frame.
-    var b = UnsafeRawBufferPointer(start: nil, count: 0)
+    @exclusivity(unchecked) var b = UnsafeRawBufferPointer(start: nil, count: 0)
     /// The schema (for names in warnings only); owned by the MessageDecoder that owns us.
     unowned(unsafe) let owner: MessageDecoder
     let addDefaults: Bool

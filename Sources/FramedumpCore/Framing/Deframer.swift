@@ -21,13 +21,13 @@ public final class Deframer {
     /// Plausibility of a message id while hunting (nil: any id goes).
     let knownID: ((UInt64) -> Bool)?
 
-    public private(set) var state: State
+    @exclusivity(unchecked) public private(set) var state: State
     /// Bytes of a frame that straddles segments, or of the stream while hunting.
-    var buffer: [UInt8] = []
-    var bufferOffset: UInt64 = 0
-    var bufferPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
+    @exclusivity(unchecked) var buffer: [UInt8] = []
+    @exclusivity(unchecked) var bufferOffset: UInt64 = 0
+    @exclusivity(unchecked) var bufferPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
     /// Frames found in the current segment, emitted once its frame count is known.
-    var found: [(start: Int, length: Int)] = []
+    @exclusivity(unchecked) var found: [(start: Int, length: Int)] = []
 
     public init(layout: FrameLayout, direction: Direction, consumer: FrameConsumer,
                 startsAtBoundary: Bool, knownID: ((UInt64) -> Bool)? = nil) {
@@ -41,7 +41,7 @@ public final class Deframer {
     // MARK: - Input
 
     /// Whether any byte has arrived yet.
-    public private(set) var started = false
+    @exclusivity(unchecked) public private(set) var started = false
 
     /// Before the first byte: whether the stream starts at a frame boundary (it began with a
     /// SYN) or mid-frame (capture started late). Known only once that direction has begun.
@@ -241,7 +241,7 @@ public final class Deframer {
     // MARK: - Hunting: the rare path
 
     /// Which packet carried which bytes of the hunting buffer: (end offset, packet), in order.
-    var huntSpans: [(end: UInt64, packet: PacketRef)] = []
+    @exclusivity(unchecked) var huntSpans: [(end: UInt64, packet: PacketRef)] = []
 
     func appendForHunt(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
         if buffer.isEmpty {
@@ -366,9 +366,9 @@ public final class Deframer {
         bufferPacket = huntSpans.first?.packet ?? packet
     }
 
-    var skipped: (offset: UInt64, length: UInt64)?
+    @exclusivity(unchecked) var skipped: (offset: UInt64, length: UInt64)?
     /// The first bytes of the skipped run, for `-x`.
-    var skippedSample: [UInt8] = []
+    @exclusivity(unchecked) var skippedSample: [UInt8] = []
 
     /// Reports the run of skipped bytes, dated by `packet`: the one that ended the run.
     func flushSkipped(_ packet: PacketRef) {

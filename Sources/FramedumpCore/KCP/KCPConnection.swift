@@ -6,12 +6,12 @@ final class KCPConnection {
     let manager: KCPManagerState
     let stream: Bool
     /// The bottom layers, one per direction (the session's `layers`).
-    private(set) var streams: [KCPStream] = []
+    @exclusivity(unchecked) private(set) var streams: [KCPStream] = []
     /// Each direction's conversations by conv (few: usually one).
-    var conversations: [[UInt32: KCPConversation]] = [[:], [:]]
+    @exclusivity(unchecked) var conversations: [[UInt32: KCPConversation]] = [[:], [:]]
     /// The conversation of the last segment, each direction (the common case: always the same).
-    var last: [KCPConversation?] = [nil, nil]
-    var statsByConv: [UInt32: KCPConversationStats] = [:]
+    @exclusivity(unchecked) var last: [KCPConversation?] = [nil, nil]
+    @exclusivity(unchecked) var statsByConv: [UInt32: KCPConversationStats] = [:]
 
     static let maxConversations = 256
 
@@ -74,7 +74,7 @@ final class KCPConnection {
 final class KCPStream: StreamLayer {
     unowned(unsafe) let connection: KCPConnection
     let dir: Direction
-    private(set) var started = false
+    @exclusivity(unchecked) private(set) var started = false
 
     init(connection: KCPConnection, dir: Direction) {
         self.connection = connection

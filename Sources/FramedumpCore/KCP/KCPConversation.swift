@@ -10,11 +10,11 @@ final class KCPConversation: FrameConsumer {
     let conv: UInt32
     let stream: Bool
     /// The protocol's deframer (a length rule); nil: a KCP message is one protocol message.
-    private(set) var deframer: Deframer?
+    @exclusivity(unchecked) private(set) var deframer: Deframer?
     let stats: KCPConversationStats
 
     /// The next sequence number to deliver (nil until the first segment or the peer's `una`).
-    var next: UInt32?
+    @exclusivity(unchecked) var next: UInt32?
     /// Segments that came ahead of a missing one, copied aside until it comes.
     struct Held {
         var frg: UInt8
@@ -23,19 +23,19 @@ final class KCPConversation: FrameConsumer {
         var bytes: [UInt8]
         var packet: PacketRef
     }
-    var held: [UInt32: Held] = [:]
-    var heldBytes = 0
+    @exclusivity(unchecked) var held: [UInt32: Held] = [:]
+    @exclusivity(unchecked) var heldBytes = 0
     /// Message mode: the fragments of the message being joined.
-    var partial: [UInt8] = []
-    var partialInfo = KCPInfo(conv: 0, sn: 0, ts: 0, fragments: 0, retransmitted: 0, delayed: false, stream: false)
-    var partialFirstPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
+    @exclusivity(unchecked) var partial: [UInt8] = []
+    @exclusivity(unchecked) var partialInfo = KCPInfo(conv: 0, sn: 0, ts: 0, fragments: 0, retransmitted: 0, delayed: false, stream: false)
+    @exclusivity(unchecked) var partialFirstPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
     /// Message mode: the next message follows lost segments, so it may be the tail of one
     /// whose start was lost.
-    var afterLoss = false
+    @exclusivity(unchecked) var afterLoss = false
     /// Bytes handed up so far: the offsets of this direction's messages.
-    var offset: UInt64 = 0
+    @exclusivity(unchecked) var offset: UInt64 = 0
     /// The note of what is being delivered (the deframer's frames take it).
-    var note: KCPInfo
+    @exclusivity(unchecked) var note: KCPInfo
 
     static let maxHeldSegments = 1024
     static let maxHeldBytes = 4 << 20

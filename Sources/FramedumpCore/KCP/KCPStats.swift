@@ -2,17 +2,17 @@
 /// where datagrams are read.
 final class KCPProtocolState {
     let stream: Bool
-    var conversations: UInt64 = 0
-    var segments: UInt64 = 0
-    var acks: UInt64 = 0
-    var windowSegments: UInt64 = 0
-    var retransmitted: UInt64 = 0
-    var lost: UInt64 = 0
-    var messages: UInt64 = 0
-    var fragments: UInt64 = 0
-    var malformedDatagrams: UInt64 = 0
-    var heldLimit: UInt64 = 0
-    var conversationLimit: UInt64 = 0
+    @exclusivity(unchecked) var conversations: UInt64 = 0
+    @exclusivity(unchecked) var segments: UInt64 = 0
+    @exclusivity(unchecked) var acks: UInt64 = 0
+    @exclusivity(unchecked) var windowSegments: UInt64 = 0
+    @exclusivity(unchecked) var retransmitted: UInt64 = 0
+    @exclusivity(unchecked) var lost: UInt64 = 0
+    @exclusivity(unchecked) var messages: UInt64 = 0
+    @exclusivity(unchecked) var fragments: UInt64 = 0
+    @exclusivity(unchecked) var malformedDatagrams: UInt64 = 0
+    @exclusivity(unchecked) var heldLimit: UInt64 = 0
+    @exclusivity(unchecked) var conversationLimit: UInt64 = 0
 
     init(stream: Bool) { self.stream = stream }
 }
@@ -23,19 +23,19 @@ final class KCPConversationStats {
     let endpoints: String
     let protocolName: String
     let conv: UInt32
-    var pushes: [UInt64] = [0, 0]
-    var retransmitted: [UInt64] = [0, 0]
+    @exclusivity(unchecked) var pushes: [UInt64] = [0, 0]
+    @exclusivity(unchecked) var retransmitted: [UInt64] = [0, 0]
     /// Holes filled: a segment that came after later ones (a loss the sender repaired).
-    var recovered: [UInt64] = [0, 0]
-    var lost: [UInt64] = [0, 0]
-    var messages: [UInt64] = [0, 0]
+    @exclusivity(unchecked) var recovered: [UInt64] = [0, 0]
+    @exclusivity(unchecked) var lost: [UInt64] = [0, 0]
+    @exclusivity(unchecked) var messages: [UInt64] = [0, 0]
     /// Round trips, from a data segment to the ACK that echoes its timestamp (packet time).
-    var rttCount: UInt64 = 0
-    var rttSum: Int64 = 0
-    var rttMin: Int64 = .max
-    var rttMax: Int64 = 0
+    @exclusivity(unchecked) var rttCount: UInt64 = 0
+    @exclusivity(unchecked) var rttSum: Int64 = 0
+    @exclusivity(unchecked) var rttMin: Int64 = .max
+    @exclusivity(unchecked) var rttMax: Int64 = 0
     /// Each direction's data segments awaiting their ACK: sn → (ts, when it was captured).
-    private var awaiting: [[UInt32: (ts: UInt32, at: Timestamp)]] = [[:], [:]]
+    @exclusivity(unchecked) private var awaiting: [[UInt32: (ts: UInt32, at: Timestamp)]] = [[:], [:]]
     static let maxAwaiting = 4096
 
     init(connection: UInt64, endpoints: String, protocolName: String, conv: UInt32) {
@@ -71,10 +71,10 @@ final class KCPConversationStats {
 /// Every KCP conversation of the run, for `-z kcp` (bounded: past the bound, rows are
 /// summed into one).
 final class KCPManagerState {
-    var rows: [KCPConversationStats] = []
+    @exclusivity(unchecked) var rows: [KCPConversationStats] = []
     static let maxRows = 10_000
     lazy var overflow = KCPConversationStats(connection: 0, endpoints: "(more conversations)", protocolName: "", conv: 0)
-    var overflowed: UInt64 = 0
+    @exclusivity(unchecked) var overflowed: UInt64 = 0
 
     func row(_ c: Connection, _ conv: UInt32, _ p: ProtocolRuntime) -> KCPConversationStats {
         guard rows.count < Self.maxRows else {

@@ -76,14 +76,14 @@ public final class Defragmenter {
     }
 
     public let options: Options
-    public private(set) var stats = Stats()
-    var table: [Key: Pending] = [:]
+    @exclusivity(unchecked) public private(set) var stats = Stats()
+    @exclusivity(unchecked) var table: [Key: Pending] = [:]
     /// Oldest first, for the timeout and eviction; entries already gone are skipped.
-    var order: [Pending] = []
-    var head = 0
-    var heldBytes = 0
-    var clock = Timestamp(seconds: .min, nanos: 0)
-    var jumpVotes = 0
+    @exclusivity(unchecked) var order: [Pending] = []
+    @exclusivity(unchecked) var head = 0
+    @exclusivity(unchecked) var heldBytes = 0
+    @exclusivity(unchecked) var clock = Timestamp(seconds: .min, nanos: 0)
+    @exclusivity(unchecked) var jumpVotes = 0
 
     public init(options: Options = Options()) { self.options = options }
 

@@ -3,7 +3,7 @@
 /// `{"conn":"C-S","dir":"c2s"` (plain and `--diffable`), and the same without `dir`.
 final class ConnectionText {
     let arena: UnsafeMutableBufferPointer<UInt8>
-    var spans: [(Int, Int)] = []
+    @exclusivity(unchecked) var spans: [(Int, Int)] = []
 
     init(_ c: Connection) {
         let client = c.client.text, server = c.server.text

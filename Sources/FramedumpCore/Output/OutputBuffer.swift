@@ -8,13 +8,13 @@ import Darwin
 /// and written in large blocks (or per line with `-l`).
 public final class OutputBuffer {
     /// Raw storage: appends are a bounds check and a store, nothing more.
-    var base: UnsafeMutablePointer<UInt8>
-    var capacity: Int
-    public internal(set) var count = 0
+    @exclusivity(unchecked) var base: UnsafeMutablePointer<UInt8>
+    @exclusivity(unchecked) var capacity: Int
+    @exclusivity(unchecked) public internal(set) var count = 0
     let fd: Int32?
-    public var lineBuffered = false
+    @exclusivity(unchecked) public var lineBuffered = false
     /// The reader went away (EPIPE): the pipeline stops reading packets, nothing more is written.
-    public private(set) var closed = false
+    @exclusivity(unchecked) public private(set) var closed = false
     /// The digit tables, looked up once per buffer rather than through globals per number.
     let pairs = UnsafePointer(OutputBuffer.pairTable)
     let hexDigitsPointer = OutputBuffer.hexDigits.utf8Start
@@ -168,9 +168,9 @@ public final class OutputBuffer {
         commit(c)
     }
 
-    var lastSecond: Int64 = .min
-    var secondText = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 24)
-    var secondLength = 0
+    @exclusivity(unchecked) var lastSecond: Int64 = .min
+    @exclusivity(unchecked) var secondText = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 24)
+    @exclusivity(unchecked) var secondLength = 0
 
     /// Ends a line; flushes when the buffer is full or in line-buffered mode.
     @inline(__always) public func newline() {

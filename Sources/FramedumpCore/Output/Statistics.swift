@@ -62,8 +62,8 @@ public final class StatisticsSink: MessageSink {
     let json: Bool
 
     struct MessageKey: Hashable { var proto: String; var name: String; var dir: Direction }
-    var perMessage: [MessageKey: (count: UInt64, bytes: UInt64)] = [:]
-    var messageOrder: [MessageKey] = []
+    @exclusivity(unchecked) var perMessage: [MessageKey: (count: UInt64, bytes: UInt64)] = [:]
+    @exclusivity(unchecked) var messageOrder: [MessageKey] = []
 
     final class Conversation {
         let text: String
@@ -79,26 +79,26 @@ public final class StatisticsSink: MessageSink {
         var shownProto: String { below.map { "\(proto) in \($0)" } ?? proto }
         init(text: String, proto: String, ts: Timestamp) { self.text = text; self.proto = proto; first = ts; last = ts }
     }
-    var conversations: [ObjectIdentifier: Conversation] = [:]
-    var conversationOrder: [Conversation] = []
+    @exclusivity(unchecked) var conversations: [ObjectIdentifier: Conversation] = [:]
+    @exclusivity(unchecked) var conversationOrder: [Conversation] = []
 
     /// Requests waiting for their response, per connection and pairing key (oldest first).
-    var pending: [ObjectIdentifier: [String: [(Timestamp, String)]]] = [:]
+    @exclusivity(unchecked) var pending: [ObjectIdentifier: [String: [(Timestamp, String)]]] = [:]
     /// Latencies in nanoseconds per request message (at most `maxSamples` kept each).
-    var latencies: [String: [Int64]] = [:]
-    var latencyOrder: [String] = []
-    var unanswered: [String: UInt64] = [:]
+    @exclusivity(unchecked) var latencies: [String: [Int64]] = [:]
+    @exclusivity(unchecked) var latencyOrder: [String] = []
+    @exclusivity(unchecked) var unanswered: [String: UInt64] = [:]
     /// What pairing saw, to say why a table came out empty.
-    var pairing = (requests: 0, responses: 0, unmatched: 0, withoutKey: 0, withoutRule: Set<String>())
-    var pendingCount = 0
+    @exclusivity(unchecked) var pairing = (requests: 0, responses: 0, unmatched: 0, withoutKey: 0, withoutRule: Set<String>())
+    @exclusivity(unchecked) var pendingCount = 0
     static let maxSamples = 1 << 20
     static let maxPending = 1 << 16
 
     /// Per `rate` statistic (in the order asked): message counts per interval, index = intervals
     /// since the whole second of the first message; and the messages past the table's end.
-    var rates: [(nanos: Int64, counts: [UInt64], beyond: UInt64)] = []
-    var rateStart: Int64?
-    var ratePrinted = Set<Int>()
+    @exclusivity(unchecked) var rates: [(nanos: Int64, counts: [UInt64], beyond: UInt64)] = []
+    @exclusivity(unchecked) var rateStart: Int64?
+    @exclusivity(unchecked) var ratePrinted = Set<Int>()
     static let maxRateSlots = 1 << 20
 
     public init(inner: MessageSink?, kinds: [StatisticsKind], output: OutputBuffer, json: Bool) {
@@ -303,7 +303,7 @@ public final class StatisticsSink: MessageSink {
     }
 
     /// A layer's table, asked of the layer at the end (set once the session manager exists).
-    var layerTable: ((String) -> (title: String, header: [String], rows: [[String]])?)?
+    @exclusivity(unchecked) var layerTable: ((String) -> (title: String, header: [String], rows: [[String]])?)?
 
     func write(_ k: StatisticsKind) {
         switch k {

@@ -8,7 +8,7 @@ public final class TreePrinter: MessageSink {
     /// The registry's layers, held here so the per-message path reads no global.
     let layerKinds = LayerRegistry.kinds
     /// What the message being written may take at most (see `message`).
-    var lineBound = 0
+    @exclusivity(unchecked) var lineBound = 0
 
     public init(output: OutputBuffer, hexDump: Bool, verbose: Bool, color: Bool) {
         out = output

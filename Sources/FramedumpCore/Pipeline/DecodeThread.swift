@@ -25,30 +25,30 @@ final class DecodeThread: @unchecked Sendable {
     private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let hasWork = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private let hasRoom = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var thread = pthread_t()
+    @exclusivity(unchecked) private var thread = pthread_t()
 
     // Under `lock`.
-    private var full: [EventBatch] = []
-    private var free: [EventBatch] = []
-    private var ended = false
-    private var outputClosed = false
+    @exclusivity(unchecked) private var full: [EventBatch] = []
+    @exclusivity(unchecked) private var free: [EventBatch] = []
+    @exclusivity(unchecked) private var ended = false
+    @exclusivity(unchecked) private var outputClosed = false
 
     // The reading thread's own: the batch being filled lives in these fields (reached through
     // `self` alone, so filling it touches no reference count) and moves into a free
     // `EventBatch` when it is handed over.
-    private var events: [DecodeEvent] = []
+    @exclusivity(unchecked) private var events: [DecodeEvent] = []
     /// The `call` events' closures, apart so that an event is a plain value.
-    private var calls: [() -> Void] = []
-    private var owners: [SessionFrames] = []
-    private var block: UnsafeMutableRawPointer
-    private var capacity: Int
-    private var used = 0
-    private var serial: UInt64 = 1
+    @exclusivity(unchecked) private var calls: [() -> Void] = []
+    @exclusivity(unchecked) private var owners: [SessionFrames] = []
+    @exclusivity(unchecked) private var block: UnsafeMutableRawPointer
+    @exclusivity(unchecked) private var capacity: Int
+    @exclusivity(unchecked) private var used = 0
+    @exclusivity(unchecked) private var serial: UInt64 = 1
     /// The output was closed (`| head`): the reader stops, as it does on one thread.
-    private(set) var stopRequested = false
+    @exclusivity(unchecked) private(set) var stopRequested = false
     /// Frames handed over so far (what the progress line counts while the other thread decodes).
-    private(set) var framesSent: UInt64 = 0
-    private var joined = false
+    @exclusivity(unchecked) private(set) var framesSent: UInt64 = 0
+    @exclusivity(unchecked) private var joined = false
 
     /// The decoding thread's: only it writes here once running.
     private let output: OutputBuffer
@@ -267,12 +267,12 @@ struct FrameCopy {
 
 /// A run of events and the bytes of their frames, on its way to the decoding thread or back.
 final class EventBatch {
-    var events: [DecodeEvent] = []
-    var calls: [() -> Void] = []
+    @exclusivity(unchecked) var events: [DecodeEvent] = []
+    @exclusivity(unchecked) var calls: [() -> Void] = []
     /// The frames' receivers, each once per batch (see `SessionFrames.handoffSerial`).
-    var owners: [SessionFrames] = []
-    var block: UnsafeMutableRawPointer
-    var capacity: Int
+    @exclusivity(unchecked) var owners: [SessionFrames] = []
+    @exclusivity(unchecked) var block: UnsafeMutableRawPointer
+    @exclusivity(unchecked) var capacity: Int
 
     init(_ sizes: DecodeThread.Sizes) {
         capacity = sizes.blockBytes

@@ -47,8 +47,8 @@ public final class MatchedPackets: MessageSink {
         var end: UInt64 = 0
     }
 
-    var entries: [ConnectionKey: Entry] = [:]
-    public private(set) var messages = 0
+    @exclusivity(unchecked) var entries: [ConnectionKey: Entry] = [:]
+    @exclusivity(unchecked) public private(set) var messages = 0
 
     public init() {}
 

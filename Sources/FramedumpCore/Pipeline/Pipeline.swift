@@ -3,19 +3,19 @@
 public final class Pipeline {
     let options: PipelineOptions
     let out: OutputBuffer
-    public private(set) var capture = CaptureStats()
+    @exclusivity(unchecked) public private(set) var capture = CaptureStats()
     public let defragmenter: Defragmenter
-    var reassembler: Reassembler?
+    @exclusivity(unchecked) var reassembler: Reassembler?
     /// UDP datagrams in flows, when a protocol is carried by UDP (`udp port N;`).
-    var flows: UDPFlows?
-    var export: StreamExport?
-    var consumers: [StreamConsumer] = []
+    @exclusivity(unchecked) var flows: UDPFlows?
+    @exclusivity(unchecked) var export: StreamExport?
+    @exclusivity(unchecked) var consumers: [StreamConsumer] = []
     public let sessions: SessionManager?
     let sink: MessageSink?
     /// The `-Y` filter in front of the output, when one was given.
     let filtering: FilteringSink?
     /// Set when decoding and printing run on a thread of their own (`PipelineOptions.decodeThread`).
-    var decodeThread: DecodeThread?
+    @exclusivity(unchecked) var decodeThread: DecodeThread?
     /// How many protocols the dissector files declared (none: only WebSocket is decoded, built in).
     public let dissectorCount: Int
 
@@ -102,7 +102,7 @@ public final class Pipeline {
     deinit { decodeThread?.finish() }
 
     /// The progress line on stderr, when the command line asks for one.
-    public var progress: Progress?
+    @exclusivity(unchecked) public var progress: Progress?
 
     /// Messages decoded or counted so far, over every protocol (for the progress line).
     public var messageCount: UInt64 {
@@ -112,7 +112,7 @@ public final class Pipeline {
     }
 
     /// With `-Y … -w`: writes only the TCP packets this says (see `MatchedPackets`).
-    public var writeOnly: MatchedPackets?
+    @exclusivity(unchecked) public var writeOnly: MatchedPackets?
 
     public func run(_ source: PacketSource, limit: UInt64?, dumper: PacketDumper?, lineBuffered: Bool,
                     dumperToStdout: Bool = false) throws(CaptureError) {

@@ -11,37 +11,37 @@ public final class Connection {
     public let udp: Bool
     /// A connection that carries bytes sent after an earlier one closed (same addresses, no
     /// new SYN): that one's number. Its roles come from it; it did not itself begin at a SYN.
-    public internal(set) var continues: UInt64?
+    @exclusivity(unchecked) public internal(set) var continues: UInt64?
     /// The outputs' per-connection text (endpoints formatted once). Up here among the fields
     /// set once: the printer may read it on the decoding thread while the reading thread
     /// writes the per-packet fields below, and a shared cache line would bounce between them.
-    public var outputCache: AnyObject?
+    @exclusivity(unchecked) public var outputCache: AnyObject?
     /// The bytes delivered each way when the connection closed, for the outputs' close lines:
     /// set before `closed` is sent and never after, so a decoding thread can read it while the
     /// reading thread goes on with the stream's own counts.
-    public internal(set) var deliveredAtClose: (c2s: UInt64, s2c: UInt64) = (0, 0)
+    @exclusivity(unchecked) public internal(set) var deliveredAtClose: (c2s: UInt64, s2c: UInt64) = (0, 0)
     /// The table key (both endpoints in a fixed order).
     let key: ConnectionKey
-    public internal(set) var lastSeen: Timestamp
-    var halves: [HalfStream] = [HalfStream(), HalfStream()]
-    var clientISN: UInt32?
-    var serverISN: UInt32?
+    @exclusivity(unchecked) public internal(set) var lastSeen: Timestamp
+    @exclusivity(unchecked) var halves: [HalfStream] = [HalfStream(), HalfStream()]
+    @exclusivity(unchecked) var clientISN: UInt32?
+    @exclusivity(unchecked) var serverISN: UInt32?
     /// Earlier SYN-ACK ISNs of a retried handshake (at most 4), while no server byte came.
-    var otherServerISNs: [UInt32] = []
-    var rstSeen = false
+    @exclusivity(unchecked) var otherServerISNs: [UInt32] = []
+    @exclusivity(unchecked) var rstSeen = false
     /// After an accepted RST the connection lingers a moment for the data already in flight
     /// (the peer had not seen the RST yet): the RST packet, and packets since.
-    var resetPacket: PacketRef?
-    var packetsSinceReset = 0
-    var inResetList = false
+    @exclusivity(unchecked) var resetPacket: PacketRef?
+    @exclusivity(unchecked) var packetsSinceReset = 0
+    @exclusivity(unchecked) var inResetList = false
     /// Packets of this connection while it had an ACK hole (the clock of the grace).
-    var packetCount: UInt64 = 0
+    @exclusivity(unchecked) var packetCount: UInt64 = 0
     /// Some direction holds an acknowledgement for bytes not seen yet (see `HalfStream.ackedEnd`).
-    var ackHole = false
+    @exclusivity(unchecked) var ackHole = false
     /// Listed in the reassembler's sweep of connections with open ACK holes.
-    var inAckList = false
+    @exclusivity(unchecked) var inAckList = false
     /// Tracking ended (`closed` was sent); late segments may still be attributed to it.
-    public internal(set) var isClosed = false
+    @exclusivity(unchecked) public internal(set) var isClosed = false
 
     /// Room for the next stage to hang its per-connection state.
     public var context: AnyObject? {
@@ -49,16 +49,16 @@ public final class Connection {
     }
     /// The same, for the per-packet path: reached without touching its reference count (the
     /// connection holds it until `context` changes).
-    public private(set) var contextRef: Unmanaged<AnyObject>?
+    @exclusivity(unchecked) public private(set) var contextRef: Unmanaged<AnyObject>?
     /// The stream export's per-connection state.
-    var exportEntry: AnyObject?
+    @exclusivity(unchecked) var exportEntry: AnyObject?
 
     // Least-recently-used list links (the table owns the list). The list is kept lazily:
     // a packet only stamps `lastTouch`; the order is fixed when the old end is examined.
-    var newer: Connection?
+    @exclusivity(unchecked) var newer: Connection?
     unowned(unsafe) var older: Connection?
-    var lastTouch: UInt64 = 0
-    var linkedAt: UInt64 = 0
+    @exclusivity(unchecked) var lastTouch: UInt64 = 0
+    @exclusivity(unchecked) var linkedAt: UInt64 = 0
 
     init(number: UInt64, client: Endpoint, server: Endpoint, rolesFromSYN: Bool, packet: PacketRef, udp: Bool = false) {
         self.number = number
@@ -134,10 +134,10 @@ struct HalfStream {
 /// so that a later copy of them carrying other bytes is reported as a conflict (and not only
 /// copies of bytes still waiting out of order). A ring indexed by stream offset.
 final class RecentBytes {
-    private var buf: [UInt8]
+    @exclusivity(unchecked) private var buf: [UInt8]
     /// Stream offset just after the last byte stored, and how many bytes before it are valid.
-    private(set) var end: UInt64
-    private var filled = 0
+    @exclusivity(unchecked) private(set) var end: UInt64
+    @exclusivity(unchecked) private var filled = 0
 
     init(capacity: Int, end: UInt64) {
         buf = [UInt8](repeating: 0, count: max(1, capacity))

@@ -5,34 +5,34 @@
 /// clock, so idle timeouts work the same offline and live.
 public final class Reassembler {
     public let options: ReassemblyOptions
-    public private(set) var stats = ReassemblyStats()
+    @exclusivity(unchecked) public private(set) var stats = ReassemblyStats()
     let consumer: StreamConsumer
     /// Which ports a dissector claims as server ports (for connections seen without a SYN).
     let isServerPort: (UInt16) -> Bool
 
-    var table = ConnectionTable()
+    @exclusivity(unchecked) var table = ConnectionTable()
     // Ends of the least-recently-used list.
-    var newest: Connection?
-    var oldest: Connection?
+    @exclusivity(unchecked) var newest: Connection?
+    @exclusivity(unchecked) var oldest: Connection?
     /// Counts packets: the clock of the lazy LRU order.
-    var tick: UInt64 = 0
+    @exclusivity(unchecked) var tick: UInt64 = 0
     /// The packet clock (see `advanceClock`): idle timeouts and grace periods use it.
-    var clock = Timestamp(seconds: .min, nanos: 0)
-    var jumpTarget: Int64 = 0
-    var jumpVotes = 0
+    @exclusivity(unchecked) var clock = Timestamp(seconds: .min, nanos: 0)
+    @exclusivity(unchecked) var jumpTarget: Int64 = 0
+    @exclusivity(unchecked) var jumpVotes = 0
     /// Connections touched by the packets of a jump not followed yet (at most 8).
-    var jumpTouched: [Connection] = []
+    @exclusivity(unchecked) var jumpTouched: [Connection] = []
     /// Connections closed by FIN or RST, remembered for `timeWaitSeconds` (oldest first).
-    var timeWait = ConnectionTable(capacity: 16)
-    var timeWaitOrder: [Connection] = []
-    var timeWaitHead = 0
+    @exclusivity(unchecked) var timeWait = ConnectionTable(capacity: 16)
+    @exclusivity(unchecked) var timeWaitOrder: [Connection] = []
+    @exclusivity(unchecked) var timeWaitHead = 0
     /// Connections that may hold an ACK hole, swept once per second of packet time.
-    var ackList: [Connection] = []
+    @exclusivity(unchecked) var ackList: [Connection] = []
     /// Connections lingering after a RST, swept once per second of packet time.
-    var resetList: [Connection] = []
+    @exclusivity(unchecked) var resetList: [Connection] = []
     /// `RecentBytes` buffers in use (bounded by `maxRecentBuffers`).
-    var recentBuffers = 0
-    var nextNumber: UInt64 = 1
+    @exclusivity(unchecked) var recentBuffers = 0
+    @exclusivity(unchecked) var nextNumber: UInt64 = 1
 
     /// A connection number for a flow of another transport (UDP), so numbers stay unique.
     func takeNumber() -> UInt64 {
@@ -40,10 +40,10 @@ public final class Reassembler {
         return nextNumber
     }
     /// Out-of-order bytes (with bookkeeping) held over every connection (`maxBufferedTotal`).
-    var heldTotal = 0
+    @exclusivity(unchecked) var heldTotal = 0
     /// The connection of the previous packet (cleared when it closes).
-    var lastConnection: Connection?
-    var lastPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
+    @exclusivity(unchecked) var lastConnection: Connection?
+    @exclusivity(unchecked) var lastPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
 
     public init(options: ReassemblyOptions, consumer: StreamConsumer,
                 isServerPort: @escaping (UInt16) -> Bool = { _ in false }) {

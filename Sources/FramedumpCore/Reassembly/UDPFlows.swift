@@ -29,13 +29,13 @@ public final class UDPFlows {
     let isServerPort: (UInt16) -> Bool
     /// Connection numbers, shared with TCP's reassembler so every flow and connection has its own.
     let nextNumber: () -> UInt64
-    var table: [ConnectionKey: Connection] = [:]
-    public private(set) var stats = Stats()
+    @exclusivity(unchecked) var table: [ConnectionKey: Connection] = [:]
+    @exclusivity(unchecked) public private(set) var stats = Stats()
     /// The packet clock, and when the table is next swept for idle flows.
-    var clock = Timestamp(seconds: 0, nanos: 0)
-    var nextSweep: Int64 = .min
+    @exclusivity(unchecked) var clock = Timestamp(seconds: 0, nanos: 0)
+    @exclusivity(unchecked) var nextSweep: Int64 = .min
     /// The packet being read: what idle and evicted flows' close events are dated by.
-    var lastPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
+    @exclusivity(unchecked) var lastPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
 
     init(options: Options, consumer: StreamConsumer, isServerPort: @escaping (UInt16) -> Bool,
          nextNumber: @escaping () -> UInt64) {

@@ -18,24 +18,24 @@ public final class ProtocolRuntime {
     let headerBits: [[BitField]]?
     public let nameBytes: [UInt8]
     /// Messages decoded, per schema message index; the last slot counts unknown ids.
-    public var messageCounts: [UInt64]
-    public var bytes: UInt64 = 0
-    public var malformed: UInt64 = 0
-    public var malformedBytes: UInt64 = 0
+    @exclusivity(unchecked) public var messageCounts: [UInt64]
+    @exclusivity(unchecked) public var bytes: UInt64 = 0
+    @exclusivity(unchecked) public var malformed: UInt64 = 0
+    @exclusivity(unchecked) public var malformedBytes: UInt64 = 0
     /// Frames the end of the capture (or `-c`) cut, and their bytes: not malformed.
-    public var cutAtEnd: UInt64 = 0
-    public var cutAtEndBytes: UInt64 = 0
-    public var gaps: UInt64 = 0
-    public var gapBytes: UInt64 = 0
-    public var connections: UInt64 = 0
-    public var warnings: UInt64 = 0
-    public var unknownIDs: [UInt64: UInt64] = [:]
+    @exclusivity(unchecked) public var cutAtEnd: UInt64 = 0
+    @exclusivity(unchecked) public var cutAtEndBytes: UInt64 = 0
+    @exclusivity(unchecked) public var gaps: UInt64 = 0
+    @exclusivity(unchecked) public var gapBytes: UInt64 = 0
+    @exclusivity(unchecked) public var connections: UInt64 = 0
+    @exclusivity(unchecked) public var warnings: UInt64 = 0
+    @exclusivity(unchecked) public var unknownIDs: [UInt64: UInt64] = [:]
     /// Bounds this protocol's traffic ran into (summed over protocols for the summary).
-    public var limitHits = LimitHits()
+    @exclusivity(unchecked) public var limitHits = LimitHits()
     /// `--max-string`: string values are printed up to this many bytes.
     let maxString: Int
     /// Strings of the message being printed that were cut (the printers add one warning).
-    var stringsCutInMessage = 0
+    @exclusivity(unchecked) var stringsCutInMessage = 0
 
     func stringCut() {
         limitHits.stringCut += 1

@@ -4,26 +4,26 @@ final class Session {
     // Both outlive the session (the connection holds it; the manager holds every connection).
     unowned(unsafe) let manager: SessionManager
     unowned(unsafe) let connection: Connection
-    var proto: ProtocolRuntime?
+    @exclusivity(unchecked) var proto: ProtocolRuntime?
     var layers: [StreamLayer?] = [nil, nil] {
         didSet { paths = (LayerPath(layers[0]), LayerPath(layers[1])) }
     }
     /// The same layers for the per-chunk path (see `LayerPath`).
-    private(set) var paths: (c2s: LayerPath, s2c: LayerPath) = (.none, .none)
+    @exclusivity(unchecked) private(set) var paths: (c2s: LayerPath, s2c: LayerPath) = (.none, .none)
     /// Receives the deframers' frames once a protocol is chosen.
-    var frames: SessionFrames?
+    @exclusivity(unchecked) var frames: SessionFrames?
     /// What the layers below the protocol share between the two directions (a handshake, what
     /// it negotiated), held here while the connection lives.
-    var stack: AnyObject?
+    @exclusivity(unchecked) var stack: AnyObject?
     /// Set once detection has given up on this connection.
-    var undissected = false
+    @exclusivity(unchecked) var undissected = false
     /// Data chunks any-port detection has looked at so far.
-    var detectTries = 0
+    @exclusivity(unchecked) var detectTries = 0
     /// Before any-port detection chose a protocol: each direction's first bytes (at most
     /// `SessionManager.earlyLimit`), so a header that came in pieces smaller than itself is
     /// recognised, and the message it starts is decoded, not lost.
-    var early: [[UInt8]] = [[], []]
-    var earlyEnd: [UInt64] = [0, 0]
+    @exclusivity(unchecked) var early: [[UInt8]] = [[], []]
+    @exclusivity(unchecked) var earlyEnd: [UInt64] = [0, 0]
 
     init(manager: SessionManager, connection: Connection, proto: ProtocolRuntime?) {
         self.manager = manager
@@ -32,7 +32,7 @@ final class Session {
     }
 
     /// A layer below the protocol's stack (TLS), holding the stack's layers as its uppers.
-    var lower: AnyObject?
+    @exclusivity(unchecked) var lower: AnyObject?
 
     /// The stack for `p`, and (`belowLower` false) whatever a layer puts below it (TLS).
     func attach(_ p: ProtocolRuntime, belowLower: Bool = false) {
@@ -48,7 +48,7 @@ final class Session {
 
     /// A layer that may go below the stack once it sees the first bytes (TLS: a ClientHello),
     /// asked once, on the first data chunk; nothing is allocated for it before.
-    var firstDataHook: (any LayerKind.Type)?
+    @exclusivity(unchecked) var firstDataHook: (any LayerKind.Type)?
 
     /// The stack for `p`: its layer's, or a deframer per direction on the stream itself.
     private func attachStack(_ p: ProtocolRuntime) {
@@ -91,16 +91,16 @@ final class SessionFrames: FrameConsumer {
     /// pipeline holds it for the whole run, so no reference count is touched per frame.)
     let handoff: Unmanaged<DecodeThread>?
     /// The batch that last took this object (the reading thread's; see `DecodeThread`).
-    var handoffSerial: UInt64 = 0
+    @exclusivity(unchecked) var handoffSerial: UInt64 = 0
     /// The message layer below the protocol, where its messages are decoded (nil: frames come
     /// straight from deframers).
-    var layer: (any MessageLayerDecoder)?
+    @exclusivity(unchecked) var layer: (any MessageLayerDecoder)?
     /// A layer below the stack that notes each frame (TLS: its records), with `layer` then
     /// `NoteDecoding`. Set before the first frame.
-    var noter: FrameNoter?
+    @exclusivity(unchecked) var noter: FrameNoter?
     /// A layer below the stack's word on the connection (TLS), put on each message. Set before
     /// the first frame it concerns is handed over (the handoff orders the two threads).
-    var connectionLayer: (any ConnectionLayerInfo)?
+    @exclusivity(unchecked) var connectionLayer: (any ConnectionLayerInfo)?
 
     init(manager: SessionManager, runtime: ProtocolRuntime, connection: Connection,
          layer: (any MessageLayerDecoder)? = nil) {
@@ -202,26 +202,26 @@ final class SessionFrames: FrameConsumer {
 /// reassembly and output.
 public final class SessionManager: StreamConsumer {
     public let protocols: [ProtocolRuntime]
-    var byPort: [UInt16: ProtocolRuntime] = [:]
+    @exclusivity(unchecked) var byPort: [UInt16: ProtocolRuntime] = [:]
     /// The protocols of UDP ports (`udp port N;`).
-    var byUDPPort: [UInt16: ProtocolRuntime] = [:]
+    @exclusivity(unchecked) var byUDPPort: [UInt16: ProtocolRuntime] = [:]
     let anyPort: [ProtocolRuntime]
     /// Where the manager's own events go (connections, gaps, handshakes). Set once, here or by
     /// `decode(on:)`, so `decodeSink` cannot go stale.
-    public internal(set) var sink: MessageSink?
+    @exclusivity(unchecked) public internal(set) var sink: MessageSink?
     /// Where decoded messages go: `sink`, unless a `DecodeThread` sits between them.
-    var decodeSink: MessageSink?
+    @exclusivity(unchecked) var decodeSink: MessageSink?
     /// Set before the first packet when decoding runs on a thread of its own.
-    var handoff: DecodeThread?
+    @exclusivity(unchecked) var handoff: DecodeThread?
     let decoded = DecodedMessage()
-    public internal(set) var undissectedConnections: UInt64 = 0
-    public internal(set) var undissectedBytes: UInt64 = 0
+    @exclusivity(unchecked) public internal(set) var undissectedConnections: UInt64 = 0
+    @exclusivity(unchecked) public internal(set) var undissectedBytes: UInt64 = 0
 
     /// The bounds decoding and the layers keep to (`--max-depth`, a layer's message size...).
     /// (The decoders took theirs when the manager was made; a layer's are read per connection.)
-    public internal(set) var limits: Limits
+    @exclusivity(unchecked) public internal(set) var limits: Limits
     /// Each registered layer's part of the manager (`LayerKind.managerState`), by registry index.
-    private(set) var layerStates: [AnyObject?] = []
+    @exclusivity(unchecked) private(set) var layerStates: [AnyObject?] = []
 
     public init(protocols: [ProtocolSchema], sink: MessageSink?, limits: Limits = Limits()) {
         self.limits = limits

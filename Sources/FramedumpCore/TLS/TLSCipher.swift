@@ -263,11 +263,14 @@ struct TLSRecordKeys {
 
 #if canImport(CryptoBoringWrapper)
 /// One direction's AEAD key, scheduled once: BoringSSL's context through swift-crypto. The
-/// record is copied into a `Data` kept for the purpose (its storage is made once and reused),
-/// so a record costs one allocation, its plaintext's.
+/// record is copied into a buffer kept with the context, which a `Data` made with the buffer
+/// lends to the context without a copy: a record costs one allocation, its plaintext's. The
+/// buffer grows with the largest record seen (at most `TLSRecordLayer.maxRecord`, checked
+/// before a record gets here).
 final class TLSAEADContext {
     private let context: BoringSSLAEAD.AEADContext
-    private var sealed = Data(count: 1 << 10)
+    @exclusivity(unchecked) private var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 16)
+    @exclusivity(unchecked) private var sealed: Data
 
     init?(_ suite: TLSSuite, key: SymmetricKey) {
         let cipher: BoringSSLAEAD
@@ -279,12 +282,19 @@ final class TLSAEADContext {
         }
         guard let c = try? BoringSSLAEAD.AEADContext(cipher: cipher, key: key) else { return nil }
         context = c
+        sealed = Data(bytesNoCopy: buffer.baseAddress!, count: buffer.count, deallocator: .none)
     }
+
+    deinit { buffer.deallocate() }
 
     /// `body`: ciphertext then the 16-byte tag; nil when it does not authenticate.
     func open(body: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, nonce: [UInt8]) -> Data? {
-        if sealed.count < body.count { sealed = Data(count: body.count) }
-        sealed.withUnsafeMutableBytes { $0.copyMemory(from: body) }
+        if body.count > buffer.count {
+            buffer.deallocate()
+            buffer = .allocate(byteCount: max(body.count, 2 * buffer.count), alignment: 16)
+            sealed = Data(bytesNoCopy: buffer.baseAddress!, count: buffer.count, deallocator: .none)
+        }
+        buffer.copyMemory(from: body)
         return try? context.open(combinedCiphertextAndTag: sealed[0..<body.count], nonce: nonce, authenticatedData: aad)
     }
 }

@@ -6,26 +6,26 @@
 final class TLSConnection: FrameNoter {
     unowned(unsafe) let session: Session
     let manager: TLSManagerState
-    private(set) var streams: [TLSStream] = []
+    @exclusivity(unchecked) private(set) var streams: [TLSStream] = []
     /// The layers the plaintext goes to, per direction (nil: not chosen yet, or nothing takes it).
-    var uppers: [StreamLayer?] = [nil, nil]
+    @exclusivity(unchecked) var uppers: [StreamLayer?] = [nil, nil]
     /// Whether the layers above are chosen (a dissector's port) or wait for the first plaintext.
-    var upperChosen: Bool
+    @exclusivity(unchecked) var upperChosen: Bool
 
-    var client: TLSClientHello?
+    @exclusivity(unchecked) var client: TLSClientHello?
     var server: TLSServerHello? {
         didSet { tls13 = server?.version == 0x0304 }
     }
-    var suite: TLSSuite?
-    var secrets: TLSKeyLog.Secrets?
+    @exclusivity(unchecked) var suite: TLSSuite?
+    @exclusivity(unchecked) var secrets: TLSKeyLog.Secrets?
     /// Why nothing is decrypted, once known (no key log, no line for this client random...).
-    var undecryptable: String?
-    var reported = false
+    @exclusivity(unchecked) var undecryptable: String?
+    @exclusivity(unchecked) var reported = false
     /// TLS 1.2: the key block, derived at the ServerHello.
-    var keyBlock: [UInt8]?
+    @exclusivity(unchecked) var keyBlock: [UInt8]?
 
     /// Kept, not derived from `server` on each record (that copies the hello).
-    private(set) var tls13 = false
+    @exclusivity(unchecked) private(set) var tls13 = false
 
     init(session: Session, manager: TLSManagerState, uppers: [StreamLayer?], upperChosen: Bool) {
         self.session = session
@@ -191,7 +191,7 @@ final class TLSConnection: FrameNoter {
     }
 
     /// The connection as `-Y tls.*` sees it, made once.
-    private var madeInfo: TLSInfo?
+    @exclusivity(unchecked) private var madeInfo: TLSInfo?
     func info() -> TLSInfo {
         if let i = madeInfo { return i }
         let i = TLSInfo(version: TLSHello.versionName(server?.version ?? 0), suite: TLSSuite.name(server?.suite ?? 0),

@@ -153,24 +153,24 @@ enum TLSLayer: LayerKind {
 
 /// The TLS layer's part of the session manager: the key log and the counts of the summary.
 final class TLSManagerState {
-    var keyLog: TLSKeyLog?
+    @exclusivity(unchecked) var keyLog: TLSKeyLog?
     /// The protocol named on the events of a TLS connection whose plaintext no protocol took.
     let defaultProtocol: ProtocolRuntime
-    var handshakes: UInt64 = 0
-    var versions: [UInt16: UInt64] = [:]
-    var records: UInt64 = 0
-    var decrypted: UInt64 = 0
-    var failed: UInt64 = 0
-    var undecryptable: UInt64 = 0
-    var undecrypted: UInt64 = 0
-    var undecryptedBytes: UInt64 = 0
-    var alignmentLost: UInt64 = 0
+    @exclusivity(unchecked) var handshakes: UInt64 = 0
+    @exclusivity(unchecked) var versions: [UInt16: UInt64] = [:]
+    @exclusivity(unchecked) var records: UInt64 = 0
+    @exclusivity(unchecked) var decrypted: UInt64 = 0
+    @exclusivity(unchecked) var failed: UInt64 = 0
+    @exclusivity(unchecked) var undecryptable: UInt64 = 0
+    @exclusivity(unchecked) var undecrypted: UInt64 = 0
+    @exclusivity(unchecked) var undecryptedBytes: UInt64 = 0
+    @exclusivity(unchecked) var alignmentLost: UInt64 = 0
     /// Directions whose records were found again after a gap.
-    var realigned: UInt64 = 0
-    var keyUpdates: UInt64 = 0
-    var sessionTickets: UInt64 = 0
-    var alerts: UInt64 = 0
-    var plaintextBytes: UInt64 = 0
+    @exclusivity(unchecked) var realigned: UInt64 = 0
+    @exclusivity(unchecked) var keyUpdates: UInt64 = 0
+    @exclusivity(unchecked) var sessionTickets: UInt64 = 0
+    @exclusivity(unchecked) var alerts: UInt64 = 0
+    @exclusivity(unchecked) var plaintextBytes: UInt64 = 0
 
     init() {
         var s = ProtocolSchema(name: "tls", file: "(built in)")

@@ -7,29 +7,29 @@ import Foundation
 final class TLSStream: StreamLayer {
     unowned(unsafe) let owner: TLSConnection
     let dir: Direction
-    private(set) var started = false
+    @exclusivity(unchecked) private(set) var started = false
     /// The current protection (nil: plaintext so far, or no keys) and, in TLS 1.3, the
     /// application keys that follow this side's Finished.
-    var keys: TLSRecordKeys?
-    var next: TLSRecordKeys?
+    @exclusivity(unchecked) var keys: TLSRecordKeys?
+    @exclusivity(unchecked) var next: TLSRecordKeys?
     /// Offset of the plaintext handed up so far.
-    var plainOffset: UInt64 = 0
+    @exclusivity(unchecked) var plainOffset: UInt64 = 0
     /// A record that spans chunks: its bytes so far.
-    private var pending: [UInt8] = []
+    @exclusivity(unchecked) private var pending: [UInt8] = []
     /// The stream offset the next chunk should start at.
-    private var expected: UInt64 = 0
+    @exclusivity(unchecked) private var expected: UInt64 = 0
     /// Handshake messages that span records.
-    private var handshake: [UInt8] = []
-    private var handshakeSkip = 0
+    @exclusivity(unchecked) private var handshake: [UInt8] = []
+    @exclusivity(unchecked) private var handshakeSkip = 0
     /// Record alignment lost (a gap, a record that is not TLS): the rest is passed over.
-    private var lost = false
-    private var keyUpdateAfterRecord = false
+    @exclusivity(unchecked) private var lost = false
+    @exclusivity(unchecked) private var keyUpdateAfterRecord = false
     /// Records seen this direction (the current one's number, from 1).
-    private(set) var recordNumber: UInt64 = 0
+    @exclusivity(unchecked) private(set) var recordNumber: UInt64 = 0
     /// The last application-data records handed up: where each one's plaintext starts and its
     /// number, oldest first, so a frame's first byte finds its record.
-    private var recent: [(plainStart: UInt64, number: UInt64)] = []
-    private var recentCount = 0
+    @exclusivity(unchecked) private var recent: [(plainStart: UInt64, number: UInt64)] = []
+    @exclusivity(unchecked) private var recentCount = 0
     static let recentRecords = 128
 
     /// The records a frame whose plaintext starts at `from` came from, as it is cut (its last
@@ -46,12 +46,12 @@ final class TLSStream: StreamLayer {
     }
 
     /// After a gap: looking for the next record (see `realign`).
-    private var realigning = false
+    @exclusivity(unchecked) private var realigning = false
     /// Where a record's sealed box is laid out for decryption.
-    private var scratch: [UInt8] = []
+    @exclusivity(unchecked) private var scratch: [UInt8] = []
     /// Records from here on are protected (TLS 1.2: after ChangeCipherSpec; TLS 1.3: after
     /// the ServerHello), whether or not there are keys for them.
-    var protected = false
+    @exclusivity(unchecked) var protected = false
 
     init(owner: TLSConnection, dir: Direction) {
         self.owner = owner
@@ -191,9 +191,9 @@ final class TLSStream: StreamLayer {
     static let realignTries: UInt64 = 256
 
     /// Bytes after a gap, while records are looked for in them.
-    private var held: [UInt8] = []
+    @exclusivity(unchecked) private var held: [UInt8] = []
     /// Where in `held` the candidates not yet tried start.
-    private var scanFrom = 0
+    @exclusivity(unchecked) private var scanFrom = 0
 
     /// The offset in `held` where records resume after a gap: a plausible application-data
     /// header whose record ends at the bytes' end or at another plausible header, and that

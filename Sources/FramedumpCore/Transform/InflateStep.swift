@@ -5,8 +5,8 @@ import CZlib
 final class InflateStep {
     enum Wrapper { case zlib, gzip, raw }
     let wrapper: Wrapper
-    private var stream = z_stream()
-    private var ready = false
+    @exclusivity(unchecked) private var stream = z_stream()
+    @exclusivity(unchecked) private var ready = false
 
     init(_ wrapper: Wrapper) { self.wrapper = wrapper }
 

@@ -4,7 +4,7 @@ import CLZ4
 /// frame's announced content size is never allocated), or one raw block whose size is given.
 final class LZ4Step {
     let size: LZ4BlockSize?
-    private var context: OpaquePointer?
+    @exclusivity(unchecked) private var context: OpaquePointer?
 
     /// `size` nil: the frame format.
     init(block size: LZ4BlockSize?) { self.size = size }

@@ -16,12 +16,12 @@ final class TransformChain {
     let layout: FrameLayout
     private let blocks = (ByteBlock(), ByteBlock())
     /// Each step's own state (zlib and LZ4 contexts, AES keys), made when it first runs.
-    private var inflaters: [InflateStep?]
-    private var lz4: [LZ4Step?]
-    private var aes: [AESStep?]
+    @exclusivity(unchecked) private var inflaters: [InflateStep?]
+    @exclusivity(unchecked) private var lz4: [LZ4Step?]
+    @exclusivity(unchecked) private var aes: [AESStep?]
     /// Per step, what it did over the run (for the summary): bodies, bytes in and out, failures.
     /// Written by the one thread that decodes, read after it finished.
-    private(set) var stats: [Stats]
+    @exclusivity(unchecked) private(set) var stats: [Stats]
 
     public struct Stats: Sendable, Equatable {
         public var bodies: UInt64 = 0

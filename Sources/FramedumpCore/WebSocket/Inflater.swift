@@ -11,16 +11,16 @@ final class Inflater {
         case failed(String)
     }
 
-    private var stream = z_stream()
+    @exclusivity(unchecked) private var stream = z_stream()
     /// zlib's state is made at the first message (an inflater that only ever heard of a gap
     /// costs no more than this object).
-    private var started = false
-    private var ready = false
+    @exclusivity(unchecked) private var started = false
+    @exclusivity(unchecked) private var ready = false
     /// Keep the window between messages.
-    var contextTakeover = true
+    @exclusivity(unchecked) var contextTakeover = true
     /// The window went with a gap (or a failed message) and has not been rebuilt since: a
     /// message that then cannot be inflated is flagged as a likely consequence.
-    private(set) var contextLost = false
+    @exclusivity(unchecked) private(set) var contextLost = false
 
     /// Where zlib writes before the bytes are appended to the message: one block for the whole
     /// run (`Scratch`), so a connection costs only zlib's own state.

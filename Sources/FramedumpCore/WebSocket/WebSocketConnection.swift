@@ -3,36 +3,36 @@
 /// subprotocol or port, or the built-in `websocket` dissector when nothing claims them).
 final class WebSocketConnection {
     unowned(unsafe) let session: Session
-    var streams: [WebSocketStream] = []
+    @exclusivity(unchecked) var streams: [WebSocketStream] = []
     /// The protocol that decodes the messages, and its decoding parts.
     var inner: ProtocolRuntime {
         didSet { innerHeaderSize = inner.layout.headerSize; readingCounters = inner.webSocketState!.reading }
     }
     /// Where `frames` has the messages decoded: the compression contexts of that side.
-    var decoding: WebSocketDecoding
+    @exclusivity(unchecked) var decoding: WebSocketDecoding
     var frames: SessionFrames {
         didSet { framesRef = Unmanaged.passUnretained(frames) }
     }
     /// What the per-message path needs of `inner` and `frames`, held apart so that it touches
     /// neither object (not even their reference counts): on a file, the decoding thread uses
     /// them for every message, and a cache line the two threads write would bounce between them.
-    private var innerHeaderSize: Int
-    private var readingCounters: WebSocketCounters
-    private var framesRef: Unmanaged<SessionFrames>
+    @exclusivity(unchecked) private var innerHeaderSize: Int
+    @exclusivity(unchecked) private var readingCounters: WebSocketCounters
+    @exclusivity(unchecked) private var framesRef: Unmanaged<SessionFrames>
     /// Binary payloads as a stream, per direction (protocols with a length rule).
-    var tunnel: [Deframer?] = [nil, nil]
-    var tunnelOffset: [UInt64] = [0, 0]
-    var tunnelled = false
+    @exclusivity(unchecked) var tunnel: [Deframer?] = [nil, nil]
+    @exclusivity(unchecked) var tunnelOffset: [UInt64] = [0, 0]
+    @exclusivity(unchecked) var tunnelled = false
 
-    var request: HTTPHandshake?
+    @exclusivity(unchecked) var request: HTTPHandshake?
     /// Set once the server's 101 response was read: nil there means no compression.
-    var deflate: DeflateParameters?
-    var handshakeDone = false
+    @exclusivity(unchecked) var deflate: DeflateParameters?
+    @exclusivity(unchecked) var handshakeDone = false
     /// RFC 6455 requires every client frame to be masked.
     static let expectMasking = true
     /// Taken by its first bytes looking like an HTTP request (no dissector named its port): if
     /// they are not a request after all, the connection is not a WebSocket.
-    var detected = false
+    @exclusivity(unchecked) var detected = false
 
     /// Without a handshake (capture started later) RSV1 is taken as permessage-deflate.
     var deflateAllowed: Bool { handshakeDone ? deflate != nil : true }
@@ -118,7 +118,7 @@ final class WebSocketConnection {
     }
 
     /// Counted in `httpPassedOver` (until an upgrade on the same connection takes it back).
-    var passedOver = false
+    @exclusivity(unchecked) var passedOver = false
 
     /// An HTTP request or response that is no upgrade: passed over quietly. HTTP/1.1 keeps the
     /// connection for more requests, and one of them may be the upgrade: the client's next
@@ -215,14 +215,14 @@ final class WebSocketConnection {
 public final class WebSocketCounters {
     /// Messages per opcode (16 slots: a plain block, counted without copy-on-write checks).
     let perOpcode = UnsafeMutablePointer<UInt64>.allocate(capacity: 16)
-    public var handshakes: UInt64 = 0
-    public var compressed: UInt64 = 0
-    public var compressedBytes: UInt64 = 0
-    public var inflatedBytes: UInt64 = 0
+    @exclusivity(unchecked) public var handshakes: UInt64 = 0
+    @exclusivity(unchecked) public var compressed: UInt64 = 0
+    @exclusivity(unchecked) public var compressedBytes: UInt64 = 0
+    @exclusivity(unchecked) public var inflatedBytes: UInt64 = 0
     /// Messages with a violation of the framing or of permessage-deflate.
-    var framingViolations: UInt64 = 0
+    @exclusivity(unchecked) var framingViolations: UInt64 = 0
     /// Text messages whose only violation is text that is not UTF-8 (found where text is decoded).
-    var invalidTextOnly: UInt64 = 0
+    @exclusivity(unchecked) var invalidTextOnly: UInt64 = 0
     /// Messages with a protocol violation of any kind.
     public var violations: UInt64 { framingViolations + invalidTextOnly }
 

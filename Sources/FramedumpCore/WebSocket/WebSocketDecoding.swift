@@ -111,9 +111,9 @@ final class WebSocketDecoding: MessageLayerDecoder {
         didSet { inflaterRefs = inflaters.map { $0.map { Unmanaged.passUnretained($0) } } }
     }
     /// ... and the same, reached without touching their reference counts.
-    private var inflaterRefs: [Unmanaged<Inflater>?] = [nil, nil]
+    @exclusivity(unchecked) private var inflaterRefs: [Unmanaged<Inflater>?] = [nil, nil]
     /// Whether each direction keeps its window between messages (from the handshake).
-    private var contextTakeover = [true, true]
+    @exclusivity(unchecked) private var contextTakeover = [true, true]
 
     @inline(__always)
     func inflater(_ dir: Direction) -> Unmanaged<Inflater> {

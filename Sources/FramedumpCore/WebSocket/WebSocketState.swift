@@ -21,7 +21,7 @@ final class WebSocketManagerState {
     let defaultProtocol: ProtocolRuntime
     let protocols: [ProtocolRuntime]
     /// Connections that began as HTTP and were not upgraded to WebSocket (passed over).
-    var httpPassedOver: UInt64 = 0
+    @exclusivity(unchecked) var httpPassedOver: UInt64 = 0
     /// permessage-deflate's output blocks, shared by every connection: where the capture is
     /// read (tunnelling protocols) ...
     let inflateScratch = Inflater.Scratch()
@@ -29,7 +29,7 @@ final class WebSocketManagerState {
     /// zlib's overflow block.
     let decodeInflated = ByteBlock()
     let decodeInflateScratch = Inflater.Scratch()
-    var lastInflaterHere = false
+    @exclusivity(unchecked) var lastInflaterHere = false
 
     init(_ all: [ProtocolRuntime]) {
         protocols = all.filter { $0.schema.overWebSocket && $0.schema.file != ProtocolSchema.webSocketDefault.file }

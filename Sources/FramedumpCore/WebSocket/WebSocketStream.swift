@@ -24,12 +24,12 @@ final class WebSocketStream: StreamLayer {
     }
 
     /// `.body`: bytes of the request body still to pass over.
-    var bodyLeft: UInt64 = 0
+    @exclusivity(unchecked) var bodyLeft: UInt64 = 0
     /// `.seekUpgrade`: the last bytes of the previous chunk, for a status line split over two.
-    var seekTail: [UInt8] = []
-    var seekTailOffset: UInt64 = 0
+    @exclusivity(unchecked) var seekTail: [UInt8] = []
+    @exclusivity(unchecked) var seekTailOffset: UInt64 = 0
     /// Picked up mid-stream: the first bytes tell whether this is HTTP or frames.
-    var midStream = false
+    @exclusivity(unchecked) var midStream = false
 
     /// The connection, which owns this stream. Reached through `connection` on the per-message
     /// path, which touches no reference count.
@@ -40,29 +40,29 @@ final class WebSocketStream: StreamLayer {
     func connection<R>(_ body: (WebSocketConnection) -> R) -> R { ownerRef._withUnsafeGuaranteedRef(body) }
     let dir: Direction
     let maxMessage: Int
-    var mode: Mode
-    private(set) var started = false
+    @exclusivity(unchecked) var mode: Mode
+    @exclusivity(unchecked) private(set) var started = false
 
     // The HTTP head being read.
-    var head: [UInt8] = []
-    var headOffset: UInt64 = 0
-    var headPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
+    @exclusivity(unchecked) var head: [UInt8] = []
+    @exclusivity(unchecked) var headOffset: UInt64 = 0
+    @exclusivity(unchecked) var headPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
 
     // The frame being read.
-    var headerBytes: [UInt8] = []
-    var headerOffset: UInt64 = 0
-    var headerPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
-    var inFrame = false
+    @exclusivity(unchecked) var headerBytes: [UInt8] = []
+    @exclusivity(unchecked) var headerOffset: UInt64 = 0
+    @exclusivity(unchecked) var headerPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
+    @exclusivity(unchecked) var inFrame = false
     /// Whole messages in the packet being read (`[coalesced N in pkt P]`), counted before its
     /// frames are taken; `wholePacket` is that packet's number.
-    var wholeHere = 1
-    var wholePacket: UInt64 = .max
-    var frame = WebSocketFrameHeader(fin: true, rsv: 0, opcode: .binary, masked: false, length: 0, maskKey: 0,
+    @exclusivity(unchecked) var wholeHere = 1
+    @exclusivity(unchecked) var wholePacket: UInt64 = .max
+    @exclusivity(unchecked) var frame = WebSocketFrameHeader(fin: true, rsv: 0, opcode: .binary, masked: false, length: 0, maskKey: 0,
                                      headerSize: 2, nonMinimalLength: false)
-    var remaining: UInt64 = 0
-    var maskPhase = 0
-    var frameOffset: UInt64 = 0
-    var framePacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
+    @exclusivity(unchecked) var remaining: UInt64 = 0
+    @exclusivity(unchecked) var maskPhase = 0
+    @exclusivity(unchecked) var frameOffset: UInt64 = 0
+    @exclusivity(unchecked) var framePacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
 
     /// The data message being built (its fragments so far).
     struct Building {
@@ -71,12 +71,12 @@ final class WebSocketStream: StreamLayer {
         var firstPacket: PacketRef
         var oversize = false
     }
-    var building: Building?
+    @exclusivity(unchecked) var building: Building?
     let payload = ByteBlock()
     /// A control frame's payload (they may come between fragments).
     let control = ByteBlock(capacity: 128)
-    var controlInfo = WebSocketInfo(opcode: .ping, fin: true, masked: false, compressed: false, frames: 1, wireLength: 0)
-    var controlOversize = false
+    @exclusivity(unchecked) var controlInfo = WebSocketInfo(opcode: .ping, fin: true, masked: false, compressed: false, frames: 1, wireLength: 0)
+    @exclusivity(unchecked) var controlOversize = false
 
     /// Where this direction's messages are inflated, settled at its first compressed message.
     /// A compression context is a sequence (each message refers back into the ones before), so it
@@ -84,7 +84,7 @@ final class WebSocketStream: StreamLayer {
     /// contexts alternate, as they are made, between this thread (true) and the one that decodes
     /// (`SessionFrames.inflaters`), so that each thread gets about half. A protocol that joins
     /// binary payloads into a stream needs them inflated here, before its deframer.
-    var inflatesHere: Bool?
+    @exclusivity(unchecked) var inflatesHere: Bool?
     /// The inflated payloads and this direction's compression context when they are here (zlib's
     /// state and window, ~40 KiB, are made at the first compressed message).
     let inflated = ByteBlock()
@@ -92,7 +92,7 @@ final class WebSocketStream: StreamLayer {
         didSet { inflaterRef = inflater.map { Unmanaged.passUnretained($0) } }
     }
     /// The same, for the per-message path: reached without touching its reference count.
-    private var inflaterRef: Unmanaged<Inflater>?
+    @exclusivity(unchecked) private var inflaterRef: Unmanaged<Inflater>?
 
     /// This direction's compression context here, made when first needed.
     @discardableResult
@@ -107,13 +107,13 @@ final class WebSocketStream: StreamLayer {
     /// After a gap inside a frame whose length its header gave: where that frame ends. The
     /// bytes up to there are the rest of the cut frame; the next frame starts there, so there is
     /// nothing to hunt for (hunting inside a payload finds "headers" that are data).
-    var cutFrameEnd: UInt64?
+    @exclusivity(unchecked) var cutFrameEnd: UInt64?
 
     // Hunting.
-    var hunt: [UInt8] = []
-    var huntOffset: UInt64 = 0
-    var huntPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
-    var skipped: (offset: UInt64, length: UInt64)?
+    @exclusivity(unchecked) var hunt: [UInt8] = []
+    @exclusivity(unchecked) var huntOffset: UInt64 = 0
+    @exclusivity(unchecked) var huntPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
+    @exclusivity(unchecked) var skipped: (offset: UInt64, length: UInt64)?
 
     init(owner: WebSocketConnection, direction: Direction, maxMessage: Int, mode: Mode) {
         ownerRef = Unmanaged.passUnretained(owner)
@@ -835,5 +835,5 @@ final class WebSocketStream: StreamLayer {
     }
 
     /// The first bytes of the skipped run, for `-x`.
-    var skippedSample: [UInt8] = []
+    @exclusivity(unchecked) var skippedSample: [UInt8] = []
 }
