@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the release binary and installs it under a prefix, with the man page, shell
+# Builds the release binary and installs it under a prefix, with the man pages, shell
 # completions and the example dissectors:
 #
 #     scripts/install.sh                  # /usr/local
@@ -20,10 +20,12 @@ done
 root="${DESTDIR:-}$prefix"
 swift build -c release --static-swift-stdlib --product framedump >&2
 bin="$(swift build -c release --static-swift-stdlib --show-bin-path)/framedump"
-install -d "$root/bin" "$root/share/man/man1" "$root/share/framedump/Dissectors" \
+install -d "$root/bin" "$root/share/man/man1" "$root/share/man/man5" "$root/share/man/man7" "$root/share/framedump/Dissectors" \
   "$root/share/bash-completion/completions" "$root/share/zsh/site-functions" "$root/share/fish/vendor_completions.d"
 install -m 755 "$bin" "$root/bin/framedump"
 install -m 644 man/framedump.1 "$root/share/man/man1/framedump.1"
+install -m 644 man/framedump-dissector.5 "$root/share/man/man5/framedump-dissector.5"
+install -m 644 man/framedump-filters.7 "$root/share/man/man7/framedump-filters.7"
 install -m 644 Dissectors/* "$root/share/framedump/Dissectors/"
 "$bin" --generate-completion-script bash > "$root/share/bash-completion/completions/framedump"
 "$bin" --generate-completion-script zsh > "$root/share/zsh/site-functions/_framedump"

@@ -128,4 +128,22 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(inHelp.subtracting(inPage).sorted(), [], "options missing from man/framedump.1: run scripts/make_manual.sh")
         XCTAssertEqual(inPage.subtracting(inHelp).sorted(), [], "man/framedump.1 lists options the command no longer has: run scripts/make_manual.sh")
     }
+
+    /// The language's and the filters' man pages are made from their docs/ pages by
+    /// scripts/make_man_pages.py: a docs change without the pages made again fails here.
+    func testManPagesAreMadeFromTheDocs() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", TestSupport.root.appendingPathComponent("scripts/make_man_pages.py").path, "--check"]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0, text)
+        for (page, heading) in [("man/framedump-dissector.5", ".SH A DISSECTOR FILE"), ("man/framedump-filters.7", ".SH NAME")] {
+            let text = try String(contentsOfFile: TestSupport.root.appendingPathComponent(page).path, encoding: .utf8)
+            XCTAssertTrue(text.contains(heading), page)
+        }
+    }
 }
