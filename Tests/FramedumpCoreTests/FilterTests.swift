@@ -96,6 +96,34 @@ final class FilterTests: XCTestCase {
         XCTAssertTrue(r.stderr.contains("\n    ^"), r.stderr)
     }
 
+    /// A layer's field compared with a value it can never hold is refused, as a decoded field's
+    /// is (it once matched nothing and exited 0); a value it can hold still filters.
+    func testLayerFieldsAreTypeChecked() throws {
+        let tls = ["-r", "samples/tls13.pcap", "--tls-keylog", "samples/tls13.keys", "-q"]
+        for (args, filter, says) in [
+            (tls, "tls.sni == 3", "tls.sni is a string"),
+            (tls, "tls.version == \"TLS 1.4\"", "\"TLS 1.4\" is not a value of tls.version (its values: TLS 1.3, TLS 1.2"),
+            (tls, "tls.record == \"x\"", "tls.record is a number"),
+            (["-r", "samples/bridge.pcap", "-q"], "ws.opcode == 1", "ws.opcode is a string"),
+            (["-r", "samples/bridge.pcap", "-q"], "ws.opcode == \"txt\"", "\"txt\" is not a value of ws.opcode"),
+            (["-r", "samples/bridge.pcap", "-q"], "ws.fin == \"yes\"", "ws.fin is a Bool"),
+            (["-r", "samples/kcp.pcap", "-q"], "kcp.conv == \"x\"", "kcp.conv is a number"),
+        ] {
+            let r = try TestSupport.framedump(args + ["-Y", filter])
+            XCTAssertEqual(r.status, 2, filter)
+            XCTAssertTrue(r.stderr.contains(says), filter + ": " + r.stderr)
+        }
+        for (args, filter) in [(tls, "tls.version == \"TLS 1.3\" and tls.record > 3"),
+                               (["-r", "samples/bridge.pcap", "-q"], "ws.opcode == \"text\" and ws.fin == 1"),
+                               (["-r", "samples/kcp.pcap", "-q"], "kcp.conv > 0 and kcp.delayed == false")] {
+            let r = try TestSupport.framedump(args + ["-Y", filter])
+            XCTAssertEqual(r.status, 0, filter + ": " + r.stderr)
+            let matched = r.stdout.split(separator: "\n").first { $0.contains("messages matched") }
+            XCTAssertNotNil(matched, filter + ": " + r.stdout)
+            XCTAssertFalse(matched?.contains(": 0 messages matched") ?? true, filter + ": " + r.stdout)
+        }
+    }
+
     /// What the filter decides before decoding: only a sure "no" skips the body.
     func testDecidedBeforeDecodingOnlyWhenSure() throws {
         let game = ProtocolRuntime(protocols.first { $0.name == "game" }!)

@@ -340,7 +340,15 @@ struct FilterNames {
         switch ref {
         case .msgID, .msgLen, .tcpPort, .tcpSrcPort, .tcpDstPort, .udpPort, .udpSrcPort, .udpDstPort: return [.integer(labels: [])]
         case .msgName, .msgDir, .msgProtocol, .ipSrc, .ipDst, .ipAddr: return [.text]
-        case .proto, .layer: return nil
+        case .proto: return nil
+        case .layer(let key, let field):
+            guard let k = LayerRegistry.kinds.first(where: { "\($0.key)" == key }),
+                  let kind = k.fieldKinds.first(where: { $0.name == field })?.kind else { return nil }
+            switch kind {
+            case .text: return [.text]
+            case .bool: return [.bool]
+            case .unsigned: return [.integer(labels: [])]
+            }
         case .field(let protoName, let path):
             guard let s = protocols[protoName] else { return nil }
             if path.count == 1, s.header.contains(where: { $0.name == path[0] }) { return [.integer(labels: [])] }
@@ -383,6 +391,13 @@ struct FilterNames {
             return nil
         case .msgDir:
             guard case .text(let s) = value, s == "c2s" || s == "s2c" else { return "msg.dir is \"c2s\" or \"s2c\"" }
+            return nil
+        case .layer(let key, let field):
+            // A text field with a closed list of values (`ws.opcode`, `tls.version`): another is an error.
+            guard let k = LayerRegistry.kinds.first(where: { "\($0.key)" == key }),
+                  case .text(let values?) = k.fieldKinds.first(where: { $0.name == field })?.kind else { break }
+            guard case .text(let s) = value else { return "\(name) is a string: compare it with a \"quoted string\" (its values: \(values.joined(separator: ", ")))" }
+            if !values.contains(s) { return "\"\(s)\" is not a value of \(name) (its values: \(values.joined(separator: ", ")))" }
             return nil
         case .msgProtocol:
             guard case .text(let s) = value else { return "msg.protocol is a protocol name: write it in double quotes" }

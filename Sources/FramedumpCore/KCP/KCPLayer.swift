@@ -101,7 +101,10 @@ enum KCPLayer: LayerKind {
         k.write(",\"delayed\":"); k.write(i.delayed ? "true" : "false"); k.byte(0x7d)
     }
 
-    static let fieldNames = ["conv", "sn", "ts", "fragments", "retransmitted", "delayed"]
+    static let fieldKinds: [(name: String, kind: LayerFieldKind)] = [
+        ("conv", .unsigned), ("sn", .unsigned), ("ts", .unsigned), ("fragments", .unsigned),
+        ("retransmitted", .unsigned), ("delayed", .bool),
+    ]
 
     static func fields(_ n: LayerNote) -> [(name: String, value: LayerFieldValue)] {
         let i = info(n)

@@ -22,8 +22,9 @@ protocol LayerKind {
     static func writeJSON(_ n: LayerNote, _ k: inout Cursor)
     /// Its fields by name, in NDJSON's order, for `-Y KEY.FIELD` and tests (the rare path).
     static func fields(_ n: LayerNote) -> [(name: String, value: LayerFieldValue)]
-    /// The names `fields` gives, for `-Y`'s checks and suggestions.
-    static var fieldNames: [String] { get }
+    /// The fields `fields` gives (and, for a layer below the stack, its `ConnectionLayerInfo`),
+    /// with what each holds: `-Y` refuses a value a field can never equal and suggests names.
+    static var fieldKinds: [(name: String, kind: LayerFieldKind)] { get }
 
     // MARK: - Dissector files
 
@@ -96,4 +97,8 @@ extension LayerKind {
     static var index: UInt8 {
         UInt8(LayerRegistry.kinds.firstIndex { $0 == Self.self }!)
     }
+}
+
+extension LayerKind {
+    static var fieldNames: [String] { fieldKinds.map(\.name) }
 }

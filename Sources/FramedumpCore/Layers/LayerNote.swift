@@ -72,6 +72,14 @@ public struct LayerNotes: Sendable {
     }
 }
 
+/// What a layer's field holds: text (from a closed list of values when `values` is given),
+/// a Bool, or an unsigned number.
+public enum LayerFieldKind: Sendable, Equatable {
+    case text(values: [String]?)
+    case bool
+    case unsigned
+}
+
 /// A layer's field as `-Y` and the tests read it.
 public enum LayerFieldValue: Sendable, Equatable {
     case text(String)

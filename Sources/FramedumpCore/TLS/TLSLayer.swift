@@ -114,7 +114,11 @@ enum TLSLayer: LayerKind {
         return [("record", .unsigned(r.lastRecord)), ("first_record", .unsigned(r.firstRecord))]
     }
 
-    static let fieldNames = ["version", "suite", "sni", "alpn", "record", "first_record"]
+    static let fieldKinds: [(name: String, kind: LayerFieldKind)] = [
+        ("version", .text(values: [0x0304, 0x0303, 0x0302, 0x0301, 0x0300].map(TLSHello.versionName))),
+        ("suite", .text(values: nil)), ("sni", .text(values: nil)), ("alpn", .text(values: nil)),
+        ("record", .unsigned), ("first_record", .unsigned),
+    ]
 
     // MARK: - The summary
 

@@ -87,7 +87,10 @@ enum WebSocketLayer: LayerKind {
         k.write(",\"wire_length\":"); k.decimal(ws.wireLength); k.byte(0x7d)
     }
 
-    static let fieldNames = ["opcode", "fin", "masked", "compressed", "frames", "wire_length"]
+    static let fieldKinds: [(name: String, kind: LayerFieldKind)] = [
+        ("opcode", .text(values: ([0, 1, 2, 8, 9, 10, 3, 11] as [UInt8]).map { "\(WebSocketOpcode(rawValue: $0).name)" })),
+        ("fin", .bool), ("masked", .bool), ("compressed", .bool), ("frames", .unsigned), ("wire_length", .unsigned),
+    ]
 
     static func fields(_ n: LayerNote) -> [(name: String, value: LayerFieldValue)] {
         let ws = info(n)
