@@ -199,7 +199,7 @@ final class FidelityCaptureTests: XCTestCase {
         }
         for round in 0..<300 {
             // Mostly Ethernet (what these packets are), sometimes another link type.
-            let ethernet = UInt8(LinkFuzz.linkTypes.firstIndex(of: 1)!)
+            let ethernet = UInt8(FuzzLink.linkTypes.firstIndex(of: 1)!)
             var input: [UInt8] = [round % 4 == 0 ? UInt8(round % 256) : ethernet]
             for p in packets.shuffled(using: &rng).prefix(Int.random(in: 1...packets.count, using: &rng)) {
                 var q = p
@@ -208,7 +208,7 @@ final class FidelityCaptureTests: XCTestCase {
                 }
                 input += [UInt8(q.count >> 8), UInt8(q.count & 0xff)] + q
             }
-            input.withUnsafeBytes { LinkFuzz.run($0) }
+            input.withUnsafeBytes { FuzzLink.run($0) }
         }
     }
 

@@ -272,7 +272,7 @@ final class KCPTests: XCTestCase {
         for _ in 0..<300 {
             let n = Int.random(in: 0...600, using: &rng)
             let bytes = (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }
-            bytes.withUnsafeBytes { KCPFuzz.run($0) }
+            bytes.withUnsafeBytes { FuzzKCP.run($0) }
         }
     }
 }

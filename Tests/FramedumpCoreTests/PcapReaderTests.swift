@@ -136,7 +136,7 @@ final class PcapReaderTests: XCTestCase {
             for v: UInt32 in [0, 0xFFFF_FFFF, 0x8000_0000, 0x40000, 0x40001, 16, 65] {
                 var d = good
                 put(&d, at, v)
-                d.withUnsafeBytes { PcapFuzz.run($0) }
+                d.withUnsafeBytes { FuzzPcap.run($0) }
             }
         }
     }

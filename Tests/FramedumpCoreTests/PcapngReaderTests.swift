@@ -194,7 +194,7 @@ final class PcapngReaderTests: XCTestCase {
             for v: UInt32 in [0, 0xFFFF_FFFF, 0x8000_0000, 12, 13] {
                 var d = good
                 put(&d, at, v)
-                d.withUnsafeBytes { PcapngFuzz.run($0) }
+                d.withUnsafeBytes { FuzzPcapng.run($0) }
             }
         }
     }

@@ -124,7 +124,7 @@ final class TunnelTests: XCTestCase {
         var rng = SeededRandom(seed: 47)
         var packets: [[UInt8]] = []
         for name in Self.fixtures + ["tunnel-malformed.pcap"] { packets += try Self.packets(name) }
-        let ethernet = UInt8(LinkFuzz.linkTypes.firstIndex(of: 1)!)
+        let ethernet = UInt8(FuzzLink.linkTypes.firstIndex(of: 1)!)
         for _ in 0..<400 {
             var input: [UInt8] = [ethernet]
             for p in packets.shuffled(using: &rng).prefix(Int.random(in: 1...12, using: &rng)) {
@@ -140,7 +140,7 @@ final class TunnelTests: XCTestCase {
                 q = Array(q.prefix(65535))
                 input += [UInt8(q.count >> 8), UInt8(q.count & 0xff)] + q
             }
-            input.withUnsafeBytes { LinkFuzz.run($0) }
+            input.withUnsafeBytes { FuzzLink.run($0) }
         }
     }
 
