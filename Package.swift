@@ -57,16 +57,22 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // scripts/fuzz.sh: an in-process mutation fuzzer over the untrusted-input parsers.
+        // The fuzz harnesses (one `Fuzz<Target>` a parser of untrusted input), out of the
+        // library: they reach it through `package` access. Also the tests' strict JSON checker.
+        .target(
+            name: "FramedumpFuzz",
+            dependencies: ["FramedumpCore"]
+        ),
+        // scripts/fuzz.sh: an in-process mutation fuzzer running the harnesses.
         .executableTarget(
             name: "framedump-fuzz",
-            dependencies: ["FramedumpCore"],
+            dependencies: ["FramedumpFuzz"],
             path: "Sources/framedump-fuzz"
         ),
         .testTarget(
             name: "FramedumpCoreTests",
             // Depends on the executable so `swift test` builds it: the CLI tests run it.
-            dependencies: ["FramedumpCore", "framedump", "CZlib"],
+            dependencies: ["FramedumpCore", "FramedumpFuzz", "framedump", "CZlib"],
             exclude: ["Fixtures", "Golden"]
         ),
     ],

@@ -96,7 +96,7 @@ fuzz_one() {
       if command -v protoc >/dev/null; then
         printf 'i32: -7 text: "hi" inner { label: "x" deltas: -1 } packed_ints: [1, 150] scores { key: "a" value: 1 } child { child { i32: 1 } }' |
           protoc -I Tests/FramedumpCoreTests/Fixtures/proto --encode=test.kinds.Kinds kinds.proto > "$seeds/kinds.bin"
-        # The first byte picks typed or schema-less decoding (see FuzzEntry.protobufWire).
+        # The first byte picks typed or schema-less decoding (see FuzzProtobuf.protobufWire).
         { printf '\001'; cat "$seeds/kinds.bin"; } > "$seeds/typed.bin"
       fi
       run protobuf-wire "$seeds" ;;
@@ -132,7 +132,7 @@ PY
       run "$1" "$seeds" ;;
     kcp)
       # Seeds: the KCP sample's datagrams per server port, as [port and flows byte] then
-      # [direction byte][u16le length][datagram] records (see KCPFuzz.run).
+      # [direction byte][u16le length][datagram] records (see FuzzKCP.run).
       seeds="$(mktemp -d)"
       trap 'rm -rf "$seeds"' RETURN
       python3 - "$seeds" samples/kcp.pcap <<'PY'

@@ -1,4 +1,4 @@
-import FramedumpCore
+import FramedumpFuzz
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -13,29 +13,7 @@ import Darwin
 /// (an input taking more than 10 s) writes the input to `fuzz-crash-TARGET` and exits 1.
 @main
 struct FuzzMain {
-    /// The core targets, then every layer's own (from the layer registry).
-    static let targets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
-        "proto-parser": FuzzEntry.protoParser,
-        "protobuf-wire": FuzzEntry.protobufWire,
-        "link": LinkFuzz.run,
-        "dissector": FuzzDissector.fileAndTraffic,
-        "display-filter": FuzzDissector.displayFilter,
-        "reassembly": ReassemblyFuzz.run,
-        "deframer": FuzzDeframer.run,
-        "pipeline": PipelineFuzz.run,
-        "pcapng": PcapngFuzz.run,
-        "pcap": PcapFuzz.run,
-        "ndjson-line": FuzzNDJSON.line,
-        "transform-zlib": TransformFuzz.single("zlib"),
-        "transform-gzip": TransformFuzz.single("gzip"),
-        "transform-deflate": TransformFuzz.single("deflate"),
-        "transform-lz4": TransformFuzz.single("lz4"),
-        "transform-lz4-block": TransformFuzz.single("lz4-block"),
-        "transform-xor": TransformFuzz.single("xor"),
-        "transform-base64": TransformFuzz.single("base64"),
-        "transform-aes": TransformFuzz.single("aes"),
-        "transform-chain": TransformFuzz.chained,
-    ].merging(LayerRegistry.fuzzTargets) { a, _ in a }
+    static let targets = FuzzTargets.all
 
     static func main() {
         #if LIBFUZZER

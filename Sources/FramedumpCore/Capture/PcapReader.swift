@@ -18,9 +18,9 @@ import Darwin
 /// TLV headers put in host order, as libpcap does. A record's captured length is checked
 /// against `maxRecord` before anything is read for it: the buffer grows only with bytes
 /// actually read, never on a length's word. Anything malformed is a one-line `CaptureError`.
-final class PcapReader: RecordReader {
+package final class PcapReader: RecordReader {
     /// libpcap's bound on a record (`max_snaplen_for_dlt`, 256 KiB for the link types framedump decodes).
-    static let maxRecord = 262_144
+    package static let maxRecord = 262_144
     static let headerSize = 24
 
     let name: String
@@ -70,7 +70,7 @@ final class PcapReader: RecordReader {
     }
 
     /// Reads bytes held in memory (the fuzz target).
-    init(bytes: UnsafeRawBufferPointer, name: String = "input") throws(CaptureError) {
+    package init(bytes: UnsafeRawBufferPointer, name: String = "input") throws(CaptureError) {
         self.name = name
         fd = -1
         ownsFD = false
@@ -161,7 +161,7 @@ final class PcapReader: RecordReader {
     }
 
     /// The next packet, nil at the end of the file; its `data` is valid until the next call.
-    func next() throws(CaptureError) -> PcapngReader.Record? {
+    package func next() throws(CaptureError) -> PcapngReader.Record? {
         lo += pending
         pending = 0
         guard try fill(16) else {

@@ -22,9 +22,9 @@ import Darwin
 /// skipped. The file is read through a buffer that grows only with bytes actually read,
 /// up to `maxBlock`: a length field is checked against that bound and never allocated on
 /// its word. Anything malformed is a one-line `CaptureError`.
-final class PcapngReader: RecordReader {
+package final class PcapngReader: RecordReader {
     /// One interface of the current section.
-    struct Interface {
+    package struct Interface {
         /// libpcap's DLT_ value for the file's LINKTYPE_ (they differ for raw IP: 101 → 12).
         var linkType: Int32
         var snaplen: UInt32
@@ -40,12 +40,12 @@ final class PcapngReader: RecordReader {
     }
 
     /// One packet: `data` is borrowed, valid until the next call to `next()`.
-    struct Record {
-        var interface: Int
-        var linkType: Int32
+    package struct Record {
+        package var interface: Int
+        package var linkType: Int32
         var snaplen: UInt32
         var ts: Timestamp
-        var data: UnsafeRawBufferPointer
+        package var data: UnsafeRawBufferPointer
         var wireLength: Int
     }
 
@@ -68,7 +68,7 @@ final class PcapngReader: RecordReader {
     @exclusivity(unchecked) private var pending = 0
     @exclusivity(unchecked) private var sectionSeen = false
     @exclusivity(unchecked) private var swapped = false
-    @exclusivity(unchecked) private(set) var interfaces: [Interface] = []
+    @exclusivity(unchecked) package private(set) var interfaces: [Interface] = []
     /// Packet blocks ending before this file offset were read by libpcap already.
     private let resumeAt: UInt64
 
@@ -87,7 +87,7 @@ final class PcapngReader: RecordReader {
     }
 
     /// Reads bytes held in memory (the fuzz target).
-    init(bytes: UnsafeRawBufferPointer, name: String = "input") {
+    package init(bytes: UnsafeRawBufferPointer, name: String = "input") {
         self.name = name
         resumeAt = 0
         fd = -1
@@ -151,7 +151,7 @@ final class PcapngReader: RecordReader {
     }
 
     /// The next packet, nil at the end of the file.
-    func next() throws(CaptureError) -> Record? {
+    package func next() throws(CaptureError) -> Record? {
         while true {
             lo += pending
             pending = 0

@@ -447,16 +447,17 @@ public final class FilteringSink: MessageSink {
 }
 
 /// `-q` with a filter: nothing printed per message, the matches counted for the summary.
-final class NullSink: MessageSink {
-    func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {}
-    func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {}
-    func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
+package final class NullSink: MessageSink {
+    package init() {}
+    package func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {}
+    package func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {}
+    package func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
                    reason: MalformedReason, packet: PacketRef) {}
-    func gap(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, offset: UInt64, length: UInt64,
+    package func gap(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, offset: UInt64, length: UInt64,
              reason: GapReason, packet: PacketRef) {}
-    func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {}
-    func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {}
-    func finish() {}
+    package func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {}
+    package func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {}
+    package func finish() {}
 }
 
 /// A filter's field path resolved against one protocol's schema, laid out in plain memory so

@@ -8,6 +8,14 @@ public struct Frame {
     public var lastPacket: PacketRef
     /// How many whole frames the last packet carried (≥ 2: sticky packets, 粘包).
     public var coalesced: Int
+
+    package init(bytes: UnsafeRawBufferPointer, offset: UInt64, firstPacket: PacketRef, lastPacket: PacketRef, coalesced: Int) {
+        self.bytes = bytes
+        self.offset = offset
+        self.firstPacket = firstPacket
+        self.lastPacket = lastPacket
+        self.coalesced = coalesced
+    }
 }
 
 /// Why bytes of a stream did not become a frame.

@@ -157,10 +157,4 @@ enum KCPLayer: LayerKind {
         return ("KCP conversations", ["conn", "endpoints", "protocol", "conv", "data c2s", "data s2c", "retransmitted",
                                       "rate", "lost", "messages", "rtt min ms", "rtt avg ms", "rtt max ms", "rtt samples"], rows)
     }
-
-    // MARK: - Fuzzing
-
-    static var fuzzTargets: [(name: String, run: @Sendable (UnsafeRawBufferPointer) -> Void)] {
-        [("kcp", KCPFuzz.run)]
-    }
 }

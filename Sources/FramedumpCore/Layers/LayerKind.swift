@@ -72,11 +72,6 @@ protocol LayerKind {
     static var hasStatistics: Bool { get }
     /// Its `-z NAME` table, if it has one: a title, the column names, the rows.
     static func statistics(_ m: SessionManager) -> (title: String, header: [String], rows: [[String]])?
-
-    // MARK: - Fuzzing
-
-    /// The layer's parsers of untrusted input as fuzz targets (`scripts/fuzz.sh NAME`).
-    static var fuzzTargets: [(name: String, run: @Sendable (UnsafeRawBufferPointer) -> Void)] { get }
 }
 
 extension LayerKind {

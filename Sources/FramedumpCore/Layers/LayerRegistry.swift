@@ -7,13 +7,6 @@ public enum LayerRegistry {
         TLSLayer.self,
     ]
 
-    /// Every layer's fuzz targets (`scripts/fuzz.sh NAME`), by name.
-    public static var fuzzTargets: [String: @Sendable (UnsafeRawBufferPointer) -> Void] {
-        var all: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [:]
-        for k in kinds { for (name, run) in k.fuzzTargets { all[name] = run } }
-        return all
-    }
-
     /// The kind named `name` in a dissector file or a `check -r` class, if any.
     static func kind(named name: String) -> (any LayerKind.Type)? {
         kinds.first { $0.name == name }

@@ -43,6 +43,21 @@ public struct TCPSegment {
     /// The IP header said length 0 (segmentation offload): the length is what was captured.
     public var ipLengthFromCapture = false
 
+    package init(src: Endpoint, dst: Endpoint, seq: UInt32, ack: UInt32, flags: TCPFlags, window: UInt16,
+                 payload: UnsafeRawBufferPointer, payloadLength: Int, windowScale: UInt8? = nil,
+                 ipLengthFromCapture: Bool = false) {
+        self.src = src
+        self.dst = dst
+        self.seq = seq
+        self.ack = ack
+        self.flags = flags
+        self.window = window
+        self.payload = payload
+        self.payloadLength = payloadLength
+        self.windowScale = windowScale
+        self.ipLengthFromCapture = ipLengthFromCapture
+    }
+
     public var isTruncated: Bool { payload.count < payloadLength }
 }
 
@@ -71,6 +86,13 @@ public struct UDPDatagram {
     public var payload: UnsafeRawBufferPointer
     /// The payload length the UDP header announces; larger than `payload.count` when the snaplen cut it.
     public var payloadLength: Int
+
+    package init(src: Endpoint, dst: Endpoint, payload: UnsafeRawBufferPointer, payloadLength: Int) {
+        self.src = src
+        self.dst = dst
+        self.payload = payload
+        self.payloadLength = payloadLength
+    }
 
     public var isTruncated: Bool { payload.count < payloadLength }
 }

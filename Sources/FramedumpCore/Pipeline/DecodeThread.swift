@@ -13,12 +13,18 @@ import Darwin
 /// Memory stays flat: a fixed pool of batches goes back and forth, and the reader waits when
 /// all are full. A frame larger than a batch's block gets a block its size (frames are bounded
 /// by `--max-frame` and `--max-ws-message`), given back when the batch is reused.
-final class DecodeThread: @unchecked Sendable {
+package final class DecodeThread: @unchecked Sendable {
     /// How much goes over at a time, and how many batches there are.
-    struct Sizes: Sendable {
+    package struct Sizes: Sendable {
         var events = 1024
         var blockBytes = 256 << 10
         var batches = 4
+
+        package init(events: Int = 1024, blockBytes: Int = 256 << 10, batches: Int = 4) {
+            self.events = events
+            self.blockBytes = blockBytes
+            self.batches = batches
+        }
     }
     let sizes: Sizes
 

@@ -36,6 +36,6 @@ public struct PipelineOptions: Sendable {
     /// WebSocket layer apart (files: live captures print each packet's messages at once).
     public var decodeThread = false
     /// Its batches (tests make them tiny, so every boundary is crossed).
-    var decodeThreadSizes = DecodeThread.Sizes()
+    package var decodeThreadSizes = DecodeThread.Sizes()
     public init() {}
 }

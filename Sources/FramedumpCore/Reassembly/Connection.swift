@@ -23,7 +23,7 @@ public final class Connection {
     /// The table key (both endpoints in a fixed order).
     let key: ConnectionKey
     @exclusivity(unchecked) public internal(set) var lastSeen: Timestamp
-    @exclusivity(unchecked) var halves: [HalfStream] = [HalfStream(), HalfStream()]
+    @exclusivity(unchecked) package var halves: [HalfStream] = [HalfStream(), HalfStream()]
     @exclusivity(unchecked) var clientISN: UInt32?
     @exclusivity(unchecked) var serverISN: UInt32?
     /// Earlier SYN-ACK ISNs of a retried handshake (at most 4), while no server byte came.
@@ -85,9 +85,9 @@ public final class Connection {
 
 /// A segment copied aside until the hole before it fills. `missing` marks a range the
 /// snaplen cut off: it holds no bytes and becomes a gap when its turn comes.
-struct PendingSegment {
+package struct PendingSegment {
     var offset: UInt64
-    var bytes: [UInt8]
+    package var bytes: [UInt8]
     var missingLength: Int
     var packet: PacketRef
     var length: Int { missingLength > 0 ? missingLength : bytes.count }
@@ -95,14 +95,14 @@ struct PendingSegment {
 }
 
 /// One direction of a connection.
-struct HalfStream {
+package struct HalfStream {
     var started = false
     var startedAtSYN = false
     /// Sequence number of the next byte we expect, and its stream offset.
     var nextSeq: UInt32 = 0
     var offset: UInt64 = 0
-    var pending: [PendingSegment] = []
-    var pendingBytes = 0
+    package var pending: [PendingSegment] = []
+    package var pendingBytes = 0
     var finOffset: UInt64?
     var finished = false
     var delivered: UInt64 = 0

@@ -1,10 +1,10 @@
 /// Connections by 4-tuple: an open-addressing table with linear probing. Looked up for
 /// every packet, so it hashes the key with one cheap mix instead of a general-purpose hasher
 /// (SYN-flood resistance comes from the connection limit, not from the hash).
-struct ConnectionTable {
+package struct ConnectionTable {
     private var slots: [Connection?]
     private var mask: Int
-    private(set) var count = 0
+    package private(set) var count = 0
 
     init(capacity: Int = 1024) {
         var n = 16
@@ -77,5 +77,5 @@ struct ConnectionTable {
         for c in old { if let c { insert(c) } }
     }
 
-    var all: [Connection] { slots.compactMap { $0 } }
+    package var all: [Connection] { slots.compactMap { $0 } }
 }

@@ -10,7 +10,7 @@ public final class Reassembler {
     /// Which ports a dissector claims as server ports (for connections seen without a SYN).
     let isServerPort: (UInt16) -> Bool
 
-    @exclusivity(unchecked) var table = ConnectionTable()
+    @exclusivity(unchecked) package var table = ConnectionTable()
     // Ends of the least-recently-used list.
     @exclusivity(unchecked) var newest: Connection?
     @exclusivity(unchecked) var oldest: Connection?
@@ -40,7 +40,7 @@ public final class Reassembler {
         return nextNumber
     }
     /// Out-of-order bytes (with bookkeeping) held over every connection (`maxBufferedTotal`).
-    @exclusivity(unchecked) var heldTotal = 0
+    @exclusivity(unchecked) package var heldTotal = 0
     /// The connection of the previous packet (cleared when it closes).
     @exclusivity(unchecked) var lastConnection: Connection?
     @exclusivity(unchecked) var lastPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))

@@ -37,7 +37,7 @@ public final class UDPFlows {
     /// The packet being read: what idle and evicted flows' close events are dated by.
     @exclusivity(unchecked) var lastPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
 
-    init(options: Options, consumer: StreamConsumer, isServerPort: @escaping (UInt16) -> Bool,
+    package init(options: Options, consumer: StreamConsumer, isServerPort: @escaping (UInt16) -> Bool,
          nextNumber: @escaping () -> UInt64) {
         self.options = options
         self.consumer = consumer
@@ -47,7 +47,7 @@ public final class UDPFlows {
 
     /// Takes a datagram if a protocol claims one of its ports; false: nobody does.
     @discardableResult
-    func add(_ d: UDPDatagram, packet: PacketRef) -> Bool {
+    package func add(_ d: UDPDatagram, packet: PacketRef) -> Bool {
         lastPacket = packet
         if packet.ts > clock { clock = packet.ts }
         if clock.seconds >= nextSweep { sweep() }
@@ -114,7 +114,7 @@ public final class UDPFlows {
     }
 
     /// End of capture: every flow still open closes, in the order they opened.
-    func finish() {
+    package func finish() {
         for c in table.values.sorted(by: { $0.number < $1.number }) { close(c, .captureEnd, at: lastPacket) }
     }
 }

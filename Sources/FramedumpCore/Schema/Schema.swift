@@ -89,6 +89,18 @@ public struct MessageDef: Sendable {
     public var line: Int
     /// For `Message NAME = ID : pkg.Type;`: the schema index of the protobuf message its body is.
     public var protoType: Int? = nil
+
+    package init(name: String, title: String?, id: UInt64?, direction: Direction?, fields: [FieldDef], nameBytes: [UInt8],
+                 line: Int, protoType: Int? = nil) {
+        self.name = name
+        self.title = title
+        self.id = id
+        self.direction = direction
+        self.fields = fields
+        self.nameBytes = nameBytes
+        self.line = line
+        self.protoType = protoType
+    }
 }
 
 public struct EnumDef: Sendable {
@@ -113,6 +125,20 @@ public struct HeaderField: Sendable {
     public var hex = false
     /// `uint8 flags { compressed = 0x01; codec = 0x0c; }`: named bit fields of the value.
     public var bits: [BitField] = []
+
+    package init(name: String, width: Int, signed: Bool, order: ByteOrder, constant: UInt64?, isPadding: Bool,
+                 offset: Int, nameBytes: [UInt8], hex: Bool = false, bits: [BitField] = []) {
+        self.name = name
+        self.width = width
+        self.signed = signed
+        self.order = order
+        self.constant = constant
+        self.isPadding = isPadding
+        self.offset = offset
+        self.nameBytes = nameBytes
+        self.hex = hex
+        self.bits = bits
+    }
 }
 
 /// A named group of bits of a header field: its value is `(field & mask) >> shift`.
@@ -129,6 +155,11 @@ public struct LengthRule: Sendable {
     public var terms: [(field: Int?, constant: Int64, negative: Bool)]
     /// True when the expression counts the whole frame, header included.
     public var countsWholeFrame: Bool
+
+    package init(terms: [(field: Int?, constant: Int64, negative: Bool)], countsWholeFrame: Bool) {
+        self.terms = terms
+        self.countsWholeFrame = countsWholeFrame
+    }
 }
 
 public enum BodyEncoding: String, Sendable {
@@ -186,6 +217,11 @@ public struct ProtocolSchema: Sendable {
     public var transforms: [TransformSpec] = []
     /// Show protobuf fields that are not on the wire at their default value (`--proto-defaults`).
     public var protoAddDefaults = false
+
+    package init(name: String, file: String) {
+        self.name = name
+        self.file = file
+    }
 
     public func message(_ d: Direction, _ id: UInt64) -> Int? { byID[d]?[id] }
     /// How the text messages of a layer are read: no header, the `text` rule as body.

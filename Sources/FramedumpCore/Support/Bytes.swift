@@ -4,12 +4,12 @@
 /// no packet, capture or frame can make us read outside what libpcap handed us.
 extension UnsafeRawBufferPointer {
     @inline(__always)
-    func u8(_ at: Int) -> UInt8? {
+    package func u8(_ at: Int) -> UInt8? {
         guard at >= 0, at < count else { return nil }
         return load(fromByteOffset: at, as: UInt8.self)
     }
     @inline(__always)
-    func u16be(_ at: Int) -> UInt16? {
+    package func u16be(_ at: Int) -> UInt16? {
         guard at >= 0, at <= count - 2 else { return nil }
         return UInt16(bigEndian: loadUnaligned(fromByteOffset: at, as: UInt16.self))
     }
@@ -24,7 +24,7 @@ extension UnsafeRawBufferPointer {
         return UInt64(bigEndian: loadUnaligned(fromByteOffset: at, as: UInt64.self))
     }
     @inline(__always)
-    func u16le(_ at: Int) -> UInt16? {
+    package func u16le(_ at: Int) -> UInt16? {
         guard at >= 0, at <= count - 2 else { return nil }
         return UInt16(littleEndian: loadUnaligned(fromByteOffset: at, as: UInt16.self))
     }
@@ -58,7 +58,7 @@ extension UnsafeRawBufferPointer {
 
     /// A sub-range, clamped to what is present.
     @inline(__always)
-    func slice(_ start: Int, _ length: Int) -> UnsafeRawBufferPointer {
+    package func slice(_ start: Int, _ length: Int) -> UnsafeRawBufferPointer {
         let s = Swift.max(0, Swift.min(start, count))
         let e = Swift.max(s, Swift.min(count, s + Swift.max(0, length)))
         return UnsafeRawBufferPointer(rebasing: self[s..<e])

@@ -46,7 +46,7 @@ public final class TLSKeyLog: @unchecked Sendable {
     }
 
     /// A key log from text lines (tests, the fuzz target): no file behind it.
-    init(lines: [String]) {
+    package init(lines: [String]) {
         paths = []
         readTo = []
         partial = []
@@ -78,7 +78,7 @@ public final class TLSKeyLog: @unchecked Sendable {
     }
 
     /// Reads one line of text (also used by the fuzz target).
-    func add(_ raw: [UInt8]) {
+    package func add(_ raw: [UInt8]) {
         var line = raw
         while let last = line.last, last == 0x0d || last == 0x20 || last == 0x09 { line.removeLast() }
         guard let first = line.first(where: { $0 != 0x20 && $0 != 0x09 }), first != 0x23 else { return }  // blank, '#'

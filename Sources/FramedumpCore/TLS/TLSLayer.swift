@@ -147,12 +147,6 @@ enum TLSLayer: LayerKind {
         if !parts.isEmpty { line += "; " + parts.joined(separator: "; ") }
         return [line]
     }
-
-    // MARK: - Fuzzing
-
-    static var fuzzTargets: [(name: String, run: @Sendable (UnsafeRawBufferPointer) -> Void)] {
-        [("tls", TLSFuzz.run)]
-    }
 }
 
 /// The TLS layer's part of the session manager: the key log and the counts of the summary.

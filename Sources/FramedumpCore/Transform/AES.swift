@@ -23,6 +23,13 @@ public struct BodyCipherSpec: Sendable {
     public var key: [UInt8]
     public var iv: [UInt8]
 
+    package init(mode: Mode, keyName: String, key: [UInt8], iv: [UInt8]) {
+        self.mode = mode
+        self.keyName = keyName
+        self.key = key
+        self.iv = iv
+    }
+
     /// `aes-128-cbc` and so on, for the outputs.
     public var name: StaticString {
         switch (key.count, mode) {

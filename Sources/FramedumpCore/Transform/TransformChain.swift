@@ -9,7 +9,7 @@ enum StepResult {
 /// Runs a protocol's transform steps on each frame's body. The output of a step is the frame's
 /// header followed by the step's result, so field offsets keep counting from the frame's start;
 /// two blocks take turns as input and output, grown to the largest message, owned by the decoder.
-final class TransformChain {
+package final class TransformChain {
     let specs: [TransformSpec]
     /// The largest body a step may produce (`--max-inflate`).
     let limit: Int
@@ -30,7 +30,7 @@ final class TransformChain {
         public var failed: UInt64 = 0
     }
 
-    init(_ specs: [TransformSpec], layout: FrameLayout, limit: Int) {
+    package init(_ specs: [TransformSpec], layout: FrameLayout, limit: Int) {
         self.specs = specs
         self.layout = layout
         self.limit = limit
@@ -40,7 +40,7 @@ final class TransformChain {
         stats = Array(repeating: Stats(), count: specs.count)
     }
 
-    enum Outcome {
+    package enum Outcome {
         /// No step's condition held: the body is decoded as it came.
         case untouched
         /// Header plus the final body; valid until the next frame.
@@ -51,7 +51,7 @@ final class TransformChain {
     }
 
     /// Runs the steps whose condition holds on `frame`, appending what ran to `steps`.
-    func run(_ frame: UnsafeRawBufferPointer, headerSize: Int, steps: inout [TransformStep]) -> Outcome {
+    package func run(_ frame: UnsafeRawBufferPointer, headerSize: Int, steps: inout [TransformStep]) -> Outcome {
         var input = frame
         var useFirst = true
         let header = UnsafeRawBufferPointer(rebasing: frame[..<headerSize])

@@ -1,10 +1,6 @@
 /// The WebSocket layer as the shared parts see it (`LayerKind`): its annotation line and
 /// NDJSON object, what it calls the frames it shows itself, its summary lines.
 enum WebSocketLayer: LayerKind {
-    static var fuzzTargets: [(name: String, run: @Sendable (UnsafeRawBufferPointer) -> Void)] {
-        [("websocket", FuzzWebSocket.connection), ("http-head", FuzzWebSocket.httpHead)]
-    }
-
     static let name = "websocket"
     static let key: StaticString = "ws"
 

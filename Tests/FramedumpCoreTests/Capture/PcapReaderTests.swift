@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
+@testable import FramedumpFuzz
 
 /// Classic pcap files whose records are longer than the header's snaplen: libpcap 1.10 cuts
 /// each to the snaplen (and skips its other bytes); `PcapReader` reads on from the first such
@@ -136,7 +137,7 @@ final class PcapReaderTests: XCTestCase {
             for v: UInt32 in [0, 0xFFFF_FFFF, 0x8000_0000, 0x40000, 0x40001, 16, 65] {
                 var d = good
                 put(&d, at, v)
-                d.withUnsafeBytes { PcapFuzz.run($0) }
+                d.withUnsafeBytes { FuzzPcap.run($0) }
             }
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
+@testable import FramedumpFuzz
 
 /// The pcapng files libpcap 1.10 refuses or cuts short, read by `PcapngReader` (fixtures by
 /// `scripts/make_pcapng_fixtures.py`): reassembled and compared byte for byte with tshark's
@@ -194,7 +195,7 @@ final class PcapngReaderTests: XCTestCase {
             for v: UInt32 in [0, 0xFFFF_FFFF, 0x8000_0000, 12, 13] {
                 var d = good
                 put(&d, at, v)
-                d.withUnsafeBytes { PcapngFuzz.run($0) }
+                d.withUnsafeBytes { FuzzPcapng.run($0) }
             }
         }
     }

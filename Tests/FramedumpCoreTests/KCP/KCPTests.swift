@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
+@testable import FramedumpFuzz
 
 /// Collects what the KCP and UDP stacks hand up: each message's frame and KCP note, and the
 /// malformed reports.
@@ -272,7 +273,7 @@ final class KCPTests: XCTestCase {
         for _ in 0..<300 {
             let n = Int.random(in: 0...600, using: &rng)
             let bytes = (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }
-            bytes.withUnsafeBytes { KCPFuzz.run($0) }
+            bytes.withUnsafeBytes { FuzzKCP.run($0) }
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
+@testable import FramedumpFuzz
 
 /// TCP inside tunnels (GRE, ERSPAN, IP in IP, VXLAN, Geneve, nested), each kind a fixture made by
 /// `scripts/make_tunnel_fixtures.py`, reassembled and compared byte for byte with tshark's
@@ -124,7 +125,7 @@ final class TunnelTests: XCTestCase {
         var rng = SeededRandom(seed: 47)
         var packets: [[UInt8]] = []
         for name in Self.fixtures + ["tunnel-malformed.pcap"] { packets += try Self.packets(name) }
-        let ethernet = UInt8(LinkFuzz.linkTypes.firstIndex(of: 1)!)
+        let ethernet = UInt8(FuzzLink.linkTypes.firstIndex(of: 1)!)
         for _ in 0..<400 {
             var input: [UInt8] = [ethernet]
             for p in packets.shuffled(using: &rng).prefix(Int.random(in: 1...12, using: &rng)) {
@@ -140,7 +141,7 @@ final class TunnelTests: XCTestCase {
                 q = Array(q.prefix(65535))
                 input += [UInt8(q.count >> 8), UInt8(q.count & 0xff)] + q
             }
-            input.withUnsafeBytes { LinkFuzz.run($0) }
+            input.withUnsafeBytes { FuzzLink.run($0) }
         }
     }
 

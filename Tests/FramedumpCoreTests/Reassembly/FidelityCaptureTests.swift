@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
+@testable import FramedumpFuzz
 
 /// Issue 11's capture classes, each a fixture made by `scripts/make_fixtures.py`, reassembled
 /// and compared byte for byte with tshark's TCP follow; plus the counts the summary shows.
@@ -199,7 +200,7 @@ final class FidelityCaptureTests: XCTestCase {
         }
         for round in 0..<300 {
             // Mostly Ethernet (what these packets are), sometimes another link type.
-            let ethernet = UInt8(LinkFuzz.linkTypes.firstIndex(of: 1)!)
+            let ethernet = UInt8(FuzzLink.linkTypes.firstIndex(of: 1)!)
             var input: [UInt8] = [round % 4 == 0 ? UInt8(round % 256) : ethernet]
             for p in packets.shuffled(using: &rng).prefix(Int.random(in: 1...packets.count, using: &rng)) {
                 var q = p
@@ -208,7 +209,7 @@ final class FidelityCaptureTests: XCTestCase {
                 }
                 input += [UInt8(q.count >> 8), UInt8(q.count & 0xff)] + q
             }
-            input.withUnsafeBytes { LinkFuzz.run($0) }
+            input.withUnsafeBytes { FuzzLink.run($0) }
         }
     }
 

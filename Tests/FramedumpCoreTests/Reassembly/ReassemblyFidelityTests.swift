@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
+@testable import FramedumpFuzz
 
 /// Capture patterns of real host-side and span-port captures (issue 11): ACKs captured
 /// before their data, RSTs outside the window, segments after the connection closed,
@@ -272,7 +273,7 @@ final class ReassemblyFidelityTests: XCTestCase {
 
     /// Timestamps anywhere in the 64-bit range (a crafted pcapng can write them): no trap.
     func testExtremeTimestampsDoNotTrap() {
-        let r = Reassembler(options: ReassemblyOptions(), consumer: LinkFuzz.Discard())
+        let r = Reassembler(options: ReassemblyOptions(), consumer: FuzzLink.Discard())
         let d = Defragmenter()
         let data = [UInt8](repeating: 1, count: 16)
         var n: UInt64 = 0

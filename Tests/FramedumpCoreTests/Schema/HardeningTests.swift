@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
+@testable import FramedumpFuzz
 
 /// Dissector files that used to hang or exhaust the tool (found by fuzzing the language and
 /// traffic together): each is now refused where it is written, or bounded while decoding.
@@ -117,15 +118,7 @@ final class HardeningTests: XCTestCase {
     /// target again, in the normal test run.
     func testFuzzRegressionInputs() throws {
         let dir = TestSupport.fixture("fuzz")
-        var targets: [String: (UnsafeRawBufferPointer) -> Void] = [
-            "dissector": FuzzDissector.fileAndTraffic, "display-filter": FuzzDissector.displayFilter,
-            "websocket": FuzzWebSocket.connection, "http-head": FuzzWebSocket.httpHead, "link": LinkFuzz.run,
-            "proto-parser": FuzzEntry.protoParser, "protobuf-wire": FuzzEntry.protobufWire,
-            "reassembly": ReassemblyFuzz.run, "deframer": FuzzDeframer.run, "pipeline": PipelineFuzz.run,
-            "ndjson-line": FuzzNDJSON.line, "pcapng": PcapngFuzz.run, "pcap": PcapFuzz.run,
-            "transform-chain": TransformFuzz.chained,
-        ]
-        for t in TransformFuzz.names { targets["transform-" + t] = TransformFuzz.single(t) }
+        let targets = FuzzTargets.all
         FuzzDeframer.dissectorDirectory = TestSupport.dissectors
         let files = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
         XCTAssertFalse(files.isEmpty)

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import XCTest
 @testable import FramedumpCore
+@testable import FramedumpFuzz
 
 /// The TLS layer on real peers' captures (samples/make_tls_samples.py: Python's ssl on both
 /// sides, every listed suite of TLS 1.3 and 1.2, a KeyUpdate, wss:// with permessage-deflate),
@@ -265,14 +266,14 @@ final class TLSTests: XCTestCase {
         func hello(_ random: [UInt8], suite: UInt16, version: UInt16?) -> [UInt8] {
             var ext: [UInt8] = []
             if let v = version { ext = [0, 43, 0, 2, UInt8(v >> 8), UInt8(v & 0xff)] }
-            let body: [UInt8] = [3, 3] + random + [0, UInt8(suite >> 8), UInt8(suite & 0xff), 0] + TLSFuzz.be16(ext.count) + ext
-            return [2, 0] + TLSFuzz.be16(body.count) + body
+            let body: [UInt8] = [3, 3] + random + [0, UInt8(suite >> 8), UInt8(suite & 0xff), 0] + FuzzTLS.be16(ext.count) + ext
+            return [2, 0] + FuzzTLS.be16(body.count) + body
         }
         let hs = hello([UInt8](repeating: 0x22, count: 32), suite: 0xC02F, version: nil)
             + hello([UInt8](repeating: 0x23, count: 32), suite: 0x1302, version: 0x0304)
             + hello(TLSHello.helloRetryRandom, suite: 0x1302, version: 0x0303)
-        let s2c: [UInt8] = [22, 3, 3] + TLSFuzz.be16(hs.count) + hs + [20, 3, 3, 0, 1, 1] + [23, 3, 3, 0, 40] + [UInt8](repeating: 7, count: 40)
-        ([0, 1] + s2c).withUnsafeBytes { TLSFuzz.run($0) }
+        let s2c: [UInt8] = [22, 3, 3] + FuzzTLS.be16(hs.count) + hs + [20, 3, 3, 0, 1, 1] + [23, 3, 3, 0, 40] + [UInt8](repeating: 7, count: 40)
+        ([0, 1] + s2c).withUnsafeBytes { FuzzTLS.run($0) }
     }
 
     // MARK: - The key log
@@ -345,7 +346,7 @@ final class TLSTests: XCTestCase {
         for _ in 0..<200 {
             var q = base
             for _ in 0..<8 { q[Int.random(in: 0..<q.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng) }
-            q.withUnsafeBytes { TLSFuzz.run($0) }
+            q.withUnsafeBytes { FuzzTLS.run($0) }
         }
     }
 }

@@ -23,7 +23,7 @@ public final class ProtoRegistry {
         self.init(searchPaths: searchPaths, read: DissectorLoader.readFile)
     }
 
-    init(searchPaths: [String], read: @escaping (String) -> String?) {
+    package init(searchPaths: [String], read: @escaping (String) -> String?) {
         self.searchPaths = searchPaths
         self.read = read
     }

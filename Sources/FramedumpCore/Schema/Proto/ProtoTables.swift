@@ -75,7 +75,7 @@ public final class ProtoTables: @unchecked Sendable {
     }
 
     /// Appends the registry's messages to `schema.messages` and builds the tables.
-    static func attach(_ reg: ProtoRegistry, to s: inout ProtocolSchema) -> ProtoTables {
+    package static func attach(_ reg: ProtoRegistry, to s: inout ProtocolSchema) -> ProtoTables {
         let base = s.messages.count
         var byName: [String: Int] = [:]
         for (i, n) in reg.messageOrder.enumerated() { byName[n] = base + i }

@@ -1,3 +1,4 @@
+import FramedumpCore
 /// `ndjson-line` for `scripts/fuzz.sh`: an NDJSON line as `framedump diff` reads one (exports
 /// are untrusted input). The scanner and the value parser must agree on what is JSON, and the
 /// line with its `--ignore`d members cut out must still be JSON.

@@ -1,28 +1,28 @@
+import FramedumpCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 
-/// Fuzz entry (`scripts/fuzz.sh pcap`): the bytes as a classic pcap file, read by `PcapReader`
-/// in memory (each packet decoded by the file's link type), then as a file through
-/// `PacketSource`: libpcap first, our reader from the first record libpcap cuts to the
-/// snaplen, with a BPF filter. Every outcome is a packet or a `CaptureError`: no trap, no hang.
-public enum PcapFuzz {
+/// Fuzz entry (`scripts/fuzz.sh pcapng`): the bytes as a pcapng file, read by `PcapngReader`
+/// in memory (each packet decoded by its interface's link type), then as a file through
+/// `PacketSource`: libpcap first, our reader from where libpcap refuses, with a BPF filter
+/// compiled per link type. Every outcome is a packet or a `CaptureError`: no trap, no hang.
+public enum FuzzPcapng {
     static let path: String = {
         let dir = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
-        return dir + "/framedump-fuzz-\(getpid()).pcap"
+        return dir + "/framedump-fuzz-\(getpid()).pcapng"
     }()
 
     public static func run(_ data: UnsafeRawBufferPointer) {
-        if let reader = try? PcapReader(bytes: data) {
-            var packets = 0
-            while let r = try? reader.next() {
-                precondition(r.data.count <= data.count - 40 && r.data.count <= PcapReader.maxRecord, "a packet beyond its file")
-                _ = LinkDecoder(linkType: r.linkType).decode(r.data)
-                packets += 1
-                precondition(packets <= data.count / 16, "more packets than records")
-            }
+        let reader = PcapngReader(bytes: data)
+        var packets = 0
+        while let r = try? reader.next() {
+            precondition(r.data.count <= data.count && r.interface < reader.interfaces.count, "a packet beyond its file")
+            _ = LinkDecoder(linkType: r.linkType).decode(r.data)
+            packets += 1
+            precondition(packets <= data.count / 12, "more packets than blocks")
         }
 
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
@@ -39,7 +39,6 @@ public enum PcapFuzz {
             guard let source = try? PacketSource(.file(path)) else { return }
             if let filter, (try? source.setFilter(filter)) == nil { return }
             try? source.forEach { p in
-                precondition(p.data.count <= data.count, "a packet beyond its file")
                 _ = LinkDecoder(linkType: p.linkType).decode(p.data)
                 return true
             }

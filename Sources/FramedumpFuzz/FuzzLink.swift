@@ -1,10 +1,11 @@
+import FramedumpCore
 /// One fuzz input through every parser of untrusted packet bytes this stage has: the link
 /// decoders (all link types), the IPv4/IPv6 defragmenter and the TCP reassembler.
 ///
 /// Input layout: byte 0 picks the link type (an index into `LinkDecoder.supported`), then
 /// records of `[u16 BE length][packet bytes]`, each a packet one millisecond after the last.
-/// For a libFuzzer harness: `LinkFuzz.run(UnsafeRawBufferPointer(start: data, count: size))`.
-public enum LinkFuzz {
+/// For a libFuzzer harness: `FuzzLink.run(UnsafeRawBufferPointer(start: data, count: size))`.
+public enum FuzzLink {
     static let linkTypes = LinkDecoder.supported.keys.sorted()
 
     public static func run(_ input: UnsafeRawBufferPointer) {

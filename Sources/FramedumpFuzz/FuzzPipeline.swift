@@ -1,3 +1,4 @@
+import FramedumpCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -10,7 +11,7 @@ import Darwin
 /// JSON) on one thread and again decoded on a second thread with tiny batches (the two must be
 /// the same, summary included), and the segment and follow printers with a stream export;
 /// each ends with the summary.
-public enum PipelineFuzz {
+public enum FuzzPipeline {
     /// The capture is written here for libpcap to open (one file per process).
     static let path: String = {
         let dir = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"

@@ -1,8 +1,9 @@
+import FramedumpCore
 /// The fuzz entry of the TLS layer (`scripts/fuzz.sh tls`): arbitrary bytes as both
 /// directions of a TCP connection to a dissector's port whose first client bytes are a real
 /// ClientHello, decrypted with a key log that has secrets for it, through the record layer,
 /// the handshake parser and the svc deframer. Also the key log's line reader.
-enum TLSFuzz {
+enum FuzzTLS {
     static let dissector = """
         protocol svc { port 7000; tls; header { uint32 serviceId; uint32 bodyLength; } body_length = bodyLength; message_id = serviceId; max_frame 65536; body raw; }
         """

@@ -1,3 +1,4 @@
+import FramedumpCore
 /// Fuzz entries for the WebSocket layer (`scripts/fuzz.sh websocket` and `http-head`): each
 /// takes arbitrary bytes and must return, whatever they are, without a trap or a hang.
 public enum FuzzWebSocket {

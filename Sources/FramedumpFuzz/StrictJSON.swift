@@ -1,3 +1,4 @@
+import FramedumpCore
 /// A strict JSON checker for the fuzz targets: one NDJSON line must be exactly one JSON
 /// object by RFC 8259's grammar, in valid UTF-8, with no lone surrogate escape (RFC 7493),
 /// so that every consumer of the output reads it the same way.

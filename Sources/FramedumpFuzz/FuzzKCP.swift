@@ -1,8 +1,9 @@
+import FramedumpCore
 /// The fuzz entry of the KCP layer and the UDP flow table (`scripts/fuzz.sh kcp`): arbitrary
 /// bytes as the datagrams of UDP flows to a KCP port, through the flow table, the KCP layer,
 /// the game protocol's deframer and the tree printer. It must return, whatever they are,
 /// without a trap or a hang.
-enum KCPFuzz {
+enum FuzzKCP {
     /// Dissector text: the game header over KCP, in message mode (port 8100) and stream mode (8101).
     static let dissector = """
         protocol kgame { udp port 8100; kcp; header { uint32 length; uint16 id; } frame_length = length; message_id = id; max_frame 65536; body raw; }

@@ -1,3 +1,4 @@
+import FramedumpCore
 /// Fuzz entry (`scripts/fuzz.sh deframer`): one connection's traffic for a shipped dissector
 /// through the deframer, the decoder and every printer: the tree (plain, and with hex dump,
 /// verbose and colour), NDJSON (plain and `--diffable`), each behind the `-z` statistics.

@@ -1,3 +1,4 @@
+import FramedumpCore
 /// Fuzz entry (`scripts/fuzz.sh reassembly`): arbitrary TCP segment sequences into the
 /// reassembler, with its invariants checked on every event:
 /// - per connection and direction, data and gaps follow on from offset 0 with no overlap;
@@ -14,7 +15,7 @@
 /// which of four client ports. Sequence and ACK are relative to each side's ISN (the client's
 /// sits just below 2^32, so streams wrap). `time` advances the clock (ms below 200, then tens
 /// of seconds; 255 steps back); `captured` ≥ 128 keeps only `captured - 128` payload bytes.
-public enum ReassemblyFuzz {
+public enum FuzzReassembly {
     static let isn: [UInt32] = [0xFFFF_FF00, 1000]
 
     public static func run(_ input: UnsafeRawBufferPointer) {

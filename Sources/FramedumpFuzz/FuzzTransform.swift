@@ -1,8 +1,9 @@
+import FramedumpCore
 /// Fuzz entries for the body transforms (`scripts/fuzz.sh transform-*`): arbitrary bytes as a
 /// frame (a one-byte header, then the body) through one step, or through a chain the first
 /// byte chooses. Each must return without a trap or a hang, produce no more than the limit,
 /// and keep the frame's header in front of what it produced.
-public enum TransformFuzz {
+public enum FuzzTransform {
     static let limit = 1 << 20
     static let key16: [UInt8] = Array(0..<16)
 

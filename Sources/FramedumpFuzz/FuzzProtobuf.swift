@@ -1,6 +1,7 @@
+import FramedumpCore
 /// Entry points for `scripts/fuzz.sh`: each takes arbitrary bytes and must return (no trap,
 /// no hang) whatever they are.
-public enum FuzzEntry {
+public enum FuzzProtobuf {
     /// `proto-parser`: the bytes as a `.proto` file (importing a second, fixed file).
     public static func protoParser(_ data: UnsafeRawBufferPointer) {
         let text = String(decoding: data, as: UTF8.self)

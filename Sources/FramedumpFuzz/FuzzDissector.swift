@@ -1,3 +1,4 @@
+import FramedumpCore
 /// Fuzz entries for the dissector language together with traffic (`dissector`), and for the
 /// display-filter language (`display-filter`). Each takes arbitrary bytes and must return,
 /// whatever they are, without a trap, a hang or an allocation the input announces.

@@ -1,3 +1,4 @@
+import FramedumpCore
 /// What the fuzz entries share: one connection fed through the reassembler and a session stage.
 enum FuzzStreams {
     /// One connection's two streams, cut into segments of `piece` bytes, into a session stage.
