@@ -3,16 +3,16 @@ import FramedumpCore
 /// bytes as the datagrams of UDP flows to a KCP port, through the flow table, the KCP layer,
 /// the game protocol's deframer and the tree printer. It must return, whatever they are,
 /// without a trap or a hang.
-enum FuzzKCP {
+package enum FuzzKCP {
     /// Dissector text: the game header over KCP, in message mode (port 8100) and stream mode (8101).
-    static let dissector = """
+    package static let dissector = """
         protocol kgame { udp port 8100; kcp; header { uint32 length; uint16 id; } frame_length = length; message_id = id; max_frame 65536; body raw; }
         protocol kstream { udp port 8101; kcp stream; header { uint32 length; uint16 id; } frame_length = length; message_id = id; max_frame 65536; body raw; }
         """
 
     /// The first byte chooses the port (bit 0) and how many flows (bits 1-2); then records of
     /// [u8 flags: bit 0 the direction, bits 1-2 the flow][u16le length][datagram].
-    static func run(_ data: UnsafeRawBufferPointer) {
+    package static func run(_ data: UnsafeRawBufferPointer) {
         guard data.count >= 1, let schemas = try? DissectorLoader.parse(text: dissector, file: "fuzz.dissector") else { return }
         let out = OutputBuffer(fd: nil)
         let sessions = SessionManager(protocols: schemas, sink: TreePrinter(output: out, hexDump: true, verbose: false, color: false))

@@ -6,7 +6,7 @@ import FramedumpCore
 /// records of `[u16 BE length][packet bytes]`, each a packet one millisecond after the last.
 /// For a libFuzzer harness: `FuzzLink.run(UnsafeRawBufferPointer(start: data, count: size))`.
 public enum FuzzLink {
-    static let linkTypes = LinkDecoder.supported.keys.sorted()
+    package static let linkTypes = LinkDecoder.supported.keys.sorted()
 
     public static func run(_ input: UnsafeRawBufferPointer) {
         guard let pick = input.u8(0) else { return }
@@ -40,11 +40,12 @@ public enum FuzzLink {
     }
 
     /// Consumes stream events and checks their one invariant: offsets follow on.
-    final class Discard: StreamConsumer {
-        func opened(_ c: Connection, packet: PacketRef) {}
-        func data(_ c: Connection, _ dir: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {}
-        func gap(_ c: Connection, _ dir: Direction, offset: UInt64, length: UInt64, reason: GapReason, packet: PacketRef) {}
-        func conflict(_ c: Connection, _ dir: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {}
-        func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {}
+    package final class Discard: StreamConsumer {
+        package init() {}
+        package func opened(_ c: Connection, packet: PacketRef) {}
+        package func data(_ c: Connection, _ dir: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {}
+        package func gap(_ c: Connection, _ dir: Direction, offset: UInt64, length: UInt64, reason: GapReason, packet: PacketRef) {}
+        package func conflict(_ c: Connection, _ dir: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {}
+        package func closed(_ c: Connection, reason: CloseReason, packet: PacketRef) {}
     }
 }

@@ -1,8 +1,8 @@
 import FramedumpCore
 /// What the fuzz entries share: one connection fed through the reassembler and a session stage.
-enum FuzzStreams {
+package enum FuzzStreams {
     /// One connection's two streams, cut into segments of `piece` bytes, into a session stage.
-    static func feed(_ sessions: SessionManager, c2s: [UInt8], s2c: [UInt8], piece: Int, syn: Bool, port: UInt16) {
+    package static func feed(_ sessions: SessionManager, c2s: [UInt8], s2c: [UInt8], piece: Int, syn: Bool, port: UInt16) {
         var options = ReassemblyOptions()
         options.maxConnections = 4
         let r = Reassembler(options: options, consumer: sessions, isServerPort: { $0 == port })

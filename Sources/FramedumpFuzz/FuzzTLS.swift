@@ -3,15 +3,15 @@ import FramedumpCore
 /// directions of a TCP connection to a dissector's port whose first client bytes are a real
 /// ClientHello, decrypted with a key log that has secrets for it, through the record layer,
 /// the handshake parser and the svc deframer. Also the key log's line reader.
-enum FuzzTLS {
-    static let dissector = """
+package enum FuzzTLS {
+    package static let dissector = """
         protocol svc { port 7000; tls; header { uint32 serviceId; uint32 bodyLength; } body_length = bodyLength; message_id = serviceId; max_frame 65536; body raw; }
         """
 
     /// The first byte: where the rest is cut between the client's stream (after the fixed
     /// ClientHello) and the server's; the second: how finely each is cut into segments. The
     /// first 80 bytes are also read as a line of key log.
-    static func run(_ data: UnsafeRawBufferPointer) {
+    package static func run(_ data: UnsafeRawBufferPointer) {
         guard data.count >= 2, let schemas = try? DissectorLoader.parse(text: dissector, file: "fuzz.dissector") else { return }
         let out = OutputBuffer(fd: nil)
         let sessions = SessionManager(protocols: schemas, sink: TreePrinter(output: out, hexDump: true, verbose: false, color: false))
@@ -32,7 +32,7 @@ enum FuzzTLS {
     }
 
     /// A ClientHello with the random 0x11... (SNI fuzz.example, ALPN svc/1, TLS 1.3 and 1.2).
-    static let clientHello: [UInt8] = {
+    package static let clientHello: [UInt8] = {
         let sni = Array("fuzz.example".utf8), alpn = Array("svc/1".utf8)
         var ext: [UInt8] = []
         ext += [0, 0] + be16(sni.count + 5) + be16(sni.count + 3) + [0] + be16(sni.count) + sni
@@ -44,5 +44,5 @@ enum FuzzTLS {
         return [22, 3, 1] + be16(hs.count) + hs
     }()
 
-    static func be16(_ n: Int) -> [UInt8] { [UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] }
+    package static func be16(_ n: Int) -> [UInt8] { [UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] }
 }

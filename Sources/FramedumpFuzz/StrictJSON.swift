@@ -2,9 +2,9 @@ import FramedumpCore
 /// A strict JSON checker for the fuzz targets: one NDJSON line must be exactly one JSON
 /// object by RFC 8259's grammar, in valid UTF-8, with no lone surrogate escape (RFC 7493),
 /// so that every consumer of the output reads it the same way.
-enum StrictJSON {
+package enum StrictJSON {
     /// Returns the byte offset of the first problem in `line`, or nil when it is one object.
-    static func objectProblem(_ line: UnsafeRawBufferPointer) -> Int? {
+    package static func objectProblem(_ line: UnsafeRawBufferPointer) -> Int? {
         var p = Checker(b: line)
         p.space()
         guard p.peek == UInt8(ascii: "{"), p.value(depth: 0) else { return p.at }
@@ -14,7 +14,7 @@ enum StrictJSON {
 
     /// Every line of `text` (NDJSON, each ending in a newline) checked; the first bad line and
     /// where in it, or nil.
-    static func ndjsonProblem(_ text: [UInt8]) -> (line: Int, at: Int)? {
+    package static func ndjsonProblem(_ text: [UInt8]) -> (line: Int, at: Int)? {
         text.withUnsafeBytes { all in
             var start = 0, n = 0
             while start < all.count {

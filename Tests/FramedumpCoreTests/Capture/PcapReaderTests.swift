@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
-@testable import FramedumpFuzz
+import FramedumpFuzz
 
 /// Classic pcap files whose records are longer than the header's snaplen: libpcap 1.10 cuts
 /// each to the snaplen (and skips its other bytes); `PcapReader` reads on from the first such

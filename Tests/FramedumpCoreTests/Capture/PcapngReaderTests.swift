@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
-@testable import FramedumpFuzz
+import FramedumpFuzz
 
 /// The pcapng files libpcap 1.10 refuses or cuts short, read by `PcapngReader` (fixtures by
 /// `scripts/make_pcapng_fixtures.py`): reassembled and compared byte for byte with tshark's

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
-@testable import FramedumpFuzz
+import FramedumpFuzz
 
 /// The three defects the random-protocol round trip found, each on its own.
 final class RandomProtocolDefectTests: XCTestCase {

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
-@testable import FramedumpFuzz
+import FramedumpFuzz
 
 /// Collects what the KCP and UDP stacks hand up: each message's frame and KCP note, and the
 /// malformed reports.

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
-@testable import FramedumpFuzz
+import FramedumpFuzz
 
 /// TCP inside tunnels (GRE, ERSPAN, IP in IP, VXLAN, Geneve, nested), each kind a fixture made by
 /// `scripts/make_tunnel_fixtures.py`, reassembled and compared byte for byte with tshark's

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
-@testable import FramedumpFuzz
+import FramedumpFuzz
 
 /// Issue 11's capture classes, each a fixture made by `scripts/make_fixtures.py`, reassembled
 /// and compared byte for byte with tshark's TCP follow; plus the counts the summary shows.

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
-@testable import FramedumpFuzz
+import FramedumpFuzz
 
 /// Capture patterns of real host-side and span-port captures (issue 11): ACKs captured
 /// before their data, RSTs outside the window, segments after the connection closed,

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
-@testable import FramedumpFuzz
+import FramedumpFuzz
 
 /// What the dissector language says beyond the server team's syntax: the byte order of a
 /// count or length prefix (`[u16le]`, `String(u16le)`), little-endian floats, and `[hex]`.

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
-@testable import FramedumpFuzz
+import FramedumpFuzz
 
 /// Dissector files that used to hang or exhaust the tool (found by fuzzing the language and
 /// traffic together): each is now refused where it is written, or bounded while decoding.

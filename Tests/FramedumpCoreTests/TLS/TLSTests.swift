@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import XCTest
 @testable import FramedumpCore
-@testable import FramedumpFuzz
+import FramedumpFuzz
 
 /// The TLS layer on real peers' captures (samples/make_tls_samples.py: Python's ssl on both
 /// sides, every listed suite of TLS 1.3 and 1.2, a KeyUpdate, wss:// with permessage-deflate),

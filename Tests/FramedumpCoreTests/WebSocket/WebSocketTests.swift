@@ -2,7 +2,7 @@ import CZlib
 import Foundation
 import XCTest
 @testable import FramedumpCore
-@testable import FramedumpFuzz
+import FramedumpFuzz
 
 /// What the WebSocket layer hands to an output: each message's layer info and bytes.
 final class WebSocketCollector: MessageSink {
