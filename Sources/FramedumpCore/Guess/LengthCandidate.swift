@@ -1,0 +1,124 @@
+/// One hypothesis about a length-prefixed framing: the field at `offset`, `width` bytes
+/// (0 = a LEB128 varint), in `order`, whose value plus `adjustment` is the frame's length.
+/// (Netty's model: lengthFieldOffset, lengthFieldLength, lengthAdjustment; a length that
+/// counts the body only has an adjustment equal to the header's size.)
+public struct LengthCandidate: Hashable, Sendable, CustomStringConvertible {
+    public var offset: Int
+    /// 1, 2, 4 or 8; 0 for a varint.
+    public var width: Int
+    public var order: ByteOrder
+    public var adjustment: Int
+
+    public init(offset: Int, width: Int, order: ByteOrder, adjustment: Int) {
+        self.offset = offset
+        self.width = width
+        self.order = order
+        self.adjustment = adjustment
+    }
+
+    public var isVarint: Bool { width == 0 }
+
+    /// The first byte after the field (a varint's end depends on its value: its first byte).
+    var minimumEnd: Int { offset + max(width, 1) }
+
+    public var description: String {
+        let type = isVarint ? "varint" : width == 1 ? "u8" : "u\(width * 8) \(order == .big ? "big" : "little")-endian"
+        let adj = adjustment == 0 ? "counts the whole frame" : "frame = value \(adjustment > 0 ? "+" : "-") \(abs(adjustment))"
+        return "\(type) at offset \(offset), \(adj)"
+    }
+
+    /// The byte that holds the lowest-order bits: two candidates over the same value that
+    /// differ only in how many zero high bytes they take in share it.
+    var lowByte: Int { isVarint || order == .little ? offset : offset + width - 1 }
+
+    /// The field's value at `p`, or nil when the bytes are not all there (or a varint runs
+    /// past 9 bytes). Never reads outside `b`.
+    @inline(__always)
+    func value(_ b: UnsafeBufferPointer<UInt8>, at p: Int) -> (value: UInt64, end: Int)? {
+        let start = p + offset
+        if isVarint {
+            var v: UInt64 = 0, shift: UInt64 = 0, i = start
+            while i < b.count && shift < 63 {
+                let x = b[i]
+                v |= UInt64(x & 0x7f) << shift
+                i += 1
+                if x & 0x80 == 0 { return (v, i - p) }
+                shift += 7
+            }
+            return nil
+        }
+        guard start + width <= b.count else { return nil }
+        var v: UInt64 = 0
+        if order == .big {
+            for i in 0..<width { v = v << 8 | UInt64(b[start + i]) }
+        } else {
+            for i in (0..<width).reversed() { v = v << 8 | UInt64(b[start + i]) }
+        }
+        return (v, start + width - p)
+    }
+}
+
+/// How far a candidate's chain of frames goes through one piece of a stream.
+struct Chain {
+    var start: Int
+    /// Frames whose length was read and was plausible (the last may run past a cut end).
+    var frames: Int
+    /// Bytes from `start` to the end of the last frame that fit, or to the piece's end when
+    /// the chain reached it.
+    var covered: Int
+    /// The chain reached the piece's end (exactly, or past a cut end).
+    var complete: Bool
+    /// Each frame's length, up to `FramingStats.keep` of them (for the header analysis).
+    var values: [UInt64]
+}
+
+/// Walks frames of one candidate over bytes.
+struct ChainWalker {
+    let candidate: LengthCandidate
+    /// Longer frames are implausible (never allocated: this only moves an index).
+    let maxFrame: Int
+
+    /// Frames from `start`, at most `maxFrames`; `cut` says the bytes end before the stream does.
+    func walk(_ b: UnsafeBufferPointer<UInt8>, from start: Int, cut: Bool, maxFrames: Int, keepValues: Bool = false) -> Chain {
+        var p = start, frames = 0
+        var values: [UInt64] = []
+        let n = b.count
+        while frames < maxFrames {
+            if p == n { return Chain(start: start, frames: frames, covered: p - start, complete: true, values: values) }
+            guard let (v, end) = candidate.value(b, at: p) else {
+                // A header cut by the end of what was sampled is not a failure.
+                return Chain(start: start, frames: frames, covered: cut ? n - start : p - start, complete: cut, values: values)
+            }
+            guard v <= UInt64(maxFrame) else { break }
+            let length = Int(v) + candidate.adjustment
+            guard length >= end, length >= 1, length <= maxFrame else { break }
+            if keepValues && values.count < FramingStats.keep { values.append(v) }
+            frames += 1
+            if p + length > n {
+                if cut { return Chain(start: start, frames: frames, covered: n - start, complete: true, values: values) }
+                frames -= 1
+                break
+            }
+            p += length
+        }
+        return Chain(start: start, frames: frames, covered: p - start, complete: p == n, values: values)
+    }
+
+    /// Where the chain begins in a piece that may start mid-message: the first offset (up to
+    /// `searchLimit`) from which `confirm` frames chain, or the piece's end is reached.
+    func resync(_ b: UnsafeBufferPointer<UInt8>, cut: Bool, searchLimit: Int, confirm: Int) -> Int? {
+        let limit = min(searchLimit, b.count)
+        var s = 0
+        while s < limit {
+            let c = walk(b, from: s, cut: cut, maxFrames: confirm)
+            if c.frames >= confirm || (c.complete && c.frames >= 1) { return s }
+            s += 1
+        }
+        return nil
+    }
+}
+
+enum FramingStats {
+    /// Length values kept per piece for the report and the header analysis.
+    static let keep = 4096
+}
