@@ -90,8 +90,10 @@ public struct FramingSearch: Sendable {
     }
 
     /// Two candidates that read the same value (one takes in high bytes that are always zero).
+    /// (With every value below 256 a little-endian u16 and the big-endian u16 ending on the
+    /// same byte read the same too.)
     func sameField(_ a: LengthCandidate, _ b: LengthCandidate) -> Bool {
-        a.lowByte == b.lowByte && a.adjustment == b.adjustment && (a.order == b.order || a.width <= 1 || b.width <= 1)
+        a.lowByte == b.lowByte && a.adjustment == b.adjustment && a.isVarint == b.isVarint
     }
 
     /// Among the candidates that explain (nearly) as much as the best: lengths that vary over
@@ -117,7 +119,7 @@ public struct FramingSearch: Sendable {
     public func score(_ c: LengthCandidate, _ streams: [SampledStream]) -> Score {
         var s = Score(candidate: c)
         let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
-        var distinct = Set<UInt64>()
+        var distinct = Set<Int>()
         for stream in streams {
             var frames = 0, covered = 0, total = 0
             for p in stream.pieces {
@@ -125,9 +127,8 @@ public struct FramingSearch: Sendable {
                 guard let chain = self.chain(of: p, walker) else { continue }
                 frames += chain.frames
                 covered += chain.covered
-                if distinct.count < 64 { for v in chain.values.prefix(64) { distinct.insert(v) } }
-                for v in chain.values {
-                    let length = Int(v) + c.adjustment
+                if distinct.count < 64 { for v in chain.lengths.prefix(64) { distinct.insert(v) } }
+                for length in chain.lengths {
                     s.minFrame = min(s.minFrame, length)
                     s.maxFrame = max(s.maxFrame, length)
                 }
@@ -165,8 +166,7 @@ public struct FramingSearch: Sendable {
                 guard let chain = self.chain(of: p, walker) else { continue }
                 p.bytes.withUnsafeBufferPointer { b in
                     var at = chain.start
-                    for v in chain.values where count < limit {
-                        let length = Int(v) + c.adjustment
+                    for length in chain.lengths where count < limit {
                         guard at + length <= b.count else { break }
                         list.append(GuessedFrame(piece: pi, start: at, length: length))
                         count += 1

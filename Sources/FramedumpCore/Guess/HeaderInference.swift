@@ -172,12 +172,13 @@ struct HeaderInference {
             if abs(a.score - b.score) > 1e-9 { return a.score > b.score }
             // The same values read wider (zero high bytes) or narrower: the widest.
             if a.field.width != b.field.width { return a.field.width > b.field.width }
+            if a.field.order != b.field.order { return a.field.order == framing.order }
             return a.field.offset < b.field.offset
         }
         // A field and its neighbour (flags, a body's first bytes) split the frames more finely
-        // than the id alone: when a field over part of the chosen one's varying bytes splits
-        // them differently yet tells most as much, it is the id. (Over the same split, the
-        // wider one is kept: its other bytes are the id's own.)
+        // than the id alone: when a field over part of the chosen one's varying bytes has at
+        // most half its values yet tells at least half as much, it is the id. (With nearly as
+        // many values, the wider one is kept: its other bytes are the id's own.)
         func varying(_ f: GuessedField) -> Set<Int> { Set((f.offset..<(f.offset + f.width)).filter(isVarying)) }
         var changed = true
         while changed, let top = ranked.first {
@@ -186,12 +187,13 @@ struct HeaderInference {
             if let i = ranked.indices.dropFirst().first(where: { j in
                 let c = ranked[j]
                 return c.inBody == top.inBody && varying(c.field).isStrictSubset(of: mine)
-                    && !(c.values == top.values && abs(c.gain - top.gain) < 1e-9) && c.gain >= 0.5 * top.gain - 1e-9
+                    && c.values * 2 <= top.values && c.gain >= 0.5 * top.gain - 1e-9
             }) {
                 ranked.swapAt(0, i)
                 changed = true
             }
         }
+        if getenv("GUESS_DEBUG") != nil { for r in ranked.prefix(8) { print("DEBUG", r.field.offset, r.field.width, r.field.order, r.score, r.gain, r.inBody, r.values) } }
         let id = ranked.first.flatMap { $0.gain > 0.05 ? $0.field : nil }
         let idGain = ranked.first?.gain ?? 0
         let runner = ranked.dropFirst().first { r in
@@ -205,7 +207,7 @@ struct HeaderInference {
         var size = max(lengthEnd, [id, seq].compactMap { $0.map { $0.offset + $0.width } }.max() ?? 0)
         if framing.adjustment >= lengthEnd { size = max(size, framing.adjustment) }
         size = min(size, minFrame)
-        if framing.isVarint { size = 0 }
+        if framing.isVarint { size = framing.offset }
 
         var fields: [GuessedField] = []
         if !framing.isVarint {

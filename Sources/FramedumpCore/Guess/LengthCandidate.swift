@@ -23,6 +23,9 @@ public struct LengthCandidate: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         let type = isVarint ? "varint" : width == 1 ? "u8" : "u\(width * 8) \(order == .big ? "big" : "little")-endian"
+        if isVarint {
+            return "varint at offset \(offset), counts the bytes after it" + (adjustment == 0 ? "" : " \(adjustment > 0 ? "+" : "-") \(abs(adjustment))")
+        }
         let adj = adjustment == 0 ? "counts the whole frame" : "frame = value \(adjustment > 0 ? "+" : "-") \(abs(adjustment))"
         return "\(type) at offset \(offset), \(adj)"
     }
@@ -69,7 +72,7 @@ struct Chain {
     /// The chain reached the piece's end (exactly, or past a cut end).
     var complete: Bool
     /// Each frame's length, up to `FramingStats.keep` of them (for the header analysis).
-    var values: [UInt64]
+    var lengths: [Int]
 }
 
 /// Walks frames of one candidate over bytes.
@@ -81,27 +84,28 @@ struct ChainWalker {
     /// Frames from `start`, at most `maxFrames`; `cut` says the bytes end before the stream does.
     func walk(_ b: UnsafeBufferPointer<UInt8>, from start: Int, cut: Bool, maxFrames: Int, keepValues: Bool = false) -> Chain {
         var p = start, frames = 0
-        var values: [UInt64] = []
+        var lengths: [Int] = []
         let n = b.count
         while frames < maxFrames {
-            if p == n { return Chain(start: start, frames: frames, covered: p - start, complete: true, values: values) }
+            if p == n { return Chain(start: start, frames: frames, covered: p - start, complete: true, lengths: lengths) }
             guard let (v, end) = candidate.value(b, at: p) else {
                 // A header cut by the end of what was sampled is not a failure.
-                return Chain(start: start, frames: frames, covered: cut ? n - start : p - start, complete: cut, values: values)
+                return Chain(start: start, frames: frames, covered: cut ? n - start : p - start, complete: cut, lengths: lengths)
             }
             guard v <= UInt64(maxFrame) else { break }
-            let length = Int(v) + candidate.adjustment
+            // A varint counts what follows it (protobuf's delimited form), plus the adjustment.
+            let length = candidate.isVarint ? end + Int(v) + candidate.adjustment : Int(v) + candidate.adjustment
             guard length >= end, length >= 1, length <= maxFrame else { break }
-            if keepValues && values.count < FramingStats.keep { values.append(v) }
+            if keepValues && lengths.count < FramingStats.keep { lengths.append(length) }
             frames += 1
             if p + length > n {
-                if cut { return Chain(start: start, frames: frames, covered: n - start, complete: true, values: values) }
+                if cut { return Chain(start: start, frames: frames, covered: n - start, complete: true, lengths: lengths) }
                 frames -= 1
                 break
             }
             p += length
         }
-        return Chain(start: start, frames: frames, covered: p - start, complete: p == n, values: values)
+        return Chain(start: start, frames: frames, covered: p - start, complete: p == n, lengths: lengths)
     }
 
     /// Where the chain begins in a piece that may start mid-message: the first offset (up to
