@@ -77,7 +77,7 @@ class Protocol:
         if lw == 1:  # a u8 length must hold the frames: small bodies
             self.max_body = 120
         else:
-            self.max_body = rng.choice([200, 600, 3000])
+            self.max_body = rng.choice([600, 3000])
         idw = next(w for n, _, w in self.fields if n == "id")
         lo = 1 if idw == 1 else 256 if idw == 2 else 1 << 16
         hi = (1 << (8 * idw)) - 1
@@ -91,6 +91,9 @@ class Protocol:
         # 256 reads the same as a u8: nothing could tell them apart).
         self.shape = {i: (rng.randint(0, max(0, min(self.max_body - 40, rng.choice([24, 160, 400])))), rng.randint(0, 3))
                       for i in self.ids}
+        # One id's bodies are long enough to need a u16 length's high byte (a varint's second byte).
+        if lw != 1:
+            self.shape[self.ids[0]] = (min(self.max_body - 40, 400), self.shape[self.ids[0]][1])
 
     def body(self, mid):
         rng, kind = self.rng, self.kinds[mid]

@@ -97,7 +97,7 @@ public struct FramingSearch: Sendable {
     }
 
     /// Among the candidates that explain (nearly) as much as the best: lengths that vary over
-    /// a constant size, fixed widths over a varint that reads the same, then within one field
+    /// a constant size, fixed widths over a varint that reads the same, fewer frames, then within one field
     /// the widest view (a u32 whose high bytes are zero is a u32, not a u8 after padding), and
     /// across fields the one nearest the start.
     func choose(_ scores: [Score]) -> Score {
@@ -108,6 +108,9 @@ public struct FramingSearch: Sendable {
             let vx = x.distinctValues > 1, vy = y.distinctValues > 1
             if vx != vy { return vx }
             if x.candidate.isVarint != y.candidate.isVarint { return !x.candidate.isVarint }
+            // A field read inside the header can cut each frame in two (a constant first part,
+            // then the real length further on): the same bytes in fewer frames is the framing.
+            if x.frames != y.frames { return x.frames < y.frames }
             if sameField(x.candidate, y.candidate) { return x.candidate.width > y.candidate.width }
             if x.candidate.offset != y.candidate.offset { return x.candidate.offset < y.candidate.offset }
             if x.candidate.width != y.candidate.width { return x.candidate.width > y.candidate.width }

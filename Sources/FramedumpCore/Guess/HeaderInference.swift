@@ -193,7 +193,6 @@ struct HeaderInference {
                 changed = true
             }
         }
-        if getenv("GUESS_DEBUG") != nil { for r in ranked.prefix(8) { print("DEBUG", r.field.offset, r.field.width, r.field.order, r.score, r.gain, r.inBody, r.values) } }
         let id = ranked.first.flatMap { $0.gain > 0.05 ? $0.field : nil }
         let idGain = ranked.first?.gain ?? 0
         let runner = ranked.dropFirst().first { r in
