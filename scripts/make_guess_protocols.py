@@ -170,11 +170,11 @@ def write_capture(path, rng, port, make_frames, midstream):
         isn = (rng.randrange(1 << 32), rng.randrange(1 << 32))
         if midstream and c == 0:
             # No handshake: the capture starts 5-40 bytes into the first message.
-            conn = Connection(lambda pkt: None, client, 40000 + c, bytes([10, 0, 0, 1]), port, isn)
+            conn = Connection(lambda pkt: None, client, 61000 + c, bytes([10, 0, 0, 1]), port, isn)
             conn.write = pcap.write
             skip = [rng.randint(5, 40), rng.randint(5, 40)]
         else:
-            conn = Connection(pcap.write, client, 40000 + c, bytes([10, 0, 0, 1]), port, isn)
+            conn = Connection(pcap.write, client, 61000 + c, bytes([10, 0, 0, 1]), port, isn)
             skip = [0, 0]
         lose = midstream and c == 1
         lost, pieces = False, 0
@@ -203,7 +203,7 @@ def write_capture(path, rng, port, make_frames, midstream):
 
 def make(outdir, seed, midstream, lines):
     rng = random.Random(seed)
-    port = rng.randrange(2000, 60000)
+    port = rng.randrange(2000, 60000)  # below the clients' ports (61000 on): roles without a SYN come from them
     if lines:
         def frames(c):
             for k in range(rng.randint(20, 40)):

@@ -23,6 +23,7 @@ struct FuzzMain {
         "reassembly": ReassemblyFuzz.run,
         "deframer": FuzzDeframer.run,
         "pipeline": PipelineFuzz.run,
+        "guess": GuessFuzz.run,
         "pcapng": PcapngFuzz.run,
         "pcap": PcapFuzz.run,
         "ndjson-line": FuzzNDJSON.line,

@@ -96,21 +96,20 @@ public struct FramingSearch: Sendable {
         a.lowByte == b.lowByte && a.adjustment == b.adjustment && a.isVarint == b.isVarint
     }
 
-    /// Among the candidates that explain (nearly) as much as the best: lengths that vary over
-    /// a constant size, fixed widths over a varint that reads the same, fewer frames, then within one field
+    /// Among the candidates that explain as many bytes as the best: lengths that vary over
+    /// a constant size, fixed widths over a varint that reads the same, far fewer frames, then within one field
     /// the widest view (a u32 whose high bytes are zero is a u32, not a u8 after padding), and
     /// across fields the one nearest the start.
     func choose(_ scores: [Score]) -> Score {
         let bestCovered = scores[0].covered
-        let slack = max(1, bestCovered / 500)
-        let top = scores.filter { $0.covered + slack >= bestCovered }
+        let top = scores.filter { $0.covered == bestCovered }
         return top.min { x, y in
             let vx = x.distinctValues > 1, vy = y.distinctValues > 1
             if vx != vy { return vx }
             if x.candidate.isVarint != y.candidate.isVarint { return !x.candidate.isVarint }
             // A field read inside the header can cut each frame in two (a constant first part,
-            // then the real length further on): the same bytes in fewer frames is the framing.
-            if x.frames != y.frames { return x.frames < y.frames }
+            // then the real length further on): the same bytes in far fewer frames is the framing.
+            if (x.frames * 2 <= y.frames * 3) != (y.frames * 2 <= x.frames * 3) { return x.frames < y.frames }
             if sameField(x.candidate, y.candidate) { return x.candidate.width > y.candidate.width }
             if x.candidate.offset != y.candidate.offset { return x.candidate.offset < y.candidate.offset }
             if x.candidate.width != y.candidate.width { return x.candidate.width > y.candidate.width }

@@ -54,7 +54,9 @@ struct HeaderInference {
         let all = frames.enumerated().flatMap { s, list in list.map { (s, $0) } }
         let minFrame = all.map { $0.1.length }.min() ?? 0
         let lengthEnd = framing.offset + (framing.isVarint ? 1 : framing.width)
-        let window = min(minFrame, 32)
+        // Roles for every byte the header may take (a body length's adjustment says how many),
+        // fields looked for in the first 32.
+        let window = min(minFrame, max(32, framing.adjustment))
         guard window > 0 else { return HeaderLayout(size: 0, fields: []) }
         // Each header byte's role.
         var roles: [ByteRole] = []
@@ -70,7 +72,7 @@ struct HeaderInference {
         }
         let lengthRange = framing.offset..<(framing.isVarint ? window : lengthEnd)
         // A varint length ends where its value says: only the bytes before it are a fixed header.
-        let searchEnd = framing.isVarint ? framing.offset : window
+        let searchEnd = framing.isVarint ? min(framing.offset, window) : min(window, 32)
         func isZero(_ i: Int) -> Bool { if case .constant(0) = roles[i] { return true }; return false }
         func isVarying(_ i: Int) -> Bool { if case .varying = roles[i] { return true }; return false }
         func value(_ s: Int, _ f: GuessedFrame, _ o: Int, _ w: Int, _ order: ByteOrder) -> UInt64 {
@@ -205,7 +207,7 @@ struct HeaderInference {
         // last field found (never past the shortest frame).
         var size = max(lengthEnd, [id, seq].compactMap { $0.map { $0.offset + $0.width } }.max() ?? 0)
         if framing.adjustment >= lengthEnd { size = max(size, framing.adjustment) }
-        size = min(size, minFrame)
+        size = min(size, window)
         if framing.isVarint { size = framing.offset }
 
         var fields: [GuessedField] = []
