@@ -89,20 +89,21 @@ struct ChainWalker {
         while frames < maxFrames {
             if p == n { return Chain(start: start, frames: frames, covered: p - start, complete: true, lengths: lengths) }
             guard let (v, end) = candidate.value(b, at: p) else {
-                // A header cut by the end of what was sampled is not a failure.
-                return Chain(start: start, frames: frames, covered: cut ? n - start : p - start, complete: cut, lengths: lengths)
+                // A header cut by the end of what was sampled is not a failure (nor evidence).
+                return Chain(start: start, frames: frames, covered: p - start, complete: cut, lengths: lengths)
             }
             guard v <= UInt64(maxFrame) else { break }
             // A varint counts what follows it (protobuf's delimited form), plus the adjustment.
             let length = candidate.isVarint ? end + Int(v) + candidate.adjustment : Int(v) + candidate.adjustment
             guard length >= end, length >= 1, length <= maxFrame else { break }
-            if keepValues && lengths.count < FramingStats.keep { lengths.append(length) }
-            frames += 1
             if p + length > n {
-                if cut { return Chain(start: start, frames: frames, covered: n - start, complete: true, lengths: lengths) }
-                frames -= 1
+                // A frame running past a cut end is not a failure, but explains nothing: else
+                // a candidate reading huge lengths would explain every sample at once.
+                if cut { return Chain(start: start, frames: frames, covered: p - start, complete: true, lengths: lengths) }
                 break
             }
+            if keepValues && lengths.count < FramingStats.keep { lengths.append(length) }
+            frames += 1
             p += length
         }
         return Chain(start: start, frames: frames, covered: p - start, complete: p == n, lengths: lengths)
