@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
 """The accuracy of `framedump guess` over random protocols (docs/guess.md):
 
-    scripts/guess_accuracy.py [COUNT] [FIRST_SEED] [FRAMEDUMP]
+    scripts/guess_accuracy.py [COUNT] [FIRST_SEED] [FRAMEDUMP] [--midstream]
 
-draws COUNT protocols with scripts/make_guess_protocols.py (seeds FIRST_SEED...), runs
+draws COUNT protocols with scripts/make_guess_protocols.py (seeds FIRST_SEED...; with
+--midstream, the first connection starts inside a message and the second loses a segment), runs
 `framedump guess` on each capture and compares its report with the ground truth: the framing
 (length field offset, width, byte order, adjustment) and the message id field (offset, width).
 Prints a markdown table and the seeds it got wrong. FRAMEDUMP defaults to the release build.
 """
-import json, os, re, subprocess, sys, tempfile
+import json, os, re, shutil, subprocess, sys, tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
-count = int(sys.argv[1]) if len(sys.argv) > 1 else 200
-first = int(sys.argv[2]) if len(sys.argv) > 2 else 1
-binary = sys.argv[3] if len(sys.argv) > 3 else os.path.join(here, "..", ".build", "release", "framedump")
+flags = [a for a in sys.argv[1:] if a.startswith("--")]
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+count = int(args[0]) if len(args) > 0 else 200
+first = int(args[1]) if len(args) > 1 else 1
+binary = args[2] if len(args) > 2 else os.path.join(here, "..", ".build", "release", "framedump")
 
 FRAMING = re.compile(r"framing: (?:(varint) at offset (\d+), counts the bytes after it(?: ([+-]) (\d+))?"
                      r"|(u8|u\d+ (big|little)-endian) at offset (\d+), (counts the whole frame|frame = value ([+-]) (\d+)))")
@@ -37,7 +40,7 @@ def parse(report):
 
 def main():
     work = tempfile.mkdtemp(prefix="guess-accuracy-")
-    subprocess.run([sys.executable, os.path.join(here, "make_guess_protocols.py"), work, str(first), str(count)],
+    subprocess.run([sys.executable, os.path.join(here, "make_guess_protocols.py"), work, str(first), str(count)] + flags,
                    check=True, stdout=subprocess.DEVNULL)
     rows = {"framing": 0, "id": 0}
     by_width = {}
@@ -70,6 +73,7 @@ def main():
                                                            rows["id"], 100.0 * rows["id"] / count))
     for line in wrong:
         print(line, file=sys.stderr)
+    shutil.rmtree(work)
 
 
 main()

@@ -24,6 +24,14 @@ public struct FramingSearch: Sendable {
         public var frames = 0
         public var covered = 0
         public var total = 0
+        /// Bytes explained in pieces that start at a message boundary (a stream from its SYN,
+        /// walked from byte 0), and in the others (from where the chain resynchronised).
+        public var boundaryCovered = 0
+        public var midCovered = 0
+        /// Over the pieces that start mid-message, the first chained frame's length: how many
+        /// bytes a chance chain through the cut-off first message can add (a field that reads
+        /// the same boundaries from there on may start a few bytes earlier by luck).
+        public var midSlack = 0
         /// Per stream (index into the streams given): frames and bytes explained.
         public var perStream: [(frames: Int, covered: Int, total: Int)] = []
         /// Distinct length values seen (1: every frame the same size, a weak explanation).
@@ -31,17 +39,37 @@ public struct FramingSearch: Sendable {
         public var minFrame = Int.max
         public var maxFrame = 0
         public var share: Double { total == 0 ? 0 : Double(covered) / Double(total) }
+
+        /// Bytes at boundaries first (a header length field explains every frame of a stream
+        /// seen from its start; what a resync finds in a cut-off message is weaker evidence),
+        /// then the rest.
+        func better(than o: Score) -> Bool {
+            boundaryCovered != o.boundaryCovered ? boundaryCovered > o.boundaryCovered : midCovered > o.midCovered
+        }
+
+        /// As good as `lead`: the same bytes at boundaries, and elsewhere within what a chance
+        /// resync in the cut-off first messages can make up.
+        func ties(_ lead: Score) -> Bool {
+            boundaryCovered == lead.boundaryCovered && midCovered + max(midSlack, lead.midSlack) >= lead.midCovered
+        }
     }
 
     public struct Result: Sendable {
         public var best: Score?
-        /// The best candidate that is not a narrower or wider view of the same field.
+        /// The best candidate that is not a narrower or wider view of the same field (nil:
+        /// none within `runnerUpMargin` of the best).
         public var runnerUp: Score?
         public var accepted: Bool
-        /// How many candidates were tried and how many survived screening.
+        /// How many candidates were tried, how many survived screening, and how many were
+        /// walked over every piece (the others fell too far behind the best on the way).
         public var tried = 0
         public var screened = 0
+        public var scored = 0
     }
+
+    /// A candidate that misses this share of the bytes more than the best is dropped on the way
+    /// (and no runner-up further behind is reported).
+    public var runnerUpMargin = 0.1
 
     static let widths: [(Int, ByteOrder)] = [(1, .big), (2, .big), (2, .little), (4, .big), (4, .little),
                                               (8, .big), (8, .little), (0, .big)]
@@ -57,7 +85,10 @@ public struct FramingSearch: Sendable {
             screen = Array(pieces.filter { !$0.bytes.isEmpty }.sorted { $0.bytes.count > $1.bytes.count }.prefix(3))
         }
         guard !screen.isEmpty else { return Result(best: nil, runnerUp: nil, accepted: false) }
-        var survivors: [LengthCandidate] = []
+        // 1. Screening: 32 frames from the start of a few pieces. A chain must explain at least
+        // half of what it walked: a value read as huge runs past a cut end at once, which is no
+        // failure but no evidence either (one frame, then nothing).
+        var survivors: [(candidate: LengthCandidate, covered: Int)] = []
         var tried = 0
         for o in 0..<maxOffset {
             for (w, order) in Self.widths {
@@ -65,28 +96,49 @@ public struct FramingSearch: Sendable {
                     let c = LengthCandidate(offset: o, width: w, order: order, adjustment: a)
                     tried += 1
                     let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
-                    var passed = 0
+                    var passed = 0, covered = 0
                     for p in screen {
                         let ok = p.bytes.withUnsafeBufferPointer { b -> Bool in
                             if atBoundary {
                                 let chain = walker.walk(b, from: 0, cut: p.endsCut, maxFrames: 32)
-                                return chain.frames >= 1 && (chain.complete || chain.frames == 32)
+                                covered += chain.covered
+                                return chain.frames >= 32 || (chain.complete && chain.frames >= 1 && chain.covered * 2 >= b.count)
                             }
-                            return walker.resync(b, cut: p.endsCut, searchLimit: 256, confirm: 8) != nil
+                            guard let s = walker.resync(b, cut: p.endsCut, searchLimit: 256, confirm: 8) else { return false }
+                            covered += b.count - s
+                            return true
                         }
                         if ok { passed += 1 }
                     }
-                    if passed * 3 >= screen.count * 2 { survivors.append(c) }
+                    if passed * 3 >= screen.count * 2 { survivors.append((c, covered)) }
                 }
             }
         }
-        var scores = survivors.map { score($0, streams) }
-        scores.sort { $0.covered > $1.covered }
-        guard let top = scores.first else { return Result(best: nil, runnerUp: nil, accepted: false, tried: tried, screened: 0) }
-        let best = choose(scores)
-        let runnerUp = scores.first { !sameField($0.candidate, best.candidate) }
-        let accepted = best.share >= acceptShare && best.frames >= 2 && top.covered > 0
-        return Result(best: best, runnerUp: runnerUp, accepted: accepted, tried: tried, screened: survivors.count)
+        // 2. The survivors over every piece, the likeliest first, each dropped as soon as it has
+        // missed more bytes than the best so far plus the margin (most break within a piece or two).
+        survivors.sort { $0.covered > $1.covered }
+        let total = pieces.reduce(0) { $0 + $1.bytes.count }
+        let margin = Int(Double(total) * runnerUpMargin)
+        var kept: [Score] = []
+        var leastMiss = Int.max
+        for (c, _) in survivors {
+            let limit = leastMiss == .max ? Int.max : leastMiss + margin
+            guard let s = score(c, streams, keepValues: false, maxMiss: limit) else { continue }
+            leastMiss = min(leastMiss, s.total - s.covered)
+            kept.append(s)
+        }
+        kept.removeAll { $0.total - $0.covered > leastMiss + margin }
+        guard var lead = kept.first else { return Result(best: nil, runnerUp: nil, accepted: false, tried: tried, screened: survivors.count) }
+        for s in kept where s.better(than: lead) { lead = s }
+        // 3. The candidates as good as the lead, with their length values, for the tie rules.
+        let top = kept.filter { $0.ties(lead) }.compactMap { score($0.candidate, streams, keepValues: true) }
+        let best = choose(top)
+        var runnerUp: Score?
+        for s in kept where !sameField(s.candidate, best.candidate) {
+            if runnerUp.map({ s.better(than: $0) }) ?? true { runnerUp = s }
+        }
+        let accepted = best.share >= acceptShare && best.frames >= 2 && best.covered > 0
+        return Result(best: best, runnerUp: runnerUp, accepted: accepted, tried: tried, screened: survivors.count, scored: kept.count)
     }
 
     /// Two candidates that read the same value (one takes in high bytes that are always zero).
@@ -96,63 +148,77 @@ public struct FramingSearch: Sendable {
         a.lowByte == b.lowByte && a.adjustment == b.adjustment && a.isVarint == b.isVarint
     }
 
-    /// Among the candidates that explain as many bytes as the best: lengths that vary over
-    /// a constant size, fixed widths over a varint that reads the same, far fewer frames, then within one field
-    /// the widest view (a u32 whose high bytes are zero is a u32, not a u8 after padding), and
-    /// across fields the one nearest the start.
-    func choose(_ scores: [Score]) -> Score {
-        let bestCovered = scores[0].covered
-        let top = scores.filter { $0.covered == bestCovered }
-        return top.min { x, y in
+    /// Among the candidates as good as the best: lengths that vary over a constant size, a fixed
+    /// width over a varint at the same place that reads the same, far fewer frames, then within
+    /// one field the widest view (a u32 whose high bytes are zero is a u32, not a u8 after
+    /// padding), and across fields the one nearest the start (a length inside the body, a
+    /// string's prefix, can explain the same frames; the header's comes first).
+    func choose(_ top: [Score]) -> Score {
+        top.min { x, y in
             let vx = x.distinctValues > 1, vy = y.distinctValues > 1
             if vx != vy { return vx }
-            if x.candidate.isVarint != y.candidate.isVarint { return !x.candidate.isVarint }
+            if x.candidate.isVarint != y.candidate.isVarint && x.candidate.offset == y.candidate.offset { return !x.candidate.isVarint }
             // A field read inside the header can cut each frame in two (a constant first part,
             // then the real length further on): the same bytes in far fewer frames is the framing.
             if (x.frames * 2 <= y.frames * 3) != (y.frames * 2 <= x.frames * 3) { return x.frames < y.frames }
             if sameField(x.candidate, y.candidate) { return x.candidate.width > y.candidate.width }
             if x.candidate.offset != y.candidate.offset { return x.candidate.offset < y.candidate.offset }
             if x.candidate.width != y.candidate.width { return x.candidate.width > y.candidate.width }
+            if x.candidate.isVarint != y.candidate.isVarint { return !x.candidate.isVarint }
             return x.candidate.adjustment < y.candidate.adjustment
         }!
     }
 
-    /// Walks one candidate over every piece of every stream.
-    public func score(_ c: LengthCandidate, _ streams: [SampledStream]) -> Score {
+    /// Walks one candidate over every piece of every stream, the pieces at a boundary first;
+    /// nil as soon as it has missed more than `maxMiss` bytes. With `keepValues`, the length
+    /// values too (distinct values, smallest and largest frame).
+    public func score(_ c: LengthCandidate, _ streams: [SampledStream], keepValues: Bool = true, maxMiss: Int = .max) -> Score? {
         var s = Score(candidate: c)
         let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
         var distinct = Set<Int>()
-        for stream in streams {
-            var frames = 0, covered = 0, total = 0
-            for p in stream.pieces {
-                total += p.bytes.count
-                guard let chain = self.chain(of: p, walker) else { continue }
-                frames += chain.frames
-                covered += chain.covered
-                if distinct.count < 64 { for v in chain.lengths.prefix(64) { distinct.insert(v) } }
-                for length in chain.lengths {
-                    s.minFrame = min(s.minFrame, length)
-                    s.maxFrame = max(s.maxFrame, length)
+        s.perStream = streams.map { (0, 0, $0.byteCount) }
+        s.total = s.perStream.reduce(0) { $0 + $1.total }
+        var miss = 0
+        for boundary in [true, false] {
+            for (i, stream) in streams.enumerated() {
+                for p in stream.pieces where p.startsAtBoundary == boundary {
+                    let chain = self.chain(of: p, walker, keepValues: keepValues)
+                    miss += p.bytes.count - (chain?.covered ?? 0)
+                    if miss > maxMiss { return nil }
+                    guard let chain else { continue }
+                    s.perStream[i].frames += chain.frames
+                    s.perStream[i].covered += chain.covered
+                    if boundary {
+                        s.boundaryCovered += chain.covered
+                    } else {
+                        s.midCovered += chain.covered
+                        s.midSlack += chain.first
+                    }
+                    if keepValues {
+                        if distinct.count < 64 { for v in chain.lengths.prefix(64) { distinct.insert(v) } }
+                        for length in chain.lengths {
+                            s.minFrame = min(s.minFrame, length)
+                            s.maxFrame = max(s.maxFrame, length)
+                        }
+                    }
                 }
             }
-            s.frames += frames
-            s.covered += covered
-            s.total += total
-            s.perStream.append((frames, covered, total))
         }
+        s.frames = s.perStream.reduce(0) { $0 + $1.frames }
+        s.covered = s.boundaryCovered + s.midCovered
         s.distinctValues = distinct.count
         return s
     }
 
     /// The chain through one piece: from its start at a boundary, else from the first offset
     /// where frames hold (nil: nowhere).
-    func chain(of p: SampledPiece, _ walker: ChainWalker) -> Chain? {
+    func chain(of p: SampledPiece, _ walker: ChainWalker, keepValues: Bool = true) -> Chain? {
         p.bytes.withUnsafeBufferPointer { b -> Chain? in
             if p.startsAtBoundary {
-                return walker.walk(b, from: 0, cut: p.endsCut, maxFrames: .max, keepValues: true)
+                return walker.walk(b, from: 0, cut: p.endsCut, maxFrames: .max, keepValues: keepValues)
             }
             guard let s = walker.resync(b, cut: p.endsCut, searchLimit: resyncLimit, confirm: resyncConfirm) else { return nil }
-            return walker.walk(b, from: s, cut: p.endsCut, maxFrames: .max, keepValues: true)
+            return walker.walk(b, from: s, cut: p.endsCut, maxFrames: .max, keepValues: keepValues)
         }
     }
 

@@ -36,10 +36,13 @@ public enum GuessReport {
             case .length(let c):
                 guard let s = g.search, let best = s.best else { break }
                 line("  framing: \(c.description) — explains \(pct(100 * best.share))% of the bytes, \(best.frames) frames"
-                     + " (sizes \(best.minFrame)-\(best.maxFrame); \(s.screened) of \(s.tried) candidates survived screening)")
+                     + " (sizes \(best.minFrame)-\(best.maxFrame); \(s.screened) of \(s.tried) candidates survived screening,"
+                     + " \(s.scored) walked over every piece)")
                 if let ru = s.runnerUp {
                     line("    runner-up: \(ru.candidate.description) — \(pct(100 * ru.share))%"
                          + (ru.share >= best.share - 0.05 ? " (close: check it)" : ""))
+                } else {
+                    line("    runner-up: none within \(pct(100 * FramingSearch().runnerUpMargin)) points")
                 }
                 if c.isVarint {
                     line("  no dissector written: the dissector language has no varint header field")

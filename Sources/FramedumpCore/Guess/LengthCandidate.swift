@@ -71,6 +71,8 @@ struct Chain {
     var covered: Int
     /// The chain reached the piece's end (exactly, or past a cut end).
     var complete: Bool
+    /// The first frame's length (0: none).
+    var first: Int
     /// Each frame's length, up to `FramingStats.keep` of them (for the header analysis).
     var lengths: [Int]
 }
@@ -83,14 +85,14 @@ struct ChainWalker {
 
     /// Frames from `start`, at most `maxFrames`; `cut` says the bytes end before the stream does.
     func walk(_ b: UnsafeBufferPointer<UInt8>, from start: Int, cut: Bool, maxFrames: Int, keepValues: Bool = false) -> Chain {
-        var p = start, frames = 0
+        var p = start, frames = 0, first = 0
         var lengths: [Int] = []
         let n = b.count
         while frames < maxFrames {
-            if p == n { return Chain(start: start, frames: frames, covered: p - start, complete: true, lengths: lengths) }
+            if p == n { return Chain(start: start, frames: frames, covered: p - start, complete: true, first: first, lengths: lengths) }
             guard let (v, end) = candidate.value(b, at: p) else {
                 // A header cut by the end of what was sampled is not a failure (nor evidence).
-                return Chain(start: start, frames: frames, covered: p - start, complete: cut, lengths: lengths)
+                return Chain(start: start, frames: frames, covered: p - start, complete: cut, first: first, lengths: lengths)
             }
             guard v <= UInt64(maxFrame) else { break }
             // A varint counts what follows it (protobuf's delimited form), plus the adjustment.
@@ -99,14 +101,15 @@ struct ChainWalker {
             if p + length > n {
                 // A frame running past a cut end is not a failure, but explains nothing: else
                 // a candidate reading huge lengths would explain every sample at once.
-                if cut { return Chain(start: start, frames: frames, covered: p - start, complete: true, lengths: lengths) }
+                if cut { return Chain(start: start, frames: frames, covered: p - start, complete: true, first: first, lengths: lengths) }
                 break
             }
             if keepValues && lengths.count < FramingStats.keep { lengths.append(length) }
+            if frames == 0 { first = length }
             frames += 1
             p += length
         }
-        return Chain(start: start, frames: frames, covered: p - start, complete: p == n, lengths: lengths)
+        return Chain(start: start, frames: frames, covered: p - start, complete: p == n, first: first, lengths: lengths)
     }
 
     /// Where the chain begins in a piece that may start mid-message: the first offset (up to
