@@ -113,16 +113,29 @@ struct ChainWalker {
     }
 
     /// Where the chain begins in a piece that may start mid-message: the first offset (up to
-    /// `searchLimit`) from which `confirm` frames chain, or the piece's end is reached.
-    func resync(_ b: UnsafeBufferPointer<UInt8>, cut: Bool, searchLimit: Int, confirm: Int) -> Int? {
+    /// `searchLimit`) from which the chain reaches the piece's end; failing that, of the offsets
+    /// from which `confirm` frames chain (at most `maxWalks` of them followed through), the one
+    /// whose chain goes furthest. (The first offset where a few frames chain can be a chance
+    /// alignment inside the cut-off message that breaks further on, a true length field's too.)
+    func resync(_ b: UnsafeBufferPointer<UInt8>, cut: Bool, searchLimit: Int, confirm: Int, maxWalks: Int = 32) -> Int? {
         let limit = min(searchLimit, b.count)
+        var best: (start: Int, end: Int)?
+        var walks = 0
         var s = 0
         while s < limit {
             let c = walk(b, from: s, cut: cut, maxFrames: confirm)
-            if c.frames >= confirm || (c.complete && c.frames >= 1) { return s }
+            if c.complete && c.frames >= 1 { return s }
+            if c.frames >= confirm {
+                let full = walk(b, from: s, cut: cut, maxFrames: .max)
+                if full.complete { return s }
+                // A later start inside this chain follows the same frames: no better.
+                if best == nil || full.start + full.covered > best!.end { best = (s, full.start + full.covered) }
+                walks += 1
+                if walks >= maxWalks { break }
+            }
             s += 1
         }
-        return nil
+        return best?.start
     }
 }
 
