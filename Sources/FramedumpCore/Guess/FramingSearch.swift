@@ -25,7 +25,9 @@ public struct FramingSearch: Sendable {
         public var covered = 0
         public var total = 0
         /// Bytes explained in pieces that start at a message boundary (a stream from its SYN,
-        /// walked from byte 0), and in the others (from where the chain resynchronised).
+        /// walked from byte 0), and in the others (from where the chain resynchronised); of the
+        /// first, those in pieces that end where their stream did (no gap or sample cap after).
+        public var closedCovered = 0
         public var boundaryCovered = 0
         public var midCovered = 0
         /// Over the pieces that start mid-message, the first chained frame's length: how many
@@ -40,17 +42,22 @@ public struct FramingSearch: Sendable {
         public var maxFrame = 0
         public var share: Double { total == 0 ? 0 : Double(covered) / Double(total) }
 
-        /// Bytes at boundaries first (a header length field explains every frame of a stream
-        /// seen from its start; what a resync finds in a cut-off message is weaker evidence),
-        /// then the rest.
+        /// Bytes of whole streams first: only the true length field walks a stream from its
+        /// start to its very end, where a length read anywhere else (a byte plus a constant
+        /// takes any value) overshoots its last frame; before a cut end, that overshoot costs a
+        /// true field with long frames more than one reading short ones. Then bytes of the
+        /// other pieces at boundaries; then the rest (what a resync finds in a cut-off message
+        /// is weaker evidence).
         func better(than o: Score) -> Bool {
-            boundaryCovered != o.boundaryCovered ? boundaryCovered > o.boundaryCovered : midCovered > o.midCovered
+            if closedCovered != o.closedCovered { return closedCovered > o.closedCovered }
+            return boundaryCovered != o.boundaryCovered ? boundaryCovered > o.boundaryCovered : midCovered > o.midCovered
         }
 
         /// As good as `lead`: the same bytes at boundaries, and elsewhere within what a chance
         /// resync in the cut-off first messages can make up.
         func ties(_ lead: Score) -> Bool {
-            boundaryCovered == lead.boundaryCovered && midCovered + max(midSlack, lead.midSlack) >= lead.midCovered
+            closedCovered == lead.closedCovered && boundaryCovered == lead.boundaryCovered
+                && midCovered + max(midSlack, lead.midSlack) >= lead.midCovered
         }
     }
 
@@ -190,6 +197,7 @@ public struct FramingSearch: Sendable {
                     s.perStream[i].covered += chain.covered
                     if boundary {
                         s.boundaryCovered += chain.covered
+                        if !p.endsCut { s.closedCovered += chain.covered }
                     } else {
                         s.midCovered += chain.covered
                         s.midSlack += chain.first
@@ -223,28 +231,40 @@ public struct FramingSearch: Sendable {
     }
 
     /// Every frame the chosen candidate cuts, as (piece bytes, frame start, frame length),
-    /// at most `limit` over all streams (for the header and body analysis).
-    public func frames(_ c: LengthCandidate, _ streams: [SampledStream], limit: Int = 50_000) -> [[GuessedFrame]] {
+    /// at most `limit` over all streams (for the header and body analysis). Frames of pieces
+    /// that start at a boundary only, when there are `enoughAtBoundary` of them; else also
+    /// those of the other pieces after their first two (a chain through a cut-off message can
+    /// begin with a chance frame or two before it meets the real boundaries, and one frame
+    /// cut elsewhere makes a magic look varying).
+    public func frames(_ c: LengthCandidate, _ streams: [SampledStream], limit: Int = 50_000,
+                       enoughAtBoundary: Int = 20) -> [[GuessedFrame]] {
         let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
-        var all: [[GuessedFrame]] = []
-        var count = 0
-        for stream in streams {
-            var list: [GuessedFrame] = []
-            for (pi, p) in stream.pieces.enumerated() where count < limit {
-                guard let chain = self.chain(of: p, walker) else { continue }
-                p.bytes.withUnsafeBufferPointer { b in
-                    var at = chain.start
-                    for length in chain.lengths where count < limit {
-                        guard at + length <= b.count else { break }
-                        list.append(GuessedFrame(piece: pi, start: at, length: length))
-                        count += 1
-                        at += length
+        func collect(mid: Bool) -> [[GuessedFrame]] {
+            var all: [[GuessedFrame]] = []
+            var count = 0
+            for stream in streams {
+                var list: [GuessedFrame] = []
+                for (pi, p) in stream.pieces.enumerated() where count < limit && (mid || p.startsAtBoundary) {
+                    guard let chain = self.chain(of: p, walker) else { continue }
+                    p.bytes.withUnsafeBufferPointer { b in
+                        var at = chain.start
+                        for (k, length) in chain.lengths.enumerated() where count < limit {
+                            guard at + length <= b.count else { break }
+                            if p.startsAtBoundary || k >= 2 {
+                                list.append(GuessedFrame(piece: pi, start: at, length: length))
+                                count += 1
+                            }
+                            at += length
+                        }
                     }
                 }
+                all.append(list)
             }
-            all.append(list)
+            return all
         }
-        return all
+        let atBoundary = collect(mid: false)
+        if atBoundary.reduce(0, { $0 + $1.count }) >= enoughAtBoundary { return atBoundary }
+        return collect(mid: true)
     }
 }
 
