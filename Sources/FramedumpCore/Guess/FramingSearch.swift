@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Finds the length field: every candidate (offset, width, byte order, adjustment) is walked
 /// over the sampled streams, frame after frame, and scored by how many bytes its chains explain.
 ///
@@ -34,6 +40,9 @@ public struct FramingSearch: Sendable {
         /// bytes a chance chain through the cut-off first message can add (a field that reads
         /// the same boundaries from there on may start a few bytes earlier by luck).
         public var midSlack = 0
+        /// Over the boundary pieces cut short (a gap, the sample's cap), the bytes of the frame
+        /// that runs past the cut: lost to every candidate, more to one with longer frames.
+        public var cutSlack = 0
         /// Per stream (index into the streams given): frames and bytes explained.
         public var perStream: [(frames: Int, covered: Int, total: Int)] = []
         /// Distinct length values seen (1: every frame the same size, a weak explanation).
@@ -56,7 +65,7 @@ public struct FramingSearch: Sendable {
         /// As good as `lead`: the same bytes at boundaries, and elsewhere within what a chance
         /// resync in the cut-off first messages can make up.
         func ties(_ lead: Score) -> Bool {
-            closedCovered == lead.closedCovered && boundaryCovered == lead.boundaryCovered
+            closedCovered == lead.closedCovered && boundaryCovered + max(cutSlack, lead.cutSlack) >= lead.boundaryCovered
                 && midCovered + max(midSlack, lead.midSlack) >= lead.midCovered
         }
     }
@@ -138,8 +147,17 @@ public struct FramingSearch: Sendable {
         guard var lead = kept.first else { return Result(best: nil, runnerUp: nil, accepted: false, tried: tried, screened: survivors.count) }
         for s in kept where s.better(than: lead) { lead = s }
         // 3. The candidates as good as the lead, with their length values, for the tie rules.
-        let top = kept.filter { $0.ties(lead) }.compactMap { score($0.candidate, streams, keepValues: true) }
-        let best = choose(top)
+        var top = kept.filter { $0.ties(lead) }
+        // Before a cut end a length read anywhere (a byte plus a constant takes any value) chains
+        // as far as the true one: when such candidates cut different frames, the frames whose
+        // first bytes are the most regular (a magic, a version, an id's few values, a length's
+        // zero high bytes) are the messages.
+        if top.count > 1 {
+            let regularity = top.map { structure($0.candidate, streams) }
+            let least = regularity.min()!
+            top = zip(top, regularity).filter { $0.1 <= least + 0.5 }.map(\.0)
+        }
+        let best = choose(top.compactMap { score($0.candidate, streams, keepValues: true) })
         var runnerUp: Score?
         for s in kept where !sameField(s.candidate, best.candidate) {
             if runnerUp.map({ s.better(than: $0) }) ?? true { runnerUp = s }
@@ -195,12 +213,14 @@ public struct FramingSearch: Sendable {
                     guard let chain else { continue }
                     s.perStream[i].frames += chain.frames
                     s.perStream[i].covered += chain.covered
+                    let overshoot = p.endsCut && chain.complete ? p.bytes.count - chain.start - chain.covered : 0
                     if boundary {
+                        s.cutSlack += overshoot
                         s.boundaryCovered += chain.covered
                         if !p.endsCut { s.closedCovered += chain.covered }
                     } else {
                         s.midCovered += chain.covered
-                        s.midSlack += chain.first
+                        s.midSlack += chain.first + overshoot
                     }
                     if keepValues {
                         if distinct.count < 64 { for v in chain.lengths.prefix(64) { distinct.insert(v) } }
@@ -216,6 +236,50 @@ public struct FramingSearch: Sendable {
         s.covered = s.boundaryCovered + s.midCovered
         s.distinctValues = distinct.count
         return s
+    }
+
+    /// How irregular the first bytes of a candidate's frames are: the entropy in bits of the
+    /// byte at each of the first 8 offsets, summed, over its first `sample` frames (at most 32
+    /// from each piece, at a boundary when there are such pieces).
+    func structure(_ c: LengthCandidate, _ streams: [SampledStream], sample: Int = 256) -> Double {
+        let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
+        let width = 8
+        var counts = [Int](repeating: 0, count: width * 256)
+        var seen = [Int](repeating: 0, count: width)
+        var n = 0
+        let anyBoundary = streams.contains { $0.pieces.contains { $0.startsAtBoundary } }
+        for stream in streams where n < sample {
+            for p in stream.pieces where n < sample && (p.startsAtBoundary || !anyBoundary) {
+                p.bytes.withUnsafeBufferPointer { b in
+                    let start: Int
+                    if p.startsAtBoundary {
+                        start = 0
+                    } else {
+                        guard let s = walker.resync(b, cut: p.endsCut, searchLimit: resyncLimit, confirm: resyncConfirm) else { return }
+                        start = s
+                    }
+                    let chain = walker.walk(b, from: start, cut: p.endsCut, maxFrames: min(32, sample - n), keepValues: true)
+                    var at = start
+                    for length in chain.lengths {
+                        for i in 0..<width where at + i < b.count {
+                            counts[i * 256 + Int(b[at + i])] += 1
+                            seen[i] += 1
+                        }
+                        n += 1
+                        at += length
+                    }
+                }
+            }
+        }
+        var bits = 0.0
+        for i in 0..<width where seen[i] > 0 {
+            let total = Double(seen[i])
+            for v in 0..<256 where counts[i * 256 + v] > 0 {
+                let q = Double(counts[i * 256 + v]) / total
+                bits -= q * log2(q)
+            }
+        }
+        return bits
     }
 
     /// The chain through one piece: from its start at a boundary, else from the first offset
