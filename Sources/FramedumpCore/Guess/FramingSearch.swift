@@ -152,10 +152,14 @@ public struct FramingSearch: Sendable {
         // as far as the true one: when such candidates cut different frames, the frames whose
         // first bytes are the most regular (a magic, a version, an id's few values, a length's
         // zero high bytes) are the messages.
+        // (Only candidates with a quarter as many frames to show as the most: a handful of
+        // frames, a huge value read once per piece, always look regular.)
         if top.count > 1 {
             let regularity = top.map { structure($0.candidate, streams) }
-            let least = regularity.min()!
-            top = zip(top, regularity).filter { $0.1 <= least + 0.5 }.map(\.0)
+            let most = regularity.map(\.frames).max()!
+            let eligible = regularity.map { $0.frames * 4 >= most }
+            let least = zip(regularity, eligible).filter(\.1).map(\.0.bits).min()!
+            top = zip(top, zip(regularity, eligible)).filter { $0.1.1 && $0.1.0.bits <= least + 0.5 }.map(\.0)
         }
         let best = choose(top.compactMap { score($0.candidate, streams, keepValues: true) })
         var runnerUp: Score?
@@ -240,8 +244,8 @@ public struct FramingSearch: Sendable {
 
     /// How irregular the first bytes of a candidate's frames are: the entropy in bits of the
     /// byte at each of the first 8 offsets, summed, over its first `sample` frames (at most 32
-    /// from each piece, at a boundary when there are such pieces).
-    func structure(_ c: LengthCandidate, _ streams: [SampledStream], sample: Int = 256) -> Double {
+    /// from each piece, at a boundary when there are such pieces), and how many frames that was.
+    func structure(_ c: LengthCandidate, _ streams: [SampledStream], sample: Int = 256) -> (bits: Double, frames: Int) {
         let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
         let width = 8
         var counts = [Int](repeating: 0, count: width * 256)
@@ -279,7 +283,7 @@ public struct FramingSearch: Sendable {
                 bits -= q * log2(q)
             }
         }
-        return bits
+        return (bits, n)
     }
 
     /// The chain through one piece: from its start at a boundary, else from the first offset
