@@ -7,12 +7,13 @@ binary bodies per message id), write a capture of a few connections with real TC
 whose writes coalesce several messages into one segment and split others anywhere (inside the
 header too), and write the ground truth beside it as JSON.
 
-    make_guess_protocols.py OUTDIR FIRST_SEED COUNT [--midstream] [--lines]
+    make_guess_protocols.py OUTDIR FIRST_SEED COUNT [--midstream] [--lines] [--long]
 
 writes OUTDIR/proto-SEED.pcap and OUTDIR/proto-SEED.json for each seed. --midstream starts
 the first connection without its handshake in the middle of a message and loses one segment
 of the second (a gap); --lines writes a protocol with no length field (text lines ended by
-\\r\\n) instead.
+\\r\\n) instead; --long writes connections of 80 KiB or more each way (past the 64 KiB
+`framedump guess` samples of each direction: every sampled piece ends cut).
 """
 import json, os, random, struct, sys
 
@@ -201,7 +202,7 @@ def write_capture(path, rng, port, make_frames, midstream):
     pcap.close()
 
 
-def make(outdir, seed, midstream, lines):
+def make(outdir, seed, midstream, lines, long=False):
     rng = random.Random(seed)
     port = rng.randrange(2000, 60000)  # below the clients' ports (61000 on): roles without a SYN come from them
     if lines:
@@ -217,9 +218,15 @@ def make(outdir, seed, midstream, lines):
             seq = [rng.randrange(1, 1000), rng.randrange(1, 1000)]
             version = rng.randint(1, 3)
             batch = [b"", b""]
-            for k in range(rng.randint(30, 70)):
+            sent = [0, 0]
+            n = rng.randint(30, 70)
+            k = 0
+            while (min(sent) < 80 << 10) if long else k < n:
+                k += 1
                 d = rng.randrange(2)
-                batch[d] += p.frame(rng.choice(p.ids), seq[d], version)
+                f = p.frame(rng.choice(p.ids), seq[d], version)
+                sent[d] += len(f)
+                batch[d] += f
                 seq[d] += 1
                 # Several messages in one write, or one alone.
                 if rng.random() < 0.6:
@@ -243,7 +250,7 @@ def main():
     outdir, first, count = args[0], int(args[1]), int(args[2])
     os.makedirs(outdir, exist_ok=True)
     for seed in range(first, first + count):
-        make(outdir, seed, "--midstream" in sys.argv, "--lines" in sys.argv)
+        make(outdir, seed, "--midstream" in sys.argv, "--lines" in sys.argv, "--long" in sys.argv)
     print("wrote %d protocols to %s" % (count, outdir))
 
 

@@ -151,15 +151,15 @@ public struct FramingSearch: Sendable {
         // Before a cut end a length read anywhere (a byte plus a constant takes any value) chains
         // as far as the true one: when such candidates cut different frames, the frames whose
         // first bytes are the most regular (a magic, a version, an id's few values, a length's
-        // zero high bytes) are the messages.
+        // zero high bytes, against the rest) are the messages.
         // (Only candidates with a quarter as many frames to show as the most: a handful of
         // frames, a huge value read once per piece, always look regular.)
         if top.count > 1 {
             let regularity = top.map { structure($0.candidate, streams) }
-            let most = regularity.map(\.frames).max()!
-            let eligible = regularity.map { $0.frames * 4 >= most }
-            let least = zip(regularity, eligible).filter(\.1).map(\.0.bits).min()!
-            top = zip(top, zip(regularity, eligible)).filter { $0.1.1 && $0.1.0.bits <= least + 0.5 }.map(\.0)
+            let frames = regularity.map(\.frames).max()!
+            let eligible = regularity.map { $0.frames * 4 >= frames }
+            let most = zip(regularity, eligible).filter(\.1).map(\.0.bits).max()!
+            top = zip(top, zip(regularity, eligible)).filter { $0.1.1 && $0.1.0.bits >= most - 0.5 }.map(\.0)
         }
         let best = choose(top.compactMap { score($0.candidate, streams, keepValues: true) })
         var runnerUp: Score?
@@ -242,12 +242,15 @@ public struct FramingSearch: Sendable {
         return s
     }
 
-    /// How irregular the first bytes of a candidate's frames are: the entropy in bits of the
-    /// byte at each of the first 8 offsets, summed, over its first `sample` frames (at most 32
-    /// from each piece, at a boundary when there are such pieces), and how many frames that was.
+    /// How regular the first bytes of a candidate's frames are: over its first `sample` frames
+    /// (at most 32 from each piece, at a boundary when there are such pieces), the entropy in
+    /// bits of the byte at each of the first 16 offsets, and how far those below their mean lie
+    /// under it, summed (frames cut at random places see about the same entropy everywhere;
+    /// real ones see constant bytes, a length's zero high bytes, an id's few values beside a
+    /// timestamp's many), and how many frames that was.
     func structure(_ c: LengthCandidate, _ streams: [SampledStream], sample: Int = 256) -> (bits: Double, frames: Int) {
         let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
-        let width = 8
+        let width = 16
         var counts = [Int](repeating: 0, count: width * 256)
         var seen = [Int](repeating: 0, count: width)
         var n = 0
@@ -275,15 +278,16 @@ public struct FramingSearch: Sendable {
                 }
             }
         }
-        var bits = 0.0
+        var h = [Double](repeating: 0, count: width)
         for i in 0..<width where seen[i] > 0 {
             let total = Double(seen[i])
             for v in 0..<256 where counts[i * 256 + v] > 0 {
                 let q = Double(counts[i * 256 + v]) / total
-                bits -= q * log2(q)
+                h[i] -= q * log2(q)
             }
         }
-        return (bits, n)
+        let mean = h.reduce(0, +) / Double(width)
+        return (h.reduce(0) { $0 + max(0, mean - $1) }, n)
     }
 
     /// The chain through one piece: from its start at a boundary, else from the first offset
