@@ -120,6 +120,20 @@ final class GuessTests: XCTestCase {
         }
     }
 
+    /// Connections longer than the 64 KiB sampled each way: every piece ends cut, where a byte
+    /// plus a constant chains as far as the true length; the frames' regular first bytes decide.
+    func testLongStreamsCutBySample() throws {
+        let dir = try generate(first: 1, count: 6, ["--long"])
+        for seed in 1...6 {
+            let t = try truth(dir, seed)
+            let result = try Guesser.run(capture: "\(dir)/proto-\(seed).pcap", port: nil)
+            let port = try XCTUnwrap(result.ports.first)
+            let l = try XCTUnwrap(t.length)
+            XCTAssertEqual(guessed(port).0, Framing(offset: l.offset, width: l.width, order: l.order == "little" ? .little : .big,
+                                                    adjustment: l.adjustment), "seed \(seed)")
+        }
+    }
+
     /// Text lines: no length field is claimed; the delimiter is said, no dissector is written
     /// (the language has no delimiter framing) and the command exits 1.
     func testNoLengthFieldReportedAsSuch() throws {
