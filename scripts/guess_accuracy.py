@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The accuracy of `framedump guess` over random protocols (docs/guess.md):
 
-    scripts/guess_accuracy.py [COUNT] [FIRST_SEED] [FRAMEDUMP] [--midstream]
+    scripts/guess_accuracy.py [COUNT] [FIRST_SEED] [FRAMEDUMP] [--midstream|--long|--nosyn]
 
-draws COUNT protocols with scripts/make_guess_protocols.py (seeds FIRST_SEED...; with
---midstream, the first connection starts inside a message and the second loses a segment), runs
+draws COUNT protocols with scripts/make_guess_protocols.py (seeds FIRST_SEED...; the flags go
+to it: --midstream, the first connection starts inside a message and the second loses a
+segment; --long, connections past the sample; --nosyn, no connection has its handshake), runs
 `framedump guess` on each capture and compares its report with the ground truth: the framing
 (length field offset, width, byte order, adjustment) and the message id field (offset, width).
 Prints a markdown table and the seeds it got wrong. FRAMEDUMP defaults to the release build.

@@ -7,13 +7,14 @@ binary bodies per message id), write a capture of a few connections with real TC
 whose writes coalesce several messages into one segment and split others anywhere (inside the
 header too), and write the ground truth beside it as JSON.
 
-    make_guess_protocols.py OUTDIR FIRST_SEED COUNT [--midstream] [--lines] [--long]
+    make_guess_protocols.py OUTDIR FIRST_SEED COUNT [--midstream] [--lines] [--long] [--nosyn]
 
 writes OUTDIR/proto-SEED.pcap and OUTDIR/proto-SEED.json for each seed. --midstream starts
 the first connection without its handshake in the middle of a message and loses one segment
 of the second (a gap); --lines writes a protocol with no length field (text lines ended by
 \\r\\n) instead; --long writes connections of 80 KiB or more each way (past the 64 KiB
-`framedump guess` samples of each direction: every sampled piece ends cut).
+`framedump guess` samples of each direction: every sampled piece ends cut); --nosyn starts every
+connection without its handshake, 5-40 bytes into its first message each way.
 """
 import json, os, random, struct, sys
 
@@ -163,13 +164,13 @@ class Protocol:
         }
 
 
-def write_capture(path, rng, port, make_frames, midstream):
+def write_capture(path, rng, port, make_frames, midstream, nosyn=False):
     pcap = PcapWriter(path, step_us=50)
     nconn = rng.randint(3, 4)
     for c in range(nconn):
         client = bytes([10, 0, c + 1, 2])
         isn = (rng.randrange(1 << 32), rng.randrange(1 << 32))
-        if midstream and c == 0:
+        if (midstream and c == 0) or nosyn:
             # No handshake: the capture starts 5-40 bytes into the first message.
             conn = Connection(lambda pkt: None, client, 61000 + c, bytes([10, 0, 0, 1]), port, isn)
             conn.write = pcap.write
@@ -202,7 +203,7 @@ def write_capture(path, rng, port, make_frames, midstream):
     pcap.close()
 
 
-def make(outdir, seed, midstream, lines, long=False):
+def make(outdir, seed, midstream, lines, long=False, nosyn=False):
     rng = random.Random(seed)
     port = rng.randrange(2000, 60000)  # below the clients' ports (61000 on): roles without a SYN come from them
     if lines:
@@ -238,7 +239,7 @@ def make(outdir, seed, midstream, lines, long=False):
         truth = p.truth()
     truth.update({"seed": seed, "port": port, "midstream": midstream})
     base = os.path.join(outdir, "proto-%d" % seed)
-    write_capture(base + ".pcap", rng, port, frames, midstream)
+    write_capture(base + ".pcap", rng, port, frames, midstream, nosyn)
     with open(base + ".json", "w") as f:
         json.dump(truth, f, indent=1, ensure_ascii=False)
 
@@ -250,7 +251,7 @@ def main():
     outdir, first, count = args[0], int(args[1]), int(args[2])
     os.makedirs(outdir, exist_ok=True)
     for seed in range(first, first + count):
-        make(outdir, seed, "--midstream" in sys.argv, "--lines" in sys.argv, "--long" in sys.argv)
+        make(outdir, seed, "--midstream" in sys.argv, "--lines" in sys.argv, "--long" in sys.argv, "--nosyn" in sys.argv)
     print("wrote %d protocols to %s" % (count, outdir))
 
 

@@ -35,6 +35,9 @@ public struct FramingSearch: Sendable {
         /// first, those in pieces that end where their stream did (no gap or sample cap after).
         public var closedCovered = 0
         public var boundaryCovered = 0
+        /// Bytes of the pieces that start mid-message and end where their stream did, whose
+        /// chain (from its resync) lands exactly on that end.
+        public var midClosedEnds = 0
         public var midCovered = 0
         /// Over the pieces that start mid-message, the first chained frame's length: how many
         /// bytes a chance chain through the cut-off first message can add (a field that reads
@@ -54,18 +57,20 @@ public struct FramingSearch: Sendable {
         /// Bytes of whole streams first: only the true length field walks a stream from its
         /// start to its very end, where a length read anywhere else (a byte plus a constant
         /// takes any value) overshoots its last frame; before a cut end, that overshoot costs a
-        /// true field with long frames more than one reading short ones. Then bytes of the
+        /// true field with long frames more than one reading short ones. Then the streams seen
+        /// from mid-message to their end whose chain lands exactly on it; then bytes of the
         /// other pieces at boundaries; then the rest (what a resync finds in a cut-off message
         /// is weaker evidence).
         func better(than o: Score) -> Bool {
             if closedCovered != o.closedCovered { return closedCovered > o.closedCovered }
+            if midClosedEnds != o.midClosedEnds { return midClosedEnds > o.midClosedEnds }
             return boundaryCovered != o.boundaryCovered ? boundaryCovered > o.boundaryCovered : midCovered > o.midCovered
         }
 
         /// As good as `lead`: the same bytes at boundaries, and elsewhere within what a chance
         /// resync in the cut-off first messages can make up.
         func ties(_ lead: Score) -> Bool {
-            closedCovered == lead.closedCovered && boundaryCovered + max(cutSlack, lead.cutSlack) >= lead.boundaryCovered
+            closedCovered == lead.closedCovered && midClosedEnds == lead.midClosedEnds && boundaryCovered + max(cutSlack, lead.cutSlack) >= lead.boundaryCovered
                 && midCovered + max(midSlack, lead.midSlack) >= lead.midCovered
         }
     }
@@ -225,6 +230,7 @@ public struct FramingSearch: Sendable {
                     } else {
                         s.midCovered += chain.covered
                         s.midSlack += chain.first + overshoot
+                        if !p.endsCut && chain.complete { s.midClosedEnds += p.bytes.count }
                     }
                     if keepValues {
                         if distinct.count < 64 { for v in chain.lengths.prefix(64) { distinct.insert(v) } }
