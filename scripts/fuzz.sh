@@ -21,6 +21,8 @@
 #   dissector       a dissector file and traffic decoded with it, through both printers
 #   deframer        traffic for the shipped dissectors through the deframer, the decoder and
 #                   every printer (tree, NDJSON checked line by line as strict JSON, -z tables)
+#   guess           sampled streams (boundary and cut flags, up to 8 pieces) through `framedump guess`:
+#                   framing search with resync, header fields, body kinds, report, dissector writer
 #   pipeline        capture file bytes through libpcap and the whole pipeline with the
 #                   shipped dissectors (tree, NDJSON, segments, follow, stream export, summary)
 #   pcapng          pcapng file bytes through framedump's own pcapng reader (in memory), then
@@ -265,6 +267,25 @@ PY
         rm -rf "${seeds:?}/$s"
       done
       run deframer "$seeds" ;;
+    guess)
+      # Seeds: each sample's first connection as the target's records (its two directions).
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      for s in game svc im zgame bridge; do
+        framedump -r "samples/$s.pcap" --streams "$seeds/$s" -q >/dev/null
+        python3 - "$seeds/$s" "$seeds/$s.seed" <<'PY'
+import os, struct, sys
+d, out = sys.argv[1], sys.argv[2]
+names = sorted(n for n in os.listdir(d) if n.endswith((".c2s", ".s2c")))[:2]
+data = bytes([0x7f])
+for n in names:
+    b = open(os.path.join(d, n), "rb").read()[:4000]
+    data += struct.pack(">H", len(b)) + b
+open(out, "wb").write(data)
+PY
+        rm -rf "${seeds:?}/$s"
+      done
+      run guess "$seeds" ;;
     pipeline)
       # Seeds: the samples and fixture captures, each cut after its packets that fit in 16 KB.
       seeds="$(mktemp -d)"
@@ -342,12 +363,12 @@ for i, b in enumerate(bodies):
 PY
       run "$1" "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, tls, kcp, link, reassembly, dissector, deframer, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, tls, kcp, link, reassembly, dissector, deframer, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire websocket http-head tls kcp link reassembly dissector deframer pipeline pcapng pcap display-filter ndjson-line \
+  for t in proto-parser protobuf-wire websocket http-head tls kcp link reassembly dissector deframer guess pipeline pcapng pcap display-filter ndjson-line \
            transform-zlib transform-gzip transform-deflate transform-lz4 transform-lz4-block transform-xor transform-base64 transform-aes transform-chain; do
     fuzz_one "$t"
   done

@@ -14,6 +14,7 @@ public enum FuzzTargets {
             "reassembly": FuzzReassembly.run,
             "deframer": FuzzDeframer.run,
             "pipeline": FuzzPipeline.run,
+            "guess": FuzzGuess.run,
             "pcapng": FuzzPcapng.run,
             "pcap": FuzzPcap.run,
             "ndjson-line": FuzzNDJSON.line,

@@ -1,0 +1,105 @@
+/// Writes what was guessed as a `.dissector` file, in the language's existing constructs only
+/// (`protocol` block, `header`, `frame_length`/`body_length`, `message_id`, `body`, `Message`).
+public enum DissectorWriter {
+    /// The file for every port whose framing the language can say; nil when there is none.
+    public static func text(_ result: GuessResult, source: String) -> String? {
+        let blocks = result.ports.filter { $0.writable }.map { block($0) }
+        guard !blocks.isEmpty else { return nil }
+        return "// Written by `framedump guess` from \(source): check the names, then rename the fields.\n\n"
+            + blocks.joined(separator: "\n")
+    }
+
+    static func block(_ g: PortGuess) -> String {
+        var out = ""
+        func line(_ s: String) { out += s + "\n" }
+        switch g.framing {
+        case .webSocket:
+            line("// A WebSocket (the clients' HTTP Upgrade handshake): each message is one frame.")
+            line("protocol guessed_\(g.port) {")
+            line("    websocket;")
+            line("    port \(g.port);")
+            line("    text text;")
+            line("    body raw;")
+            line("}")
+            return out
+        case .length(let c):
+            let header = g.header ?? HeaderLayout(size: c.offset + c.width, fields: [])
+            let share = g.search?.best.map { String(format1(100 * $0.share)) + "%" } ?? "?"
+            line("// Port \(g.port): \(c.description); explains \(share) of the sampled bytes.")
+            line("protocol guessed_\(g.port) {")
+            line("    port \(g.port);")
+            line("    byte_order \(c.order == .big ? "big" : "little");")
+            line("    header {")
+            var at = 0
+            for f in header.fields where f.offset + f.width <= header.size {
+                if f.offset > at { line("        pad \(f.offset - at);") }
+                var decl = "        uint\(f.width * 8)\(f.width > 1 && f.order != c.order ? (f.order == .big ? "be" : "le") : "") \(f.name)"
+                var comment = ""
+                switch f.role {
+                case .constant(let v) where v != 0:
+                    decl += " == 0x" + String(v, radix: 16) + " [hex]"
+                    comment = "constant in every frame sampled"
+                case .constant: comment = "always 0 in the sample"
+                case .length: comment = c.adjustment == 0 ? "counts the whole frame" : "frame = length \(c.adjustment >= 0 ? "+" : "-") \(abs(c.adjustment))"
+                case .messageID: comment = "selects the message"
+                case .sequence: comment = "+1 each frame of a direction"
+                case .perConnection: comment = "constant within each connection"
+                case .other: comment = ""
+                }
+                line(decl + ";" + (comment.isEmpty ? "" : "   // " + comment))
+                at = f.offset + f.width
+            }
+            if header.size > at { line("        pad \(header.size - at);") }
+            line("    }")
+            if c.adjustment == 0 {
+                line("    frame_length = length;")
+            } else if c.adjustment == header.size {
+                line("    body_length = length;")
+            } else {
+                line("    frame_length = length \(c.adjustment > 0 ? "+" : "-") \(abs(c.adjustment));")
+            }
+            if header.id != nil { line("    message_id = id;") }
+            line("    max_frame \(maxFrame(g, c));")
+            line("    body \(bodyLine(g.bodies));")
+            line("}")
+            if let id = header.id {
+                let limit = id.width >= 8 ? UInt64.max : (1 << UInt64(id.width * 8)) - 1
+                for b in g.bodies.prefix(256) {
+                    guard let v = b.id, v <= limit else { continue }
+                    var note = "\(b.kind.rawValue), \(b.matching) of \(b.count) bodies"
+                    if !b.strings.isEmpty {
+                        note += "; strings at body offsets " + b.strings.map { "\($0.offset) (u\($0.prefix * 8) length)" }.joined(separator: ", ")
+                    }
+                    line("Message msg_\(v) = \(v) { }   // \(note)")
+                }
+            }
+            return out
+        case .none, .delimiter:
+            return ""
+        }
+    }
+
+    /// The body rule every id shares, or `raw` when they differ (each Message line says its kind).
+    static func bodyLine(_ bodies: [BodyGuess]) -> String {
+        let kinds = Set(bodies.map(\.kind)).subtracting([.empty])
+        guard kinds.count == 1, let k = kinds.first else { return "raw" }
+        switch k {
+        case .json: return "json"
+        case .text: return "text"
+        case .protobuf: return "protobuf"
+        case .binary, .empty: return "raw"
+        }
+    }
+
+    /// Room above the largest frame seen (the sample is only the streams' beginnings), within
+    /// what the length field can hold.
+    static func maxFrame(_ g: PortGuess, _ c: LengthCandidate) -> Int {
+        if c.width == 1 || c.width == 2 { return (1 << (c.width * 8)) - 1 + max(0, c.adjustment) }
+        return min(max(1 << 20, g.maxFrameSeen * 4), 1 << 30)
+    }
+
+    static func format1(_ x: Double) -> String {
+        let t = Int((x * 10).rounded())
+        return "\(t / 10).\(t % 10)"
+    }
+}

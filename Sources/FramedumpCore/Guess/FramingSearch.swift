@@ -1,0 +1,354 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Finds the length field: every candidate (offset, width, byte order, adjustment) is walked
+/// over the sampled streams, frame after frame, and scored by how many bytes its chains explain.
+///
+/// Most candidates break within a frame or two, so the search first screens all of them on a
+/// few pieces that start at a message boundary, then scores the survivors on every piece
+/// (finding, in a piece that starts mid-message or after a gap, the first offset from which
+/// the chain holds).
+public struct FramingSearch: Sendable {
+    public var maxOffset = 16
+    public var adjustments = -16...64
+    public var maxFrame = 16 << 20
+    /// Below this share of the sampled bytes no length field is claimed.
+    public var acceptShare = 0.9
+    /// How far into a mid-stream piece a chain's start is looked for, and how many frames
+    /// must chain from it.
+    public var resyncLimit = 2048
+    public var resyncConfirm = 4
+
+    public init() {}
+
+    /// The score of one candidate over every piece.
+    public struct Score: Sendable {
+        public var candidate: LengthCandidate
+        public var frames = 0
+        public var covered = 0
+        public var total = 0
+        /// Bytes explained in pieces that start at a message boundary (a stream from its SYN,
+        /// walked from byte 0), and in the others (from where the chain resynchronised); of the
+        /// first, those in pieces that end where their stream did (no gap or sample cap after).
+        public var closedCovered = 0
+        public var boundaryCovered = 0
+        /// Bytes of the pieces that start mid-message and end where their stream did, whose
+        /// chain (from its resync) lands exactly on that end.
+        public var midClosedEnds = 0
+        public var midCovered = 0
+        /// Over the pieces that start mid-message, the first chained frame's length: how many
+        /// bytes a chance chain through the cut-off first message can add (a field that reads
+        /// the same boundaries from there on may start a few bytes earlier by luck).
+        public var midSlack = 0
+        /// Over the boundary pieces cut short (a gap, the sample's cap), the bytes of the frame
+        /// that runs past the cut: lost to every candidate, more to one with longer frames.
+        public var cutSlack = 0
+        /// Per stream (index into the streams given): frames and bytes explained.
+        public var perStream: [(frames: Int, covered: Int, total: Int)] = []
+        /// Distinct length values seen (1: every frame the same size, a weak explanation).
+        public var distinctValues = 0
+        public var minFrame = Int.max
+        public var maxFrame = 0
+        public var share: Double { total == 0 ? 0 : Double(covered) / Double(total) }
+
+        /// Bytes of whole streams first: only the true length field walks a stream from its
+        /// start to its very end, where a length read anywhere else (a byte plus a constant
+        /// takes any value) overshoots its last frame; before a cut end, that overshoot costs a
+        /// true field with long frames more than one reading short ones. Then the streams seen
+        /// from mid-message to their end whose chain lands exactly on it; then bytes of the
+        /// other pieces at boundaries; then the rest (what a resync finds in a cut-off message
+        /// is weaker evidence).
+        func better(than o: Score) -> Bool {
+            if closedCovered != o.closedCovered { return closedCovered > o.closedCovered }
+            if midClosedEnds != o.midClosedEnds { return midClosedEnds > o.midClosedEnds }
+            return boundaryCovered != o.boundaryCovered ? boundaryCovered > o.boundaryCovered : midCovered > o.midCovered
+        }
+
+        /// As good as `lead`: the same bytes at boundaries, and elsewhere within what a chance
+        /// resync in the cut-off first messages can make up.
+        func ties(_ lead: Score) -> Bool {
+            closedCovered == lead.closedCovered && midClosedEnds == lead.midClosedEnds && boundaryCovered + max(cutSlack, lead.cutSlack) >= lead.boundaryCovered
+                && midCovered + max(midSlack, lead.midSlack) >= lead.midCovered
+        }
+    }
+
+    public struct Result: Sendable {
+        public var best: Score?
+        /// The best candidate that is not a narrower or wider view of the same field (nil:
+        /// none within `runnerUpMargin` of the best).
+        public var runnerUp: Score?
+        public var accepted: Bool
+        /// How many candidates were tried, how many survived screening, and how many were
+        /// walked over every piece (the others fell too far behind the best on the way).
+        public var tried = 0
+        public var screened = 0
+        public var scored = 0
+    }
+
+    /// A candidate that misses this share of the bytes more than the best is dropped on the way
+    /// (and no runner-up further behind is reported).
+    public var runnerUpMargin = 0.1
+
+    static let widths: [(Int, ByteOrder)] = [(1, .big), (2, .big), (2, .little), (4, .big), (4, .little),
+                                              (8, .big), (8, .little), (0, .big)]
+
+    public func run(_ streams: [SampledStream]) -> Result {
+        let pieces = streams.flatMap { $0.pieces }
+        // Screening pieces: the longest that start at a boundary, one per stream.
+        var screen = streams.compactMap { s in s.pieces.first(where: { $0.startsAtBoundary && !$0.bytes.isEmpty }) }
+        screen.sort { $0.bytes.count > $1.bytes.count }
+        screen = Array(screen.prefix(6))
+        let atBoundary = !screen.isEmpty
+        if !atBoundary {
+            screen = Array(pieces.filter { !$0.bytes.isEmpty }.sorted { $0.bytes.count > $1.bytes.count }.prefix(3))
+        }
+        guard !screen.isEmpty else { return Result(best: nil, runnerUp: nil, accepted: false) }
+        // 1. Screening: 32 frames from the start of a few pieces. A chain must explain at least
+        // half of what it walked: a value read as huge runs past a cut end at once, which is no
+        // failure but no evidence either (one frame, then nothing).
+        var survivors: [(candidate: LengthCandidate, covered: Int)] = []
+        var tried = 0
+        for o in 0..<maxOffset {
+            for (w, order) in Self.widths {
+                for a in adjustments {
+                    let c = LengthCandidate(offset: o, width: w, order: order, adjustment: a)
+                    tried += 1
+                    let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
+                    var passed = 0, covered = 0
+                    for p in screen {
+                        let ok = p.bytes.withUnsafeBufferPointer { b -> Bool in
+                            if atBoundary {
+                                let chain = walker.walk(b, from: 0, cut: p.endsCut, maxFrames: 32)
+                                covered += chain.covered
+                                return chain.frames >= 32 || (chain.complete && chain.frames >= 1 && chain.covered * 2 >= b.count)
+                            }
+                            guard let s = walker.resync(b, cut: p.endsCut, searchLimit: 256, confirm: 8) else { return false }
+                            covered += b.count - s
+                            return true
+                        }
+                        if ok { passed += 1 }
+                    }
+                    if passed * 3 >= screen.count * 2 { survivors.append((c, covered)) }
+                }
+            }
+        }
+        // 2. The survivors over every piece, the likeliest first, each dropped as soon as it has
+        // missed more bytes than the best so far plus the margin (most break within a piece or two).
+        survivors.sort { $0.covered > $1.covered }
+        let total = pieces.reduce(0) { $0 + $1.bytes.count }
+        let margin = Int(Double(total) * runnerUpMargin)
+        var kept: [Score] = []
+        var leastMiss = Int.max
+        for (c, _) in survivors {
+            let limit = leastMiss == .max ? Int.max : leastMiss + margin
+            guard let s = score(c, streams, keepValues: false, maxMiss: limit) else { continue }
+            leastMiss = min(leastMiss, s.total - s.covered)
+            kept.append(s)
+        }
+        kept.removeAll { $0.total - $0.covered > leastMiss + margin }
+        guard var lead = kept.first else { return Result(best: nil, runnerUp: nil, accepted: false, tried: tried, screened: survivors.count) }
+        for s in kept where s.better(than: lead) { lead = s }
+        // 3. The candidates as good as the lead, with their length values, for the tie rules.
+        var top = kept.filter { $0.ties(lead) }
+        // Before a cut end a length read anywhere (a byte plus a constant takes any value) chains
+        // as far as the true one: when such candidates cut different frames, the frames whose
+        // first bytes are the most regular (a magic, a version, an id's few values, a length's
+        // zero high bytes, against the rest) are the messages.
+        // (Only candidates with a quarter as many frames to show as the most: a handful of
+        // frames, a huge value read once per piece, always look regular.)
+        if top.count > 1 {
+            let regularity = top.map { structure($0.candidate, streams) }
+            let frames = regularity.map(\.frames).max()!
+            let eligible = regularity.map { $0.frames * 4 >= frames }
+            let most = zip(regularity, eligible).filter(\.1).map(\.0.bits).max()!
+            top = zip(top, zip(regularity, eligible)).filter { $0.1.1 && $0.1.0.bits >= most - 0.5 }.map(\.0)
+        }
+        let best = choose(top.compactMap { score($0.candidate, streams, keepValues: true) })
+        var runnerUp: Score?
+        for s in kept where !sameField(s.candidate, best.candidate) {
+            if runnerUp.map({ s.better(than: $0) }) ?? true { runnerUp = s }
+        }
+        let accepted = best.share >= acceptShare && best.frames >= 2 && best.covered > 0
+        return Result(best: best, runnerUp: runnerUp, accepted: accepted, tried: tried, screened: survivors.count, scored: kept.count)
+    }
+
+    /// Two candidates that read the same value (one takes in high bytes that are always zero).
+    /// (With every value below 256 a little-endian u16 and the big-endian u16 ending on the
+    /// same byte read the same too.)
+    func sameField(_ a: LengthCandidate, _ b: LengthCandidate) -> Bool {
+        a.lowByte == b.lowByte && a.adjustment == b.adjustment && a.isVarint == b.isVarint
+    }
+
+    /// Among the candidates as good as the best: lengths that vary over a constant size, a fixed
+    /// width over a varint at the same place that reads the same, far fewer frames, then within
+    /// one field the widest view (a u32 whose high bytes are zero is a u32, not a u8 after
+    /// padding), and across fields the one nearest the start (a length inside the body, a
+    /// string's prefix, can explain the same frames; the header's comes first).
+    func choose(_ top: [Score]) -> Score {
+        top.min { x, y in
+            let vx = x.distinctValues > 1, vy = y.distinctValues > 1
+            if vx != vy { return vx }
+            if x.candidate.isVarint != y.candidate.isVarint && x.candidate.offset == y.candidate.offset { return !x.candidate.isVarint }
+            // A field read inside the header can cut each frame in two (a constant first part,
+            // then the real length further on): the same bytes in far fewer frames is the framing.
+            if (x.frames * 2 <= y.frames * 3) != (y.frames * 2 <= x.frames * 3) { return x.frames < y.frames }
+            if sameField(x.candidate, y.candidate) { return x.candidate.width > y.candidate.width }
+            if x.candidate.offset != y.candidate.offset { return x.candidate.offset < y.candidate.offset }
+            if x.candidate.width != y.candidate.width { return x.candidate.width > y.candidate.width }
+            if x.candidate.isVarint != y.candidate.isVarint { return !x.candidate.isVarint }
+            return x.candidate.adjustment < y.candidate.adjustment
+        }!
+    }
+
+    /// Walks one candidate over every piece of every stream, the pieces at a boundary first;
+    /// nil as soon as it has missed more than `maxMiss` bytes. With `keepValues`, the length
+    /// values too (distinct values, smallest and largest frame).
+    public func score(_ c: LengthCandidate, _ streams: [SampledStream], keepValues: Bool = true, maxMiss: Int = .max) -> Score? {
+        var s = Score(candidate: c)
+        let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
+        var distinct = Set<Int>()
+        s.perStream = streams.map { (0, 0, $0.byteCount) }
+        s.total = s.perStream.reduce(0) { $0 + $1.total }
+        var miss = 0
+        for boundary in [true, false] {
+            for (i, stream) in streams.enumerated() {
+                for p in stream.pieces where p.startsAtBoundary == boundary {
+                    let chain = self.chain(of: p, walker, keepValues: keepValues)
+                    miss += p.bytes.count - (chain?.covered ?? 0)
+                    if miss > maxMiss { return nil }
+                    guard let chain else { continue }
+                    s.perStream[i].frames += chain.frames
+                    s.perStream[i].covered += chain.covered
+                    let overshoot = p.endsCut && chain.complete ? p.bytes.count - chain.start - chain.covered : 0
+                    if boundary {
+                        s.cutSlack += overshoot
+                        s.boundaryCovered += chain.covered
+                        if !p.endsCut { s.closedCovered += chain.covered }
+                    } else {
+                        s.midCovered += chain.covered
+                        s.midSlack += chain.first + overshoot
+                        if !p.endsCut && chain.complete { s.midClosedEnds += p.bytes.count }
+                    }
+                    if keepValues {
+                        if distinct.count < 64 { for v in chain.lengths.prefix(64) { distinct.insert(v) } }
+                        for length in chain.lengths {
+                            s.minFrame = min(s.minFrame, length)
+                            s.maxFrame = max(s.maxFrame, length)
+                        }
+                    }
+                }
+            }
+        }
+        s.frames = s.perStream.reduce(0) { $0 + $1.frames }
+        s.covered = s.boundaryCovered + s.midCovered
+        s.distinctValues = distinct.count
+        return s
+    }
+
+    /// How regular the first bytes of a candidate's frames are: over its first `sample` frames
+    /// (at most 32 from each piece, at a boundary when there are such pieces), the entropy in
+    /// bits of the byte at each of the first 16 offsets, and how far those below their mean lie
+    /// under it, summed (frames cut at random places see about the same entropy everywhere;
+    /// real ones see constant bytes, a length's zero high bytes, an id's few values beside a
+    /// timestamp's many), and how many frames that was.
+    func structure(_ c: LengthCandidate, _ streams: [SampledStream], sample: Int = 256) -> (bits: Double, frames: Int) {
+        let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
+        let width = 16
+        var counts = [Int](repeating: 0, count: width * 256)
+        var seen = [Int](repeating: 0, count: width)
+        var n = 0
+        let anyBoundary = streams.contains { $0.pieces.contains { $0.startsAtBoundary } }
+        for stream in streams where n < sample {
+            for p in stream.pieces where n < sample && (p.startsAtBoundary || !anyBoundary) {
+                p.bytes.withUnsafeBufferPointer { b in
+                    let start: Int
+                    if p.startsAtBoundary {
+                        start = 0
+                    } else {
+                        guard let s = walker.resync(b, cut: p.endsCut, searchLimit: resyncLimit, confirm: resyncConfirm) else { return }
+                        start = s
+                    }
+                    let chain = walker.walk(b, from: start, cut: p.endsCut, maxFrames: min(32, sample - n), keepValues: true)
+                    var at = start
+                    for length in chain.lengths {
+                        for i in 0..<width where at + i < b.count {
+                            counts[i * 256 + Int(b[at + i])] += 1
+                            seen[i] += 1
+                        }
+                        n += 1
+                        at += length
+                    }
+                }
+            }
+        }
+        var h = [Double](repeating: 0, count: width)
+        for i in 0..<width where seen[i] > 0 {
+            let total = Double(seen[i])
+            for v in 0..<256 where counts[i * 256 + v] > 0 {
+                let q = Double(counts[i * 256 + v]) / total
+                h[i] -= q * log2(q)
+            }
+        }
+        let mean = h.reduce(0, +) / Double(width)
+        return (h.reduce(0) { $0 + max(0, mean - $1) }, n)
+    }
+
+    /// The chain through one piece: from its start at a boundary, else from the first offset
+    /// where frames hold (nil: nowhere).
+    func chain(of p: SampledPiece, _ walker: ChainWalker, keepValues: Bool = true) -> Chain? {
+        p.bytes.withUnsafeBufferPointer { b -> Chain? in
+            if p.startsAtBoundary {
+                return walker.walk(b, from: 0, cut: p.endsCut, maxFrames: .max, keepValues: keepValues)
+            }
+            guard let s = walker.resync(b, cut: p.endsCut, searchLimit: resyncLimit, confirm: resyncConfirm) else { return nil }
+            return walker.walk(b, from: s, cut: p.endsCut, maxFrames: .max, keepValues: keepValues)
+        }
+    }
+
+    /// Every frame the chosen candidate cuts, as (piece bytes, frame start, frame length),
+    /// at most `limit` over all streams (for the header and body analysis). Frames of pieces
+    /// that start at a boundary only, when there are `enoughAtBoundary` of them; else also
+    /// those of the other pieces after their first two (a chain through a cut-off message can
+    /// begin with a chance frame or two before it meets the real boundaries, and one frame
+    /// cut elsewhere makes a magic look varying).
+    public func frames(_ c: LengthCandidate, _ streams: [SampledStream], limit: Int = 50_000,
+                       enoughAtBoundary: Int = 20) -> [[GuessedFrame]] {
+        let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
+        func collect(mid: Bool) -> [[GuessedFrame]] {
+            var all: [[GuessedFrame]] = []
+            var count = 0
+            for stream in streams {
+                var list: [GuessedFrame] = []
+                for (pi, p) in stream.pieces.enumerated() where count < limit && (mid || p.startsAtBoundary) {
+                    guard let chain = self.chain(of: p, walker) else { continue }
+                    p.bytes.withUnsafeBufferPointer { b in
+                        var at = chain.start
+                        for (k, length) in chain.lengths.enumerated() where count < limit {
+                            guard at + length <= b.count else { break }
+                            if p.startsAtBoundary || k >= 2 {
+                                list.append(GuessedFrame(piece: pi, start: at, length: length))
+                                count += 1
+                            }
+                            at += length
+                        }
+                    }
+                }
+                all.append(list)
+            }
+            return all
+        }
+        let atBoundary = collect(mid: false)
+        if atBoundary.reduce(0, { $0 + $1.count }) >= enoughAtBoundary { return atBoundary }
+        return collect(mid: true)
+    }
+}
+
+/// One frame the chosen framing cut: where it is in its stream's piece.
+public struct GuessedFrame: Sendable {
+    public var piece: Int
+    public var start: Int
+    public var length: Int
+}

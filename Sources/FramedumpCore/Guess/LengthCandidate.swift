@@ -1,0 +1,145 @@
+/// One hypothesis about a length-prefixed framing: the field at `offset`, `width` bytes
+/// (0 = a LEB128 varint), in `order`, whose value plus `adjustment` is the frame's length.
+/// (Netty's model: lengthFieldOffset, lengthFieldLength, lengthAdjustment; a length that
+/// counts the body only has an adjustment equal to the header's size.)
+public struct LengthCandidate: Hashable, Sendable, CustomStringConvertible {
+    public var offset: Int
+    /// 1, 2, 4 or 8; 0 for a varint.
+    public var width: Int
+    public var order: ByteOrder
+    public var adjustment: Int
+
+    public init(offset: Int, width: Int, order: ByteOrder, adjustment: Int) {
+        self.offset = offset
+        self.width = width
+        self.order = order
+        self.adjustment = adjustment
+    }
+
+    public var isVarint: Bool { width == 0 }
+
+    /// The first byte after the field (a varint's end depends on its value: its first byte).
+    var minimumEnd: Int { offset + max(width, 1) }
+
+    public var description: String {
+        let type = isVarint ? "varint" : width == 1 ? "u8" : "u\(width * 8) \(order == .big ? "big" : "little")-endian"
+        if isVarint {
+            return "varint at offset \(offset), counts the bytes after it" + (adjustment == 0 ? "" : " \(adjustment > 0 ? "+" : "-") \(abs(adjustment))")
+        }
+        let adj = adjustment == 0 ? "counts the whole frame" : "frame = value \(adjustment > 0 ? "+" : "-") \(abs(adjustment))"
+        return "\(type) at offset \(offset), \(adj)"
+    }
+
+    /// The byte that holds the lowest-order bits: two candidates over the same value that
+    /// differ only in how many zero high bytes they take in share it.
+    var lowByte: Int { isVarint || order == .little ? offset : offset + width - 1 }
+
+    /// The field's value at `p`, or nil when the bytes are not all there (or a varint runs
+    /// past 9 bytes). Never reads outside `b`.
+    @inline(__always)
+    func value(_ b: UnsafeBufferPointer<UInt8>, at p: Int) -> (value: UInt64, end: Int)? {
+        let start = p + offset
+        if isVarint {
+            var v: UInt64 = 0, shift: UInt64 = 0, i = start
+            while i < b.count && shift < 63 {
+                let x = b[i]
+                v |= UInt64(x & 0x7f) << shift
+                i += 1
+                if x & 0x80 == 0 { return (v, i - p) }
+                shift += 7
+            }
+            return nil
+        }
+        guard start + width <= b.count else { return nil }
+        var v: UInt64 = 0
+        if order == .big {
+            for i in 0..<width { v = v << 8 | UInt64(b[start + i]) }
+        } else {
+            for i in (0..<width).reversed() { v = v << 8 | UInt64(b[start + i]) }
+        }
+        return (v, start + width - p)
+    }
+}
+
+/// How far a candidate's chain of frames goes through one piece of a stream.
+struct Chain {
+    var start: Int
+    /// Frames whose length was read and was plausible (the last may run past a cut end).
+    var frames: Int
+    /// Bytes from `start` to the end of the last frame that fit, or to the piece's end when
+    /// the chain reached it.
+    var covered: Int
+    /// The chain reached the piece's end (exactly, or past a cut end).
+    var complete: Bool
+    /// The first frame's length (0: none).
+    var first: Int
+    /// Each frame's length, up to `FramingStats.keep` of them (for the header analysis).
+    var lengths: [Int]
+}
+
+/// Walks frames of one candidate over bytes.
+struct ChainWalker {
+    let candidate: LengthCandidate
+    /// Longer frames are implausible (never allocated: this only moves an index).
+    let maxFrame: Int
+
+    /// Frames from `start`, at most `maxFrames`; `cut` says the bytes end before the stream does.
+    func walk(_ b: UnsafeBufferPointer<UInt8>, from start: Int, cut: Bool, maxFrames: Int, keepValues: Bool = false) -> Chain {
+        var p = start, frames = 0, first = 0
+        var lengths: [Int] = []
+        let n = b.count
+        while frames < maxFrames {
+            if p == n { return Chain(start: start, frames: frames, covered: p - start, complete: true, first: first, lengths: lengths) }
+            guard let (v, end) = candidate.value(b, at: p) else {
+                // A header cut by the end of what was sampled is not a failure (nor evidence).
+                return Chain(start: start, frames: frames, covered: p - start, complete: cut, first: first, lengths: lengths)
+            }
+            guard v <= UInt64(maxFrame) else { break }
+            // A varint counts what follows it (protobuf's delimited form), plus the adjustment.
+            let length = candidate.isVarint ? end + Int(v) + candidate.adjustment : Int(v) + candidate.adjustment
+            guard length >= end, length >= 1, length <= maxFrame else { break }
+            if p + length > n {
+                // A frame running past a cut end is not a failure, but explains nothing: else
+                // a candidate reading huge lengths would explain every sample at once.
+                if cut { return Chain(start: start, frames: frames, covered: p - start, complete: true, first: first, lengths: lengths) }
+                break
+            }
+            if keepValues && lengths.count < FramingStats.keep { lengths.append(length) }
+            if frames == 0 { first = length }
+            frames += 1
+            p += length
+        }
+        return Chain(start: start, frames: frames, covered: p - start, complete: p == n, first: first, lengths: lengths)
+    }
+
+    /// Where the chain begins in a piece that may start mid-message: the first offset (up to
+    /// `searchLimit`) from which the chain reaches the piece's end; failing that, of the offsets
+    /// from which `confirm` frames chain (at most `maxWalks` of them followed through), the one
+    /// whose chain goes furthest. (The first offset where a few frames chain can be a chance
+    /// alignment inside the cut-off message that breaks further on, a true length field's too.)
+    func resync(_ b: UnsafeBufferPointer<UInt8>, cut: Bool, searchLimit: Int, confirm: Int, maxWalks: Int = 32) -> Int? {
+        let limit = min(searchLimit, b.count)
+        var best: (start: Int, end: Int)?
+        var walks = 0
+        var s = 0
+        while s < limit {
+            let c = walk(b, from: s, cut: cut, maxFrames: confirm)
+            if c.complete && c.frames >= 1 { return s }
+            if c.frames >= confirm {
+                let full = walk(b, from: s, cut: cut, maxFrames: .max)
+                if full.complete { return s }
+                // A later start inside this chain follows the same frames: no better.
+                if best == nil || full.start + full.covered > best!.end { best = (s, full.start + full.covered) }
+                walks += 1
+                if walks >= maxWalks { break }
+            }
+            s += 1
+        }
+        return best?.start
+    }
+}
+
+enum FramingStats {
+    /// Length values kept per piece for the report and the header analysis.
+    static let keep = 4096
+}
