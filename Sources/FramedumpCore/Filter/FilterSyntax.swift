@@ -295,7 +295,7 @@ struct FilterNames {
         func fail(_ m: String) -> FilterError { FilterError(column: t.column, message: m, filter: text) }
         guard !parts.contains(where: \.isEmpty) else { throw fail("'\(name)' is not a field name (an empty part between dots)") }
         let protoName = parts[0].lowercased()
-        if protocols[protoName] == nil, let k = LayerRegistry.kinds.first(where: { "\($0.key)" == protoName }) {
+        if protocols[protoName] == nil, let k = LayerRegistry.kind(key: protoName) {
             guard parts.count == 2, k.fieldNames.contains(parts[1]) else {
                 throw fail("'\(name)' is not a field of the \(k.name) layer" + Self.suggest(parts.dropFirst().joined(separator: "."), k.fieldNames, prefix: protoName + "."))
             }
@@ -342,8 +342,7 @@ struct FilterNames {
         case .msgName, .msgDir, .msgProtocol, .ipSrc, .ipDst, .ipAddr: return [.text]
         case .proto: return nil
         case .layer(let key, let field):
-            guard let k = LayerRegistry.kinds.first(where: { "\($0.key)" == key }),
-                  let kind = k.fieldKinds.first(where: { $0.name == field })?.kind else { return nil }
+            guard let kind = LayerRegistry.fieldKind(key: key, field: field) else { return nil }
             switch kind {
             case .text: return [.text]
             case .bool: return [.bool]
@@ -394,8 +393,7 @@ struct FilterNames {
             return nil
         case .layer(let key, let field):
             // A text field with a closed list of values (`ws.opcode`, `tls.version`): another is an error.
-            guard let k = LayerRegistry.kinds.first(where: { "\($0.key)" == key }),
-                  case .text(let values?) = k.fieldKinds.first(where: { $0.name == field })?.kind else { break }
+            guard case .text(let values?) = LayerRegistry.fieldKind(key: key, field: field) else { break }
             guard case .text(let s) = value else { return "\(name) is a string: compare it with a \"quoted string\" (its values: \(values.joined(separator: ", ")))" }
             if !values.contains(s) { return "\"\(s)\" is not a value of \(name) (its values: \(values.joined(separator: ", ")))" }
             return nil

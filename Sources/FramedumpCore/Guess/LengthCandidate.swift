@@ -50,13 +50,7 @@ public struct LengthCandidate: Hashable, Sendable, CustomStringConvertible {
             }
             return nil
         }
-        guard start + width <= b.count else { return nil }
-        var v: UInt64 = 0
-        if order == .big {
-            for i in 0..<width { v = v << 8 | UInt64(b[start + i]) }
-        } else {
-            for i in (0..<width).reversed() { v = v << 8 | UInt64(b[start + i]) }
-        }
+        guard let v = UnsafeRawBufferPointer(b).uint(start, width: width, bigEndian: order == .big) else { return nil }
         return (v, start + width - p)
     }
 }

@@ -11,4 +11,14 @@ public enum LayerRegistry {
     static func kind(named name: String) -> (any LayerKind.Type)? {
         kinds.first { $0.name == name }
     }
+
+    /// The kind whose NDJSON key and `-Y` namespace is `key` (`ws`), if any.
+    static func kind(key: String) -> (any LayerKind.Type)? {
+        kinds.first { "\($0.key)" == key }
+    }
+
+    /// What field `field` of the layer keyed `key` holds (`-Y ws.opcode`), if it has one.
+    static func fieldKind(key: String, field: String) -> LayerFieldKind? {
+        kind(key: key)?.fieldKinds.first { $0.name == field }?.kind
+    }
 }
