@@ -212,7 +212,7 @@ struct TLSRecordKeys {
     }
 
     /// AEAD through the kept context where there is one (nonce in `scratch`, ciphertext and tag
-    /// lent from the record without a copy), else through swift-crypto's sealed box in its
+    /// copied into the context's buffer), else through swift-crypto's sealed box in its
     /// combined form (nonce, ciphertext, tag) laid out in `scratch`.
     private func aead(body: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, scratch: inout [UInt8],
                       nonce: (inout [UInt8]) -> Void) -> Data? {
