@@ -16,6 +16,9 @@ let package = Package(
         // AES for encrypted bodies (`_CryptoExtras`: CBC, CTR, the block function for ECB), and
         // SHA-1 for checking the WebSocket handshake's Sec-WebSocket-Accept.
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"4.0.0"),
+        // `framedump ui`'s local web server: plain BSD sockets and Swift concurrency, no SwiftNIO
+        // (a fraction of Hummingbird's or Vapor's build time and binary size).
+        .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],
     targets: [
         // libpcap, through the system's headers and pkg-config.
@@ -50,10 +53,25 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // `framedump ui`: an index of a capture's messages, served with the page in Web/
+        // (compiled into the binary, so an installed framedump needs no files beside it).
+        .target(
+            name: "FramedumpUI",
+            dependencies: [
+                "FramedumpCore",
+                .product(name: "FlyingFox", package: "FlyingFox"),
+            ],
+            resources: [
+                .embedInCode("Web/index.html"),
+                .embedInCode("Web/app.js"),
+                .embedInCode("Web/style.css"),
+            ]
+        ),
         .executableTarget(
             name: "framedump",
             dependencies: [
                 "FramedumpCore",
+                "FramedumpUI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -72,7 +90,7 @@ let package = Package(
         .testTarget(
             name: "FramedumpCoreTests",
             // Depends on the executable so `swift test` builds it: the CLI tests run it.
-            dependencies: ["FramedumpCore", "FramedumpFuzz", "framedump", "CZlib"],
+            dependencies: ["FramedumpCore", "FramedumpFuzz", "FramedumpUI", "framedump", "CZlib"],
             exclude: ["Fixtures", "Golden"]
         ),
     ],

@@ -12,7 +12,7 @@ struct Framedump: ParsableCommand {
         commandName: "framedump",
         abstract: "A tcpdump for custom binary protocols: capture, reassemble, deframe and decode.",
         version: "framedump 0.4 (WebSocket, protobuf, filters)",
-        subcommands: [Dump.self, Dissectors.self, Check.self, Diff.self, Guess.self],
+        subcommands: [Dump.self, Dissectors.self, Check.self, Diff.self, Guess.self, UI.self],
         defaultSubcommand: Dump.self
     )
 
@@ -52,7 +52,7 @@ struct Framedump: ParsableCommand {
     /// that is an option's value (`-r check`) is not one.
     static func subcommandAfterOptions(_ args: [String]) -> String? {
         guard let first = args.first, first.hasPrefix("-") else { return nil }
-        let names: Set<String> = ["dump", "check", "diff", "dissectors", "guess"]
+        let names: Set<String> = ["dump", "check", "diff", "dissectors", "guess", "ui"]
         let takesValue: Set<String> = ["-r", "-w", "-i", "-c", "-s", "-B", "-Z", "-T", "-d", "-Y", "-z", "--filter", "--ignore",
                                        "--color", "--streams", "--proto-path", "--key", "--decode-as", "--idle-timeout"]
         for (i, a) in args.enumerated() where i > 0 && names.contains(a) {

@@ -155,7 +155,7 @@ public final class DecodedMessage {
 extension DecodedMessage {
     /// The message's name: its schema message, else what the layer that shows it itself calls
     /// it (a control frame's opcode); nil for an unknown id.
-    func name(in p: ProtocolRuntime) -> String? {
+    package func name(in p: ProtocolRuntime) -> String? {
         message.map { p.schema.messages[$0].name } ?? layerNotes.first.map { String(describing: $0.kind.messageName($0)) }
     }
 }

@@ -8,7 +8,7 @@ public struct FilterEvaluator {
     /// Field paths resolved against each protocol's schema, made on first use.
     let paths = PathCache()
 
-    init(_ e: FilterExpr) {
+    package init(_ e: FilterExpr) {
         expr = e
         var r: [String: Regex<AnyRegexOutput>] = [:]
         func collect(_ e: FilterExpr) {
@@ -31,7 +31,7 @@ public struct FilterEvaluator {
         case bytes([UInt8])
     }
 
-    func matches(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> Bool {
+    package func matches(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> Bool {
         let prog = paths.program(expr, p, self)
         return run(prog, prog.root, m, c, p)
     }

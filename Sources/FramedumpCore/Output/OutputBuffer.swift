@@ -15,6 +15,8 @@ public final class OutputBuffer {
     @exclusivity(unchecked) public var lineBuffered = false
     /// The reader went away (EPIPE): the pipeline stops reading packets, nothing more is written.
     @exclusivity(unchecked) public private(set) var closed = false
+    /// Bytes written to `fd` so far: with `count`, where the next byte will land in the file.
+    @exclusivity(unchecked) public private(set) var flushed: UInt64 = 0
     /// The digit tables, looked up once per buffer rather than through globals per number.
     let pairs = UnsafePointer(OutputBuffer.pairTable)
     let hexDigitsPointer = OutputBuffer.hexDigits.utf8Start
@@ -196,6 +198,7 @@ public final class OutputBuffer {
             }
             written += n
         }
+        flushed += UInt64(written)
         count = 0
     }
 

@@ -133,7 +133,7 @@ public final class StatisticsSink: MessageSink {
         if ts > conv.last { conv.last = ts }
         if kinds.contains(.rtt) {
             if let rule = p.schema.pairBy {
-                if let key = pairKey(m, p, rule) { pair(m, c, name, key, ts) } else { pairing.withoutKey += 1 }
+                if let key = Self.pairKey(m, p, rule) { pair(m, c, name, key, ts) } else { pairing.withoutKey += 1 }
             } else {
                 pairing.withoutRule.insert(p.schema.name)
             }
@@ -184,7 +184,7 @@ public final class StatisticsSink: MessageSink {
     }
 
     /// The value that pairs a response with its request.
-    func pairKey(_ m: DecodedMessage, _ p: ProtocolRuntime, _ rule: PairRule) -> String? {
+    package static func pairKey(_ m: DecodedMessage, _ p: ProtocolRuntime, _ rule: PairRule) -> String? {
         switch rule {
         case .messageID: return m.id.map { String($0) }
         case .field(let request, let response):

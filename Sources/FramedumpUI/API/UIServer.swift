@@ -1,0 +1,187 @@
+import Foundation
+import FlyingFox
+import FlyingSocks
+import FramedumpCore
+
+/// `framedump ui`'s web server: the page, its three files compiled in, and the API over one
+/// capture's index. Nothing else is served: no paths, no other files.
+public final class UIServer: Sendable {
+    let indexer: CaptureIndexer
+    let server: HTTPServer
+    /// Required in every request's query (`token=`) when the server listens beyond loopback.
+    public let token: String?
+    public let host: String
+
+    /// `listen` is an IPv4 or IPv6 address; port 0 takes a free one.
+    public init(indexer: CaptureIndexer, listen: String, port: UInt16) throws {
+        self.indexer = indexer
+        let loopback = listen == "127.0.0.1" || listen == "::1" || listen == "localhost"
+        token = loopback ? nil : Self.randomToken()
+        host = listen == "localhost" ? "127.0.0.1" : listen
+        let address: any SocketAddress = host.contains(":") ? try .inet6(ip6: host, port: port) : try .inet(ip4: host, port: port)
+        server = HTTPServer(config: .init(address: address, logger: .disabled))
+    }
+
+    static func randomToken() -> String {
+        var g = SystemRandomNumberGenerator()
+        return (0..<4).map { _ in String(g.next() as UInt64, radix: 16) }.joined()
+    }
+
+    /// Serves until the task is cancelled; `ready` is called with the page's URL once listening.
+    public func run(ready: @escaping @Sendable (String) -> Void) async throws {
+        await addRoutes()
+        let server = self.server
+        let host = self.host, token = self.token
+        async let running: Void = server.run()
+        try await server.waitUntilListening()
+        let port: UInt16
+        switch await server.listeningAddress {
+        case .ip4(_, let p)?, .ip6(_, let p)?: port = p
+        default: port = 0
+        }
+        let shown = host.contains(":") ? "[\(host)]" : host
+        ready("http://\(shown):\(port)/" + (token.map { "?token=" + $0 } ?? ""))
+        try await running
+    }
+
+    public func stop() async { await server.stop(timeout: 1) }
+
+    func addRoutes() async {
+        let views = Views(indexer: indexer)
+        let token = self.token
+        let indexer = self.indexer
+        // Every request: the token when one is needed; on loopback, a Host header naming
+        // loopback (a page of another site cannot reach the API by rebinding its name).
+        await server.appendRoute("*") { request in
+            if let token {
+                guard request.query["token"] == token else { return Self.text(.forbidden, "a token is needed: use the URL framedump printed\n") }
+            } else if let h = request.headers[.host], !Self.isLoopbackHost(h) {
+                return Self.text(.forbidden, "this server answers only pages of 127.0.0.1 or localhost\n")
+            }
+            throw HTTPUnhandledError()
+        }
+        await server.appendRoute("GET /") { _ in Self.asset(PackageResources.index_html, "text/html; charset=utf-8") }
+        await server.appendRoute("GET /app.js") { _ in Self.asset(PackageResources.app_js, "text/javascript; charset=utf-8") }
+        await server.appendRoute("GET /style.css") { _ in Self.asset(PackageResources.style_css, "text/css; charset=utf-8") }
+        await server.appendRoute("GET /api/status") { _ in Self.json(views.status()) }
+        await server.appendRoute("GET /api/connections") { _ in Self.json(views.connections()) }
+        await server.appendRoute("GET /api/messages") { request in
+            let from = Int(request.query["from"] ?? "") ?? 0
+            let count = Int(request.query["count"] ?? "") ?? 100
+            var connection: Int?
+            if let c = request.query["conn"], !c.isEmpty {
+                guard let i = indexer.index.connectionIndex(c) else { return Self.error(.notFound, "no connection \(c)") }
+                connection = i
+            }
+            var matches: [Int]?
+            if let f = request.query["filter"]?.trimmingCharacters(in: .whitespaces), !f.isEmpty {
+                do {
+                    matches = try await Self.offThread { try indexer.filter(f) }
+                } catch let e as FilterError {
+                    return Self.json(JSONOut.object([
+                        ("error", JSONOut.quoted("column \(e.column): \(e.message)")), ("column", String(e.column)),
+                        ("filter", JSONOut.quoted(e.filter)),
+                    ]), status: .badRequest)
+                } catch {
+                    return Self.error(.internalServerError, "\(error)")
+                }
+            }
+            let selection = views.selection(connection: connection, filter: matches)
+            return Self.json(views.rows(selection, from: from, count: count))
+        }
+        await server.appendRoute("GET /api/message") { request in
+            guard let n = Int(request.query["n"] ?? ""), let text = views.message(n) else {
+                return Self.error(.notFound, "no such message (or dropped from the live ring)")
+            }
+            return Self.json(text)
+        }
+        await server.appendRoute("GET /api/sequence") { request in
+            guard let c = request.query["conn"], let i = indexer.index.connectionIndex(c) else {
+                return Self.error(.notFound, "no such connection")
+            }
+            let from = Int(request.query["from"] ?? "") ?? 0
+            let count = Int(request.query["count"] ?? "") ?? 500
+            return Self.json(views.sequence(connection: i, from: from, count: count))
+        }
+        await server.appendRoute("GET /api/plots") { request in
+            let connection = request.query["conn"].flatMap { $0.isEmpty ? nil : indexer.index.connectionIndex($0) }
+            let buckets = Int(request.query["buckets"] ?? "") ?? 100
+            let text = await Self.offThreadValue { views.plots(views.selection(connection: connection, filter: nil), buckets: buckets) }
+            return Self.json(text)
+        }
+        await server.appendRoute("GET /api/diff") { _ in
+            do {
+                return Self.json(try await Self.offThread { try indexer.diff() })
+            } catch {
+                return Self.error(.notFound, "\(error)")
+            }
+        }
+        await server.appendRoute("GET /api/live", to: .webSocket(LiveFeed(index: indexer.index)))
+    }
+
+    static func isLoopbackHost(_ h: String) -> Bool {
+        let name = h.hasPrefix("[") ? String(h.prefix { $0 != "]" }.dropFirst()) : String(h.split(separator: ":").first ?? "")
+        return name == "127.0.0.1" || name == "localhost" || name == "::1"
+    }
+
+    static func asset(_ bytes: [UInt8], _ type: String) -> HTTPResponse {
+        HTTPResponse(statusCode: .ok, headers: [.contentType: type, HTTPHeader("Cache-Control"): "no-store"], body: Data(bytes))
+    }
+
+    static func json(_ text: String, status: HTTPStatusCode = .ok) -> HTTPResponse {
+        HTTPResponse(statusCode: status, headers: [.contentType: "application/json"], body: Data(text.utf8))
+    }
+
+    static func error(_ status: HTTPStatusCode, _ text: String) -> HTTPResponse {
+        json(JSONOut.object([("error", JSONOut.quoted(text))]), status: status)
+    }
+
+    static func text(_ status: HTTPStatusCode, _ text: String) -> HTTPResponse {
+        HTTPResponse(statusCode: status, headers: [.contentType: "text/plain; charset=utf-8"], body: Data(text.utf8))
+    }
+
+    /// Decoding the capture again blocks for a while: on a thread of its own, not the
+    /// server's few.
+    static func offThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { k in
+            Thread { k.resume(with: Result { try work() }) }.start()
+        }
+    }
+
+    static func offThreadValue<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { k in Thread { k.resume(returning: work()) }.start() }
+    }
+}
+
+/// `/api/live`: a WebSocket on which the server says how many messages there are, each time
+/// that changes (at most every 200 ms); the page then asks for the new rows.
+struct LiveFeed: WSMessageHandler {
+    let index: MessageIndex
+
+    func makeMessages(for client: AsyncStream<WSMessage>) async throws -> AsyncStream<WSMessage> {
+        let index = self.index
+        return AsyncStream { continuation in
+            let task = Task {
+                var last = (-1, -1, "")
+                while !Task.isCancelled {
+                    let s = index.snapshot
+                    if (s.messages, s.dropped, s.state.rawValue) != last {
+                        last = (s.messages, s.dropped, s.state.rawValue)
+                        continuation.yield(.text(JSONOut.object([
+                            ("state", JSONOut.quoted(s.state.rawValue)), ("messages", String(s.messages)),
+                            ("dropped", String(s.dropped)), ("connections", String(s.connections)),
+                        ])))
+                    }
+                    try? await Task.sleep(nanoseconds: 200_000_000)
+                }
+                continuation.finish()
+            }
+            // The page went away: stop polling.
+            Task {
+                for await _ in client {}
+                task.cancel()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}

@@ -1,0 +1,220 @@
+import FramedumpCore
+
+/// The API's answers, one function a view of the page, each read from the index (and, for
+/// what a message says, the spill file).
+struct Views {
+    let indexer: CaptureIndexer
+    var index: MessageIndex { indexer.index }
+
+    func status() -> String {
+        let s = index.snapshot
+        return JSONOut.object([
+            ("state", JSONOut.quoted(s.state.rawValue)),
+            ("capture", JSONOut.quoted(indexer.capturePath)),
+            ("live", indexer.isLive ? "true" : "false"),
+            ("messages", String(s.messages)),
+            ("dropped", String(s.dropped)),
+            ("connections", String(s.connections)),
+            ("packets", String(s.packets)),
+            ("error", s.readError.map(JSONOut.quoted) ?? "null"),
+            ("summary", JSONOut.quoted(s.summary)),
+            ("diff", indexer.configuration.diffWith.map(JSONOut.quoted) ?? "null"),
+            ("filter", indexer.filters.liveText.map(JSONOut.quoted) ?? "null"),
+        ])
+    }
+
+    func connections() -> String {
+        let all = index.allConnections
+        return JSONOut.array(all.enumerated().map { i, c in
+            JSONOut.object([
+                ("index", String(i)),
+                ("conn", JSONOut.quoted(c.key)),
+                ("client", JSONOut.quoted(c.client)),
+                ("server", JSONOut.quoted(c.server)),
+                ("protocol", JSONOut.quoted(c.protocolName)),
+                ("transport", JSONOut.quoted(c.udp ? "udp" : "tcp")),
+                ("midstream", c.midStream ? "true" : "false"),
+                ("first", JSONOut.number(c.first)),
+                ("duration", JSONOut.number(c.last - c.first)),
+                ("messages", "[\(c.messages.c2s),\(c.messages.s2c)]"),
+                ("bytes", "[\(c.bytes.c2s),\(c.bytes.s2c)]"),
+                ("gaps", String(c.gaps)),
+                ("malformed", String(c.malformed)),
+                ("warnings", String(c.warnings)),
+                ("closed", c.closed.map(JSONOut.quoted) ?? "null"),
+                ("notes", JSONOut.array(c.notes.map(JSONOut.quoted))),
+            ])
+        })
+    }
+
+    /// The ordinals a list shows: all held messages, or one connection's, or a filter's (or both).
+    func selection(connection: Int?, filter: [Int]?) -> [Int]? {
+        switch (connection, filter) {
+        case (nil, nil): return nil
+        case (let c?, nil): return index.ordinals(ofConnection: c)
+        case (nil, let f?): return f
+        case (let c?, let f?):
+            let mine = Set(index.ordinals(ofConnection: c))
+            return f.filter { mine.contains($0) }
+        }
+    }
+
+    /// Rows `from..<from+count` of a selection (nil: every message held).
+    func rows(_ selection: [Int]?, from: Int, count: Int) -> String {
+        let range = index.range
+        let total = selection?.count ?? range.count
+        let lo = max(0, min(from, total)), hi = min(total, lo + max(0, min(count, 1000)))
+        let ordinals: [Int] = selection.map { Array($0[lo..<hi]) } ?? Array((range.lowerBound + lo)..<(range.lowerBound + hi))
+        let names = index.allNames
+        let rows = index.entries(ordinals).map { o, e in row(o, e, names) }
+        return JSONOut.object([("total", String(total)), ("from", String(lo)), ("rows", JSONOut.array(rows))])
+    }
+
+    func row(_ o: Int, _ e: IndexEntry, _ names: [String]) -> String {
+        let tree = TreeText(indexer.spill.read(offset: e.spillOffset, count: Int(e.textLength)))
+        return JSONOut.object([
+            ("n", String(o)),
+            ("t", JSONOut.number(e.time)),
+            ("c", String(e.connection)),
+            ("dir", e.direction == 0 ? "\"c2s\"" : "\"s2c\""),
+            ("name", JSONOut.quoted(Int(e.name) < names.count ? names[Int(e.name)] : "?")),
+            ("id", e.flags & IndexEntry.hasID != 0 ? String(e.id) : "null"),
+            ("len", String(e.frameLength)),
+            ("warn", e.flags & IndexEntry.hasWarnings != 0 ? "true" : "false"),
+            ("pair", pairJSON(o, e)),
+            ("summary", JSONOut.quoted(tree.oneLine(skippingHeader: Int(e.headerLines)))),
+        ])
+    }
+
+    /// The request a response answers (or the response a request got), and the latency.
+    func pairJSON(_ o: Int, _ e: IndexEntry) -> String {
+        guard e.pair != IndexEntry.noPair, let other = index.entry(Int(e.pair)) else { return "null" }
+        let latency = abs(e.time - other.time) * 1000
+        return "{\"n\":\(e.pair),\"ms\":\(JSONOut.number(latency))}"
+    }
+
+    /// One message in full: the tree (fields with byte ranges), its bytes, where it came from.
+    func message(_ o: Int) -> String? {
+        guard let e = index.entry(o) else { return nil }
+        let conn = index.connection(Int(e.connection))
+        let textBytes = indexer.spill.read(offset: e.spillOffset, count: Int(e.textLength))
+        let frame = indexer.spill.read(offset: e.spillOffset + UInt64(e.textLength), count: Int(e.frameLength))
+        let transformed = e.transformedLength == 0 ? nil
+            : indexer.spill.read(offset: e.spillOffset + UInt64(e.textLength) + UInt64(e.frameLength), count: Int(e.transformedLength))
+        let tree = TreeText(textBytes)
+        let lines = tree.lines.map { l -> String in
+            switch l {
+            case .field(let d, let off, let w, let text):
+                return "{\"depth\":\(d),\"offset\":\(off),\"width\":\(w),\"text\":\(JSONOut.quoted(text))}"
+            case .note(let t): return "{\"note\":\(JSONOut.quoted(t))}"
+            case .warning(let t): return "{\"warning\":\(JSONOut.quoted(t))}"
+            }
+        }
+        return JSONOut.object([
+            ("n", String(o)),
+            ("t", JSONOut.number(e.time)),
+            ("c", String(e.connection)),
+            ("conn", JSONOut.quoted(conn?.key ?? "")),
+            ("protocol", JSONOut.quoted(conn?.protocolName ?? "")),
+            ("dir", e.direction == 0 ? "\"c2s\"" : "\"s2c\""),
+            ("name", JSONOut.quoted(index.name(e.name))),
+            ("id", e.flags & IndexEntry.hasID != 0 ? String(e.id) : "null"),
+            ("len", String(e.frameLength)),
+            ("summary", JSONOut.quoted(tree.summary)),
+            ("lines", JSONOut.array(lines)),
+            ("bytes", JSONOut.hex(frame)),
+            // Body fields count in these bytes when transforms (decryption, inflation) ran.
+            ("fieldBytes", transformed.map(JSONOut.hex) ?? "null"),
+            ("pair", pairJSON(o, e)),
+        ])
+    }
+
+    /// The sequence diagram of one connection: an arrow a message.
+    func sequence(connection c: Int, from: Int, count: Int) -> String {
+        let all = index.ordinals(ofConnection: c)
+        let lo = max(0, min(from, all.count)), hi = min(all.count, lo + max(0, min(count, 2000)))
+        let names = index.allNames
+        let arrows = index.entries(all[lo..<hi]).map { o, e in
+            JSONOut.object([
+                ("n", String(o)),
+                ("t", JSONOut.number(e.time)),
+                ("dir", e.direction == 0 ? "\"c2s\"" : "\"s2c\""),
+                ("name", JSONOut.quoted(Int(e.name) < names.count ? names[Int(e.name)] : "?")),
+                ("len", String(e.frameLength)),
+                ("pair", pairJSON(o, e)),
+            ])
+        }
+        let conn = index.connection(c)
+        return JSONOut.object([
+            ("conn", JSONOut.quoted(conn?.key ?? "")),
+            ("client", JSONOut.quoted(conn?.client ?? "")),
+            ("server", JSONOut.quoted(conn?.server ?? "")),
+            ("total", String(all.count)), ("from", String(lo)), ("arrows", JSONOut.array(arrows)),
+        ])
+    }
+
+    /// Message rate over time per name (the busiest eight, the rest as "other") and the
+    /// request/response latency histogram, over the selection.
+    func plots(_ selection: [Int]?, buckets: Int) -> String {
+        let names = index.allNames
+        var times: (Double, Double) = (.infinity, -.infinity)
+        var perName = [Int](repeating: 0, count: names.count + 1)
+        var answered: [(Double, Int)] = []
+        func visit(_ o: Int, _ e: IndexEntry) {
+            times = (min(times.0, e.time), max(times.1, e.time))
+            if Int(e.name) < perName.count { perName[Int(e.name)] += 1 }
+            if e.direction == 1, e.pair != IndexEntry.noPair { answered.append((e.time, Int(e.pair))) }
+        }
+        if let s = selection {
+            for (o, e) in index.entries(s) { visit(o, e) }
+        } else {
+            index.forEach(visit)
+        }
+        var sent = [Int: Double]()
+        for (o, e) in index.entries(answered.map { $0.1 }) { sent[o] = e.time }
+        let latencies = answered.compactMap { t, r in sent[r].map { (t - $0) * 1000 } }
+        let n = max(1, min(buckets, 2000))
+        let span = max(times.1 - times.0, 1e-9)
+        let top = perName.indices.filter { perName[$0] > 0 }.sorted { perName[$0] > perName[$1] }.prefix(8)
+        var series = [Int: [Int]]()
+        for t in top { series[t] = [Int](repeating: 0, count: n) }
+        var other = [Int](repeating: 0, count: n)
+        func bin(_ o: Int, _ e: IndexEntry) {
+            let b = min(n - 1, Int((e.time - times.0) / span * Double(n)))
+            if series[Int(e.name)] != nil { series[Int(e.name)]![b] += 1 } else { other[b] += 1 }
+        }
+        if let s = selection {
+            for (o, e) in index.entries(s) { bin(o, e) }
+        } else if times.0.isFinite {
+            index.forEach(bin)
+        }
+        var lines = top.map { t in
+            JSONOut.object([("name", JSONOut.quoted(names[t])), ("counts", JSONOut.array(series[t]!.map(String.init)))])
+        }
+        if other.contains(where: { $0 > 0 }) {
+            lines.append(JSONOut.object([("name", "\"other\""), ("counts", JSONOut.array(other.map(String.init)))]))
+        }
+        return JSONOut.object([
+            ("start", times.0.isFinite ? JSONOut.number(times.0) : "null"),
+            ("seconds", JSONOut.number(times.0.isFinite ? span : 0)),
+            ("buckets", String(n)),
+            ("rate", JSONOut.array(lines)),
+            ("latency", histogram(latencies)),
+        ])
+    }
+
+    /// Latencies in milliseconds, in 30 bins between the smallest and the largest.
+    func histogram(_ ms: [Double]) -> String {
+        guard let lo = ms.min(), let hi = ms.max() else { return "{\"count\":0,\"bins\":[]}" }
+        let n = 30, width = max((hi - lo) / Double(n), 1e-6)
+        var bins = [Int](repeating: 0, count: n)
+        for x in ms { bins[min(n - 1, Int((x - lo) / width))] += 1 }
+        let sorted = ms.sorted()
+        func q(_ p: Double) -> String { JSONOut.number(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]) }
+        return JSONOut.object([
+            ("count", String(ms.count)), ("min", JSONOut.number(lo)), ("max", JSONOut.number(hi)),
+            ("p50", q(0.5)), ("p99", q(0.99)), ("width", JSONOut.number(width)),
+            ("bins", JSONOut.array(bins.map(String.init))),
+        ])
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import FramedumpCore
+
+/// What `framedump ui` was asked to show.
+public struct UIConfiguration: Sendable {
+    public var input: CaptureInput
+    /// The dissectors, limits, keys: the same as a `framedump -r` run's.
+    public var options: PipelineOptions
+    /// A BPF filter (libpcap's), as for `framedump`.
+    public var bpf: String?
+    /// Live: where the captured packets are written (`-w`); a temporary file otherwise.
+    public var writeFile: String?
+    /// A second capture to compare with (the diff view).
+    public var diffWith: String?
+    public var ignore: [IgnorePattern] = []
+    /// Live: messages held before the oldest are dropped from the page.
+    public var keep = 1_000_000
+    public var count: UInt64?
+
+    public init(input: CaptureInput, options: PipelineOptions) {
+        self.input = input
+        self.options = options
+    }
+}
+
+/// Decodes the capture once, on a thread of its own, into the index and the spill file;
+/// answers filters by decoding again; live, writes the packets to a file for that.
+public final class CaptureIndexer: @unchecked Sendable {
+    public let configuration: UIConfiguration
+    let index: MessageIndex
+    let filters = FilterResults()
+    let spill: Spill
+    /// The capture the index is made from: the file read, or the one live packets go to.
+    let capturePath: String
+    let temporaryDirectory: String?
+    private var pipeline: Pipeline?
+    private var source: PacketSource?
+    private var sink: IndexSink?
+    private var dumper: PacketDumper?
+    private let diffLock = NSLock()
+    private var diffText: String?
+
+    public var isLive: Bool { if case .live = configuration.input { return true } else { return false } }
+
+    /// Loads the dissectors and opens the capture, so what is wrong with either is said
+    /// before the server starts.
+    public init(_ configuration: UIConfiguration) throws {
+        self.configuration = configuration
+        var options = configuration.options
+        options.decodeThread = false
+        options.displayFilter = nil
+        options.statistics = []
+        let live: Bool
+        if case .live = configuration.input { live = true } else { live = false }
+        index = MessageIndex(keep: live ? configuration.keep : Int.max / 2)
+        spill = try Spill()
+        let sink = IndexSink(spill: spill, index: index, filters: filters, live: live)
+        let pipeline = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: sink)
+        let source = try PacketSource(configuration.input)
+        if let f = configuration.bpf, !f.isEmpty { try source.setFilter(f) }
+        switch configuration.input {
+        case .file(let path):
+            capturePath = path
+            temporaryDirectory = nil
+        case .live:
+            if let w = configuration.writeFile {
+                capturePath = w
+                temporaryDirectory = nil
+            } else {
+                let dir = try Self.makeTemporaryDirectory()
+                temporaryDirectory = dir
+                capturePath = dir + "/live.pcap"
+            }
+            dumper = try source.openDumper(capturePath)
+        }
+        sink.packets = { [unowned pipeline] in pipeline.capture.packets }
+        self.pipeline = pipeline
+        self.source = source
+        self.sink = sink
+    }
+
+    deinit {
+        if let d = temporaryDirectory {
+            unlink(d + "/live.pcap")
+            rmdir(d)
+        }
+    }
+
+    static func makeTemporaryDirectory() throws -> String {
+        let dir = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        var template = Array((dir + "/framedump-ui-XXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw UIError("cannot create a temporary folder in \(dir): \(String(cString: strerror(errno)))")
+        }
+        return String(cString: made)
+    }
+
+    /// Starts decoding on a thread of its own; returns at once.
+    public func start() {
+        guard let pipeline, let source, let sink else { return }
+        let live = isLive
+        if live { index.setLive() }
+        let index = self.index, limit = configuration.count
+        let work = Unchecked((pipeline, source, sink, dumper))
+        self.pipeline = nil
+        self.source = nil
+        self.sink = nil
+        self.dumper = nil
+        let thread = Thread {
+            let (pipeline, source, sink, dumper) = work.value
+            var failure: String?
+            do {
+                try pipeline.run(source, limit: limit, dumper: dumper, lineBuffered: live)
+            } catch {
+                failure = "\(error)"
+            }
+            pipeline.finish()
+            dumper?.flush()
+            sink.handOver()
+            let summary = OutputBuffer(fd: nil)
+            pipeline.printSummary(live: source.statistics(), to: summary)
+            index.finish(state: .done, readError: failure, summary: summary.text)
+        }
+        thread.stackSize = 8 << 20
+        thread.start()
+        stopper = Unchecked(source)
+    }
+
+    private var stopper: Unchecked<PacketSource>?
+
+    /// Waits until the capture is read (a file) and says what the index holds, as
+    /// `/api/status` does.
+    public func waitForIndex() -> String {
+        while index.snapshot.state != .done { usleep(10_000) }
+        return Views(indexer: self).status()
+    }
+
+    /// Live: ends the capture (the index keeps what it has).
+    public func stop() { stopper?.value.stop() }
+
+    /// The ordinals of the messages `text` selects, decoding the capture again (on the
+    /// caller's thread: the server calls it off its own).
+    func filter(_ text: String) throws -> [Int] {
+        if let hit = filters.cached(text) { return hit }
+        var options = configuration.options
+        options.decodeThread = false
+        options.displayFilter = nil
+        options.statistics = []
+        let schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: options.dissectorPaths),
+                                               options: options.load.bounded(by: options.limits))
+        let expr = try FilterParser.parse(text, protocols: schemas)
+        var below = Int.max
+        if isLive {
+            below = filters.startLive(text, FilterEvaluator(expr))
+        }
+        let collector = FilterMatchSink(FilterEvaluator(expr), below: below)
+        let again = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: collector)
+        let source = try PacketSource(.file(capturePath))
+        if let f = configuration.bpf, !f.isEmpty { try source.setFilter(f) }
+        try? again.run(source, limit: configuration.count, dumper: nil, lineBuffered: false)
+        again.finish()
+        filters.store(text, collector.matches)
+        return filters.cached(text) ?? collector.matches
+    }
+
+    /// The diff view: this capture against `--diff`'s, as `framedump diff --json` reports it
+    /// (one JSON object a difference, then the summary line).
+    func diff() throws -> String {
+        diffLock.lock(); defer { diffLock.unlock() }
+        if let d = diffText { return d }
+        guard let other = configuration.diffWith else { throw UIError("no second capture: start with --diff CAPTURE") }
+        let differ = CaptureDiff(options: configuration.options, ignore: configuration.ignore)
+        let r = try differ.run(DiffInput.at(capturePath), DiffInput.at(other))
+        let lines = DiffReport.json(r).split(separator: "\n").joined(separator: ",")
+        let text = "{\"old\":\(JSONOut.quoted(capturePath)),\"new\":\(JSONOut.quoted(other)),"
+            + "\"summary\":\(JSONOut.quoted(DiffReport.summaryLine(r))),\"differences\":[\(lines)]}"
+        diffText = text
+        return text
+    }
+}
+
+/// A value handed to another thread that is used there alone.
+struct Unchecked<T>: @unchecked Sendable {
+    let value: T
+    init(_ v: T) { value = v }
+}

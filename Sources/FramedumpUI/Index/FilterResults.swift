@@ -1,0 +1,85 @@
+import Foundation
+import FramedumpCore
+
+/// The messages a `-Y` filter selects, by ordinal. A filter is answered by decoding the
+/// capture again with it (the index holds no decoded fields); live, the capture so far is
+/// read again from the file the packets are written to, and the decoding thread evaluates the
+/// same filter on every message after that point.
+final class FilterResults: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done: [String: [Int]] = [:]
+    private var order: [String] = []
+    /// Live: the filter the page shows, evaluated by the decoding thread from `from` on.
+    private var live: (text: String, evaluator: FilterEvaluator, from: Int, matches: [Int])?
+    /// Filters kept (each a list of ordinals); the oldest is forgotten beyond this.
+    static let kept = 8
+
+    func cached(_ text: String) -> [Int]? {
+        lock.lock(); defer { lock.unlock() }
+        if let l = live, l.text == text, let before = done[text] { return before + l.matches }
+        return live?.text == text ? nil : done[text]
+    }
+
+    func store(_ text: String, _ ordinals: [Int]) {
+        lock.lock(); defer { lock.unlock() }
+        if done[text] == nil { order.append(text) }
+        done[text] = ordinals
+        while order.count > Self.kept {
+            let old = order.removeFirst()
+            if live?.text != old { done[old] = nil }
+        }
+    }
+
+    /// Live: messages the decoding thread has seen (each is in the file before it is seen).
+    private var seen = 0
+
+    /// Live: from the next message on, the decoding thread evaluates `text`; returns the
+    /// ordinal it starts at (what came before is answered from the file).
+    func startLive(_ text: String, _ e: FilterEvaluator) -> Int {
+        lock.lock(); defer { lock.unlock() }
+        live = (text, e, seen, [])
+        done[text] = nil
+        return seen
+    }
+
+    var liveText: String? {
+        lock.lock(); defer { lock.unlock() }
+        return live?.text
+    }
+
+    /// The decoding thread, for each message of a live capture.
+    func observe(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime, ordinal: Int) {
+        lock.lock(); defer { lock.unlock() }
+        seen = ordinal + 1
+        guard let l = live, ordinal >= l.from, l.evaluator.matches(m, c, p) else { return }
+        live!.matches.append(ordinal)
+    }
+}
+
+/// Collects the ordinals of the messages a filter selects, in a run of its own.
+final class FilterMatchSink: MessageSink {
+    let evaluator: FilterEvaluator
+    let below: Int
+    var next = 0
+    var matches: [Int] = []
+
+    init(_ e: FilterEvaluator, below: Int) {
+        evaluator = e
+        self.below = below
+    }
+
+    func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
+        let o = next
+        next += 1
+        if o < below, evaluator.matches(m, c, p) { matches.append(o) }
+    }
+
+    func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {}
+    func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
+                   reason: MalformedReason, packet: PacketRef) {}
+    func gap(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, offset: UInt64, length: UInt64,
+             reason: GapReason, packet: PacketRef) {}
+    func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {}
+    func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {}
+    func finish() {}
+}

@@ -1,0 +1,176 @@
+import FramedumpCore
+
+/// Takes a run's decoded stream: each message's tree (the terminal's own rendering, so the
+/// page says what `framedump -r` says) and bytes go to the spill file, a 48-byte entry to the
+/// index, and the connection's counts and problems to its record. Entries are handed over in
+/// batches (one at a time live, so messages show as they come).
+final class IndexSink: MessageSink {
+    let spill: Spill
+    let printer: TreePrinter
+    let index: MessageIndex
+    let filters: FilterResults
+    let batch: Int
+    let live: Bool
+    /// The packet counter of the run, read when a batch is handed over.
+    var packets: () -> UInt64 = { 0 }
+
+    var pending: [IndexEntry] = []
+    var pendingPairs: [(UInt32, UInt32)] = []
+    var changed: [Int: ConnectionRecord] = [:]
+    var newNames: [String] = []
+    var next = 0
+
+    var records: [ConnectionRecord] = []
+    var byNumber: [UInt64: Int] = [:]
+    /// Requests waiting for their response, per connection and pairing key (oldest first).
+    var waiting: [Int: [String: [UInt32]]] = [:]
+    var nameIndex: [String: UInt32] = [:]
+    var nameCount: UInt32 = 0
+    /// Names by (protocol, schema message), so a known message costs no string hashing.
+    var knownNames: [ObjectIdentifier: [Int: UInt32]] = [:]
+
+    init(spill: Spill, index: MessageIndex, filters: FilterResults, live: Bool) {
+        self.spill = spill
+        self.index = index
+        self.filters = filters
+        printer = TreePrinter(output: spill.out, hexDump: false, verbose: false, color: false)
+        self.live = live
+        batch = live ? 1 : 4096
+        pending.reserveCapacity(batch)
+    }
+
+    func record(_ c: Connection, _ p: ProtocolRuntime?) -> Int {
+        if let i = byNumber[c.number] { return i }
+        let i = records.count
+        let ts = c.firstPacket.ts
+        records.append(ConnectionRecord(
+            number: c.number, key: c.client.text + "-" + c.server.text, client: c.client.text, server: c.server.text,
+            protocolName: p?.schema.name ?? (c.udp ? "udp" : "tcp"), udp: c.udp, midStream: !c.rolesFromSYN && !c.udp,
+            first: Self.seconds(ts), last: Self.seconds(ts)))
+        byNumber[c.number] = i
+        changed[i] = records[i]
+        return i
+    }
+
+    static func seconds(_ t: Timestamp) -> Double { Double(t.seconds) + Double(t.nanos) / 1e9 }
+
+    func update(_ i: Int, _ body: (inout ConnectionRecord) -> Void) {
+        body(&records[i])
+        changed[i] = records[i]
+    }
+
+    func note(_ i: Int, _ text: String) {
+        update(i) { r in if r.notes.count < ConnectionRecord.maxNotes { r.notes.append(text) } }
+    }
+
+    func intern(_ name: String) -> UInt32 {
+        if let n = nameIndex[name] { return n }
+        let n = nameCount
+        nameCount += 1
+        nameIndex[name] = n
+        newNames.append(name)
+        return n
+    }
+
+    func nameOf(_ m: DecodedMessage, _ p: ProtocolRuntime) -> UInt32 {
+        let pid = ObjectIdentifier(p)
+        if let mi = m.message, let n = knownNames[pid]?[mi] { return n }
+        let n = intern(m.name(in: p) ?? m.id.map { "unknown id \($0)" } ?? "?")
+        if let mi = m.message { knownNames[pid, default: [:]][mi] = n }
+        return n
+    }
+
+    func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {
+        _ = record(c, p)
+    }
+
+    func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
+        let ci = record(c, p)
+        let f = m.frame!
+        let ordinal = next
+        next += 1
+        let start = spill.position
+        printer.message(m, c, p)
+        let textEnd = spill.position
+        spill.out.write(f.bytes)
+        if let t = m.transformed { spill.out.write(t) }
+        let ts = f.lastPacket.ts
+        var e = IndexEntry(
+            spillOffset: start, textLength: UInt32(clamping: textEnd - start), frameLength: UInt32(clamping: f.bytes.count),
+            transformedLength: UInt32(clamping: m.transformed?.count ?? 0), nanos: ts.nanos, seconds: ts.seconds,
+            id: m.id ?? 0, connection: UInt32(ci), name: nameOf(m, p), pair: IndexEntry.noPair,
+            direction: UInt8(m.direction.rawValue), flags: 0, headerLines: UInt8(clamping: m.headerFields.count))
+        if m.id != nil { e.flags |= IndexEntry.hasID }
+        if !m.warnings.isEmpty { e.flags |= IndexEntry.hasWarnings }
+        if let rule = p.schema.pairBy, let key = StatisticsSink.pairKey(m, p, rule) {
+            if m.direction == .c2s {
+                waiting[ci, default: [:]][key, default: []].append(UInt32(truncatingIfNeeded: ordinal))
+            } else if var queue = waiting[ci]?[key], !queue.isEmpty {
+                let request = queue.removeFirst()
+                waiting[ci]![key] = queue.isEmpty ? nil : queue
+                e.pair = request
+                pendingPairs.append((request, UInt32(truncatingIfNeeded: ordinal)))
+            }
+        }
+        let length = UInt64(f.bytes.count), warned = !m.warnings.isEmpty
+        update(ci) { r in
+            if m.direction == .c2s { r.messages.c2s += 1; r.bytes.c2s += length } else { r.messages.s2c += 1; r.bytes.s2c += length }
+            if warned { r.warnings += 1 }
+            r.last = e.time
+        }
+        if live { filters.observe(m, c, p, ordinal: ordinal) }
+        pending.append(e)
+        if pending.count >= batch { handOver() }
+    }
+
+    /// Everything written so far reaches the file, then the index.
+    func handOver() {
+        spill.out.flush()
+        index.publish(entries: pending, pairs: pendingPairs, connections: changed, newNames: newNames, packets: packets())
+        pending.removeAll(keepingCapacity: true)
+        pendingPairs.removeAll()
+        changed.removeAll()
+        newNames.removeAll()
+    }
+
+    func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
+                   reason: MalformedReason, packet: PacketRef) {
+        let i = record(c, p)
+        update(i) { $0.malformed += 1 }
+        note(i, "\(reason.isCaptureCut ? "cut" : "malformed") \(d) at stream offset \(offset), \(length) bytes: \(reason.text)")
+    }
+
+    func gap(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, offset: UInt64, length: UInt64,
+             reason: GapReason, packet: PacketRef) {
+        let i = record(c, p)
+        update(i) { $0.gaps += 1 }
+        note(i, "gap \(d): \(length) bytes missing at stream offset \(offset) (\(reason.rawValue))")
+    }
+
+    func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
+        note(record(c, nil), "\(length) bytes \(d) at stream offset \(offset) retransmitted with different content")
+    }
+
+    func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {
+        let i = record(c, p)
+        let t = Self.seconds(packet.ts)
+        update(i) { r in
+            r.closed = reason.rawValue
+            r.last = max(r.last, t)
+        }
+    }
+
+    func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction, packet: PacketRef) {
+        let i = record(c, p)
+        for problem in e.problems { note(i, problem.layer + ": " + problem.text) }
+        if let below = e.belowProtocol, !records[i].protocolName.contains(" in ") {
+            update(i) { $0.protocolName += " in " + below }
+        }
+    }
+
+    func notice(_ n: StreamNotice, _ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, packet: PacketRef) {
+        note(record(c, p), n.text)
+    }
+
+    func finish() { handOver() }
+}

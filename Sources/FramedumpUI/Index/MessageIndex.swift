@@ -1,0 +1,210 @@
+import Foundation
+import FramedumpCore
+
+/// One message of the list: where its rendering is in the spill file, and what the list and
+/// the plots show without reading it. 48 bytes, so a million messages take 48 MB.
+struct IndexEntry: Sendable {
+    /// The message's tree text, then its frame bytes, then (when transforms ran) the bytes
+    /// its fields count in.
+    var spillOffset: UInt64
+    var textLength: UInt32
+    var frameLength: UInt32
+    var transformedLength: UInt32
+    var nanos: UInt32
+    var seconds: Int64
+    /// The message id (meaningful when `hasID`).
+    var id: UInt64
+    /// Index into `MessageIndex.connections`.
+    var connection: UInt32
+    /// Index into `MessageIndex.names`.
+    var name: UInt32
+    /// The ordinal of the request this answers, or of the response that answered it
+    /// (`pair_by`); `noPair` when there is none.
+    var pair: UInt32
+    var direction: UInt8
+    var flags: UInt8
+    /// Lines of the tree that are the framing header's fields (the list's summary skips them).
+    var headerLines: UInt8
+
+    static let noPair = UInt32.max
+    static let hasID: UInt8 = 1
+    static let hasWarnings: UInt8 = 2
+
+    var time: Double { Double(seconds) + Double(nanos) / 1e9 }
+}
+
+/// What the connection view says about one connection.
+struct ConnectionRecord: Sendable {
+    var number: UInt64
+    /// `client-server`, as NDJSON's `conn` writes it.
+    var key: String
+    var client: String
+    var server: String
+    var protocolName: String
+    var udp: Bool
+    var midStream: Bool
+    var first: Double
+    var last: Double
+    var messages: (c2s: Int, s2c: Int) = (0, 0)
+    var bytes: (c2s: UInt64, s2c: UInt64) = (0, 0)
+    var gaps = 0
+    var malformed = 0
+    var warnings = 0
+    var closed: String?
+    /// What the layers said (a handshake, keys missing, a notice), the first few, in their words.
+    var notes: [String] = []
+
+    static let maxNotes = 16
+}
+
+/// The index of a capture's messages, shared by the thread that decodes and the server's
+/// handlers. Entries live in chunks so a live capture can drop its oldest (the ring).
+final class MessageIndex: @unchecked Sendable {
+    static let chunkShift = 16
+    static let chunkSize = 1 << chunkShift
+
+    private let lock = NSLock()
+    private var chunks: [[IndexEntry]] = []
+    /// Ordinal of the first entry of `chunks[0]` (chunks dropped so far × chunk size).
+    private var base = 0
+    private var total = 0
+    private var connections: [ConnectionRecord] = []
+    /// The message ordinals of each connection, in order.
+    private var perConnection: [[UInt32]] = []
+    private var names: [String] = []
+    /// Ring size for live captures: whole chunks beyond it are dropped, oldest first.
+    let keep: Int
+    private(set) var state = State.indexing
+    private(set) var packets: UInt64 = 0
+    private(set) var readError: String?
+    /// Summary lines of the run (the protocols, gaps, limits), when it is done.
+    private(set) var summary: String = ""
+
+    enum State: String, Sendable { case indexing, done, live }
+
+    init(keep: Int) { self.keep = max(keep, Self.chunkSize) }
+
+    func locked<R>(_ body: () throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    /// Called by the decoding thread with what it has made since the last call.
+    func publish(entries: [IndexEntry], pairs: [(UInt32, UInt32)], connections changed: [Int: ConnectionRecord],
+                 newNames: [String], packets: UInt64) {
+        locked {
+            for e in entries {
+                if chunks.isEmpty || chunks[chunks.count - 1].count == Self.chunkSize {
+                    var c: [IndexEntry] = []
+                    c.reserveCapacity(Self.chunkSize)
+                    chunks.append(c)
+                }
+                chunks[chunks.count - 1].append(e)
+                while perConnection.count <= Int(e.connection) { perConnection.append([]) }
+                perConnection[Int(e.connection)].append(UInt32(truncatingIfNeeded: total))
+                total += 1
+            }
+            for (request, response) in pairs { setPair(Int(request), response) }
+            for (i, c) in changed {
+                while connections.count <= i { connections.append(c) }
+                connections[i] = c
+            }
+            names.append(contentsOf: newNames)
+            self.packets = packets
+            // The ring: whole chunks go once more than `keep` messages are held.
+            while total - base > keep + Self.chunkSize, chunks.count > 1 {
+                chunks.removeFirst()
+                base += Self.chunkSize
+            }
+        }
+    }
+
+    private func setPair(_ ordinal: Int, _ other: UInt32) {
+        let i = ordinal - base
+        guard i >= 0 else { return }
+        chunks[i >> Self.chunkShift][i & (Self.chunkSize - 1)].pair = other
+    }
+
+    func finish(state: State, readError: String?, summary: String) {
+        locked {
+            self.state = state
+            self.readError = readError
+            self.summary = summary
+        }
+    }
+
+    func setLive() { locked { state = .live } }
+
+    // MARK: reading (callers hold no lock; each call takes it once)
+
+    struct Snapshot: Sendable {
+        var state: State
+        var messages: Int
+        var dropped: Int
+        var connections: Int
+        var packets: UInt64
+        var readError: String?
+        var summary: String
+    }
+
+    var snapshot: Snapshot {
+        locked {
+            Snapshot(state: state, messages: total, dropped: base, connections: connections.count, packets: packets,
+                     readError: readError, summary: summary)
+        }
+    }
+
+    /// The entry of an ordinal, if it is still held.
+    func entry(_ ordinal: Int) -> IndexEntry? {
+        locked { entryLocked(ordinal) }
+    }
+
+    private func entryLocked(_ ordinal: Int) -> IndexEntry? {
+        let i = ordinal - base
+        guard i >= 0, ordinal < total else { return nil }
+        return chunks[i >> Self.chunkShift][i & (Self.chunkSize - 1)]
+    }
+
+    /// Entries for a list of ordinals (those dropped from the ring are left out).
+    func entries<S: Sequence>(_ ordinals: S) -> [(Int, IndexEntry)] where S.Element == Int {
+        locked { ordinals.compactMap { o in entryLocked(o).map { (o, $0) } } }
+    }
+
+    /// Every held entry, in order, to `body` (under the lock: keep it short).
+    func forEach(_ body: (Int, IndexEntry) -> Void) {
+        locked {
+            var o = base
+            for c in chunks {
+                for e in c { body(o, e); o += 1 }
+            }
+        }
+    }
+
+    var range: Range<Int> { locked { base..<total } }
+
+    func name(_ i: UInt32) -> String { locked { Int(i) < names.count ? names[Int(i)] : "?" } }
+    var allNames: [String] { locked { names } }
+
+    func connection(_ i: Int) -> ConnectionRecord? { locked { i >= 0 && i < connections.count ? connections[i] : nil } }
+    var allConnections: [ConnectionRecord] { locked { connections } }
+    var connectionCount: Int { locked { connections.count } }
+
+    /// Index of the connection whose key (`client-server`) or number is `text`.
+    func connectionIndex(_ text: String) -> Int? {
+        locked {
+            if let n = Int(text), n >= 0, n < connections.count { return n }
+            return connections.firstIndex { $0.key == text }
+        }
+    }
+
+    /// The ordinals of one connection that are still held.
+    func ordinals(ofConnection i: Int) -> [Int] {
+        locked {
+            guard i >= 0, i < connections.count else { return [] }
+            let b = base
+            guard i < perConnection.count else { return [] }
+            return perConnection[i].lazy.map(Int.init).filter { $0 >= b }
+        }
+    }
+}

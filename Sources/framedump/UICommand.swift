@@ -1,0 +1,207 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import FramedumpCore
+import FramedumpUI
+
+/// `framedump ui`: the decoded messages in a web page (connections, messages, the field
+/// tree over the bytes, sequence diagrams, plots, diff), from a file or live.
+struct UI: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ui",
+        abstract: "Browse the decoded messages in a web page, from a capture file or live (see docs/ui.md).")
+
+    @Option(name: .customShort("r"), help: ArgumentHelp("Read packets from a pcap/pcapng file.", valueName: "file"))
+    var readFile: String?
+
+    @Option(name: .customShort("i"), help: ArgumentHelp("Capture live on an interface; messages stream into the page.", valueName: "iface"))
+    var interface: String?
+
+    @Option(name: .customShort("w"), help: ArgumentHelp("Live: keep the captured packets in this pcap file (default: a temporary file, removed at exit).", valueName: "file"))
+    var writeFile: String?
+
+    @Option(name: .customShort("c"), help: ArgumentHelp("Stop after this many packets.", valueName: "count"))
+    var count: UInt64?
+
+    @Option(name: .customShort("s"), help: ArgumentHelp("Live capture: bytes to keep of each packet.", valueName: "snaplen"))
+    var snaplen: Int32 = 262_144
+
+    @Flag(name: .customShort("p"), help: "Live capture: do not put the interface in promiscuous mode.")
+    var noPromiscuous = false
+
+    @Option(name: .customShort("d"), help: ArgumentHelp("Load a dissector file or folder (repeatable); default ./Dissectors and $FRAMEDUMP_DISSECTORS.", valueName: "path"))
+    var dissectors: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Decode this TCP port's connections with this protocol (repeatable).", valueName: "port=protocol"))
+    var decodeAs: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Also look for .proto files and their imports in this folder (repeatable).", valueName: "dir"))
+    var protoPath: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("An AES key a dissector names, as hex (repeatable).", valueName: "name=hex"))
+    var key: [String] = []
+
+    @Flag(name: .long, help: "Protobuf: also show fields that are not on the wire, at their default value.")
+    var protoDefaults = false
+
+    @Option(name: .long, help: ArgumentHelp("Decrypt TLS with this NSS key log (repeatable; also $FRAMEDUMP_TLS_KEYLOG).", valueName: "file"))
+    var tlsKeylog: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Reassembly: seconds without packets before a connection is closed.", valueName: "seconds"))
+    var idleTimeout: Int = 300
+
+    @Option(name: .long, help: ArgumentHelp("Compare with this capture (or NDJSON export) in the diff view.", valueName: "capture"))
+    var diff: String?
+
+    @Option(name: .long, help: ArgumentHelp("The diff view: leave out this field (repeatable; as diff's --ignore).", valueName: "path"))
+    var ignore: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("The address to listen on (default 127.0.0.1); any other needs the token the printed URL carries.", valueName: "addr"))
+    var listen: String = "127.0.0.1"
+
+    @Option(name: .long, help: ArgumentHelp("The port to listen on (0: any free port).", valueName: "port"))
+    var port: UInt16 = 8800
+
+    @Flag(name: .long, help: "Open the page in the desktop's browser (xdg-open).")
+    var open = false
+
+    @Option(name: .long, help: ArgumentHelp("Live: messages the page keeps; older ones are dropped from it, said so.", valueName: "n"))
+    var keep: Int = 1_000_000
+
+    @Flag(name: .long, help: "Index the capture, print the server's URL and the index's counts, and exit (for scripts and tests).")
+    var indexOnly = false
+
+    @OptionGroup(title: "Limits")
+    var limits: LimitOptions
+
+    @Argument(help: ArgumentHelp("A BPF filter expression, compiled by libpcap.", valueName: "filter"))
+    var filter: [String] = []
+
+    func validate() throws {
+        if (readFile == nil) == (interface == nil) {
+            throw ValidationError("Give -r FILE (a pcap/pcapng capture) or -i INTERFACE (live), one of them.")
+        }
+        if writeFile != nil && interface == nil { throw ValidationError("-w keeps a live capture's packets: it needs -i.") }
+        if keep < 1 { throw ValidationError("--keep must be at least 1.") }
+        if count == 0 { throw ValidationError("-c must be at least 1.") }
+        if idleTimeout < 1 { throw ValidationError("--idle-timeout must be at least 1.") }
+        if !ignore.isEmpty && diff == nil { throw ValidationError("--ignore applies to the diff view: add --diff CAPTURE.") }
+        _ = try parsedKeys(key)
+        _ = try ignorePatterns(ignore)
+        _ = try decodeAsRules(decodeAs)
+    }
+
+    func run() throws {
+        try NoDissectors.refuse("ui", explicit: dissectors, allowUndecoded: false)
+        var options = PipelineOptions()
+        options.dissectorPaths = dissectors
+        options.decodeAs = try decodeAsRules(decodeAs)
+        options.limits = limits.limits
+        options.load = LoadOptions(protoPaths: protoPath, keys: try parsedKeys(key))
+        options.protoDefaults = protoDefaults
+        options.reassembly.idleTimeoutSeconds = Int64(idleTimeout)
+        options.tlsKeyLogs = tlsKeylog + ((ProcessInfo.processInfo.environment["FRAMEDUMP_TLS_KEYLOG"]).map { [$0] } ?? [])
+        let input: CaptureInput
+        if let iface = interface {
+            var live: LiveOptions
+            do { live = LiveOptions(interface: try PacketSource.interfaceName(iface)) } catch { fail(error) }
+            live.snaplen = snaplen
+            live.promiscuous = !noPromiscuous
+            live.immediate = true
+            input = .live(live)
+        } else {
+            input = .file(readFile!)
+        }
+        var config = UIConfiguration(input: input, options: options)
+        config.bpf = filter.isEmpty ? nil : filter.joined(separator: " ")
+        config.writeFile = writeFile
+        config.diffWith = diff
+        config.ignore = try ignorePatterns(ignore)
+        config.keep = keep
+        config.count = count
+
+        let indexer: CaptureIndexer
+        let server: UIServer
+        do {
+            indexer = try CaptureIndexer(config)
+            server = try UIServer(indexer: indexer, listen: listen, port: port)
+        } catch let e as DissectorError {
+            FileHandleErr.write("\(e.description)\n")
+            throw ExitCode(2)
+        } catch let e as DecodeAsError {
+            FileHandleErr.write("framedump ui: \(e.description)\n")
+            throw ExitCode(2)
+        } catch let e as TLSKeyLogError {
+            FileHandleErr.write("framedump ui: \(e.message)\n")
+            throw ExitCode(2)
+        } catch {
+            fail(error)
+        }
+        indexer.start()
+        if indexOnly {
+            print(indexer.waitForIndex())
+            return
+        }
+        let done = DispatchSemaphore(value: 0)
+        let failure = Failure()
+        let openPage = open
+        let serving = Task {
+            do {
+                try await server.run { url in
+                    // Unbuffered: a script waiting for the URL reads it at once.
+                    var line = "framedump ui: serving \(url)  (Ctrl-C to stop)\n"
+                    line.withUTF8 { b in _ = Platform.write(1, b.baseAddress, b.count) }
+                    if openPage { UI.openInBrowser(url) }
+                }
+            } catch {
+                failure.set("framedump ui: cannot listen on \(listen) port \(port): \(error) (another server there? try --port 0)")
+            }
+            done.signal()
+        }
+        // Ctrl-C and SIGTERM: stop capturing, stop serving; the temporary files go with the process.
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let stop: @Sendable () -> Void = {
+            indexer.stop()
+            serving.cancel()
+        }
+        let sources = [SIGINT, SIGTERM].map { sig -> DispatchSourceSignal in
+            let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            s.setEventHandler(handler: stop)
+            s.resume()
+            return s
+        }
+        done.wait()
+        sources.forEach { $0.cancel() }
+        indexer.stop()
+        if let f = failure.text {
+            FileHandleErr.write(f + "\n")
+            throw ExitCode(1)
+        }
+    }
+
+    static func openInBrowser(_ url: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["xdg-open", url]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        do { try p.run() } catch {
+            FileHandleErr.write("framedump ui: could not open a browser (xdg-open): open \(url) yourself\n")
+        }
+    }
+
+    func fail(_ e: Error) -> Never {
+        let code = (e as? CaptureError)?.exitCode ?? 1
+        FileHandleErr.write("framedump ui: \(e)\n")
+        Platform.exit(code)
+    }
+}
+
+/// A message set on one thread and read on another once it is done.
+final class Failure: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: String?
+    func set(_ s: String) { lock.lock(); value = s; lock.unlock() }
+    var text: String? { lock.lock(); defer { lock.unlock() }; return value }
+}
