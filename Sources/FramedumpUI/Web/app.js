@@ -1,1 +1,410 @@
+// framedump ui: one page over the server's index. The list asks only for the rows it shows
+// (pages of 200), so a capture of a million messages scrolls without loading them all.
+"use strict";
 
+const ROW = 20, PAGE = 200, MAX_SPACER = 30_000_000;
+const token = new URLSearchParams(location.search).get("token");
+const $ = (id) => document.getElementById(id);
+const state = {
+  status: null, conns: [], conn: null, filter: "", total: 0, pages: new Map(),
+  selected: null, message: null, view: "messages", seqFrom: 0, diffLoaded: false, loading: new Set(),
+};
+window.framedump = state;  // for the browser tests: what the page believes
+
+// encodeURIComponent, not URLSearchParams: the server reads "+" as a plus, not a space
+// (filters have no other way to say one).
+function url(path, params = {}) {
+  const q = [];
+  for (const [k, v] of Object.entries(params)) if (v !== null && v !== undefined && v !== "") q.push(k + "=" + encodeURIComponent(v));
+  if (token) q.push("token=" + encodeURIComponent(token));
+  return path + (q.length ? "?" + q.join("&") : "");
+}
+
+async function api(path, params) {
+  const r = await fetch(url(path, params));
+  const body = await r.json();
+  if (!r.ok) { const e = new Error(body.error || r.statusText); e.body = body; e.status = r.status; throw e; }
+  return body;
+}
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v; else if (k.startsWith("on")) e.addEventListener(k.slice(2), v); else e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+function svg(tag, attrs = {}, text) {
+  const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+const fmtTime = (t) => {
+  if (t === null || t === undefined) return "";
+  const d = new Date(t * 1000);
+  return d.toISOString().slice(11, 23) + String(Math.round((t % 1) * 1e6) % 1000).padStart(3, "0");
+};
+const fmtBytes = (n) => n < 1024 ? n + " B" : n < 1048576 ? (n / 1024).toFixed(1) + " KiB" : (n / 1048576).toFixed(1) + " MiB";
+const fmtMs = (ms) => ms < 1 ? ms.toFixed(3) + " ms" : ms < 1000 ? ms.toFixed(1) + " ms" : (ms / 1000).toFixed(2) + " s";
+
+// ---- status, connections ----
+
+async function refreshStatus() {
+  const s = await api("/api/status");
+  state.status = s;
+  $("capture").textContent = s.capture + (s.live ? " (live)" : "");
+  $("status").textContent = `${s.messages.toLocaleString()} messages, ${s.connections} connections, ${s.packets.toLocaleString()} packets` +
+    (s.state === "indexing" ? " — reading…" : s.state === "live" ? " — capturing" : "");
+  $("tail-label").hidden = !s.live;
+  const notices = [];
+  if (s.dropped > 0) notices.push(`${s.dropped.toLocaleString()} older messages were dropped from the page (it keeps the most recent; --keep sets how many).`);
+  if (s.error) notices.push("The capture could not be read to its end: " + s.error);
+  $("notice").hidden = notices.length === 0;
+  $("notice").textContent = notices.join(" ");
+  return s;
+}
+
+async function refreshConnections() {
+  state.conns = await api("/api/connections");
+  $("connection-count").textContent = `(${state.conns.length})`;
+  const body = $("connections").tBodies[0];
+  body.replaceChildren(el("tr", { class: state.conn === null ? "sel" : "", "data-conn": "", onclick: () => selectConnection(null) },
+    el("td", {}, "all"), el("td", { colspan: 6 }, "every connection")));
+  for (const c of state.conns) {
+    const problems = [];
+    if (c.gaps) problems.push(`${c.gaps} gap${c.gaps > 1 ? "s" : ""}`);
+    if (c.malformed) problems.push(`${c.malformed} malformed`);
+    if (c.warnings) problems.push(`${c.warnings} warned`);
+    if (c.midstream) problems.push("no SYN");
+    const notes = c.notes.join("\n");
+    body.append(el("tr", { class: state.conn === c.index ? "sel" : "", "data-conn": c.index, title: notes, onclick: () => selectConnection(c.index) },
+      el("td", {}, c.index), el("td", {}, c.protocol), el("td", {}, `${c.client} → ${c.server}`),
+      el("td", {}, `${c.messages[0]} / ${c.messages[1]}`), el("td", {}, `${fmtBytes(c.bytes[0])} / ${fmtBytes(c.bytes[1])}`),
+      el("td", {}, fmtMs(c.duration * 1000)),
+      el("td", { class: problems.length || notes ? "problem" : "" }, problems.join(", ") + (notes && !problems.length ? "notes" : ""))));
+  }
+}
+
+function selectConnection(i) {
+  state.conn = i;
+  for (const tr of $("connections").tBodies[0].rows) tr.classList.toggle("sel", tr.dataset.conn === (i === null ? "" : String(i)));
+  state.seqFrom = 0;
+  resetList();
+  if (state.view === "sequence") loadSequence(true);
+  if (state.view === "plots") loadPlots();
+}
+
+// ---- the message list (virtual scrolling) ----
+
+function resetList() {
+  state.pages = new Map();
+  state.loading = new Set();
+  state.total = 0;
+  $("list").scrollTop = 0;
+  loadPage(0).then(renderList);
+}
+
+async function loadPage(p) {
+  if (state.pages.has(p) || state.loading.has(p)) return;
+  state.loading.add(p);
+  const key = `${state.conn}|${state.filter}`;
+  try {
+    const r = await api("/api/messages", { from: p * PAGE, count: PAGE, conn: state.conn, filter: state.filter });
+    if (key !== `${state.conn}|${state.filter}`) return;  // the selection changed meanwhile
+    state.total = r.total;
+    state.pages.set(p, r.rows);
+    showFilterError(null);
+  } catch (e) {
+    if (e.body && e.body.column) showFilterError(e.body); else throw e;
+  } finally {
+    state.loading.delete(p);
+  }
+}
+
+function showFilterError(body) {
+  $("filter").classList.toggle("bad", !!body);
+  $("filter-error").hidden = !body;
+  if (body) $("filter-error").textContent = `${body.filter}\n${" ".repeat(Math.max(0, body.column - 1))}^ ${body.error}`;
+}
+
+function renderList() {
+  const list = $("list"), total = state.total;
+  const scale = total * ROW > MAX_SPACER ? MAX_SPACER / (total * ROW) : 1;
+  $("list-spacer").style.height = Math.ceil(total * ROW * scale) + "px";
+  const first = Math.max(0, Math.floor(list.scrollTop / scale / ROW) - 5);
+  const last = Math.min(total, first + Math.ceil(list.clientHeight / ROW) + 10);
+  const want = new Set();
+  for (let i = first; i < last; i += PAGE) want.add(Math.floor(i / PAGE));
+  if (last > 0) want.add(Math.floor((last - 1) / PAGE));
+  const missing = [...want].filter((p) => !state.pages.has(p));
+  if (missing.length) Promise.all(missing.map(loadPage)).then(renderList);
+  const rows = $("list-rows");
+  // Past MAX_SPACER pixels the spacer is scaled down: rows are placed relative to the view.
+  rows.style.top = (scale === 1 ? first * ROW : list.scrollTop - (list.scrollTop / scale / ROW - first) * ROW) + "px";
+  const out = [];
+  for (let i = first; i < last; i++) {
+    const page = state.pages.get(Math.floor(i / PAGE));
+    const r = page && page[i % PAGE];
+    if (!r) { out.push(el("div", { class: "row" }, el("span", { class: "n" }, "…"))); continue; }
+    out.push(el("div", {
+      class: `row ${r.dir}${r.warn ? " warn" : ""}${r.n === state.selected ? " sel" : ""}`, "data-n": r.n, "data-i": i,
+      onclick: () => selectMessage(r.n),
+    },
+      el("span", { class: "n" }, r.n), el("span", { class: "t" }, fmtTime(r.t)), el("span", { class: "d" }, r.dir === "c2s" ? "→" : "←"),
+      el("span", { class: "name" }, r.name), el("span", { class: "id" }, r.id ?? ""), el("span", { class: "len" }, r.len),
+      el("span", { class: "sum" }, (r.pair && r.dir === "s2c" ? `[${fmtMs(r.pair.ms)}] ` : "") + r.summary)));
+  }
+  rows.replaceChildren(...out);
+  $("list-count").textContent = `${total.toLocaleString()} message${total === 1 ? "" : "s"}` +
+    (state.filter ? ` match ${state.filter}` : "") + (state.conn !== null ? ` on connection ${state.conn}` : "");
+}
+
+$("list").addEventListener("scroll", () => requestAnimationFrame(renderList));
+$("list").addEventListener("keydown", (e) => {
+  if (e.key !== "ArrowDown" && e.key !== "ArrowUp") return;
+  e.preventDefault();
+  const rows = [...document.querySelectorAll("#list-rows .row[data-n]")];
+  const at = rows.findIndex((r) => Number(r.dataset.n) === state.selected);
+  const next = rows[at + (e.key === "ArrowDown" ? 1 : -1)];
+  if (next) { selectMessage(Number(next.dataset.n)); next.scrollIntoView({ block: "nearest" }); }
+});
+
+// ---- one message: the tree and the bytes, linked both ways ----
+
+async function selectMessage(n) {
+  state.selected = n;
+  for (const r of document.querySelectorAll("#list-rows .row")) r.classList.toggle("sel", Number(r.dataset.n) === n);
+  const m = await api("/api/message", { n });
+  state.message = m;
+  $("detail-summary").textContent = `#${m.n}  ${m.conn}  ${m.protocol}\n${m.summary}`;
+  const pair = $("detail-pair");
+  pair.replaceChildren();
+  if (m.pair) {
+    pair.append(m.dir === "c2s" ? "answered by " : "answers ",
+      el("a", { onclick: () => selectMessage(m.pair.n), "data-n": m.pair.n }, `#${m.pair.n}`), ` after ${fmtMs(m.pair.ms)}`);
+  }
+  const tree = $("tree");
+  tree.replaceChildren(...m.lines.map((l, i) => {
+    if (l.note !== undefined) return el("div", { class: "note" }, l.note);
+    if (l.warning !== undefined) return el("div", { class: "warning" }, "warning: " + l.warning);
+    return el("div", { class: "field", "data-line": i, "data-offset": l.offset, "data-width": l.width, style: `padding-left:${l.depth * 16}px`, onclick: () => selectField(i) },
+      el("span", { class: "range" }, `[${l.offset}+${l.width}]`), l.text);
+  }));
+  const bytes = m.fieldBytes ?? m.bytes;
+  $("hex-title").textContent = m.fieldBytes
+    ? `${bytes.length / 2} bytes after the body's transforms (the fields count in these); ${m.bytes.length / 2} bytes as captured below`
+    : `${bytes.length / 2} bytes`;
+  const hex = $("hex");
+  hex.replaceChildren(hexDump(bytes, true));
+  if (m.fieldBytes) hex.append(el("div", { class: "dim" }, "as captured:"), hexDump(m.bytes, false));
+}
+
+function hexDump(h, linked) {
+  const box = el("div", linked ? { id: "hex-linked" } : {});
+  const n = h.length / 2;
+  for (let o = 0; o < n; o += 16) {
+    const line = el("div", { class: "line" }, el("span", { class: "off" }, o.toString(16).padStart(8, "0") + "  "));
+    let ascii = "";
+    for (let i = o; i < Math.min(n, o + 16); i++) {
+      const b = parseInt(h.substr(i * 2, 2), 16);
+      const span = el("span", { class: "b", "data-i": i }, h.substr(i * 2, 2));
+      if (linked) span.addEventListener("click", () => selectByte(i));
+      line.append(span, i === o + 7 ? "  " : " ");
+      ascii += b >= 32 && b < 127 ? String.fromCharCode(b) : ".";
+    }
+    line.append(" ".repeat((16 - Math.min(16, n - o)) * 3 + (n - o < 8 ? 1 : 0)) + " |" + ascii + "|");
+    box.append(line);
+  }
+  return box;
+}
+
+function selectField(i) {
+  const lines = state.message.lines;
+  const l = lines[i];
+  for (const f of document.querySelectorAll("#tree .field")) f.classList.toggle("sel", Number(f.dataset.line) === i);
+  for (const b of document.querySelectorAll("#hex-linked .b")) {
+    const x = Number(b.dataset.i);
+    b.classList.toggle("hl", x >= l.offset && x < l.offset + l.width);
+  }
+  const first = document.querySelector("#hex-linked .b.hl");
+  if (first) first.scrollIntoView({ block: "nearest" });
+}
+
+// A byte selects the innermost field over it (the narrowest range; the latest of equals).
+function selectByte(x) {
+  let best = -1;
+  state.message.lines.forEach((l, i) => {
+    if (l.offset === undefined || x < l.offset || x >= l.offset + l.width) return;
+    if (best < 0 || l.width <= state.message.lines[best].width) best = i;
+  });
+  if (best >= 0) {
+    selectField(best);
+    document.querySelector(`#tree .field[data-line="${best}"]`).scrollIntoView({ block: "nearest" });
+  }
+}
+
+// ---- sequence diagram ----
+
+async function loadSequence(fresh) {
+  const c = state.conn ?? (state.conns.length ? state.conns[0].index : null);
+  const box = $("sequence");
+  if (c === null) { $("sequence-head").textContent = "No connection."; box.replaceChildren(); return; }
+  if (fresh) { state.seqFrom = 0; box.replaceChildren(); state.seqRows = 0; }
+  const s = await api("/api/sequence", { conn: c, from: state.seqFrom, count: 500 });
+  $("sequence-head").textContent = `connection ${c}: ${s.client} (client) and ${s.server} (server), ${s.total} messages` +
+    (state.conn === null ? " — the first connection; select another on the left" : "");
+  const W = 820, L = 170, R = 650, top = 40, step = 26;
+  if (state.seqFrom === 0) {
+    box.append(svg("text", { x: L, y: 16, "text-anchor": "middle" }, "client " + s.client),
+      svg("text", { x: R, y: 16, "text-anchor": "middle" }, "server " + s.server));
+    box.t0 = s.arrows.length ? s.arrows[0].t : 0;
+  }
+  s.arrows.forEach((a, k) => {
+    const y = top + (state.seqFrom + k) * step;
+    const [x1, x2] = a.dir === "c2s" ? [L, R] : [R, L];
+    const g = svg("g", { class: `arrow ${a.dir}`, "data-n": a.n });
+    g.append(svg("line", { x1, y1: y, x2: x2 + (a.dir === "c2s" ? -6 : 6), y2: y }),
+      svg("path", { d: a.dir === "c2s" ? `M${x2} ${y} l-8 -4 l0 8 z` : `M${x2} ${y} l8 -4 l0 8 z`, fill: a.dir === "c2s" ? "#335" : "#2a7a2a" }),
+      svg("text", { x: (L + R) / 2, y: y - 4, "text-anchor": "middle" }, `${a.name} (${a.len} B)`),
+      svg("text", { x: 4, y: y + 4 }, "+" + fmtMs((a.t - box.t0) * 1000)));
+    if (a.pair && a.dir === "s2c") g.append(svg("text", { class: "latency", x: R + 12, y: y + 4 }, `↩ #${a.pair.n} ${fmtMs(a.pair.ms)}`));
+    g.addEventListener("click", () => { showView("messages"); selectMessage(a.n); });
+    box.append(g);
+  });
+  state.seqFrom += s.arrows.length;
+  const rows = state.seqFrom;
+  box.append(svg("line", { class: "lane", x1: L, y1: 22, x2: L, y2: top + rows * step }),
+    svg("line", { class: "lane", x1: R, y1: 22, x2: R, y2: top + rows * step }));
+  box.setAttribute("width", W);
+  box.setAttribute("height", top + rows * step + 10);
+  $("sequence-more").hidden = state.seqFrom >= s.total;
+}
+$("sequence-more").addEventListener("click", () => loadSequence(false));
+
+// ---- plots ----
+
+const COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"];
+
+async function loadPlots() {
+  const p = await api("/api/plots", { conn: state.conn, buckets: 100 });
+  $("rate-scope").textContent = (state.conn === null ? "all connections" : `connection ${state.conn}`) +
+    (p.seconds ? `, ${p.buckets} intervals of ${fmtMs(p.seconds * 1000 / p.buckets)}` : "");
+  const box = $("rate"), W = 900, H = 260, pad = 40;
+  box.replaceChildren();
+  const max = Math.max(1, ...p.rate.flatMap((s) => s.counts));
+  box.append(svg("line", { class: "axis", x1: pad, y1: H - 20, x2: W - 10, y2: H - 20 }), svg("line", { class: "axis", x1: pad, y1: 10, x2: pad, y2: H - 20 }),
+    svg("text", { x: 2, y: 16 }, String(max)), svg("text", { x: 2, y: H - 22 }, "0"),
+    svg("text", { x: pad, y: H - 4 }, "0 s"), svg("text", { x: W - 60, y: H - 4 }, p.seconds ? fmtMs(p.seconds * 1000) : ""));
+  const legend = $("rate-legend");
+  legend.replaceChildren();
+  p.rate.forEach((s, k) => {
+    const pts = s.counts.map((c, i) => `${pad + (i + 0.5) * (W - pad - 10) / p.buckets},${H - 20 - c / max * (H - 40)}`).join(" ");
+    box.append(svg("polyline", { points: pts, fill: "none", stroke: COLOURS[k % COLOURS.length], "stroke-width": 1.5, "data-name": s.name }));
+    legend.append(el("span", {}, el("i", { style: `background:${COLOURS[k % COLOURS.length]}` }), `${s.name} (${s.counts.reduce((a, b) => a + b, 0)})`));
+  });
+  const lat = p.latency, hb = $("latency"), LH = 220;
+  hb.replaceChildren();
+  $("latency-stats").textContent = lat.count
+    ? `${lat.count} pairs, min ${fmtMs(lat.min)}, median ${fmtMs(lat.p50)}, p99 ${fmtMs(lat.p99)}, max ${fmtMs(lat.max)}`
+    : "no request/response pairs (a dissector says pair_by to pair them)";
+  if (!lat.count) return;
+  const top = Math.max(...lat.bins), bw = (W - pad - 10) / lat.bins.length;
+  lat.bins.forEach((c, i) => {
+    const h = c / top * (LH - 40);
+    hb.append(svg("rect", { x: pad + i * bw + 1, y: LH - 20 - h, width: bw - 2, height: h, "data-count": c },));
+  });
+  hb.append(svg("line", { class: "axis", x1: pad, y1: LH - 20, x2: W - 10, y2: LH - 20 }),
+    svg("text", { x: pad, y: LH - 4 }, fmtMs(lat.min)), svg("text", { x: W - 80, y: LH - 4 }, fmtMs(lat.max)), svg("text", { x: 2, y: 16 }, String(top)));
+}
+
+// ---- diff ----
+
+async function loadDiff() {
+  if (state.diffLoaded) return;
+  const body = $("diff").tBodies[0];
+  if (!state.status.diff) {
+    $("diff-summary").textContent = "No second capture: start framedump ui with --diff OTHER.pcap to compare.";
+    return;
+  }
+  $("diff-summary").textContent = "Comparing…";
+  let d;
+  try { d = await api("/api/diff"); } catch (e) { $("diff-summary").textContent = e.message; return; }
+  state.diffLoaded = true;
+  $("diff-summary").textContent = `${d.old} against ${d.new}: ${d.summary}`;
+  const show = (v) => v === undefined ? "" : JSON.stringify(v);
+  for (const x of d.differences) {
+    const pk = (p) => p ? `pkts ${p[0]}${p[1] !== p[0] ? "-" + p[1] : ""}` : "";
+    let oldCell, newCell;
+    if (x.fields && x.fields.length) {
+      oldCell = el("td", { class: "changed" }, pk(x.pkts_old) + "\n" + x.fields.map((f) => `${f.path} = ${show(f.old)}`).join("\n"));
+      newCell = el("td", { class: "changed" }, pk(x.pkts_new) + "\n" + x.fields.map((f) => `${f.path} = ${show(f.new)}`).join("\n"));
+    } else {
+      oldCell = el("td", {}, x.change === "added" ? "" : pk(x.pkts_old ?? x.pkts) + (x.line ? "\n" + JSON.stringify(x.line.fields ?? x.line) : ""));
+      newCell = el("td", {}, x.change === "removed" ? "" : pk(x.pkts_new ?? x.pkts) + (x.line ? "\n" + JSON.stringify(x.line.fields ?? x.line) : ""));
+    }
+    body.append(el("tr", { class: x.change }, el("td", {}, x.change), el("td", {}, x.conn ?? ""), el("td", {}, x.dir ?? ""),
+      el("td", {}, x.message ?? ""), oldCell, newCell));
+  }
+}
+
+// ---- views, filter, live ----
+
+function showView(v) {
+  state.view = v;
+  for (const b of document.querySelectorAll("nav button")) b.classList.toggle("on", b.dataset.view === v);
+  for (const s of document.querySelectorAll(".view")) s.hidden = s.id !== "view-" + v;
+  if (v === "messages") renderList();
+  if (v === "sequence") loadSequence(true);
+  if (v === "plots") loadPlots();
+  if (v === "diff") loadDiff();
+}
+for (const b of document.querySelectorAll("nav button")) b.addEventListener("click", () => showView(b.dataset.view));
+
+$("filter-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  state.filter = $("filter").value.trim();
+  resetList();
+});
+$("filter-clear").addEventListener("click", () => { $("filter").value = ""; state.filter = ""; showFilterError(null); resetList(); });
+
+function watchLive() {
+  const ws = new WebSocket(url(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/live`));
+  let lastConns = 0, connsAt = 0;
+  ws.onmessage = async (e) => {
+    const s = JSON.parse(e.data);
+    await refreshStatus();
+    // The last page may have grown: ask again for it (and the rows after it).
+    const lastPage = Math.floor(Math.max(0, state.total - 1) / PAGE);
+    for (const p of [...state.pages.keys()]) if (p >= lastPage) state.pages.delete(p);
+    await loadPage(lastPage);
+    if (s.connections !== lastConns || Date.now() - connsAt > 1000) {
+      lastConns = s.connections; connsAt = Date.now(); refreshConnections();
+    }
+    renderList();
+    if ($("tail").checked && state.view === "messages") $("list").scrollTop = $("list").scrollHeight;
+  };
+  ws.onclose = () => setTimeout(() => refreshStatus(), 500);
+}
+
+async function start() {
+  let s = await refreshStatus();
+  // A file: wait (briefly) for the first rows, then keep the counts fresh until it is read.
+  await refreshConnections();
+  resetList();
+  if (s.live) watchLive();
+  while (s.state === "indexing") {
+    await new Promise((r) => setTimeout(r, 300));
+    s = await refreshStatus();
+    state.pages.delete(Math.floor(Math.max(0, state.total - 1) / PAGE));
+    if (!state.filter) { const r = await api("/api/messages", { from: 0, count: 0, conn: state.conn }); state.total = r.total; }
+    renderList();
+  }
+  await refreshConnections();
+  if (!state.filter) resetList();
+  state.ready = true;
+}
+start();

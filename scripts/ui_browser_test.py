@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""Drive `framedump ui` in a real browser (Debian's chromium through chromedriver and
+selenium) on the shipped samples, and check the page against framedump's own NDJSON:
+
+  * the connection and message counts the page shows are the NDJSON's;
+  * a display filter narrows the list to the messages `framedump -Y` selects, and a bad one
+    shows its error with a caret;
+  * clicking a field highlights exactly its byte range (on game.pcap the highlighted bytes
+    are the string the NDJSON gives), and clicking a byte selects the field over it;
+  * the sequence diagram has one arrow per message of the connection;
+  * the plots show the known 20/50 ms latencies of game-latency.pcap;
+  * the diff view shows the one known change of scenario-changed.pcap (Line 2 -> 3);
+  * live on lo (as root): messages sent by a client on loopback appear in the page.
+
+Usage (from the repository root; the tests run it):
+    python3 scripts/ui_browser_test.py --framedump .build/debug/framedump --screenshots DIR
+
+Every server it starts is stopped by its PID, and every wait is bounded.
+"""
+import argparse, json, os, signal, socket, struct, subprocess, sys, threading, time
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TIMEOUT = 60
+
+
+def sample(name):
+    # Relative to the repository (the servers run there): the page and the screenshots show
+    # the path as given.
+    return os.path.join("samples", name)
+
+
+class Server:
+    """`framedump ui ...` on a free port; the URL it prints."""
+
+    def __init__(self, binary, args):
+        self.proc = subprocess.Popen([binary, "ui", "--port", "0", *args], cwd=ROOT,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.url = None
+        line = self.proc.stdout.readline()  # framedump prints the line unbuffered
+        if "serving " not in line:
+            self.stop()
+            raise SystemExit(f"framedump ui {' '.join(args)} did not start: {line!r} {self.proc.stderr.read()!r}")
+        self.url = line.split("serving ", 1)[1].split()[0]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def ndjson(binary, args):
+    out = subprocess.run([binary, *args, "-T", "json"], cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)
+    lines = [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
+    messages = [l for l in lines if "type" not in l]
+    conns = {l["conn"] for l in lines if "conn" in l}
+    return messages, conns
+
+
+def wait(driver, what, check, timeout=TIMEOUT, show=None):
+    end = time.time() + timeout
+    last = None
+    while time.time() < end:
+        try:
+            last = check()
+            if last:
+                return last
+            if show:
+                last = show()
+        except Exception as e:  # the page is still rendering
+            last = e
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what} (last: {last!r})")
+
+
+def ready(driver):
+    wait(driver, "the page to be ready", lambda: driver.execute_script("return window.framedump && window.framedump.ready"))
+
+
+def list_count(driver):
+    return driver.find_element(By.ID, "list-count").text
+
+
+def expect(cond, text):
+    if not cond:
+        raise AssertionError(text)
+    print("  ok:", text)
+
+
+def check_counts(driver, binary, name, extra):
+    messages, conns = ndjson(binary, ["-r", sample(name), *extra])
+    ready(driver)
+    rows = driver.find_elements(By.CSS_SELECTOR, "#connections tbody tr[data-conn]:not([data-conn=''])")
+    expect(len(rows) == len(conns), f"{name}: {len(rows)} connections shown, NDJSON has {len(conns)}")
+    text = wait(driver, "the message count", lambda: list_count(driver) if list_count(driver) else None)
+    shown = int(text.split()[0].replace(",", ""))
+    expect(shown == len(messages), f"{name}: {shown} messages shown, NDJSON has {len(messages)}")
+    status = driver.execute_script("return window.framedump.status.messages")
+    expect(status == len(messages), f"{name}: the server indexed {status} messages")
+    return messages
+
+
+def select_message(driver, n):
+    driver.execute_script("document.getElementById('list').focus()")
+    # The list re-renders as pages arrive: find the row again until a click lands.
+    def click():
+        driver.find_element(By.CSS_SELECTOR, f"#list-rows .row[data-n='{n}']").click()
+        return True
+    wait(driver, f"row {n}", click)
+    wait(driver, f"message {n}'s tree", lambda: driver.execute_script(
+        f"return window.framedump.message && window.framedump.message.n === {n}"))
+
+
+def field_bytes_linked(driver, name):
+    """Every field of the selected message: clicking it highlights exactly its range; a byte in
+    the middle of a range selects the innermost field over it."""
+    fields = driver.find_elements(By.CSS_SELECTOR, "#tree .field")
+    expect(len(fields) > 0, f"{name}: the tree has {len(fields)} fields")
+    for f in fields:
+        off, width = int(f.get_attribute("data-offset")), int(f.get_attribute("data-width"))
+        driver.execute_script("arguments[0].click()", f)
+        lit = [int(b.get_attribute("data-i")) for b in driver.find_elements(By.CSS_SELECTOR, "#hex-linked .b.hl")]
+        if lit != list(range(off, off + width)):
+            raise AssertionError(f"{name}: field [{off}+{width}] {f.text!r} lit bytes {lit}")
+    print(f"  ok: {name}: each of {len(fields)} fields lights exactly its bytes")
+
+
+def check_game(driver, binary, shots):
+    messages = check_counts(driver, binary, "game.pcap", [])
+    select_message(driver, 0)
+    fields = driver.find_elements(By.CSS_SELECTOR, "#tree .field")
+    last = fields[-1]
+    driver.execute_script("arguments[0].click()", last)
+    lit = driver.find_elements(By.CSS_SELECTOR, "#hex-linked .b.hl")
+    text = bytes(int(b.text, 16) for b in lit).decode()
+    expect(text == messages[0]["fields"]["message"],
+           f"game.pcap: the bytes lit by '{last.text}' read {text!r}, NDJSON says {messages[0]['fields']['message']!r}")
+    field_bytes_linked(driver, "game.pcap")
+    # A byte selects its field: byte 6 is SceneId's (u8 at [6+1]).
+    driver.find_element(By.CSS_SELECTOR, "#hex-linked .b[data-i='6']").click()
+    sel = driver.find_element(By.CSS_SELECTOR, "#tree .field.sel")
+    expect(sel.get_attribute("data-offset") == "6" and "SceneId" in sel.text, f"game.pcap: byte 6 selects '{sel.text}'")
+    driver.find_element(By.CSS_SELECTOR, "#hex-linked .b[data-i='14']").click()
+    sel = driver.find_element(By.CSS_SELECTOR, "#tree .field.sel")
+    expect(sel.text.endswith('"hello from 1"'), f"game.pcap: byte 14 selects '{sel.text}'")
+    if shots:
+        driver.save_screenshot(os.path.join(shots, "messages.png"))
+
+    # The filter, against framedump -Y.
+    want, _ = ndjson(binary, ["-r", sample("game.pcap"), "-Y", "game.Res == 1"])
+    box = driver.find_element(By.ID, "filter")
+    box.clear()
+    box.send_keys("game.Res == 1\n")
+    wait(driver, "the filtered count", lambda: list_count(driver).startswith(f"{len(want)} message") and "match" in list_count(driver),
+         timeout=20, show=lambda: list_count(driver))
+    shown = [int(r.get_attribute("data-n")) for r in driver.find_elements(By.CSS_SELECTOR, "#list-rows .row[data-n]")]
+    names = {r.find_element(By.CSS_SELECTOR, ".name").text for r in driver.find_elements(By.CSS_SELECTOR, "#list-rows .row[data-n]")}
+    expect(len(shown) == len(want) and names == {m["message"] for m in want},
+           f"game.pcap: the filter leaves {len(shown)} rows, all {names}, as framedump -Y does")
+    box.clear()
+    box.send_keys('game.Res == "x"\n')
+    err = wait(driver, "the filter's error", lambda: driver.find_element(By.ID, "filter-error").text if driver.find_element(By.ID, "filter-error").is_displayed() else None)
+    lines = err.splitlines()
+    expect(len(lines) >= 2 and lines[1].index("^") == 12, f"game.pcap: a bad filter is refused with a caret under column 13: {lines[:2]}")
+    driver.find_element(By.ID, "filter-clear").click()
+    wait(driver, "the list back", lambda: list_count(driver).startswith(f"{len(messages)} message"))
+
+    # The sequence diagram of each connection: an arrow a message.
+    conns = driver.execute_script("return window.framedump.conns")
+    for c in conns:
+        driver.find_element(By.CSS_SELECTOR, f"#connections tbody tr[data-conn='{c['index']}']").click()
+        driver.find_element(By.CSS_SELECTOR, "nav button[data-view='sequence']").click()
+        n = sum(1 for m in messages if m["conn"] == c["conn"])
+        arrows = wait(driver, "the arrows", lambda: len(driver.find_elements(By.CSS_SELECTOR, "#sequence g.arrow")) == n and n)
+        expect(arrows == n, f"game.pcap: connection {c['index']} has {n} messages and {arrows} arrows")
+        paired = driver.find_elements(By.CSS_SELECTOR, "#sequence g.arrow .latency")
+        want_pairs = sum(1 for m in messages if m["conn"] == c["conn"] and m["message"] == "SC_20001")
+        expect(len(paired) == want_pairs, f"game.pcap: connection {c['index']}: {len(paired)} responses paired with their request (pair_by id)")
+        driver.find_element(By.CSS_SELECTOR, "nav button[data-view='messages']").click()
+    if shots:
+        driver.find_element(By.CSS_SELECTOR, "nav button[data-view='sequence']").click()
+        time.sleep(0.5)
+        driver.save_screenshot(os.path.join(shots, "sequence.png"))
+
+
+def check_latency(driver, binary, shots):
+    check_counts(driver, binary, "game-latency.pcap", [])
+    driver.find_element(By.CSS_SELECTOR, "nav button[data-view='plots']").click()
+    stats = wait(driver, "the latency plot", lambda: driver.find_element(By.ID, "latency-stats").text or None)
+    bars = driver.find_elements(By.CSS_SELECTOR, "#latency rect")
+    median = float(stats.split("median ")[1].split(" ms")[0])
+    expect(len(bars) == 30 and 15 <= median <= 60, f"game-latency.pcap: latency histogram of 30 bins; {stats}")
+    lines = driver.find_elements(By.CSS_SELECTOR, "#rate polyline")
+    expect(len(lines) >= 2, f"game-latency.pcap: {len(lines)} rate lines, one a message name")
+    if shots:
+        driver.save_screenshot(os.path.join(shots, "plots.png"))
+
+
+def check_diff(driver, binary, shots):
+    driver.find_element(By.CSS_SELECTOR, "nav button[data-view='diff']").click()
+    rows = wait(driver, "the diff", lambda: driver.find_elements(By.CSS_SELECTOR, "#diff tbody tr"))
+    changed = driver.find_elements(By.CSS_SELECTOR, "#diff td.changed")
+    old, new = changed[0].text, changed[1].text
+    expect(len(rows) == 1 and "Line = 2" in old and "Line = 3" in new,
+           f"scenario-changed.pcap: one difference, Line 2 -> 3 highlighted ({old!r} | {new!r})")
+    if shots:
+        driver.save_screenshot(os.path.join(shots, "diff.png"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def check_live(driver, binary, shots):
+    """A game client and server on loopback while `framedump ui -i lo` captures them."""
+    port = free_port()
+    server = Server(binary, ["-i", "lo", "--decode-as", f"{port}=game", "tcp", "port", str(port)])
+    try:
+        driver.get(server.url)
+        wait(driver, "the live page", lambda: driver.execute_script("return window.framedump.status && window.framedump.status.live"))
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port))
+        listener.listen(1)
+        listener.settimeout(10)
+        got = []
+
+        def serve():
+            conn, _ = listener.accept()
+            conn.settimeout(10)
+            while len(b"".join(got)) < 20 * 14:
+                data = conn.recv(4096)
+                if not data:
+                    break
+                got.append(data)
+            conn.close()
+
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        client = socket.create_connection(("127.0.0.1", port), timeout=10)
+        for i in range(20):
+            client.sendall(struct.pack(">IHQ", 14, 10002, 1_000_000 + i))
+            time.sleep(0.05)
+        client.close()
+        t.join(10)
+        listener.close()
+        wait(driver, "20 live messages", lambda: driver.execute_script("return window.framedump.status.messages") == 20)
+        wait(driver, "the rows", lambda: len(driver.find_elements(By.CSS_SELECTOR, "#list-rows .row[data-n]")) == 20)
+        names = {r.text for r in driver.find_elements(By.CSS_SELECTOR, "#list-rows .row[data-n] .name")}
+        expect(names == {"Cs_10002"}, "live: the 20 heartbeats sent on lo stream into the page as Cs_10002")
+        if shots:
+            driver.save_screenshot(os.path.join(shots, "live.png"))
+    finally:
+        server.stop()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--framedump", required=True)
+    ap.add_argument("--screenshots", help="write a PNG of each view here")
+    ap.add_argument("--no-live", action="store_true", help="skip the live capture (it needs root)")
+    a = ap.parse_args()
+    binary = os.path.abspath(a.framedump)
+    if a.screenshots:
+        os.makedirs(a.screenshots, exist_ok=True)
+
+    opts = Options()
+    for o in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1500,950"):
+        opts.add_argument(o)
+    chromium = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") if os.path.exists(p)), None)
+    if chromium:
+        opts.binary_location = chromium
+    driverpath = next((p for p in ("/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver") if os.path.exists(p)), None)
+    driver = webdriver.Chrome(options=opts, service=Service(driverpath) if driverpath else None)
+    driver.set_page_load_timeout(2 * TIMEOUT)
+    failures = 0
+    runs = [
+        ("game.pcap", [], check_game),
+        ("game-latency.pcap", [], check_latency),
+        ("scenario-a.pcap", ["--diff", sample("scenario-changed.pcap"), "--ignore", "Cs_10002.ClientTime"], check_diff),
+    ]
+    # Every other sample: the counts, and every field of its first message linked to its bytes.
+    for name, extra in [("svc.pcap", []), ("bridge.pcap", []), ("websocket-deflate.pcap", []), ("im.pcap", []),
+                        ("zgame.pcap", []), ("kcp.pcap", []), ("udp.pcap", []),
+                        ("tls13.pcap", ["--tls-keylog", sample("tls13.keys")]),
+                        ("tls12.pcap", ["--tls-keylog", sample("tls12.keys")]),
+                        ("wss.pcap", ["--tls-keylog", sample("wss.keys")]),
+                        ("scenario-b.pcap", []), ("scenario-edited.pcap", [])]:
+        def generic(driver, binary, shots, name=name, extra=extra):
+            check_counts(driver, binary, name, extra)
+            select_message(driver, 0)
+            field_bytes_linked(driver, name)
+        runs.append((name, extra, generic))
+    try:
+        for name, extra, check in runs:
+            print(f"{name}:")
+            server = Server(binary, ["-r", sample(name), *extra])
+            try:
+                driver.get(server.url)
+                check(driver, binary, a.screenshots)
+            except Exception as e:  # an assertion, or the page not doing what is asked
+                failures += 1
+                print("  FAILED:", type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+            finally:
+                server.stop()
+        if not a.no_live:
+            print("live on lo:")
+            try:
+                check_live(driver, binary, a.screenshots)
+            except Exception as e:
+                failures += 1
+                print("  FAILED:", type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+    finally:
+        driver.quit()
+    print(f"{len(runs) + (0 if a.no_live else 1) - failures} passed, {failures} failed")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
