@@ -1,0 +1,232 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import XCTest
+@testable import FramedumpCore
+@testable import FramedumpUI
+
+/// `framedump ui`'s index and API, in-process: what the page is told is what NDJSON says.
+final class UITests: XCTestCase {
+    static let samples: [(String, [String])] = [
+        ("game.pcap", []), ("svc.pcap", []), ("bridge.pcap", []), ("websocket-deflate.pcap", []), ("im.pcap", []),
+        ("zgame.pcap", []), ("kcp.pcap", []), ("udp.pcap", []), ("game-latency.pcap", []),
+        ("tls13.pcap", ["tls13.keys"]), ("tls12.pcap", ["tls12.keys"]), ("wss.pcap", ["wss.keys"]),
+    ]
+
+    func indexer(_ sample: String, keys: [String] = [], diff: String? = nil) throws -> CaptureIndexer {
+        var o = PipelineOptions()
+        o.dissectorPaths = [TestSupport.dissectors]
+        o.tlsKeyLogs = keys.map(TestSupport.sample)
+        var c = UIConfiguration(input: .file(TestSupport.sample(sample)), options: o)
+        c.diffWith = diff.map(TestSupport.sample)
+        let i = try CaptureIndexer(c)
+        i.start()
+        _ = i.waitForIndex()
+        return i
+    }
+
+    func json(_ text: String) throws -> [String: Any] {
+        try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], text)
+    }
+
+    func ndjsonMessages(_ sample: String, keys: [String] = [], filter: String? = nil) throws -> [[String: Any]] {
+        let text = try TestSupport.pipeline(TestSupport.sample(sample)) { o in
+            o.format = .json
+            o.tlsKeyLogs = keys.map(TestSupport.sample)
+            o.displayFilter = filter
+        }
+        return try text.split(separator: "\n").compactMap { line in
+            let o = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return o["type"] == nil ? o : nil
+        }
+    }
+
+    /// Every message of every sample, in order: connection, direction, name, id and length as
+    /// NDJSON gives them; the connections are NDJSON's.
+    func testIndexIsTheNDJSONOnEverySample() throws {
+        for (sample, keys) in Self.samples {
+            let want = try ndjsonMessages(sample, keys: keys)
+            let i = try indexer(sample, keys: keys)
+            let views = Views(indexer: i)
+            let rows = try json(views.rows(nil, from: 0, count: 1000))
+            XCTAssertEqual(rows["total"] as? Int, want.count, sample)
+            let got = try XCTUnwrap(rows["rows"] as? [[String: Any]])
+            let conns = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(views.connections().utf8)) as? [[String: Any]])
+            for (k, (g, w)) in zip(got, want).enumerated() {
+                let conn = conns[g["c"] as! Int]["conn"] as? String
+                XCTAssertEqual(conn, w["conn"] as? String, "\(sample) #\(k)")
+                XCTAssertEqual(g["dir"] as? String, w["dir"] as? String, "\(sample) #\(k)")
+                XCTAssertEqual(g["id"] as? UInt64, w["id"] as? UInt64, "\(sample) #\(k)")
+                if let name = w["message"] as? String { XCTAssertEqual(g["name"] as? String, name, "\(sample) #\(k)") }
+                XCTAssertEqual(g["len"] as? Int, w["length"] as? Int, "\(sample) #\(k)")
+            }
+            let wantConns = Set(want.compactMap { $0["conn"] as? String })
+            XCTAssertTrue(wantConns.isSubset(of: Set(conns.compactMap { $0["conn"] as? String })), sample)
+        }
+    }
+
+    /// The detail of every message: each field's byte range lies in the bytes the page shows,
+    /// and on game.pcap a string field's bytes are the string NDJSON gives.
+    func testFieldRangesAreInTheBytes() throws {
+        for (sample, keys) in Self.samples {
+            let i = try indexer(sample, keys: keys)
+            let views = Views(indexer: i)
+            for n in i.index.range {
+                let m = try json(try XCTUnwrap(views.message(n)))
+                let hex = (m["fieldBytes"] as? String) ?? (m["bytes"] as! String)
+                let count = hex.count / 2
+                for case let l as [String: Any] in m["lines"] as! [Any] {
+                    guard let o = l["offset"] as? Int, let w = l["width"] as? Int else { continue }
+                    XCTAssertTrue(o >= 0 && w >= 0 && o + w <= count, "\(sample) #\(n): [\(o)+\(w)] beyond \(count) bytes")
+                }
+            }
+        }
+        let views = Views(indexer: try indexer("game.pcap"))
+        let want = try ndjsonMessages("game.pcap")
+        for (n, w) in want.enumerated() {
+            guard let text = (w["fields"] as? [String: Any])?["message"] as? String else { continue }
+            let m = try json(try XCTUnwrap(views.message(n)))
+            let line = try XCTUnwrap((m["lines"] as! [[String: Any]]).first { ($0["text"] as? String)?.hasPrefix("message: ") == true })
+            let bytes = Self.bytes(m["bytes"] as! String)
+            let o = line["offset"] as! Int, width = line["width"] as! Int
+            XCTAssertEqual(String(decoding: bytes[o..<(o + width)], as: UTF8.self), text, "#\(n)")
+        }
+    }
+
+    static func bytes(_ hex: String) -> [UInt8] {
+        let u = Array(hex.utf8)
+        return stride(from: 0, to: u.count, by: 2).map { UInt8(String(decoding: u[$0..<($0 + 2)], as: UTF8.self), radix: 16)! }
+    }
+
+    /// A filter answers with the messages `-Y` selects; a wrong one is refused at its column.
+    func testFilterSelectsWhatDashYDoes() throws {
+        for (sample, filter) in [("game.pcap", "game.Res == 1"), ("im.pcap", "msg.dir == \"s2c\""), ("zgame.pcap", "msg.id == 3")] {
+            let i = try indexer(sample)
+            let want = try ndjsonMessages(sample, filter: filter)
+            let got = try i.filter(filter)
+            XCTAssertEqual(got.count, want.count, "\(sample) \(filter)")
+            XCTAssertFalse(got.isEmpty, "\(sample) \(filter): a test filter that selects nothing proves nothing")
+            let all = try ndjsonMessages(sample)
+            for (o, w) in zip(got, want) {
+                XCTAssertEqual(all[o]["length"] as? Int, w["length"] as? Int)
+                XCTAssertEqual(all[o]["message"] as? String, w["message"] as? String)
+            }
+        }
+        let i = try indexer("game.pcap")
+        XCTAssertThrowsError(try i.filter("game.Res == \"x\"")) { e in
+            XCTAssertEqual((e as? FilterError)?.column, 13)
+        }
+    }
+
+    /// pair_by pairs each scene reply with its request: the 20 ms and 50 ms the server waited.
+    func testPairsGiveTheServersDelays() throws {
+        let i = try indexer("game-latency.pcap")
+        let plots = try json(Views(indexer: i).plots(nil, buckets: 10))
+        let latency = try XCTUnwrap(plots["latency"] as? [String: Any])
+        XCTAssertEqual(latency["count"] as? Int, 5)
+        XCTAssertEqual(try XCTUnwrap(latency["min"] as? Double), 20, accuracy: 5)
+        XCTAssertEqual(try XCTUnwrap(latency["max"] as? Double), 50, accuracy: 5)
+        let seq = try json(Views(indexer: i).sequence(connection: 0, from: 0, count: 100))
+        XCTAssertEqual((seq["arrows"] as? [Any])?.count, 20)
+    }
+
+    func testDiffViewGivesTheKnownChange() throws {
+        var o = PipelineOptions()
+        o.dissectorPaths = [TestSupport.dissectors]
+        var c = UIConfiguration(input: .file(TestSupport.sample("scenario-a.pcap")), options: o)
+        c.diffWith = TestSupport.sample("scenario-changed.pcap")
+        c.ignore = [try XCTUnwrap(IgnorePattern("Cs_10002.ClientTime"))]
+        let i = try CaptureIndexer(c)
+        let d = try json(try i.diff())
+        let diffs = try XCTUnwrap(d["differences"] as? [[String: Any]])
+        XCTAssertEqual(diffs.count, 1)
+        let field = try XCTUnwrap((diffs.first?["fields"] as? [[String: Any]])?.first)
+        XCTAssertEqual(field["path"] as? String, "Line")
+        XCTAssertEqual(field["old"] as? Int, 2)
+        XCTAssertEqual(field["new"] as? Int, 3)
+    }
+
+    /// The tree text read back: ranges, depths, notes and warnings.
+    func testTreeTextLines() {
+        let t = TreeText(Array("ts a > b p M, 3 bytes\n    websocket: binary\n    [0+4]     length: 3\n      [2+1]     x: \"a\"\n    warning: body ends inside field 'y' at byte 3\n".utf8))
+        XCTAssertEqual(t.summary, "ts a > b p M, 3 bytes")
+        guard t.lines.count == 4, case .note("websocket: binary") = t.lines[0], case .field(0, 0, 4, "length: 3") = t.lines[1],
+              case .field(1, 2, 1, "x: \"a\"") = t.lines[2], case .warning("body ends inside field 'y' at byte 3") = t.lines[3] else {
+            return XCTFail("\(t.lines)")
+        }
+        XCTAssertEqual(t.oneLine(skippingHeader: 1), "")
+        XCTAssertEqual(t.oneLine(skippingHeader: 0), "length: 3")
+    }
+
+    /// On loopback, a page of another name is refused (DNS rebinding); elsewhere, a token.
+    func testServerAnswersOnlyItsOwnPage() async throws {
+        let i = try indexer("game.pcap")
+        for (listen, needsToken) in [("127.0.0.1", false), ("127.0.0.2", true)] {
+            let server = try UIServer(indexer: i, listen: listen, port: 0)
+            let url = Locked<String>()
+            let task = Task { try await server.run { url.set($0) } }
+            defer { task.cancel() }
+            let deadline = Date().addingTimeInterval(20)
+            while url.value == nil && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+            let page = try XCTUnwrap(url.value)
+            XCTAssertEqual(page.contains("?token="), needsToken)
+            let base = String(page.prefix { $0 != "?" })
+            let status = try await get(base + "api/status" + (needsToken ? "?" + page.split(separator: "?")[1] : ""))
+            XCTAssertEqual(status.0, 200)
+            XCTAssertTrue(status.1.contains("\"messages\":39"))
+            if needsToken {
+                let none = try await get(base + "api/status"), wrong = try await get(base + "api/status?token=wrong")
+                XCTAssertEqual(none.0, 403)
+                XCTAssertEqual(wrong.0, 403)
+            } else {
+                let rebound = try await get(base + "api/status", host: "attacker.example")
+                XCTAssertEqual(rebound.0, 403)
+                let index = try await get(base)
+                XCTAssertTrue(index.1.contains("<script src=\"app.js\">"))
+                let file = try await get(base + "etc/passwd")
+                XCTAssertEqual(file.0, 404)
+            }
+            await server.stop()
+        }
+    }
+
+    func get(_ url: String, host: String? = nil) async throws -> (Int, String) {
+        var r = URLRequest(url: URL(string: url)!)
+        if let host { r.setValue(host, forHTTPHeaderField: "Host") }
+        let (data, response) = try await URLSession.shared.data(for: r)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+    }
+
+    /// The page in a real browser: scripts/ui_browser_test.py on every sample and live on lo.
+    func testPageInABrowser() throws {
+        let python = try TestSupport.oracle("python3")
+        _ = try TestSupport.oracle("chromedriver")
+        let probe = try TestSupport.run(python, ["-c", "import selenium"])
+        if probe.status != 0 {
+            if ProcessInfo.processInfo.environment["CI"] != nil { XCTFail("selenium is required in CI (installed by .ci/run)") }
+            throw XCTSkip("selenium not installed")
+        }
+        var args = [TestSupport.root.appendingPathComponent("scripts/ui_browser_test.py").path, "--framedump", TestSupport.binary]
+        // FRAMEDUMP_UI_SCREENSHOTS=1 writes docs/ui/*.png, the README's pictures.
+        let shots = ProcessInfo.processInfo.environment["FRAMEDUMP_UI_SCREENSHOTS"] == "1"
+            ? TestSupport.root.appendingPathComponent("docs/ui").path : TestSupport.tempDir()
+        args += ["--screenshots", shots]
+        if !TestSupport.isRoot { args.append("--no-live") }
+        let r = try TestSupport.run(python, args, cwd: TestSupport.root.path, timeout: 900)
+        XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
+        XCTAssertTrue(r.stdout.contains(" passed, 0 failed"), r.stdout)
+        for view in ["messages", "sequence", "plots", "diff"] {
+            let size = (try? FileManager.default.attributesOfItem(atPath: shots + "/\(view).png")[.size] as? Int) ?? 0
+            XCTAssertGreaterThan(size ?? 0, 10_000, "no screenshot of the \(view) view")
+        }
+    }
+}
+
+/// A value set once by another task.
+final class Locked<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var v: T?
+    func set(_ x: T) { lock.lock(); v = x; lock.unlock() }
+    var value: T? { lock.lock(); defer { lock.unlock() }; return v }
+}
