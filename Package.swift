@@ -79,7 +79,7 @@ let package = Package(
         // library: they reach it through `package` access. Also the tests' strict JSON checker.
         .target(
             name: "FramedumpFuzz",
-            dependencies: ["FramedumpCore"]
+            dependencies: ["FramedumpCore", "FramedumpUI"]
         ),
         // scripts/fuzz.sh: an in-process mutation fuzzer running the harnesses.
         .executableTarget(

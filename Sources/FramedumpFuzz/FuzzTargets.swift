@@ -15,6 +15,7 @@ public enum FuzzTargets {
             "deframer": FuzzDeframer.run,
             "pipeline": FuzzPipeline.run,
             "guess": FuzzGuess.run,
+            "ui": FuzzUI.run,
             "pcapng": FuzzPcapng.run,
             "pcap": FuzzPcap.run,
             "ndjson-line": FuzzNDJSON.line,

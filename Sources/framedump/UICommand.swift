@@ -68,9 +68,6 @@ struct UI: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Live: messages the page keeps; older ones are dropped from it, said so.", valueName: "n"))
     var keep: Int = 1_000_000
 
-    @Flag(name: .long, help: "Index the capture, print the server's URL and the index's counts, and exit (for scripts and tests).")
-    var indexOnly = false
-
     @OptionGroup(title: "Limits")
     var limits: LimitOptions
 
@@ -138,10 +135,6 @@ struct UI: ParsableCommand {
             fail(error)
         }
         indexer.start()
-        if indexOnly {
-            print(indexer.waitForIndex())
-            return
-        }
         let done = DispatchSemaphore(value: 0)
         let failure = Failure()
         let openPage = open

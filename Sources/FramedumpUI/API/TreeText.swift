@@ -1,17 +1,17 @@
 /// A message's tree as the terminal prints it, read back into lines the page can link to
 /// bytes: `    [6+1]     Res: 1 (success)` is a field at depth 0 over bytes 6..<7; other
 /// indented lines are the layers' and transforms' notes, or warnings.
-struct TreeText {
-    enum Line {
+package struct TreeText {
+    package enum Line {
         case field(depth: Int, offset: Int, width: Int, text: String)
         case note(String)
         case warning(String)
     }
 
     let summary: String
-    let lines: [Line]
+    package let lines: [Line]
 
-    init(_ bytes: [UInt8]) {
+    package init(_ bytes: [UInt8]) {
         let text = String(decoding: bytes, as: UTF8.self)
         var all = text.split(separator: "\n", omittingEmptySubsequences: true)
         summary = all.isEmpty ? "" : String(all.removeFirst())

@@ -2,8 +2,10 @@ import FramedumpCore
 
 /// The API's answers, one function a view of the page, each read from the index (and, for
 /// what a message says, the spill file).
-struct Views {
+package struct Views {
     let indexer: CaptureIndexer
+
+    package init(indexer: CaptureIndexer) { self.indexer = indexer }
     var index: MessageIndex { indexer.index }
 
     func status() -> String {
@@ -23,7 +25,7 @@ struct Views {
         ])
     }
 
-    func connections() -> String {
+    package func connections() -> String {
         let all = index.allConnections
         return JSONOut.array(all.enumerated().map { i, c in
             JSONOut.object([
@@ -60,7 +62,7 @@ struct Views {
     }
 
     /// Rows `from..<from+count` of a selection (nil: every message held).
-    func rows(_ selection: [Int]?, from: Int, count: Int) -> String {
+    package func rows(_ selection: [Int]?, from: Int, count: Int) -> String {
         let range = index.range
         let total = selection?.count ?? range.count
         let lo = max(0, min(from, total)), hi = min(total, lo + max(0, min(count, 1000)))
@@ -94,7 +96,7 @@ struct Views {
     }
 
     /// One message in full: the tree (fields with byte ranges), its bytes, where it came from.
-    func message(_ o: Int) -> String? {
+    package func message(_ o: Int) -> String? {
         guard let e = index.entry(o) else { return nil }
         let conn = index.connection(Int(e.connection))
         let textBytes = indexer.spill.read(offset: e.spillOffset, count: Int(e.textLength))
@@ -130,7 +132,7 @@ struct Views {
     }
 
     /// The sequence diagram of one connection: an arrow a message.
-    func sequence(connection c: Int, from: Int, count: Int) -> String {
+    package func sequence(connection c: Int, from: Int, count: Int) -> String {
         let all = index.ordinals(ofConnection: c)
         let lo = max(0, min(from, all.count)), hi = min(all.count, lo + max(0, min(count, 2000)))
         let names = index.allNames
@@ -155,7 +157,7 @@ struct Views {
 
     /// Message rate over time per name (the busiest eight, the rest as "other") and the
     /// request/response latency histogram, over the selection.
-    func plots(_ selection: [Int]?, buckets: Int) -> String {
+    package func plots(_ selection: [Int]?, buckets: Int) -> String {
         let names = index.allNames
         var times: (Double, Double) = (.infinity, -.infinity)
         var perName = [Int](repeating: 0, count: names.count + 1)

@@ -27,9 +27,9 @@ public struct UIConfiguration: Sendable {
 /// answers filters by decoding again; live, writes the packets to a file for that.
 public final class CaptureIndexer: @unchecked Sendable {
     public let configuration: UIConfiguration
-    let index: MessageIndex
+    package let index: MessageIndex
     let filters = FilterResults()
-    let spill: Spill
+    package let spill: Spill
     /// The capture the index is made from: the file read, or the one live packets go to.
     let capturePath: String
     let temporaryDirectory: String?
@@ -140,7 +140,7 @@ public final class CaptureIndexer: @unchecked Sendable {
 
     /// The ordinals of the messages `text` selects, decoding the capture again (on the
     /// caller's thread: the server calls it off its own).
-    func filter(_ text: String) throws -> [Int] {
+    package func filter(_ text: String) throws -> [Int] {
         if let hit = filters.cached(text) { return hit }
         var options = configuration.options
         options.decodeThread = false

@@ -3,13 +3,13 @@ import FramedumpCore
 
 /// One message of the list: where its rendering is in the spill file, and what the list and
 /// the plots show without reading it. 48 bytes, so a million messages take 48 MB.
-struct IndexEntry: Sendable {
+package struct IndexEntry: Sendable {
     /// The message's tree text, then its frame bytes, then (when transforms ran) the bytes
     /// its fields count in.
-    var spillOffset: UInt64
-    var textLength: UInt32
-    var frameLength: UInt32
-    var transformedLength: UInt32
+    package var spillOffset: UInt64
+    package var textLength: UInt32
+    package var frameLength: UInt32
+    package var transformedLength: UInt32
     var nanos: UInt32
     var seconds: Int64
     /// The message id (meaningful when `hasID`).
@@ -59,7 +59,7 @@ struct ConnectionRecord: Sendable {
 
 /// The index of a capture's messages, shared by the thread that decodes and the server's
 /// handlers. Entries live in chunks so a live capture can drop its oldest (the ring).
-final class MessageIndex: @unchecked Sendable {
+package final class MessageIndex: @unchecked Sendable {
     static let chunkShift = 16
     static let chunkSize = 1 << chunkShift
 
@@ -156,7 +156,7 @@ final class MessageIndex: @unchecked Sendable {
     }
 
     /// The entry of an ordinal, if it is still held.
-    func entry(_ ordinal: Int) -> IndexEntry? {
+    package func entry(_ ordinal: Int) -> IndexEntry? {
         locked { entryLocked(ordinal) }
     }
 
@@ -181,14 +181,14 @@ final class MessageIndex: @unchecked Sendable {
         }
     }
 
-    var range: Range<Int> { locked { base..<total } }
+    package var range: Range<Int> { locked { base..<total } }
 
     func name(_ i: UInt32) -> String { locked { Int(i) < names.count ? names[Int(i)] : "?" } }
     var allNames: [String] { locked { names } }
 
     func connection(_ i: Int) -> ConnectionRecord? { locked { i >= 0 && i < connections.count ? connections[i] : nil } }
     var allConnections: [ConnectionRecord] { locked { connections } }
-    var connectionCount: Int { locked { connections.count } }
+    package var connectionCount: Int { locked { connections.count } }
 
     /// Index of the connection whose key (`client-server`) or number is `text`.
     func connectionIndex(_ text: String) -> Int? {

@@ -9,7 +9,7 @@ import FramedumpCore
 /// The decoded messages, on disk: each message's tree text and bytes, written once by the
 /// decoding thread and read back by offset when the page opens a message. The file is
 /// unlinked as soon as it is made, so it goes when framedump does, however it ends.
-final class Spill: @unchecked Sendable {
+package final class Spill: @unchecked Sendable {
     let fd: Int32
     /// Where the decoding thread writes (its own buffer; `flushed + count` is the next offset).
     let out: OutputBuffer
@@ -30,7 +30,7 @@ final class Spill: @unchecked Sendable {
     var position: UInt64 { out.flushed + UInt64(out.count) }
 
     /// Bytes written earlier (and flushed), read back.
-    func read(offset: UInt64, count: Int) -> [UInt8] {
+    package func read(offset: UInt64, count: Int) -> [UInt8] {
         guard count > 0 else { return [] }
         var b = [UInt8](repeating: 0, count: count)
         var done = 0
