@@ -42,13 +42,17 @@ def browser_first_row(url):
     try:
         from selenium import webdriver
         from selenium.webdriver.chrome.options import Options
+        from selenium.webdriver.chrome.service import Service
         from selenium.webdriver.common.by import By
     except ImportError:
         return None
     o = Options()
     for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
         o.add_argument(a)
-    d = webdriver.Chrome(options=o)
+    if os.path.exists("/usr/bin/chromium"):
+        o.binary_location = "/usr/bin/chromium"
+    driver = "/usr/bin/chromedriver"
+    d = webdriver.Chrome(options=o, service=Service(driver) if os.path.exists(driver) else None)
     try:
         t = time.time()
         d.get(url)

@@ -25,6 +25,9 @@
 #                   framing search with resync, header fields, body kinds, report, dissector writer
 #   pipeline        capture file bytes through libpcap and the whole pipeline with the
 #                   shipped dissectors (tree, NDJSON, segments, follow, stream export, summary)
+#   ui              capture file bytes indexed by `framedump ui`; every answer the page can ask
+#                   for made (rows, each message's tree read back and its byte ranges checked,
+#                   sequences, plots, a filter decoded again)
 #   pcapng          pcapng file bytes through framedump's own pcapng reader (in memory), then
 #                   through libpcap handing over to it, with a BPF filter per link type
 #   pcap            classic pcap file bytes through framedump's own pcap reader (in memory),
@@ -286,7 +289,7 @@ PY
         rm -rf "${seeds:?}/$s"
       done
       run guess "$seeds" ;;
-    pipeline)
+    pipeline|ui)
       # Seeds: the samples and fixture captures, each cut after its packets that fit in 16 KB.
       seeds="$(mktemp -d)"
       trap 'rm -rf "$seeds"' RETURN
@@ -304,7 +307,7 @@ for path in sys.argv[2:]:
         data = data[:at]
     open(os.path.join(out, os.path.basename(path)), "wb").write(data)
 PY
-      run pipeline "$seeds" ;;
+      run "$1" "$seeds" ;;
     pcapng)
       # Seeds: the pcapng fixtures (several link types, sections of both byte orders, 2.0, ...).
       run pcapng Tests/FramedumpCoreTests/Fixtures/*.pcapng ;;
@@ -368,7 +371,7 @@ PY
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire websocket http-head tls kcp link reassembly dissector deframer guess pipeline pcapng pcap display-filter ndjson-line \
+  for t in proto-parser protobuf-wire websocket http-head tls kcp link reassembly dissector deframer guess pipeline ui pcapng pcap display-filter ndjson-line \
            transform-zlib transform-gzip transform-deflate transform-lz4 transform-lz4-block transform-xor transform-base64 transform-aes transform-chain; do
     fuzz_one "$t"
   done

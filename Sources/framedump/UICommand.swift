@@ -136,25 +136,29 @@ struct UI: ParsableCommand {
         }
         indexer.start()
         let done = DispatchSemaphore(value: 0)
-        let failure = Failure()
+        let failure = Failure(), listening = Failure(), stopping = Failure()
         let openPage = open
         let serving = Task {
             do {
                 try await server.run { url in
+                    listening.set(url)
                     // Unbuffered: a script waiting for the URL reads it at once.
                     var line = "framedump ui: serving \(url)  (Ctrl-C to stop)\n"
                     line.withUTF8 { b in _ = Platform.write(1, b.baseAddress, b.count) }
                     if openPage { UI.openInBrowser(url) }
                 }
-            } catch {
-                failure.set("framedump ui: cannot listen on \(listen) port \(port): \(error) (another server there? try --port 0)")
-            }
+            } catch where stopping.text == nil {
+                failure.set(listening.text == nil
+                    ? "framedump ui: cannot listen on \(listen) port \(port): \(error) (another server there? try --port 0)"
+                    : "framedump ui: the server stopped: \(error)")
+            } catch {}
             done.signal()
         }
         // Ctrl-C and SIGTERM: stop capturing, stop serving; the temporary files go with the process.
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         let stop: @Sendable () -> Void = {
+            stopping.set("signal")
             indexer.stop()
             serving.cancel()
         }

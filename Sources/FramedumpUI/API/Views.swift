@@ -122,6 +122,7 @@ package struct Views {
             ("name", JSONOut.quoted(index.name(e.name))),
             ("id", e.flags & IndexEntry.hasID != 0 ? String(e.id) : "null"),
             ("len", String(e.frameLength)),
+            ("pkts", "[\(e.firstPacket),\(e.lastPacket)]"),
             ("summary", JSONOut.quoted(tree.summary)),
             ("lines", JSONOut.array(lines)),
             ("bytes", JSONOut.hex(frame)),

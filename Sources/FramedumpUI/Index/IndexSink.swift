@@ -1,7 +1,7 @@
 import FramedumpCore
 
 /// Takes a run's decoded stream: each message's tree (the terminal's own rendering, so the
-/// page says what `framedump -r` says) and bytes go to the spill file, a 48-byte entry to the
+/// page says what `framedump -r` says) and bytes go to the spill file, a 56-byte entry to the
 /// index, and the connection's counts and problems to its record. Entries are handed over in
 /// batches (one at a time live, so messages show as they come).
 final class IndexSink: MessageSink {
@@ -98,6 +98,7 @@ final class IndexSink: MessageSink {
         var e = IndexEntry(
             spillOffset: start, textLength: UInt32(clamping: textEnd - start), frameLength: UInt32(clamping: f.bytes.count),
             transformedLength: UInt32(clamping: m.transformed?.count ?? 0), nanos: ts.nanos, seconds: ts.seconds,
+            firstPacket: UInt32(clamping: f.firstPacket.number), lastPacket: UInt32(clamping: f.lastPacket.number),
             id: m.id ?? 0, connection: UInt32(ci), name: nameOf(m, p), pair: IndexEntry.noPair,
             direction: UInt8(m.direction.rawValue), flags: 0, headerLines: UInt8(clamping: m.headerFields.count))
         if m.id != nil { e.flags |= IndexEntry.hasID }

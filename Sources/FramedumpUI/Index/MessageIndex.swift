@@ -2,7 +2,7 @@ import Foundation
 import FramedumpCore
 
 /// One message of the list: where its rendering is in the spill file, and what the list and
-/// the plots show without reading it. 48 bytes, so a million messages take 48 MB.
+/// the plots show without reading it. 56 bytes, so a million messages take 56 MB.
 package struct IndexEntry: Sendable {
     /// The message's tree text, then its frame bytes, then (when transforms ran) the bytes
     /// its fields count in.
@@ -12,6 +12,10 @@ package struct IndexEntry: Sendable {
     package var transformedLength: UInt32
     var nanos: UInt32
     var seconds: Int64
+    /// The packets that carried it, first and last (numbered from 1, as NDJSON's `pkts`;
+    /// clamped past 2³²).
+    var firstPacket: UInt32
+    var lastPacket: UInt32
     /// The message id (meaningful when `hasID`).
     var id: UInt64
     /// Index into `MessageIndex.connections`.

@@ -180,7 +180,9 @@ async function selectMessage(n) {
   for (const r of document.querySelectorAll("#list-rows .row")) r.classList.toggle("sel", Number(r.dataset.n) === n);
   const m = await api("/api/message", { n });
   state.message = m;
-  $("detail-summary").textContent = `#${m.n}  ${m.conn}  ${m.protocol}\n${m.summary}`;
+  const [p0, p1] = m.pkts;
+  const carried = p0 === p1 ? `packet ${p0}` : `packets ${p0}-${p1}`;
+  $("detail-summary").textContent = `#${m.n}  ${m.conn}  ${m.protocol}  ${carried}\n${m.summary}`;
   const pair = $("detail-pair");
   pair.replaceChildren();
   if (m.pair) {

@@ -60,6 +60,8 @@ final class UITests: XCTestCase {
                 XCTAssertEqual(g["id"] as? UInt64, w["id"] as? UInt64, "\(sample) #\(k)")
                 if let name = w["message"] as? String { XCTAssertEqual(g["name"] as? String, name, "\(sample) #\(k)") }
                 XCTAssertEqual(g["len"] as? Int, w["length"] as? Int, "\(sample) #\(k)")
+                let detail = try json(try XCTUnwrap(views.message(g["n"] as! Int)))
+                XCTAssertEqual(detail["pkts"] as? [Int], w["pkts"] as? [Int], "\(sample) #\(k)")
             }
             let wantConns = Set(want.compactMap { $0["conn"] as? String })
             XCTAssertTrue(wantConns.isSubset(of: Set(conns.compactMap { $0["conn"] as? String })), sample)
