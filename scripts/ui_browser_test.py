@@ -233,31 +233,43 @@ def check_live(driver, binary, shots):
         listener.bind(("127.0.0.1", port))
         listener.listen(1)
         listener.settimeout(10)
-        got = []
-
         def serve():
             conn, _ = listener.accept()
-            conn.settimeout(10)
-            while len(b"".join(got)) < 20 * 14:
-                data = conn.recv(4096)
-                if not data:
-                    break
-                got.append(data)
+            conn.settimeout(30)
+            while conn.recv(4096):
+                pass
             conn.close()
 
         t = threading.Thread(target=serve, daemon=True)
         t.start()
         client = socket.create_connection(("127.0.0.1", port), timeout=10)
-        for i in range(20):
-            client.sendall(struct.pack(">IHQ", 14, 10002, 1_000_000 + i))
-            time.sleep(0.05)
-        client.close()
-        t.join(10)
-        listener.close()
+
+        def send(first, count):
+            for i in range(first, first + count):
+                client.sendall(struct.pack(">IHQ", 14, 10002, 1_000_000 + i))
+                time.sleep(0.05)
+
+        send(0, 20)
         wait(driver, "20 live messages", lambda: driver.execute_script("return window.framedump.status.messages") == 20)
         wait(driver, "the rows", lambda: len(driver.find_elements(By.CSS_SELECTOR, "#list-rows .row[data-n]")) == 20)
         names = {r.text for r in driver.find_elements(By.CSS_SELECTOR, "#list-rows .row[data-n] .name")}
         expect(names == {"Cs_10002"}, "live: the 20 heartbeats sent on lo stream into the page as Cs_10002")
+        counts = wait(driver, "the connection's count", lambda: [
+            r.text for r in driver.find_elements(By.CSS_SELECTOR, "#connections tbody tr[data-conn='0'] td") if r.text == "20 / 0"])
+        expect(counts == ["20 / 0"], "live: the connection's row counts the 20 messages")
+        # A filter during the capture: what came before is read again from the file being
+        # written, what comes after is matched as it comes; none twice, none missed.
+        box = driver.find_element(By.ID, "filter")
+        box.send_keys("game.ClientTime >= 1000010\n")
+        wait(driver, "10 matches", lambda: list_count(driver).startswith("10 messages match"), timeout=20, show=lambda: list_count(driver))
+        send(20, 10)
+        wait(driver, "20 matches", lambda: list_count(driver).startswith("20 messages match"), timeout=20, show=lambda: list_count(driver))
+        times = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "#list-rows .row[data-n] .sum")]
+        expect(times == [f"ClientTime: {1_000_000 + i}" for i in range(10, 30)],
+               "live: a filter set mid-capture matches the 10 earlier messages from the file and the 10 later ones as they come")
+        client.close()
+        t.join(10)
+        listener.close()
         if shots:
             driver.save_screenshot(os.path.join(shots, "live.png"))
     finally:

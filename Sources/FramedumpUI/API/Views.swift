@@ -12,7 +12,7 @@ package struct Views {
         let s = index.snapshot
         return JSONOut.object([
             ("state", JSONOut.quoted(s.state.rawValue)),
-            ("capture", JSONOut.quoted(indexer.capturePath)),
+            ("capture", JSONOut.quoted(indexer.shownName)),
             ("live", indexer.isLive ? "true" : "false"),
             ("messages", String(s.messages)),
             ("dropped", String(s.dropped)),

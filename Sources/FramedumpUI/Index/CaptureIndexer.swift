@@ -40,6 +40,12 @@ public final class CaptureIndexer: @unchecked Sendable {
     private let diffLock = NSLock()
     private var diffText: String?
 
+    /// What the page calls the capture: the file as given, or the interface.
+    var shownName: String {
+        if case .live(let o) = configuration.input { return o.interface + (configuration.writeFile.map { " → " + $0 } ?? "") }
+        return capturePath
+    }
+
     public var isLive: Bool { if case .live = configuration.input { return true } else { return false } }
 
     /// Loads the dissectors and opens the capture, so what is wrong with either is said

@@ -375,7 +375,7 @@ $("filter-clear").addEventListener("click", () => { $("filter").value = ""; stat
 
 function watchLive() {
   const ws = new WebSocket(url(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/live`));
-  let lastConns = 0, connsAt = 0;
+  let lastConns = 0, connsAt = 0, trailing = null;
   ws.onmessage = async (e) => {
     const s = JSON.parse(e.data);
     await refreshStatus();
@@ -383,9 +383,13 @@ function watchLive() {
     const lastPage = Math.floor(Math.max(0, state.total - 1) / PAGE);
     for (const p of [...state.pages.keys()]) if (p >= lastPage) state.pages.delete(p);
     await loadPage(lastPage);
+    // Connections' counts change with every message: at most once a second, and once more
+    // after the last change.
     if (s.connections !== lastConns || Date.now() - connsAt > 1000) {
       lastConns = s.connections; connsAt = Date.now(); refreshConnections();
     }
+    clearTimeout(trailing);
+    trailing = setTimeout(refreshConnections, 1100);
     renderList();
     if ($("tail").checked && state.view === "messages") $("list").scrollTop = $("list").scrollHeight;
   };
