@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""framedump over a directory of captures on Spark, written as Parquet.
+
+    spark-submit scripts/spark/framedump_parquet.py CAPTURES OUT \
+        [--framedump PATH] [-d DISSECTORS]... [--glob PATTERN]... [--overwrite] \
+        [-- FRAMEDUMP OPTION...]
+
+Every capture in CAPTURES (not its subfolders) that matches a --glob (default *.pcap and
+*.pcapng) is one Spark task, which runs `framedump [OPTION...] -d DISSECTORS -r CAPTURE -T json`
+on its executor and turns each NDJSON line into a row. Three Parquet tables are written:
+
+    OUT/messages   one row per decoded message
+    OUT/events     one row per other line (open, close, gap, malformed, cut, handshake, limit...)
+    OUT/captures   one row per capture: counts, first and last time, framedump's exit status,
+                   its stderr when it failed (a capture framedump cannot read is a failed row)
+
+The columns are documented in docs/fleet.md. framedump, the captures and the dissectors must
+be at the same paths on every executor (framedump on PATH, or --framedump); relative paths
+given here are made absolute on the driver. Options after `--` go to framedump unchanged.
+Run with plain `python3` it uses Spark in local mode.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal, ROUND_FLOOR
+from fnmatch import fnmatch
+from pathlib import Path
+
+from pyspark import StorageLevel
+from pyspark.sql import SparkSession
+from pyspark.sql.types import (ArrayType, DoubleType, IntegerType, LongType, StringType,
+                               StructField, StructType, TimestampType)
+
+MESSAGES = StructType([
+    StructField("capture", StringType(), False),
+    StructField("line", LongType(), False),
+    StructField("conn", StringType(), True),
+    StructField("dir", StringType(), True),
+    StructField("ts", StringType(), True),
+    StructField("time", TimestampType(), True),
+    StructField("protocol", StringType(), True),
+    StructField("pkt_first", LongType(), True),
+    StructField("pkt_last", LongType(), True),
+    StructField("offset", LongType(), True),
+    StructField("id", LongType(), True),
+    StructField("name", StringType(), True),
+    StructField("length", LongType(), True),
+    StructField("header", StringType(), True),
+    StructField("fields", StringType(), True),
+    StructField("warnings", ArrayType(StringType(), False), True),
+    StructField("other", StringType(), True),
+])
+
+EVENTS = StructType([
+    StructField("capture", StringType(), False),
+    StructField("line", LongType(), False),
+    StructField("type", StringType(), False),
+    StructField("conn", StringType(), True),
+    StructField("dir", StringType(), True),
+    StructField("ts", StringType(), True),
+    StructField("time", TimestampType(), True),
+    StructField("protocol", StringType(), True),
+    StructField("pkt", LongType(), True),
+    StructField("offset", LongType(), True),
+    StructField("length", LongType(), True),
+    StructField("reason", StringType(), True),
+    StructField("other", StringType(), True),
+])
+
+CAPTURES = StructType([
+    StructField("capture", StringType(), False),
+    StructField("status", StringType(), False),
+    StructField("exit_status", IntegerType(), True),
+    StructField("stderr", StringType(), True),
+    StructField("seconds", DoubleType(), False),
+    StructField("lines", LongType(), False),
+    StructField("messages", LongType(), False),
+    StructField("events", LongType(), False),
+    StructField("connections", LongType(), False),
+    StructField("malformed", LongType(), False),
+    StructField("gaps", LongType(), False),
+    StructField("cuts", LongType(), False),
+    StructField("problems", LongType(), False),
+    StructField("warned", LongType(), False),
+    StructField("limits", LongType(), False),
+    StructField("first_time", TimestampType(), True),
+    StructField("last_time", TimestampType(), True),
+])
+
+# Event types that say bytes of a stream were not decoded as sent (counted in `problems`).
+PROBLEMS = {"gap", "malformed", "cut", "conflict", "late", "reset-ignored", "after-close"}
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+STDERR_LIMIT = 65536
+
+
+def parse_arguments(argv):
+    ours, theirs = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
+    p = argparse.ArgumentParser(description="framedump over a directory of captures, as Parquet.")
+    p.add_argument("captures", help="folder of capture files")
+    p.add_argument("out", help="folder to write messages/, events/ and captures/ into")
+    p.add_argument("--framedump", default="framedump", help="framedump binary (default: framedump on PATH)")
+    p.add_argument("-d", "--dissectors", action="append", default=[], help="dissector file or folder (repeatable)")
+    p.add_argument("--glob", action="append", help="capture file names to take (repeatable; default *.pcap, *.pcapng)")
+    p.add_argument("--overwrite", action="store_true", help="replace the tables if OUT already has them")
+    args = p.parse_args(ours)
+    args.framedump_options = theirs
+    return args
+
+
+def absolute_if_path(name):
+    """A program name stays as it is (found on PATH); anything with a slash becomes absolute."""
+    return os.path.abspath(name) if os.sep in name else name
+
+
+def list_captures(folder, globs):
+    files = sorted(p for p in Path(folder).iterdir() if p.is_file())
+    return [(p.name, str(p.resolve())) for p in files if any(fnmatch(p.name, g) for g in globs)]
+
+
+def nanoseconds(ts):
+    """framedump's exact `seconds.nanoseconds` text as an integer (None when the line has no ts)."""
+    return None if ts is None else int(Decimal(ts).scaleb(9))
+
+
+def to_time(ns):
+    """Nanoseconds since the epoch as a UTC datetime (microseconds; None when out of range)."""
+    try:
+        return None if ns is None else EPOCH + timedelta(microseconds=ns // 1000)
+    except OverflowError:
+        return None
+
+
+def as_json(value):
+    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def rest(record, taken):
+    """The keys of a line that have no column of their own, as a JSON object (None if none)."""
+    left = {k: v for k, v in record.items() if k not in taken}
+    return as_json(left) if left else None
+
+
+MESSAGE_KEYS = {"conn", "dir", "ts", "protocol", "pkts", "offset", "id", "message", "length",
+                "header", "fields", "warnings"}
+EVENT_KEYS = {"type", "conn", "dir", "ts", "protocol", "pkt", "offset", "length", "reason"}
+
+
+def message_row(capture, line, when, r):
+    first, last = r.get("pkts") or (None, None)
+    return (capture, line, r.get("conn"), r.get("dir"), r.get("ts"), when, r.get("protocol"), first, last,
+            r.get("offset"), r.get("id"), r.get("message"), r.get("length"), as_json(r.get("header")),
+            as_json(r.get("fields")), r.get("warnings"), rest(r, MESSAGE_KEYS))
+
+
+def event_row(capture, line, when, r):
+    return (capture, line, r["type"], r.get("conn"), r.get("dir"), r.get("ts"), when, r.get("protocol"),
+            r.get("pkt"), r.get("offset"), r.get("length"), r.get("reason"), rest(r, EVENT_KEYS))
+
+
+class Tally:
+    """What the captures table says of one capture, counted line by line."""
+
+    def __init__(self):
+        self.lines = self.messages = self.warned = 0
+        self.types = {}
+        self.conns = set()
+        self.first = self.last = None
+
+    def add(self, r, ns):
+        self.lines += 1
+        if "type" in r:
+            self.types[r["type"]] = self.types.get(r["type"], 0) + 1
+        else:
+            self.messages += 1
+            self.warned += 1 if r.get("warnings") else 0
+        if r.get("conn") is not None:
+            self.conns.add(r["conn"])
+        if ns is not None:
+            self.first = ns if self.first is None else min(self.first, ns)
+            self.last = ns if self.last is None else max(self.last, ns)
+
+    def row(self, capture, exit_status, stderr, failed, seconds):
+        n = self.types.get
+        return (capture, "failed" if failed else "ok", exit_status,
+                stderr[:STDERR_LIMIT] if failed else None, seconds, self.lines, self.messages,
+                self.lines - self.messages, len(self.conns), n("malformed", 0), n("gap", 0), n("cut", 0),
+                sum(n(t, 0) for t in PROBLEMS), self.warned, n("limit", 0),
+                to_time(self.first), to_time(self.last))
+
+
+def run_capture(capture, path, command):
+    """One task: framedump on one capture; yields ("message" | "event", row) per line, then ("capture", row)."""
+    started = time.monotonic()
+    tally = Tally()
+    with tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(command + ["-r", path, "-T", "json"], stdout=subprocess.PIPE, stderr=err)
+        except OSError as e:
+            yield "capture", tally.row(capture, None, f"cannot run {command[0]}: {e}", True, time.monotonic() - started)
+            return
+        bad = ""
+        for number, text in enumerate(proc.stdout, 1):
+            try:
+                r = json.loads(text)
+            except ValueError as e:
+                bad = f"line {number} of framedump's output is not JSON ({e}): {text[:200]!r}"
+                proc.kill()
+                break
+            ns = nanoseconds(r.get("ts"))
+            tally.add(r, ns)
+            if "type" in r:
+                yield "event", event_row(capture, number, to_time(ns), r)
+            else:
+                yield "message", message_row(capture, number, to_time(ns), r)
+        status = proc.wait()
+        err.seek(0)
+        stderr = err.read().decode("utf-8", errors="replace") + bad
+    yield "capture", tally.row(capture, status, stderr, status != 0 or bool(bad), time.monotonic() - started)
+
+
+def main(argv):
+    args = parse_arguments(argv)
+    captures = list_captures(args.captures, args.glob or ["*.pcap", "*.pcapng"])
+    if not captures:
+        sys.exit(f"no capture in {args.captures} matches {' '.join(args.glob or ['*.pcap', '*.pcapng'])}")
+    command = [absolute_if_path(args.framedump)] + args.framedump_options
+    for d in args.dissectors:
+        command += ["-d", os.path.abspath(d)]
+
+    spark = (SparkSession.builder.appName("framedump-parquet")
+             .config("spark.sql.session.timeZone", "UTC")
+             .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+             .config("spark.ui.showConsoleProgress", "false")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("WARN")
+    started = time.monotonic()
+    # One partition per capture, so one task each; rows kept until the three tables are written,
+    # so framedump runs once per capture.
+    rows = (spark.sparkContext.parallelize(captures, len(captures))
+            .flatMap(lambda c: run_capture(c[0], c[1], command))
+            .persist(StorageLevel.MEMORY_AND_DISK))
+    mode = "overwrite" if args.overwrite else "errorifexists"
+    for table, kind, schema in (("messages", "message", MESSAGES), ("events", "event", EVENTS),
+                                ("captures", "capture", CAPTURES)):
+        part = rows.filter(lambda kr, kind=kind: kr[0] == kind).map(lambda kr: kr[1])
+        spark.createDataFrame(part, schema).write.mode(mode).parquet(os.path.join(args.out, table))
+    summary = [r[1] for r in rows.filter(lambda kr: kr[0] == "capture").collect()]
+    seconds = time.monotonic() - started
+    rows.unpersist()
+    spark.stop()
+    messages = sum(s[6] for s in summary)
+    failed = [s[0] for s in summary if s[1] == "failed"]
+    print(f"{len(summary)} captures ({len(failed)} failed{': ' + ', '.join(failed) if failed else ''}), "
+          f"{messages} messages, {sum(s[7] for s in summary)} events in {seconds:.1f} s "
+          f"({messages / seconds:.0f} messages/s) -> {args.out}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
