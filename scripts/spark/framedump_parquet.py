@@ -31,7 +31,6 @@ from decimal import Decimal, ROUND_FLOOR
 from fnmatch import fnmatch
 from pathlib import Path
 
-from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (ArrayType, DoubleType, IntegerType, LongType, StringType,
                                StructField, StructType, TimestampType)
@@ -90,6 +89,13 @@ CAPTURES = StructType([
     StructField("limits", LongType(), False),
     StructField("first_time", TimestampType(), True),
     StructField("last_time", TimestampType(), True),
+])
+
+# What a task yields for each line: one of the three set, the others null.
+LINES = StructType([
+    StructField("message", MESSAGES, True),
+    StructField("event", EVENTS, True),
+    StructField("capture", CAPTURES, True),
 ])
 
 # Event types that say bytes of a stream were not decoded as sent (counted in `problems`).
@@ -194,14 +200,14 @@ class Tally:
 
 
 def run_capture(capture, path, command):
-    """One task: framedump on one capture; yields ("message" | "event", row) per line, then ("capture", row)."""
+    """One task: framedump on one capture; yields a LINES row per NDJSON line, then its captures row."""
     started = time.monotonic()
     tally = Tally()
     with tempfile.TemporaryFile() as err:
         try:
             proc = subprocess.Popen(command + ["-r", path, "-T", "json"], stdout=subprocess.PIPE, stderr=err)
         except OSError as e:
-            yield "capture", tally.row(capture, None, f"cannot run {command[0]}: {e}", True, time.monotonic() - started)
+            yield None, None, tally.row(capture, None, f"cannot run {command[0]}: {e}", True, time.monotonic() - started)
             return
         bad = ""
         for number, text in enumerate(proc.stdout, 1):
@@ -214,13 +220,13 @@ def run_capture(capture, path, command):
             ns = nanoseconds(r.get("ts"))
             tally.add(r, ns)
             if "type" in r:
-                yield "event", event_row(capture, number, to_time(ns), r)
+                yield None, event_row(capture, number, to_time(ns), r), None
             else:
-                yield "message", message_row(capture, number, to_time(ns), r)
+                yield message_row(capture, number, to_time(ns), r), None, None
         status = proc.wait()
         err.seek(0)
         stderr = err.read().decode("utf-8", errors="replace") + bad
-    yield "capture", tally.row(capture, status, stderr, status != 0 or bool(bad), time.monotonic() - started)
+    yield None, None, tally.row(capture, status, stderr, status != 0 or bool(bad), time.monotonic() - started)
 
 
 def main(argv):
@@ -239,24 +245,21 @@ def main(argv):
              .getOrCreate())
     spark.sparkContext.setLogLevel("WARN")
     started = time.monotonic()
-    # One partition per capture, so one task each; rows kept until the three tables are written,
-    # so framedump runs once per capture.
-    rows = (spark.sparkContext.parallelize(captures, len(captures))
-            .flatMap(lambda c: run_capture(c[0], c[1], command))
-            .persist(StorageLevel.MEMORY_AND_DISK))
+    # One partition per capture, so one task each. The rows are converted from Python once and
+    # kept (memory, then disk) until the three tables are written: framedump runs once per capture.
+    rows = spark.sparkContext.parallelize(captures, len(captures)).flatMap(lambda c: run_capture(c[0], c[1], command))
+    lines = spark.createDataFrame(rows, LINES).persist()
     mode = "overwrite" if args.overwrite else "errorifexists"
-    for table, kind, schema in (("messages", "message", MESSAGES), ("events", "event", EVENTS),
-                                ("captures", "capture", CAPTURES)):
-        part = rows.filter(lambda kr, kind=kind: kr[0] == kind).map(lambda kr: kr[1])
-        spark.createDataFrame(part, schema).write.mode(mode).parquet(os.path.join(args.out, table))
-    summary = [r[1] for r in rows.filter(lambda kr: kr[0] == "capture").collect()]
+    for table, kind in (("messages", "message"), ("events", "event"), ("captures", "capture")):
+        lines.where(f"{kind} IS NOT NULL").select(f"{kind}.*").write.mode(mode).parquet(os.path.join(args.out, table))
+    summary = spark.read.parquet(os.path.join(args.out, "captures")).collect()
     seconds = time.monotonic() - started
-    rows.unpersist()
+    lines.unpersist()
     spark.stop()
-    messages = sum(s[6] for s in summary)
-    failed = [s[0] for s in summary if s[1] == "failed"]
+    messages = sum(s.messages for s in summary)
+    failed = sorted(s.capture for s in summary if s.status == "failed")
     print(f"{len(summary)} captures ({len(failed)} failed{': ' + ', '.join(failed) if failed else ''}), "
-          f"{messages} messages, {sum(s[7] for s in summary)} events in {seconds:.1f} s "
+          f"{messages} messages, {sum(s.events for s in summary)} events in {seconds:.1f} s "
           f"({messages / seconds:.0f} messages/s) -> {args.out}")
 
 
