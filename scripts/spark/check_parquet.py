@@ -40,10 +40,11 @@ def parse_arguments(argv):
     return args
 
 
-def table(con, out, name, columns):
-    """Rows of one table as dicts, ordered by capture and line; times as epoch microseconds."""
-    sql = f"SELECT {columns} FROM read_parquet(?) ORDER BY ALL"
-    cur = con.execute(sql, [os.path.join(out, name, "*.parquet")])
+def table(con, out, name, columns, capture=None):
+    """Rows of one table as dicts (of one capture, if given), ordered; times as epoch microseconds."""
+    where = "WHERE capture = ?" if capture is not None else ""
+    cur = con.execute(f"SELECT {columns} FROM read_parquet(?) {where} ORDER BY ALL",
+                      [os.path.join(out, name, "*.parquet")] + ([capture] if capture is not None else []))
     names = [d[0] for d in cur.description]
     return [dict(zip(names, row)) for row in cur.fetchall()]
 
@@ -116,27 +117,28 @@ def main(argv):
     for d in args.dissectors:
         command += ["-d", d]
     con = duckdb.connect()
-    messages = table(con, args.out, "messages", "* EXCLUDE (time), epoch_us(time) AS time_us")
-    events = table(con, args.out, "events", "* EXCLUDE (time), epoch_us(time) AS time_us")
     summaries = table(con, args.out, "captures", "* EXCLUDE (first_time, last_time), "
                       "epoch_us(first_time) AS first_us, epoch_us(last_time) AS last_us")
-    rows = {}
-    for row in messages + events:
-        rows.setdefault(row["capture"], []).append((row, row.pop("time_us")))
+    named = [s["capture"] for s in summaries]
     problems, total = [], 0
     for summary in summaries:
         capture = summary["capture"]
+        got = [(row, row.pop("time_us")) for name in ("messages", "events")
+               for row in table(con, args.out, name, "* EXCLUDE (time), epoch_us(time) AS time_us", capture)]
+        got.sort(key=lambda rw: rw[0]["line"])
         run = subprocess.run(command + ["-r", os.path.join(args.captures, capture), "-T", "json"],
                              capture_output=True)
         want = [json.loads(text) for text in run.stdout.splitlines()]
-        got = sorted(rows.pop(capture, []), key=lambda rw: rw[0]["line"])
         expected = expected_summary(want, run.returncode, run.stderr.decode("utf-8", errors="replace"))
         found = differences(capture, got, want, summary, expected)
         total += len(got)
         print(f"{capture}: {len(got)} rows, {expected['messages']} messages, {expected['events']} events, "
-              f"status {summary['status']}: {'DIFFERENT' if found else 'equal'}")
+              f"status {summary['status']}: {'DIFFERENT' if found else 'equal'}", flush=True)
         problems += found
-    problems += [f"{c}: rows for a capture the captures table does not name" for c in rows]
+    for name in ("messages", "events"):
+        others = con.execute("SELECT DISTINCT capture FROM read_parquet(?) WHERE capture NOT IN (SELECT unnest(?))",
+                             [os.path.join(args.out, name, "*.parquet"), named]).fetchall()
+        problems += [f"{c}: rows in {name} for a capture the captures table does not name" for (c,) in others]
     for p in problems[:20]:
         print(p)
     print(f"{len(summaries)} captures, {total} rows: {'DIFFERENT' if problems else 'equal'}"
