@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 from datetime import datetime, timedelta, timezone
-from decimal import Decimal, ROUND_FLOOR
+from decimal import Decimal
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -114,6 +114,7 @@ def parse_arguments(argv):
     p.add_argument("--glob", action="append", help="capture file names to take (repeatable; default *.pcap, *.pcapng)")
     p.add_argument("--overwrite", action="store_true", help="replace the tables if OUT already has them")
     args = p.parse_args(ours)
+    args.glob = args.glob or ["*.pcap", "*.pcapng"]
     args.framedump_options = theirs
     return args
 
@@ -231,9 +232,9 @@ def run_capture(capture, path, command):
 
 def main(argv):
     args = parse_arguments(argv)
-    captures = list_captures(args.captures, args.glob or ["*.pcap", "*.pcapng"])
+    captures = list_captures(args.captures, args.glob)
     if not captures:
-        sys.exit(f"no capture in {args.captures} matches {' '.join(args.glob or ['*.pcap', '*.pcapng'])}")
+        sys.exit(f"no file in {args.captures} matches {' or '.join(args.glob)}")
     command = [absolute_if_path(args.framedump)] + args.framedump_options
     for d in args.dissectors:
         command += ["-d", os.path.abspath(d)]
