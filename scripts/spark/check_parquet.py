@@ -56,14 +56,15 @@ def loads(text):
 def message_line(m):
     pkts = None if m["pkt_first"] is None else [m["pkt_first"], m["pkt_last"]]
     line = {"conn": m["conn"], "dir": m["dir"], "ts": m["ts"], "protocol": m["protocol"], "pkts": pkts,
-            "offset": m["offset"], "id": m["id"], "message": m["name"], "length": m["length"],
+            "offset": m["stream_offset"], "id": m["id"], "message": m["name"], "length": m["length"],
             "header": loads(m["header"]), "fields": loads(m["fields"]), "warnings": m["warnings"]}
     line.update(loads(m["other"]) or {})
     return line
 
 
 def event_line(e):
-    line = {k: e[k] for k in ("type", "conn", "dir", "ts", "protocol", "pkt", "offset", "length", "reason")}
+    line = {k: e[k] for k in ("type", "conn", "dir", "ts", "protocol", "pkt", "length", "reason")}
+    line["offset"] = e["stream_offset"]
     line.update(loads(e["other"]) or {})
     return line
 
