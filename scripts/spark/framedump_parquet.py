@@ -157,16 +157,28 @@ MESSAGE_KEYS = {"conn", "dir", "ts", "protocol", "pkts", "offset", "id", "messag
 EVENT_KEYS = {"type", "conn", "dir", "ts", "protocol", "pkt", "offset", "length", "reason"}
 
 
+INT64 = range(-2 ** 63, 2 ** 63)
+
+
+def int64(value, key):
+    """A number for an int64 column (a u64 id with its top bit set does not fit: ValueError)."""
+    if value is None or (isinstance(value, int) and value in INT64):
+        return value
+    raise ValueError(f"{key} {value!r} does not fit a 64-bit integer column")
+
+
 def message_row(capture, line, when, r):
     first, last = r.get("pkts") or (None, None)
-    return (capture, line, r.get("conn"), r.get("dir"), r.get("ts"), when, r.get("protocol"), first, last,
-            r.get("offset"), r.get("id"), r.get("message"), r.get("length"), as_json(r.get("header")),
-            as_json(r.get("fields")), r.get("warnings"), rest(r, MESSAGE_KEYS))
+    return (capture, line, r.get("conn"), r.get("dir"), r.get("ts"), when, r.get("protocol"),
+            int64(first, "pkts"), int64(last, "pkts"), int64(r.get("offset"), "offset"), int64(r.get("id"), "id"),
+            r.get("message"), int64(r.get("length"), "length"), as_json(r.get("header")), as_json(r.get("fields")),
+            r.get("warnings"), rest(r, MESSAGE_KEYS))
 
 
 def event_row(capture, line, when, r):
     return (capture, line, r["type"], r.get("conn"), r.get("dir"), r.get("ts"), when, r.get("protocol"),
-            r.get("pkt"), r.get("offset"), r.get("length"), r.get("reason"), rest(r, EVENT_KEYS))
+            int64(r.get("pkt"), "pkt"), int64(r.get("offset"), "offset"), int64(r.get("length"), "length"),
+            r.get("reason"), rest(r, EVENT_KEYS))
 
 
 class Tally:
@@ -214,16 +226,15 @@ def run_capture(capture, path, command):
         for number, text in enumerate(proc.stdout, 1):
             try:
                 r = json.loads(text)
+                ns = nanoseconds(r.get("ts"))
+                row = (None, event_row(capture, number, to_time(ns), r), None) if "type" in r else \
+                      (message_row(capture, number, to_time(ns), r), None, None)
             except ValueError as e:
-                bad = f"line {number} of framedump's output is not JSON ({e}): {text[:200]!r}"
+                bad = f"line {number} of framedump's output cannot be stored ({e}): {text[:200]!r}"
                 proc.kill()
                 break
-            ns = nanoseconds(r.get("ts"))
             tally.add(r, ns)
-            if "type" in r:
-                yield None, event_row(capture, number, to_time(ns), r), None
-            else:
-                yield message_row(capture, number, to_time(ns), r), None, None
+            yield row
         status = proc.wait()
         err.seek(0)
         stderr = err.read().decode("utf-8", errors="replace") + bad
