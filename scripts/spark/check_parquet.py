@@ -26,6 +26,7 @@ from decimal import Decimal
 import duckdb
 
 PROBLEMS = {"gap", "malformed", "cut", "conflict", "late", "reset-ignored", "after-close"}
+STDERR_LIMIT = 65536  # the job keeps this much of a failed run's stderr
 
 
 def parse_arguments(argv):
@@ -81,7 +82,7 @@ def expected_summary(lines, status, stderr):
     types = [r.get("type") for r in lines]
     times = [micros(r["ts"]) for r in lines if "ts" in r]
     failed = status != 0
-    return {"status": "failed" if failed else "ok", "exit_status": status, "stderr": stderr if failed else None,
+    return {"status": "failed" if failed else "ok", "exit_status": status, "stderr": stderr[:STDERR_LIMIT] if failed else None,
             "lines": len(lines), "messages": types.count(None), "events": len(lines) - types.count(None),
             "connections": len({r["conn"] for r in lines if r.get("conn") is not None}),
             "malformed": types.count("malformed"), "gaps": types.count("gap"), "cuts": types.count("cut"),
