@@ -237,7 +237,7 @@ def run_capture(capture, path, command):
             yield row
         status = proc.wait()
         err.seek(0)
-        stderr = err.read().decode("utf-8", errors="replace") + bad
+        stderr = (bad + "\n" if bad else "") + err.read().decode("utf-8", errors="replace")
     yield None, None, tally.row(capture, status, stderr, status != 0 or bool(bad), time.monotonic() - started)
 
 
