@@ -224,6 +224,7 @@ def free_port():
 def check_live(driver, binary, shots):
     """A game client and server on loopback while `framedump ui -i lo` captures them."""
     port = free_port()
+    before = temporary_folders()
     server = Server(binary, ["-i", "lo", "--decode-as", f"{port}=game", "tcp", "port", str(port)])
     try:
         driver.get(server.url)
@@ -274,6 +275,13 @@ def check_live(driver, binary, shots):
             driver.save_screenshot(os.path.join(shots, "live.png"))
     finally:
         server.stop()
+    left = temporary_folders() - before
+    expect(not left, f"live: the temporary capture is removed when the server stops (left: {sorted(left)})")
+
+
+def temporary_folders():
+    tmp = os.environ.get("TMPDIR") or "/tmp"
+    return {d for d in os.listdir(tmp) if d.startswith("framedump-ui-") and os.path.isdir(os.path.join(tmp, d))}
 
 
 def main():

@@ -171,6 +171,7 @@ struct UI: ParsableCommand {
         done.wait()
         sources.forEach { $0.cancel() }
         indexer.stop()
+        indexer.removeTemporaryFiles()
         if let f = failure.text {
             FileHandleErr.write(f + "\n")
             throw ExitCode(1)

@@ -85,7 +85,11 @@ public final class CaptureIndexer: @unchecked Sendable {
         self.sink = sink
     }
 
-    deinit {
+    deinit { removeTemporaryFiles() }
+
+    /// Live: the temporary pcap and its folder (not `-w`'s file). Called when the server
+    /// stops: the process may end before this object is released.
+    public func removeTemporaryFiles() {
         if let d = temporaryDirectory {
             unlink(d + "/live.pcap")
             rmdir(d)
