@@ -116,7 +116,7 @@ final class CommandLineTests: XCTestCase {
             }
         }
         var inHelp = Set<String>()
-        for sub in ["dump", "check", "dissectors", "guess"] {
+        for sub in ["dump", "check", "dissectors", "diff", "guess", "ui"] {
             let r = try TestSupport.framedump([sub, "--help"])
             XCTAssertEqual(r.status, 0, r.stderr)
             XCTAssertTrue(page.contains(".It Em \(sub)"), "subcommand \(sub) missing: run scripts/make_manual.sh")
