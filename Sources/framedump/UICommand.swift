@@ -89,7 +89,8 @@ struct UI: ParsableCommand {
     }
 
     func run() throws {
-        try NoDissectors.refuse("ui", explicit: dissectors, allowUndecoded: false)
+        try NoDissectors.refuse("ui", explicit: dissectors, allowUndecoded: false,
+                                why: "the page would show WebSocket messages at most; give -d PATH (a dissector file or folder)")
         var options = PipelineOptions()
         options.dissectorPaths = dissectors
         options.decodeAs = try decodeAsRules(decodeAs)
@@ -149,7 +150,7 @@ struct UI: ParsableCommand {
                 }
             } catch where stopping.text == nil {
                 failure.set(listening.text == nil
-                    ? "framedump ui: cannot listen on \(listen) port \(port): \(error) (another server there? try --port 0)"
+                    ? "framedump ui: cannot listen on \(listen) port \(port): \(error)"
                     : "framedump ui: the server stopped: \(error)")
             } catch {}
             done.signal()

@@ -32,19 +32,42 @@ public final class UIServer: Sendable {
         await addRoutes()
         let server = self.server
         let host = self.host, token = self.token
-        async let running: Void = server.run()
-        try await server.waitUntilListening()
-        let port: UInt16
-        switch await server.listeningAddress {
-        case .ip4(_, let p)?, .ip6(_, let p)?: port = p
-        default: port = 0
+        // Run the server beside this task, so a bind that fails (a port in use, an address
+        // not here) is reported as such, not as a wait that timed out.
+        let failure = ErrorBox()
+        let running = Task {
+            do { try await server.run() } catch {
+                failure.set(Self.described(error))
+                throw error
+            }
         }
-        let shown = host.contains(":") ? "[\(host)]" : host
-        ready("http://\(shown):\(port)/" + (token.map { "?token=" + $0 } ?? ""))
-        try await running
+        try await withTaskCancellationHandler {
+            while await !server.isListening {
+                if let e = failure.value { throw e }
+                try await Task.sleep(nanoseconds: 10_000_000)
+            }
+            let port: UInt16
+            switch await server.listeningAddress {
+            case .ip4(_, let p)?, .ip6(_, let p)?: port = p
+            default: port = 0
+            }
+            let shown = host.contains(":") ? "[\(host)]" : host
+            ready("http://\(shown):\(port)/" + (token.map { "?token=" + $0 } ?? ""))
+            try await running.value
+        } onCancel: {
+            running.cancel()
+        }
     }
 
     public func stop() async { await server.stop(timeout: 1) }
+
+    /// A socket error in words (`address already in use: another server there? try --port 0`).
+    static func described(_ e: any Error) -> any Error {
+        guard case SocketError.failed(let call, let errno, let message) = e else { return e }
+        let hint = errno == EADDRINUSE ? ": another server there? try --port 0"
+            : errno == EADDRNOTAVAIL ? ": not an address of this machine" : errno == EACCES ? ": a port below 1024 needs root" : ""
+        return UIError("\(call.lowercased()): \(message.lowercased())\(hint)")
+    }
 
     func addRoutes() async {
         let views = Views(indexer: indexer)
@@ -151,6 +174,14 @@ public final class UIServer: Sendable {
     static func offThreadValue<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { k in Thread { k.resume(returning: work()) }.start() }
     }
+}
+
+/// An error one task leaves for another.
+final class ErrorBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var error: (any Error)?
+    func set(_ e: any Error) { lock.lock(); error = e; lock.unlock() }
+    var value: (any Error)? { lock.lock(); defer { lock.unlock() }; return error }
 }
 
 /// `/api/live`: a WebSocket on which the server says how many messages there are, each time
