@@ -37,7 +37,7 @@ enum CheckCapture {
         let capture = files.count == 1 ? files[0] : "\(files.count) files merged (\(files[0]) … \(files[files.count - 1]))"
         do {
             pipeline = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: check)
-            let source: any PacketInput = files.count == 1 ? try PacketSource(.file(files[0])) : try MergedSource(files: files)
+            let source = try MergedSource.open(files)
             try pipeline.run(source, limit: nil, dumper: nil, lineBuffered: false)
         } catch let e as DissectorError {
             FileHandleErr.write("\(e.description)\n")

@@ -248,7 +248,7 @@ struct Dump: ParsableCommand {
             live.immediate = lineBuffered
             runs = [.capture(.live(live))]
         } else {
-            runs = each || files.count == 1 ? files.map { .capture(.file($0)) } : [.merged(files)]
+            runs = each || files.count == 1 ? files.map { RunInput.capture(.file($0)) } : [RunInput.merged(files)]
             options.decodeThread = !oneThread && !lineBuffered
         }
         // --each: every file is opened first, so a bad one is said before any output.
@@ -333,9 +333,9 @@ struct Dump: ParsableCommand {
         if displayFilter != nil && writeFile != nil {
             pipeline.writeOnly = try matchingPackets(input: input, options: options)
         }
-        let rotation = (try? rotation()) ?? nil
+        let rotating = (try? rotation()) ?? nil
         let dumper = try writeFile.map { path throws -> CaptureWriter in
-            try CaptureWriter(path: path, rotation: rotation) { p throws(CaptureError) in try source.openDumper(p) }
+            try CaptureWriter(path: path, rotation: rotating) { p throws(CaptureError) in try source.openDumper(p) }
         }
         if isLive {
             let target = user ?? (Privileges.isRoot ? "nobody" : nil)
@@ -351,7 +351,7 @@ struct Dump: ParsableCommand {
         }
         pipeline.finish()
         do { try dumper?.finish() } catch { readError = readError ?? error }
-        if let dumper, dumper.reachedFileLimit, let n = rotation?.files {
+        if let dumper, dumper.reachedFileLimit, let n = rotating?.files {
             FileHandleErr.write("framedump: -W \(n): the last of \(n) files is written (\(RawPath.display(dumper.opened.last ?? ""))): stopped\n")
         }
         // A pcapng file with interfaces of several link types: those not decoded are said too.
@@ -424,7 +424,7 @@ enum RunInput {
     func open() throws(CaptureError) -> any PacketInput {
         switch self {
         case .capture(let c): return try PacketSource(c)
-        case .merged(let files): return try MergedSource(files: files)
+        case .merged(let files): return try MergedSource.open(files)
         }
     }
 

@@ -44,11 +44,11 @@ public struct Rotation: Sendable, Equatable {
     /// The name with strftime's conversions done in local time (as tcpdump's `-G`).
     static func formatTime(_ template: String, _ time: Int64) throws(CaptureError) -> String {
         var t = time_t(time)
-        var tm = tm()
-        guard localtime_r(&t, &tm) != nil else { throw .dumpOpenFailed(template, "cannot convert time \(time) to local time") }
+        var parts = tm()
+        guard localtime_r(&t, &parts) != nil else { throw .dumpOpenFailed(template, "cannot convert time \(time) to local time") }
         var buf = [CChar](repeating: 0, count: 4097)
         let n = buf.withUnsafeMutableBufferPointer { b in
-            RawPath.withCString(template) { strftime(b.baseAddress!, 4096, $0, &tm) }
+            RawPath.withCString(template) { strftime(b.baseAddress!, 4096, $0, &parts) }
         }
         // strftime says 0 both for an empty result and for one that does not fit: the
         // template is not empty, so 0 is the second.

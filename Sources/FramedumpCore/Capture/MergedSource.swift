@@ -58,18 +58,26 @@ public final class MergedSource: PacketInput {
         var pending: [Pending] = []
         var linkTypes: [Int32] = []
         var snap: Int32 = 0
+        var growing: [String] = []
         for (i, path) in files.enumerated() {
             let s = try PacketSource(.file(path))
             linkTypes.append(s.linkType)
             snap = max(snap, s.snaplen)
             if let p = try s.next() { pending.append(Pending(file: i, first: p.ref.ts)) }
-            if s.endedWhileBeingWritten { endedWhileBeingWritten.append(path) }
+            if s.endedWhileBeingWritten { growing.append(path) }
         }
         pending.sort { ($0.first, $0.file) < ($1.first, $1.file) }
         self.pending = pending
         fileLinkTypes = linkTypes
         linkType = pending.first.map { linkTypes[$0.file] } ?? linkTypes.first ?? 1
         maxSnaplen = snap == 0 ? 262_144 : snap
+        endedWhileBeingWritten = growing
+    }
+
+    /// One file as ever (`PacketSource`), several merged.
+    public static func open(_ files: [String]) throws(CaptureError) -> any PacketInput {
+        if files.count == 1 { return try PacketSource(.file(files[0])) }
+        return try MergedSource(files: files)
     }
 
     deinit { stopFlag.deallocate() }
@@ -107,8 +115,9 @@ public final class MergedSource: PacketInput {
             }
             guard !heap.isEmpty else { return }
             var p = heap[0].head
-            if p.linkType < 0 { p.linkType = fileLinkTypes[heap[0].file] }
-            if filter == nil || (try filter!.passes(p.data, wireLength: p.wireLength, linkType: p.linkType)) {
+            var passes = true
+            if let filter { passes = try filter.passes(p.data, wireLength: p.wireLength, linkType: p.linkType) }
+            if passes {
                 packetCount += 1
                 p.ref = PacketRef(number: packetCount, ts: p.ref.ts)
                 if p.linkType != lastLinkType {

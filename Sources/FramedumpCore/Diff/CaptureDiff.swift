@@ -107,7 +107,7 @@ public final class CaptureDiff {
         case .captures(let paths):
             let sink = ConnectionCollector(wanted.map { .fetch($0) } ?? .fingerprints, ignore: ignore)
             let pipeline = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: sink)
-            let source: any PacketInput = paths.count == 1 ? try PacketSource(.file(paths[0])) : try MergedSource(files: paths)
+            let source = try MergedSource.open(paths)
             // The second pass ends with the last line it needs.
             sink.onAllFetched = { source.stop() }
             try pipeline.run(source, limit: nil, dumper: nil, lineBuffered: false)

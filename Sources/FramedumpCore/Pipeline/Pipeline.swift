@@ -138,7 +138,7 @@ public final class Pipeline {
             capture.bytes += UInt64(p.wireLength)
             progress?.packet(caplen: p.data.count)
             if let dumper, writeOnly == nil {
-                do {
+                do throws(CaptureError) {
                     // -G with -W: the last file is made; the run ends here, as tcpdump's does.
                     guard try dumper.write(p) else { return false }
                 } catch {
@@ -161,7 +161,7 @@ public final class Pipeline {
             capture.count(r)
             if case .tcp(let s) = r {
                 if let writeOnly, let dumper, writeOnly.keeps(p.ref.number, s) {
-                    do { guard try dumper.write(p) else { return false } } catch {
+                    do throws(CaptureError) { guard try dumper.write(p) else { return false } } catch {
                         unwritable = error
                         return false
                     }
@@ -170,7 +170,7 @@ public final class Pipeline {
                 reassembler?.add(s, packet: p.ref)
             } else if case .udp(let d) = r {
                 if let writeOnly, let dumper, writeOnly.keeps(p.ref.number, udp: d) {
-                    do { guard try dumper.write(p) else { return false } } catch {
+                    do throws(CaptureError) { guard try dumper.write(p) else { return false } } catch {
                         unwritable = error
                         return false
                     }
