@@ -7,8 +7,16 @@ import Darwin
 /// What `-r` (and each side of `diff`) names: files, folders and quoted globs, as the list of
 /// capture files they stand for, in the order a merge breaks ties in.
 public enum CaptureFiles {
-    /// The files a folder contributes (case does not matter: `.PCAP` too).
+    /// The files a folder contributes (case does not matter: `.PCAP` too), and the names
+    /// `-C` gives the files after the first (`x.pcap1`, `x.pcap2`…, as tcpdump's).
     public static let extensions: Set<String> = ["pcap", "pcapng", "cap"]
+
+    static func isCaptureName(_ name: String) -> Bool {
+        guard let dot = name.lastIndex(of: "."), name.first != "." else { return false }
+        var ext = Substring(name[name.index(after: dot)...].lowercased())
+        while let last = ext.last, last.isASCII, last.isNumber { ext.removeLast() }
+        return extensions.contains(String(ext))
+    }
 
     /// Each argument in turn: a folder gives its capture files (not those of its subfolders),
     /// a pattern with `*`, `?` or `[` that is not itself a file's name gives the paths glob(3)
@@ -50,8 +58,7 @@ public enum CaptureFiles {
         var names: [String] = []
         while let e = readdir(dir) {
             let name = withUnsafePointer(to: e.pointee.d_name) { $0.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: e.pointee.d_name)) { RawPath.decode($0) } }
-            guard let dot = name.lastIndex(of: "."), name.first != ".",
-                  extensions.contains(name[name.index(after: dot)...].lowercased()) else { continue }
+            guard isCaptureName(name) else { continue }
             let full = path.hasSuffix("/") ? path + name : path + "/" + name
             var st = stat()
             if RawPath.withCString(full, { stat($0, &st) }) == 0, (st.st_mode & S_IFMT) == S_IFDIR { continue }

@@ -105,6 +105,11 @@ final class ManyInputsTests: XCTestCase {
     func testNaturalOrderOfRotatedNames() {
         let names = ["x10", "x", "x2", "x1", "x09", "y"]
         XCTAssertEqual(names.sorted(by: CaptureFiles.naturalOrder), ["x", "x1", "x2", "x09", "x10", "y"])
+        XCTAssertTrue(CaptureFiles.isCaptureName("a.pcap12"))
+        XCTAssertTrue(CaptureFiles.isCaptureName("a.PCAPNG"))
+        XCTAssertFalse(CaptureFiles.isCaptureName("a.txt"))
+        XCTAssertFalse(CaptureFiles.isCaptureName("a.12"))
+        XCTAssertFalse(CaptureFiles.isCaptureName(".pcap"))
     }
 
     /// --each: each file's lines are those of a run on it alone, under a header.

@@ -67,6 +67,9 @@ final class RotationTests: XCTestCase {
                 XCTAssertEqual(parts.status, 0, parts.stderr)
                 XCTAssertFalse(original.stdout.isEmpty)
                 XCTAssertEqual(parts.stdout, original.stdout, "\(sample) \(mode)")
+                // The folder: its .pcap file and the .pcap1, .pcap2… -C wrote after it.
+                let folder = try TestSupport.framedump(["-r", dir] + mode + extra)
+                XCTAssertEqual(folder.stdout, original.stdout, "\(sample) \(mode), the folder")
             }
         }
     }

@@ -88,9 +88,12 @@ final class CommandLineTests: XCTestCase {
         }
         XCTAssertEqual(r.status, 11, r.stderr)
         XCTAssertEqual(r.stderr, "framedump: \(path): cannot read: permission denied\n")
-        let folder = try TestSupport.framedump(["-r", dir])
-        XCTAssertEqual(folder.status, 11)
-        XCTAssertTrue(folder.stderr.contains("it is a folder"), folder.stderr)
+        // A folder is read as the set of its captures: the unreadable one is named.
+        let folder = TestSupport.isRoot
+            ? try TestSupport.run(try TestSupport.oracle("setpriv"), ["--reuid=65534", "--regid=65534", "--clear-groups", TestSupport.binary, "-r", dir], cwd: "/")
+            : try TestSupport.framedump(["-r", dir])
+        XCTAssertEqual(folder.status, 11, folder.stderr)
+        XCTAssertEqual(folder.stderr, "framedump: \(path): cannot read: permission denied\n")
     }
 
     /// -q and -v count the same: -q decodes too, so messages with warnings are counted.
@@ -116,7 +119,7 @@ final class CommandLineTests: XCTestCase {
             }
         }
         var inHelp = Set<String>()
-        for sub in ["dump", "check", "dissectors", "guess"] {
+        for sub in ["dump", "check", "dissectors", "guess", "diff"] {
             let r = try TestSupport.framedump([sub, "--help"])
             XCTAssertEqual(r.status, 0, r.stderr)
             XCTAssertTrue(page.contains(".It Em \(sub)"), "subcommand \(sub) missing: run scripts/make_manual.sh")
