@@ -114,8 +114,21 @@ public final class Pipeline {
     /// With `-Y … -w`: writes only the TCP packets this says (see `MatchedPackets`).
     @exclusivity(unchecked) public var writeOnly: MatchedPackets?
 
-    public func run(_ source: some PacketInput, limit: UInt64?, dumper: CaptureWriter?, lineBuffered: Bool,
+    public func run(_ source: any PacketInput, limit: UInt64?, dumper: CaptureWriter?, lineBuffered: Bool,
                     dumperToStdout: Bool = false) throws(CaptureError) {
+        // Called with its concrete type, the loop is specialized for it: the per-packet closure
+        // below is then inlined into the reader's own loop, as it was before there were two.
+        if let one = source as? PacketSource {
+            try loop(one, limit: limit, dumper: dumper, lineBuffered: lineBuffered, dumperToStdout: dumperToStdout)
+        } else if let merged = source as? MergedSource {
+            try loop(merged, limit: limit, dumper: dumper, lineBuffered: lineBuffered, dumperToStdout: dumperToStdout)
+        } else {
+            try loop(source, limit: limit, dumper: dumper, lineBuffered: lineBuffered, dumperToStdout: dumperToStdout)
+        }
+    }
+
+    private func loop<Source: PacketInput>(_ source: Source, limit: UInt64?, dumper: CaptureWriter?, lineBuffered: Bool,
+                                           dumperToStdout: Bool) throws(CaptureError) {
         let writeOnly = self.writeOnly
         // Each packet is decoded by its interface's link type (a pcapng file may have several).
         let sourceLink = LinkDecoder(linkType: source.linkType)
