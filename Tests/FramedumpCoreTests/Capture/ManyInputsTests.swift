@@ -88,6 +88,23 @@ final class ManyInputsTests: XCTestCase {
         try assertSameAsMergecap(files)
     }
 
+    /// `-Y … -w` reads a set twice, numbering both passes alike: the packets written are
+    /// those the original capture gives.
+    func testFilteredWriteFromASet() throws {
+        let dir = TestSupport.tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let files = try Self.dealt(dir)
+        let filter = "msg.name == \"Cs_20001\""
+        let a = try TestSupport.framedump(["-r", files[0], "-r", files[1], "-Y", filter, "-w", dir + "/set.out", "-q"])
+        let b = try TestSupport.framedump(["-r", TestSupport.sample("game.pcap"), "-Y", filter, "-w", dir + "/one.out", "-q"])
+        XCTAssertEqual(a.status, 0, a.stderr)
+        XCTAssertEqual(b.status, 0, b.stderr)
+        let fromSet = try TestSupport.framedump(["-r", dir + "/set.out", "-T", "json"])
+        let fromOne = try TestSupport.framedump(["-r", dir + "/one.out", "-T", "json"])
+        XCTAssertTrue(fromOne.stdout.contains("Cs_20001"), fromOne.stdout)
+        XCTAssertEqual(fromSet.stdout, fromOne.stdout)
+    }
+
     func testFolderAndGlobNameTheSameSet() throws {
         let dir = TestSupport.tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
