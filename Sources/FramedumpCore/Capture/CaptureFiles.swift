@@ -38,7 +38,7 @@ public enum CaptureFiles {
                 if found.isEmpty { throw .noCaptureFiles(a) }
                 files += found
             } else if !exists && a.contains(where: { $0 == "*" || $0 == "?" || $0 == "[" }) {
-                let found = glob(a)
+                let found = matches(a)
                 if found.isEmpty { throw .noCaptureFiles(a) }
                 files += found
             } else {
@@ -68,15 +68,10 @@ public enum CaptureFiles {
     }
 
     /// glob(3)'s matches, in natural name order.
-    static func glob(_ pattern: String) -> [String] {
+    static func matches(_ pattern: String) -> [String] {
         var g = glob_t()
         defer { globfree(&g) }
-        #if canImport(Glibc)
-        let rc = RawPath.withCString(pattern) { Glibc.glob($0, 0, nil, &g) }
-        #else
-        let rc = RawPath.withCString(pattern) { Darwin.glob($0, 0, nil, &g) }
-        #endif
-        guard rc == 0 else { return [] }
+        guard RawPath.withCString(pattern, { glob($0, 0, nil, &g) }) == 0 else { return [] }
         var out: [String] = []
         for i in 0..<Int(g.gl_pathc) {
             if let p = g.gl_pathv[i] { out.append(RawPath.decode(p)) }
