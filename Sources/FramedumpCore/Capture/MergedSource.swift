@@ -43,7 +43,8 @@ public final class MergedSource: PacketInput {
     /// A binary min-heap by (head time, file).
     @exclusivity(unchecked) private var heap: [Active] = []
     @exclusivity(unchecked) private var filter: PacketFilter?
-    @exclusivity(unchecked) private var fileLinkTypes: [Int32]
+    /// Each file's first link type (a filter is checked against each before any output).
+    private let fileLinkTypes: [Int32]
     private let maxSnaplen: Int32
     @exclusivity(unchecked) private var packetCount: UInt64 = 0
     private let stopFlag: UnsafeMutablePointer<sig_atomic_t> = {
