@@ -191,3 +191,66 @@ final class ManyInputsTests: XCTestCase {
         XCTAssertEqual(mixed.status, 2, mixed.stderr)
     }
 }
+
+/// The merge against a model of mergecap's rule (the earliest of the files' next packets, a
+/// tie to the file named first), on random sets: files out of order inside, files without a
+/// packet, many ties, more files than are open at once.
+final class MergeOrderPropertyTests: XCTestCase {
+    func testRandomSetsMergeAsTheModelSays() throws {
+        let dir = TestSupport.tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for seed in UInt64(1)...60 {
+            var rng = SeededRandom(seed: seed)
+            let fileCount = Int.random(in: 1...12, using: &rng)
+            var files: [[(ts: Timestamp, id: UInt32)]] = []
+            var id: UInt32 = 0
+            for _ in 0..<fileCount {
+                var t = Int64.random(in: 0...20, using: &rng)
+                var packets: [(ts: Timestamp, id: UInt32)] = []
+                for _ in 0..<Int.random(in: 0...30, using: &rng) {
+                    // Mostly forward, sometimes the same instant, now and then back in time.
+                    t += [0, 1, 1, 2, 3, -4].randomElement(using: &rng)!
+                    packets.append((Timestamp(seconds: 1_700_000_000 + t, nanos: UInt32.random(in: 0...1, using: &rng)), id))
+                    id += 1
+                }
+                files.append(packets)
+            }
+            var paths: [String] = []
+            for (i, packets) in files.enumerated() {
+                let path = dir + "/s\(seed)-\(i).pcap"
+                let dumper = try PacketDumper.create(path: path, linkType: 1)
+                for p in packets {
+                    var bytes = withUnsafeBytes(of: p.id.bigEndian) { Array($0) }
+                    bytes.withUnsafeMutableBytes { b in
+                        dumper.write(Packet(ref: PacketRef(number: 0, ts: p.ts), data: UnsafeRawBufferPointer(b), wireLength: 4))
+                    }
+                }
+                dumper.flush()
+                paths.append(path)
+            }
+            // The model: heads compared, the earliest (then the first file) taken.
+            var heads = Array(repeating: 0, count: files.count)
+            var expected: [UInt32] = []
+            while true {
+                var best: Int?
+                for f in files.indices where heads[f] < files[f].count {
+                    if let b = best, !(files[f][heads[f]].ts < files[b][heads[b]].ts) { continue }
+                    best = f
+                }
+                guard let b = best else { break }
+                expected.append(files[b][heads[b]].id)
+                heads[b] += 1
+            }
+            var got: [UInt32] = []
+            var numbers: [UInt64] = []
+            let merged = try MergedSource(files: paths)
+            try merged.forEach(limit: nil) { p in
+                got.append(p.data.u32be(0) ?? .max)
+                numbers.append(p.ref.number)
+                return true
+            }
+            XCTAssertEqual(got, expected, "seed \(seed)")
+            XCTAssertEqual(numbers, Array(1...UInt64(max(1, expected.count))).prefix(expected.count).map { $0 }, "seed \(seed)")
+        }
+    }
+}
