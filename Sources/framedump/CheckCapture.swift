@@ -15,7 +15,7 @@ enum CheckCapture {
         })
     }
 
-    static func run(capture: String, dissectors: [String], protoPath: [String], allow: [String], unclaimed: Bool,
+    static func run(captures arguments: [String], dissectors: [String], protoPath: [String], allow: [String], unclaimed: Bool,
                     limits: Limits, decodeAs: [DecodeAs] = [], tlsKeyLogs: [String] = []) throws {
         var options = PipelineOptions()
         options.tlsKeyLogs = tlsKeyLogs
@@ -26,9 +26,18 @@ enum CheckCapture {
         let out = OutputBuffer(fd: 1)
         let check = CaptureCheck(output: out, allowed: try classes(allow), unclaimed: unclaimed)
         let pipeline: Pipeline
+        let files: [String]
+        do {
+            files = try CaptureFiles.expand(arguments)
+        } catch {
+            FileHandleErr.write("framedump check: \(error)\n")
+            throw ExitCode(2)
+        }
+        // The summary names the capture, or the set by its first and last file.
+        let capture = files.count == 1 ? files[0] : "\(files.count) files merged (\(files[0]) … \(files[files.count - 1]))"
         do {
             pipeline = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: check)
-            let source = try PacketSource(.file(capture))
+            let source = try MergedSource.open(files)
             try pipeline.run(source, limit: nil, dumper: nil, lineBuffered: false)
         } catch let e as DissectorError {
             FileHandleErr.write("\(e.description)\n")

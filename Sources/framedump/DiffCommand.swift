@@ -21,11 +21,17 @@ struct Diff: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Compare two captures (or NDJSON exports) message by message; exit 0 when equal, 1 when different, 2 on error.")
 
-    @Argument(help: ArgumentHelp("The old capture (pcap/pcapng) or NDJSON export.", valueName: "old"))
-    var old: String
+    @Argument(help: ArgumentHelp("The old capture (pcap/pcapng) or NDJSON export; a folder or a quoted glob names a set of captures, merged in time order as -r merges them.", valueName: "old"))
+    var old: String?
 
-    @Argument(help: ArgumentHelp("The new capture (pcap/pcapng) or NDJSON export.", valueName: "new"))
-    var new: String
+    @Argument(help: ArgumentHelp("The new capture (pcap/pcapng) or NDJSON export; a folder or a quoted glob as for old.", valueName: "new"))
+    var new: String?
+
+    @Option(name: .customLong("old"), help: ArgumentHelp("In place of the positional arguments: a file, folder or glob of the old side (repeatable: the files are merged).", valueName: "file"))
+    var oldFiles: [String] = []
+
+    @Option(name: .customLong("new"), help: ArgumentHelp("In place of the positional arguments: a file, folder or glob of the new side (repeatable: the files are merged).", valueName: "file"))
+    var newFiles: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Leave out this field (repeatable; ClientTime, Cs_10002.ClientTime, game.*.Timestamp).", valueName: "path"))
     var ignore: [String] = []
@@ -54,17 +60,40 @@ struct Diff: ParsableCommand {
     @OptionGroup(title: "Limits")
     var limits: LimitOptions
 
+    /// Each side's arguments: the two positionals, or the --old and --new lists.
+    func sides() throws -> (old: [String], new: [String]) {
+        if oldFiles.isEmpty && newFiles.isEmpty {
+            guard let old, let new else { throw ValidationError("Give the two sides: framedump diff OLD NEW (each a capture, an NDJSON export, a folder or a quoted glob), or --old FILE... --new FILE....") }
+            return ([old], [new])
+        }
+        if old != nil || new != nil {
+            throw ValidationError("Give the sides either as the two arguments OLD NEW or with --old and --new, not both (a lone argument after --old is not taken as the new side: write --new).")
+        }
+        if oldFiles.isEmpty || newFiles.isEmpty { throw ValidationError("--old and --new each name at least one input.") }
+        return (oldFiles, newFiles)
+    }
+
     func validate() throws {
+        _ = try sides()
         _ = try ignorePatterns(ignore)
         _ = try parsedKeys(key)
         _ = try decodeAsRules(decodeAs)
     }
 
     func run() throws {
+        let (oldArgs, newArgs) = try sides()
+        let a: DiffInput, b: DiffInput
+        do {
+            a = try DiffInput.at(CaptureFiles.expand(oldArgs))
+            b = try DiffInput.at(CaptureFiles.expand(newArgs))
+        } catch {
+            FileHandleErr.write("framedump diff: \(error)\n")
+            throw ExitCode(2)
+        }
         // NDJSON exports were decoded when they were made; captures need dissectors now.
-        if case .capture = DiffInput.at(old) {
+        if case .captures = a {
             try NoDissectors.refuse("diff", explicit: dissectors, allowUndecoded: allowUndecoded)
-        } else if case .capture = DiffInput.at(new) {
+        } else if case .captures = b {
             try NoDissectors.refuse("diff", explicit: dissectors, allowUndecoded: allowUndecoded)
         }
         var options = PipelineOptions()
@@ -75,7 +104,7 @@ struct Diff: ParsableCommand {
         let differ = CaptureDiff(options: options, ignore: try ignorePatterns(ignore))
         let result: DiffResult
         do {
-            result = try differ.run(DiffInput.at(old), DiffInput.at(new))
+            result = try differ.run(a, b)
         } catch let e as DissectorError {
             FileHandleErr.write("\(e.description)\n")
             throw ExitCode(2)
@@ -93,7 +122,7 @@ struct Diff: ParsableCommand {
             FileHandleErr.write(DiffReport.summaryLine(result) + "\n")
         } else {
             let paint = color == .always || (color == .auto && isatty(1) != 0)
-            out.write(DiffReport.text(result, old: old, new: new, color: paint))
+            out.write(DiffReport.text(result, old: oldArgs.joined(separator: " "), new: newArgs.joined(separator: " "), color: paint))
             out.flush()
         }
         // A pattern that matched nothing anywhere is most likely misspelt: the report above was

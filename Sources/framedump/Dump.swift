@@ -20,8 +20,11 @@ struct Dump: ParsableCommand {
         commandName: "dump",
         abstract: "Capture or read packets and print decoded messages (the default command).")
 
-    @Option(name: .customShort("r"), help: ArgumentHelp("Read packets from a pcap/pcapng file ('-' for stdin).", valueName: "file"))
-    var readFile: String?
+    @Option(name: .customShort("r"), help: ArgumentHelp("Read packets from a pcap/pcapng file ('-' for stdin). Repeatable; a folder (its .pcap, .pcapng, .cap files) or a quoted glob ('caps/*.pcap') too: the files are merged in time order into one run, as mergecap merges them.", valueName: "file"))
+    var readFiles: [String] = []
+
+    @Flag(name: .long, help: "With several -r files: one run per file, each under a header line (NDJSON: a {\"type\":\"file\"} line), instead of one merged run.")
+    var each = false
 
     @Option(name: .customShort("i"), help: ArgumentHelp("Capture live on an interface.", valueName: "iface"))
     var interface: String?
@@ -31,6 +34,15 @@ struct Dump: ParsableCommand {
 
     @Option(name: .customShort("w"), help: ArgumentHelp("Write the packets that pass the filter to a pcap file.", valueName: "file"))
     var writeFile: String?
+
+    @Option(name: .customShort("C"), help: ArgumentHelp("-w: start a new file when the current one is larger than this many millions of bytes (as tcpdump; a k, m or g suffix: KiB, MiB, GiB); files file, file1, file2...", valueName: "size"))
+    var fileSize: String?
+
+    @Option(name: .customShort("G"), help: ArgumentHelp("-w: start a new file every this many seconds of packet time; the -w name goes through strftime (-w 'cap-%H%M%S.pcap'), as tcpdump's.", valueName: "seconds"))
+    var rotateSeconds: Int64?
+
+    @Option(name: .customShort("W"), help: ArgumentHelp("With -C: a ring of this many files (the oldest overwritten, numbers zero-padded); with -G alone: stop after this many files.", valueName: "count"))
+    var fileCount: Int?
 
     @Option(name: .customShort("c"), help: ArgumentHelp("Stop after this many packets.", valueName: "count"))
     var count: UInt64?
@@ -130,9 +142,13 @@ struct Dump: ParsableCommand {
 
     func validate() throws {
         if listInterfaces { return }
-        if readFile != nil && interface != nil {
+        if !readFiles.isEmpty && interface != nil {
             throw ValidationError("Give either -r FILE or -i INTERFACE, not both.")
         }
+        if each && readFiles.isEmpty { throw ValidationError("--each runs once per -r file: give -r.") }
+        if each && writeFile != nil { throw ValidationError("--each with -w: the runs would write one file in turn; merge the inputs (leave out --each) or run once per file.") }
+        if each && streams != nil { throw ValidationError("--each with --streams: each run would write the same folder; run once per file with its own --streams folder.") }
+        _ = try rotation()
         if idleTimeout < 1 { throw ValidationError("--idle-timeout must be at least 1.") }
         if count == 0 { throw ValidationError("-c must be at least 1.") }
         if hex && (json || format == .json || diffable) {
@@ -145,9 +161,38 @@ struct Dump: ParsableCommand {
         _ = try ignorePatterns(ignore)
         _ = try decodeAsRules(decodeAs)
         if !ignore.isEmpty && !diffable { throw ValidationError("--ignore leaves fields out of --diffable output: add --diffable.") }
-        if displayFilter != nil && writeFile != nil && (interface != nil || readFile == "-") {
+        if displayFilter != nil && writeFile != nil && (interface != nil || readFiles == ["-"]) {
             throw ValidationError("-Y with -w writes the packets of the matching messages, which are known only once they are decoded: the capture is read twice, so it must be a file (-r FILE); live, write everything with -w and filter the file afterwards.")
         }
+    }
+
+    /// `-C`, `-G`, `-W` as tcpdump takes them (nil when none is given).
+    func rotation() throws -> Rotation? {
+        if fileSize == nil && rotateSeconds == nil {
+            if fileCount != nil { throw ValidationError("-W counts the files of -C or -G: give one of them.") }
+            return nil
+        }
+        guard let w = writeFile else { throw ValidationError("-C and -G start new -w files: give -w FILE.") }
+        if w == "-" { throw ValidationError("-C and -G start new files: -w - (standard output) is one stream.") }
+        var r = Rotation()
+        if let text = fileSize {
+            let units: [Character: UInt64] = ["k": 1024, "K": 1024, "m": 1 << 20, "M": 1 << 20, "g": 1 << 30, "G": 1 << 30]
+            var digits = Substring(text), unit: UInt64 = 1_000_000
+            if let last = text.last, let u = units[last] { digits = digits.dropLast(); unit = u }
+            guard let n = UInt64(digits), n > 0, n <= UInt64.max / unit else {
+                throw ValidationError("-C \(text): a size in millions of bytes (a whole number above 0), or with a k, m or g suffix (KiB, MiB, GiB).")
+            }
+            r.fileSize = n * unit
+        }
+        if let g = rotateSeconds {
+            guard g > 0 else { throw ValidationError("-G must be at least 1 (seconds).") }
+            r.seconds = g
+        }
+        if let n = fileCount {
+            guard n > 0 else { throw ValidationError("-W must be at least 1.") }
+            r.files = n
+        }
+        return r
     }
 
     /// `--key NAME=HEX` values; the error never repeats the key.
@@ -156,7 +201,7 @@ struct Dump: ParsableCommand {
     func run() throws {
         // Checked here rather than in validate(): the parser reports an unknown option only
         // after validate(), and `framedump --bogus` must name `--bogus`.
-        if readFile == nil && interface == nil && !listInterfaces {
+        if readFiles.isEmpty && interface == nil && !listInterfaces {
             throw ValidationError("Nothing to read: give -r FILE (a pcap/pcapng capture) or -i INTERFACE (live).")
         }
         if listInterfaces {
@@ -187,7 +232,13 @@ struct Dump: ParsableCommand {
         options.protoDefaults = protoDefaults
         options.tlsKeyLogs = tlsKeylog + ((getenv("FRAMEDUMP_TLS_KEYLOG").map { [String(cString: $0)] }) ?? [])
 
-        let input: CaptureInput
+        // -r's arguments as files: one is read as ever, several are merged (or, with --each,
+        // read one run after another).
+        var files: [String] = []
+        if interface == nil {
+            do { files = try CaptureFiles.expand(readFiles) } catch { fail(error) }
+        }
+        var runs: [RunInput]
         if let iface = interface {
             var live: LiveOptions
             do { live = LiveOptions(interface: try PacketSource.interfaceName(iface)) } catch { fail(error) }
@@ -195,57 +246,85 @@ struct Dump: ParsableCommand {
             live.bufferKiB = bufferKiB ?? LiveOptions.defaultBufferKiB
             live.promiscuous = !noPromiscuous
             live.immediate = lineBuffered
-            input = .live(live)
+            runs = [.capture(.live(live))]
         } else {
-            input = .file(readFile!)
+            runs = each || files.count == 1 ? files.map { RunInput.capture(.file($0)) } : [RunInput.merged(files)]
             options.decodeThread = !oneThread && !lineBuffered
+        }
+        // --each: every file is opened first, so a bad one is said before any output.
+        if runs.count > 1 {
+            for f in files { do { _ = try PacketSource(.file(f)) } catch { fail(error) } }
         }
         // `-w -`: stdout is the capture and nothing else (as with tcpdump); text goes to stderr.
         let out = OutputBuffer(fd: writeFile == "-" ? 2 : 1)
         out.lineBuffered = lineBuffered
-        let readError: Error?
-        do {
-            readError = try capture(input: input, options: options, out: out)
-        } catch let e as DissectorError {
-            out.flush()
-            FileHandleErr.write("\(e.description)\n")
-            throw ExitCode(2)
-        } catch let e as FilterError {
-            out.flush()
-            FileHandleErr.write("\(e.description)\n")
-            throw ExitCode(2)
-        } catch let e as DecodeAsError {
-            out.flush()
-            FileHandleErr.write("framedump: \(e.description)\n")
-            throw ExitCode(2)
-        } catch let e as TLSKeyLogError {
-            out.flush()
-            FileHandleErr.write("framedump: \(e.message)\n")
-            throw ExitCode(2)
-        } catch {
-            out.flush()
-            fail(error)
+        for (i, input) in runs.enumerated() {
+            if runs.count > 1, case .capture(.file(let path)) = input { fileHeader(path, first: i == 0, options: options, out: out) }
+            let readError: Error?
+            do {
+                readError = try capture(input: input, options: options, out: out)
+            } catch let e as DissectorError {
+                out.flush()
+                FileHandleErr.write("\(e.description)\n")
+                throw ExitCode(2)
+            } catch let e as FilterError {
+                out.flush()
+                FileHandleErr.write("\(e.description)\n")
+                throw ExitCode(2)
+            } catch let e as DecodeAsError {
+                out.flush()
+                FileHandleErr.write("framedump: \(e.description)\n")
+                throw ExitCode(2)
+            } catch let e as TLSKeyLogError {
+                out.flush()
+                FileHandleErr.write("framedump: \(e.message)\n")
+                throw ExitCode(2)
+            } catch {
+                out.flush()
+                fail(error)
+            }
+            if let readError { fail(readError) }
         }
-        if let readError { fail(readError) }
+    }
+
+    /// --each: the line that says whose output follows. NDJSON: a line of its own type, so
+    /// each file's lines are those a run on that file alone prints.
+    func fileHeader(_ path: String, first: Bool, options: PipelineOptions, out: OutputBuffer) {
+        if options.format == .json {
+            out.write("{\"type\":\"file\",\"file\":")
+            JSONText.string(RawPath.display(path), to: out)
+            out.write("}\n")
+        } else {
+            out.write((first ? "" : "\n") + "==> \(RawPath.display(path)) <==\n")
+        }
+        // A summary that goes to stderr is said under the same name.
+        if (quiet || verbose > 0) && (options.format == .json || writeFile == "-") {
+            out.flush()
+            FileHandleErr.write("==> \(RawPath.display(path)) <==\n")
+        }
     }
 
     /// Runs the capture; returns a read error that came after some packets were processed
     /// (a capture cut off mid-record), so what came before is still reported.
-    func capture(input: CaptureInput, options: PipelineOptions, out: OutputBuffer) throws -> Error? {
+    func capture(input: RunInput, options: PipelineOptions, out: OutputBuffer) throws -> Error? {
         let pipeline = try Pipeline(options: options, output: out)
-        let source = try PacketSource(input)
+        let source = try input.open()
+        let live = source as? PacketSource
+        let isLive = live?.isLive ?? false
         if pipeline.dissectorCount == 0 && !segments && !follow {
             FileHandleErr.write("framedump: warning: no dissector loaded (\(DissectorLoader.searchDescription(explicit: dissectors))): messages will not be decoded, only WebSocket is shown; give -d PATH\n")
         }
         // A progress line for files, on a terminal's stderr, unless stdout is that terminal too
         // with the messages being printed to it.
-        if case .file(let path) = input, path != "-", !noProgress, isatty(2) != 0,
+        if !input.files.isEmpty, !noProgress, isatty(2) != 0,
            !(isatty(1) != 0 && writeFile != "-" && !quiet) {
-            var st = stat()
-            if stat(path, &st) == 0 {
-                let p = pipeline
-                pipeline.progress = Progress(fileSize: UInt64(st.st_size)) { p.messageCount }
+            var total: UInt64 = 0
+            for path in input.files {
+                var st = stat()
+                if RawPath.withCString(path, { stat($0, &st) }) == 0 { total += UInt64(st.st_size) }
             }
+            let p = pipeline
+            pipeline.progress = Progress(fileSize: total) { p.messageCount }
         }
         if !LinkDecoder(linkType: source.linkType).isSupported {
             FileHandleErr.write("framedump: warning: link type \(source.linkType) is not decoded; its packets are counted and skipped\n")
@@ -254,8 +333,11 @@ struct Dump: ParsableCommand {
         if displayFilter != nil && writeFile != nil {
             pipeline.writeOnly = try matchingPackets(input: input, options: options)
         }
-        let dumper = try writeFile.map { path throws -> PacketDumper in try source.openDumper(path) }
-        if source.isLive {
+        let rotating = (try? rotation()) ?? nil
+        let dumper = try writeFile.map { path throws -> CaptureWriter in
+            try CaptureWriter(path: path, rotation: rotating) { p throws(CaptureError) in try source.openDumper(p) }
+        }
+        if isLive {
             let target = user ?? (Privileges.isRoot ? "nobody" : nil)
             if let target, target != "root" { try Privileges.drop(to: target, handOver: streams.map { [$0] } ?? []) }
         }
@@ -268,40 +350,51 @@ struct Dump: ParsableCommand {
             readError = error
         }
         pipeline.finish()
-        dumper?.flush()
+        do { try dumper?.finish() } catch { readError = readError ?? error }
+        if let dumper, dumper.reachedFileLimit, let n = rotating?.files {
+            FileHandleErr.write("framedump: -W \(n): the last of \(n) files is written (\(RawPath.display(dumper.opened.last ?? ""))): stopped\n")
+        }
         // A pcapng file with interfaces of several link types: those not decoded are said too.
         for t in source.linkTypesSeen where t != source.linkType && !LinkDecoder(linkType: t).isSupported {
             FileHandleErr.write("framedump: warning: link type \(t) is not decoded; its packets are counted and skipped\n")
         }
-        if verbose > 0, let why = source.handedOver, case .file(let path) = input {
-            FileHandleErr.write("framedump: \(RawPath.display(path)): libpcap refused or cut part of it (\(why)): read by framedump's own reader\n")
+        if verbose > 0 {
+            var refused: [(file: String, why: String)] = []
+            if let live, let why = live.handedOver, case .capture(.file(let path)) = input { refused = [(path, why)] }
+            if let merged = source as? MergedSource { refused = merged.handedOver }
+            for (path, why) in refused {
+                FileHandleErr.write("framedump: \(RawPath.display(path)): libpcap refused or cut part of it (\(why)): read by framedump's own reader\n")
+            }
         }
         // The reader closed the pipe (`framedump ... | head`): files are complete, and nothing
         // more is said; a closed pipe is how such a run ends, not an error.
         if out.closed || (writeFile == "-" && dumper?.failed == true) { return nil }
-        if source.endedWhileBeingWritten, case .file(let path) = input {
+        var growing: [String] = []
+        if let live, live.endedWhileBeingWritten, case .capture(.file(let path)) = input { growing = [path] }
+        if let merged = source as? MergedSource { growing = merged.endedWhileBeingWritten }
+        for path in growing {
             FileHandleErr.write("framedump: \(RawPath.display(path)) is still being written: read up to its last whole record\n")
         }
         // With NDJSON (or -w -) stdout holds the data and nothing else: the summary goes to stderr.
         let summaryToStderr = options.format == .json || writeFile == "-"
-        if source.isLive && !quiet {
-            pipeline.printSummary(live: source.statistics(), to: OutputBuffer(fd: 2))
+        if isLive && !quiet {
+            pipeline.printSummary(live: live?.statistics(), to: OutputBuffer(fd: 2))
         } else if quiet || verbose > 0 {
-            pipeline.printSummary(live: source.statistics(), to: summaryToStderr ? OutputBuffer(fd: 2) : nil)
+            pipeline.printSummary(live: live?.statistics(), to: summaryToStderr ? OutputBuffer(fd: 2) : nil)
         }
         out.flush()
         return readError
     }
 
     /// `-Y … -w`: a first pass over the file finds the matching messages' packets.
-    func matchingPackets(input: CaptureInput, options: PipelineOptions) throws -> MatchedPackets {
+    func matchingPackets(input: RunInput, options: PipelineOptions) throws -> MatchedPackets {
         var o = options
         o.statistics = []
         o.decodeThread = false
         o.streamsDir = nil
         let matched = MatchedPackets()
         let first = try Pipeline(options: o, output: OutputBuffer(fd: nil), messageSink: matched)
-        let source = try PacketSource(input)
+        let source = try input.open()
         if !filter.isEmpty { try source.setFilter(filter.joined(separator: " ")) }
         try first.run(source, limit: count, dumper: nil, lineBuffered: false)
         first.finish()
@@ -323,11 +416,33 @@ enum FileHandleErr {
     }
 }
 
+/// What one run reads: a capture as before (a file, stdin, an interface), or files merged.
+enum RunInput {
+    case capture(CaptureInput)
+    case merged([String])
+
+    func open() throws(CaptureError) -> any PacketInput {
+        switch self {
+        case .capture(let c): return try PacketSource(c)
+        case .merged(let files): return try MergedSource.open(files)
+        }
+    }
+
+    /// The files read (none for stdin or an interface), for the progress line's total.
+    var files: [String] {
+        switch self {
+        case .capture(.file(let path)): return path == "-" ? [] : [path]
+        case .capture: return []
+        case .merged(let files): return files
+        }
+    }
+}
+
 /// Ctrl-C / SIGTERM: ask libpcap to leave its loop, so outputs are flushed and the summary printed.
 enum StopSignal {
-    nonisolated(unsafe) static var source: PacketSource?
+    nonisolated(unsafe) static var source: (any PacketInput)?
 
-    static func install(_ s: PacketSource) {
+    static func install(_ s: any PacketInput) {
         source = s
         signal(SIGINT) { _ in StopSignal.source?.stop() }
         signal(SIGTERM) { _ in StopSignal.source?.stop() }

@@ -53,7 +53,7 @@ struct Framedump: ParsableCommand {
     static func subcommandAfterOptions(_ args: [String]) -> String? {
         guard let first = args.first, first.hasPrefix("-") else { return nil }
         let names: Set<String> = ["dump", "check", "diff", "dissectors", "guess", "ui"]
-        let takesValue: Set<String> = ["-r", "-w", "-i", "-c", "-s", "-B", "-Z", "-T", "-d", "-Y", "-z", "--filter", "--ignore",
+        let takesValue: Set<String> = ["-r", "-w", "-i", "-c", "-C", "-G", "-W", "--old", "--new", "-s", "-B", "-Z", "-T", "-d", "-Y", "-z", "--filter", "--ignore",
                                        "--color", "--streams", "--proto-path", "--key", "--decode-as", "--idle-timeout"]
         for (i, a) in args.enumerated() where i > 0 && names.contains(a) {
             if !takesValue.contains(args[i - 1]) && !args[i - 1].hasPrefix("--max") { return a }

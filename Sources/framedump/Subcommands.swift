@@ -41,8 +41,8 @@ struct Check: ParsableCommand {
     @Option(name: .customShort("d"), help: ArgumentHelp("With -r: a dissector file or folder (repeatable), as the positional paths.", valueName: "path"))
     var dissectors: [String] = []
 
-    @Option(name: .customShort("r"), help: ArgumentHelp("Validate this capture against the dissectors (default ./Dissectors and $FRAMEDUMP_DISSECTORS).", valueName: "file"))
-    var capture: String?
+    @Option(name: .customShort("r"), help: ArgumentHelp("Validate this capture against the dissectors (default ./Dissectors and $FRAMEDUMP_DISSECTORS); repeatable, a folder or a quoted glob too: the files are merged in time order, as dump's -r.", valueName: "file"))
+    var capture: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("With -r: tolerate this problem class (repeatable).", valueName: "class"))
     var allow: [String] = []
@@ -71,9 +71,9 @@ struct Check: ParsableCommand {
     var limits: LoadLimitOptions
 
     func run() throws {
-        if let capture {
+        if !capture.isEmpty {
             try NoDissectors.refuse("check -r", explicit: paths + dissectors, allowUndecoded: allowUndecoded)
-            return try CheckCapture.run(capture: capture, dissectors: paths + dissectors, protoPath: protoPath, allow: allow,
+            return try CheckCapture.run(captures: capture, dissectors: paths + dissectors, protoPath: protoPath, allow: allow,
                                         unclaimed: unclaimed, limits: limits.limits, decodeAs: try decodeAsRules(decodeAs),
                                         tlsKeyLogs: tlsKeylog + (getenv("FRAMEDUMP_TLS_KEYLOG").map { [String(cString: $0)] } ?? []))
         }

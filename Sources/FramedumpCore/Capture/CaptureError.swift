@@ -16,6 +16,12 @@ public enum CaptureError: Error, CustomStringConvertible, Equatable {
     case badFilter(String, String)
     case dumpOpenFailed(String, String)
     case privilegeDrop(String)
+    /// A quoted glob that matched nothing, or a folder with no capture file in it.
+    case noCaptureFiles(String)
+    /// One file named twice among several inputs (its two names).
+    case repeatedFile(String, String)
+    /// `-r -` among other inputs.
+    case stdinInSet
 
     public var description: String {
         // A path whose bytes are not UTF-8 is shown with `\xFF` escapes.
@@ -34,6 +40,13 @@ public enum CaptureError: Error, CustomStringConvertible, Equatable {
         case .badFilter(let f, let why): return "bad filter expression '\(f)': \(why)"
         case .dumpOpenFailed(let p, let why): return "\(p): cannot write capture: \(why)"
         case .privilegeDrop(let why): return "cannot drop privileges: \(why)"
+        case .noCaptureFiles(let p):
+            return p.contains(where: { "*?[".contains($0) }) ? "\(p): no file matches this pattern"
+                : "\(p): no capture file in this folder (it reads *.pcap, *.pcapng and *.cap)"
+        case .repeatedFile(let a, let b):
+            return a == b ? "\(a): named twice among the inputs (each packet would be merged with itself)"
+                : "\(a) and \(b) are the same file (each packet would be merged with itself)"
+        case .stdinInSet: return "'-' (standard input) can only be read alone, not merged with other inputs"
         }
     }
 
@@ -44,6 +57,8 @@ public enum CaptureError: Error, CustomStringConvertible, Equatable {
         case .truncatedCapture(let p, let w): return .truncatedCapture(RawPath.display(p), w)
         case .readFailedIn(let p, let w): return .readFailedIn(RawPath.display(p), w)
         case .dumpOpenFailed(let p, let w): return .dumpOpenFailed(RawPath.display(p), w)
+        case .noCaptureFiles(let p): return .noCaptureFiles(RawPath.display(p))
+        case .repeatedFile(let a, let b): return .repeatedFile(RawPath.display(a), RawPath.display(b))
         default: return self
         }
     }
@@ -52,7 +67,8 @@ public enum CaptureError: Error, CustomStringConvertible, Equatable {
     public var exitCode: Int32 {
         switch self {
         case .badFilter: return 2
-        case .noSuchFile: return 3
+        case .noSuchFile, .noCaptureFiles: return 3
+        case .repeatedFile, .stdinInSet: return 2
         case .notACapture: return 4
         case .truncatedCapture, .readFailed, .readFailedIn: return 5
         case .noSuchInterface: return 6

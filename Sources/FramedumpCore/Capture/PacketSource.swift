@@ -31,7 +31,7 @@ public struct LiveOptions: Sendable {
 /// read by `PcapngReader`, from where libpcap stopped, with BPF filters still libpcap's; and
 /// in the classic pcap files where libpcap cuts a record longer than the header's snaplen
 /// down to the snaplen: `PcapReader` reads on from the start of that record.
-public final class PacketSource {
+public final class PacketSource: PacketInput {
     /// libpcap's handle; nil when libpcap refused the file at once (its pcapng version).
     let handle: OpaquePointer?
     /// The first interface's link type (the only one, when libpcap reads the whole file).
@@ -60,10 +60,11 @@ public final class PacketSource {
     @exclusivity(unchecked) private var ownFilter: UnsafeMutablePointer<bpf_program>?
     /// The link types of the packets read so far, in order of appearance.
     @exclusivity(unchecked) public private(set) var linkTypesSeen: [Int32] = []
-    /// The BPF filter, compiled per link type when our reader reads (libpcap's `pcap_compile`
-    /// on a dead handle of that link type, run by `pcap_offline_filter`).
-    @exclusivity(unchecked) private var filterExpression: String?
-    @exclusivity(unchecked) private var programs: [Int32: UnsafeMutablePointer<bpf_program>] = [:]
+    /// The BPF filter, when our reader reads or a classic pcap file is read record by record
+    /// (compiled per link type: `PacketFilter`).
+    @exclusivity(unchecked) private var filter: PacketFilter?
+    /// libpcap has handed out its last packet (the end, `stop()`, or a hand-over to our reader).
+    @exclusivity(unchecked) private var libpcapDone = false
     /// Set by `stop()` (from a signal handler too): our reader's loop returns.
     private let stopFlag: UnsafeMutablePointer<sig_atomic_t> = {
         let p = UnsafeMutablePointer<sig_atomic_t>.allocate(capacity: 1)
@@ -150,14 +151,11 @@ public final class PacketSource {
             handle = h
         }
         linkType = pcap_datalink(handle!)
+        linkTypesSeen = [linkType]
     }
 
     deinit {
         if let handle { pcap_close(handle) }
-        for p in programs.values {
-            pcap_freecode(p)
-            p.deallocate()
-        }
         stopFlag.deallocate()
     }
 
@@ -181,15 +179,15 @@ public final class PacketSource {
     /// Compiles a BPF filter with libpcap and installs it. (Our reader's packets are filtered
     /// by the same expression compiled for each one's link type.)
     public func setFilter(_ expression: String) throws(CaptureError) {
-        filterExpression = expression
+        let f = PacketFilter(expression, mainLinkType: linkType)
+        filter = f
         guard let handle, reader == nil else {
-            // (Checked now; PKTAP's packets are filtered by their inner link type, Ethernet's most often.)
-            _ = try program(for: Self.isPKTAP(linkType) ? 1 : linkType)
+            try f.check(linkType)
             return
         }
         if clampedCaplen != UInt32.max {
-            if !Self.isPKTAP(linkType) {
-                ownFilter = try program(for: linkType)
+            if !PacketFilter.isPKTAP(linkType) {
+                ownFilter = try f.program(for: linkType)
                 return
             }
             clampedCaplen = UInt32.max  // (PKTAP filtered by libpcap: records it cuts stay cut)
@@ -204,63 +202,31 @@ public final class PacketSource {
         }
     }
 
-    /// The filter compiled for one link type (once), as libpcap compiles it for a handle of that type.
-    private func program(for linkType: Int32) throws(CaptureError) -> UnsafeMutablePointer<bpf_program>? {
-        guard let expression = filterExpression else { return nil }
-        if let p = programs[linkType] { return p }
-        guard let dead = pcap_open_dead(linkType, 262_144) else { throw .badFilter(expression, "pcap_open_dead failed") }
-        defer { pcap_close(dead) }
-        let p = UnsafeMutablePointer<bpf_program>.allocate(capacity: 1)
-        p.initialize(to: bpf_program())
-        if pcap_compile(dead, p, expression, 1, PCAP_NETMASK_UNKNOWN) != 0 {
-            let why = String(cString: pcap_geterr(dead))
-            p.deallocate()
-            throw .badFilter(expression, linkType == self.linkType ? why : "\(why) (for the packets of link type \(linkType))")
-        }
-        programs[linkType] = p
-        return p
-    }
-
-    static func isPKTAP(_ linkType: Int32) -> Bool { linkType == 149 || linkType == 258 }
-
-    /// The BPF filter run over one of our reader's packets (`pcap_offline_filter`). libpcap
-    /// compiles no filter for Apple's PKTAP outside macOS: the packet inside its header is
-    /// filtered by the inner link type instead (the header says both: `LinkDecoder.pktap`).
-    private func passes(_ data: UnsafeRawBufferPointer, wireLength: Int, linkType: Int32, inner: Bool = false) throws(CaptureError) -> Bool {
-        if Self.isPKTAP(linkType) {
-            guard !inner, let len = data.u32le(0), let dlt = data.u32le(8), len >= 12, len <= UInt32(data.count) else { return false }
-            return try passes(data.slice(Int(len), data.count), wireLength: max(0, wireLength - Int(len)),
-                              linkType: Int32(truncatingIfNeeded: dlt), inner: true)
-        }
-        guard let prog = try program(for: linkType) else { return true }
-        var h = pcap_pkthdr()
-        h.caplen = UInt32(data.count)
-        h.len = UInt32(clamping: max(wireLength, data.count))
-        return pcap_offline_filter(prog, &h, data.bindMemory(to: UInt8.self).baseAddress) != 0
-    }
-
     /// Reads packets until the end, `limit` packets, or `stop()`; the closure returns false to stop.
     public func forEach(limit: UInt64? = nil, _ body: (Packet) -> Bool) throws(CaptureError) {
-        if reader == nil, let handle {
-            guard let resumeAt = try libpcapLoop(handle, limit: limit, body) else { return }
-            if clampedCaplen != UInt32.max {
-                let r = try PcapReader(path: name, resumeAt: resumeAt)
-                peeked = try r.next()
-                let caplen = peeked?.data.count ?? 0
-                handedOver = "a record at offset \(resumeAt) of \(caplen) captured bytes, bigger than the snaplen of \(clampedCaplen): libpcap keeps its first \(clampedCaplen)"
-                reader = r
-            } else {
-                reader = try PcapngReader(path: name, resumeAt: resumeAt)
-            }
-        }
-        if let reader { try readerLoop(reader, limit: limit, body) }
-    }
-
-    /// Our reader's packets, after libpcap's (or from the start).
-    private func readerLoop(_ reader: RecordReader, limit: UInt64?, _ body: (Packet) -> Bool) throws(CaptureError) {
         while true {
             if let limit, packetCount >= limit { return }
-            if stopFlag.pointee != 0 { return }
+            guard let p = try next() else { return }
+            if !body(p) { return }
+        }
+    }
+
+    /// The next packet, numbered in this capture; nil at the end or after `stop()`. Its
+    /// `data` is valid until the next call (a merge holds one packet of each file this way).
+    @inline(__always)
+    public func next() throws(CaptureError) -> Packet? {
+        if !libpcapDone, let handle {
+            if let p = try libpcapNext(handle) { return p }
+            libpcapDone = true
+        }
+        guard let reader else { return nil }
+        return try readerNext(reader)
+    }
+
+    /// Our reader's next packet, after libpcap's (or from the start).
+    private func readerNext(_ reader: RecordReader) throws(CaptureError) -> Packet? {
+        while true {
+            if stopFlag.pointee != 0 { return nil }
             let next: PcapngReader.Record?
             if let p = peeked {
                 next = p
@@ -269,41 +235,42 @@ public final class PacketSource {
                 do { next = try reader.next() } catch {
                     if case .truncatedCapture = error, GrowingFile.hasWriter(name) == true {
                         endedWhileBeingWritten = true
-                        return
+                        return nil
                     }
                     throw error
                 }
             }
-            guard let r = next else { return }
-            if filterExpression != nil, try !passes(r.data, wireLength: r.wireLength, linkType: r.linkType) { continue }
+            guard let r = next else { return nil }
+            if let filter, try !filter.passes(r.data, wireLength: r.wireLength, linkType: r.linkType) { continue }
             packetCount += 1
             if !linkTypesSeen.contains(r.linkType) { linkTypesSeen.append(r.linkType) }
-            let p = Packet(ref: PacketRef(number: packetCount, ts: r.ts), data: r.data, wireLength: r.wireLength, linkType: r.linkType)
-            if !body(p) { return }
+            return Packet(ref: PacketRef(number: packetCount, ts: r.ts), data: r.data, wireLength: r.wireLength, linkType: r.linkType)
         }
     }
 
-    /// libpcap's packets; the file offset to read on from with our reader when libpcap refuses
-    /// the rest of a pcapng file or cuts a classic pcap record (that record's), nil when done.
-    private func libpcapLoop(_ handle: OpaquePointer, limit: UInt64?, _ body: (Packet) -> Bool) throws(CaptureError) -> UInt64? {
+    /// libpcap's next packet; nil when libpcap is done: at the end, or when it refuses the
+    /// rest of a pcapng file or would cut a classic pcap record (our reader is then set up
+    /// to read on from there).
+    @inline(__always)
+    private func libpcapNext(_ handle: OpaquePointer) throws(CaptureError) -> Packet? {
         var header: UnsafeMutablePointer<pcap_pkthdr>?
         var data: UnsafePointer<UInt8>?
-        if packetCount == 0 { linkTypesSeen = [linkType] }
         while true {
-            if let limit, packetCount >= limit { return nil }
             let rc = pcap_next_ex(handle, &header, &data)
             switch rc {
             case 1:
                 guard let h = header?.pointee, let d = data else { continue }
                 // The first record libpcap cut: our reader reads on from its start.
-                if pcapOffset == cutAt { return cutAt }
+                if pcapOffset == cutAt {
+                    try handOver(at: cutAt, why: nil)
+                    return nil
+                }
                 pcapOffset &+= 16 &+ UInt64(h.caplen)
                 if let ownFilter, pcap_offline_filter(ownFilter, header, d) == 0 { continue }
                 packetCount += 1
                 let ts = Timestamp(seconds: Int64(h.ts.tv_sec), nanos: UInt32(clamping: h.ts.tv_usec))
                 let buf = UnsafeRawBufferPointer(start: d, count: Int(h.caplen))
-                let p = Packet(ref: PacketRef(number: packetCount, ts: ts), data: buf, wireLength: Int(h.len), linkType: linkType)
-                if !body(p) { return nil }
+                return Packet(ref: PacketRef(number: packetCount, ts: ts), data: buf, wireLength: Int(h.len), linkType: linkType)
             case 0:
                 continue  // live read timeout: nothing arrived yet
             case PCAP_ERROR_BREAK:
@@ -317,8 +284,8 @@ public final class PacketSource {
                    let file = pcap_file(handle) {
                     let at = ftell(file)
                     if at >= 0 {
-                        handedOver = why
-                        return UInt64(at)
+                        try handOver(at: UInt64(at), why: why)
+                        return nil
                     }
                 }
                 if !isLive && why.contains("truncated") {
@@ -331,6 +298,21 @@ public final class PacketSource {
                 throw .readFailedIn(name == "-" ? "standard input" : name, why)
             }
         }
+    }
+
+    /// Our reader takes over from libpcap at file offset `at`: a classic pcap record libpcap
+    /// would cut (`why` nil), or the rest of a pcapng file libpcap refused (`why`, its words).
+    private func handOver(at: UInt64, why: String?) throws(CaptureError) {
+        if let why {
+            handedOver = why
+            reader = try PcapngReader(path: name, resumeAt: at)
+            return
+        }
+        let r = try PcapReader(path: name, resumeAt: at)
+        peeked = try r.next()
+        let caplen = peeked?.data.count ?? 0
+        handedOver = "a record at offset \(at) of \(caplen) captured bytes, bigger than the snaplen of \(clampedCaplen): libpcap keeps its first \(clampedCaplen)"
+        reader = r
     }
 
     /// Asks a running `forEach` to return; safe to call from a signal handler.
@@ -372,6 +354,9 @@ public final class PacketSource {
         guard n <= all.count else { throw .noSuchInterface(argument) }
         return all[n - 1].name
     }
+
+    /// The snapshot length the capture declares (libpcap's bound when it does not say).
+    public var snaplen: Int32 { handle.map { pcap_snapshot($0) } ?? 262_144 }
 
     /// Opens libpcap's dumper for `-w`: writes packets in this source's (first) link type.
     /// A pcap file holds one link type: a packet of another stops the run (`PacketDumper.accepts`).

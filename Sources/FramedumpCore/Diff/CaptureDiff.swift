@@ -7,18 +7,22 @@
 /// 3. Each pair's directions are aligned (`Alignment`): removed, added, changed items.
 /// 4. Only the items in differences are read again (a second pass) and compared field by field.
 public enum DiffInput: Sendable {
-    case capture(String)
+    /// One capture, or several merged in time order into one run (as `-r` merges them).
+    case captures([String])
     case ndjson(String)
-
-    public var path: String {
-        switch self {
-        case .capture(let p), .ndjson(let p): return p
-        }
-    }
 
     /// NDJSON when the file starts with `{`, else a capture.
     public static func at(_ path: String) -> DiffInput {
-        NDJSONInput.looks(path) ? .ndjson(path) : .capture(path)
+        NDJSONInput.looks(path) ? .ndjson(path) : .captures([path])
+    }
+
+    /// One side named by several files: each a capture (an NDJSON export is compared alone).
+    public static func at(_ paths: [String]) throws(DiffInputError) -> DiffInput {
+        if paths.count == 1 { return at(paths[0]) }
+        if let json = paths.first(where: NDJSONInput.looks) {
+            throw DiffInputError("\(RawPath.display(json)) is an NDJSON export: an export is compared alone, not merged with other inputs")
+        }
+        return .captures(paths)
     }
 }
 
@@ -100,10 +104,10 @@ public final class CaptureDiff {
             let r = try NDJSONInput.load(path, ignore: ignore, wanted: wanted, matched: &m)
             note(m)
             return r
-        case .capture(let path):
+        case .captures(let paths):
             let sink = ConnectionCollector(wanted.map { .fetch($0) } ?? .fingerprints, ignore: ignore)
             let pipeline = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: sink)
-            let source = try PacketSource(.file(path))
+            let source = try MergedSource.open(paths)
             // The second pass ends with the last line it needs.
             sink.onAllFetched = { source.stop() }
             try pipeline.run(source, limit: nil, dumper: nil, lineBuffered: false)

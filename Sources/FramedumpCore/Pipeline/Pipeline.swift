@@ -114,11 +114,25 @@ public final class Pipeline {
     /// With `-Y … -w`: writes only the TCP packets this says (see `MatchedPackets`).
     @exclusivity(unchecked) public var writeOnly: MatchedPackets?
 
-    public func run(_ source: PacketSource, limit: UInt64?, dumper: PacketDumper?, lineBuffered: Bool,
+    public func run(_ source: any PacketInput, limit: UInt64?, dumper: CaptureWriter?, lineBuffered: Bool,
                     dumperToStdout: Bool = false) throws(CaptureError) {
+        // Called with its concrete type, the loop is specialized for it: the per-packet closure
+        // below is then inlined into the reader's own loop, as it was before there were two.
+        if let one = source as? PacketSource {
+            try loop(one, limit: limit, dumper: dumper, lineBuffered: lineBuffered, dumperToStdout: dumperToStdout)
+        } else if let merged = source as? MergedSource {
+            try loop(merged, limit: limit, dumper: dumper, lineBuffered: lineBuffered, dumperToStdout: dumperToStdout)
+        } else {
+            try loop(source, limit: limit, dumper: dumper, lineBuffered: lineBuffered, dumperToStdout: dumperToStdout)
+        }
+    }
+
+    private func loop<Source: PacketInput>(_ source: Source, limit: UInt64?, dumper: CaptureWriter?, lineBuffered: Bool,
+                                           dumperToStdout: Bool) throws(CaptureError) {
         let writeOnly = self.writeOnly
         // Each packet is decoded by its interface's link type (a pcapng file may have several).
         let sourceLink = LinkDecoder(linkType: source.linkType)
+        // A packet -w could not write (another link type, a rotated file that would not open).
         var unwritable: CaptureError?
         let progress = self.progress
         defer { progress?.finish() }
@@ -137,7 +151,13 @@ public final class Pipeline {
             capture.bytes += UInt64(p.wireLength)
             progress?.packet(caplen: p.data.count)
             if let dumper, writeOnly == nil {
-                dumper.write(p)
+                do throws(CaptureError) {
+                    // -G with -W: the last file is made; the run ends here, as tcpdump's does.
+                    guard try dumper.write(p) else { return false }
+                } catch {
+                    unwritable = error
+                    return false
+                }
                 if lineBuffered { dumper.flush() }
             }
             // Nobody reads the output any more (`| head`): stop, as tcpdump does on SIGPIPE.
@@ -153,11 +173,21 @@ public final class Pipeline {
             }
             capture.count(r)
             if case .tcp(let s) = r {
-                if let writeOnly, let dumper, writeOnly.keeps(p.ref.number, s) { dumper.write(p) }
+                if let writeOnly, let dumper, writeOnly.keeps(p.ref.number, s) {
+                    do throws(CaptureError) { guard try dumper.write(p) else { return false } } catch {
+                        unwritable = error
+                        return false
+                    }
+                }
                 if printSegments { seg.print(s, at: p.ref.ts, to: out) }
                 reassembler?.add(s, packet: p.ref)
             } else if case .udp(let d) = r {
-                if let writeOnly, let dumper, writeOnly.keeps(p.ref.number, udp: d) { dumper.write(p) }
+                if let writeOnly, let dumper, writeOnly.keeps(p.ref.number, udp: d) {
+                    do throws(CaptureError) { guard try dumper.write(p) else { return false } } catch {
+                        unwritable = error
+                        return false
+                    }
+                }
                 if flows?.add(d, packet: p.ref) != true { capture.notTCP += 1 }
             } else if case .fragment(let f) = r, let d = defragmenter.add(f, at: p.ref.ts) {
                 // The fragment that completes a datagram carries its segment.

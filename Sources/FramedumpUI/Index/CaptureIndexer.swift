@@ -36,7 +36,7 @@ public final class CaptureIndexer: @unchecked Sendable {
     private var pipeline: Pipeline?
     private var source: PacketSource?
     private var sink: IndexSink?
-    private var dumper: PacketDumper?
+    private var dumper: CaptureWriter?
     private let diffLock = NSLock()
     private var diffText: String?
 
@@ -77,7 +77,7 @@ public final class CaptureIndexer: @unchecked Sendable {
                 temporaryDirectory = dir
                 capturePath = dir + "/live.pcap"
             }
-            dumper = try source.openDumper(capturePath)
+            dumper = try CaptureWriter(path: capturePath) { p throws(CaptureError) in try source.openDumper(p) }
         }
         sink.packets = { [unowned pipeline] in pipeline.capture.packets }
         self.pipeline = pipeline

@@ -67,23 +67,17 @@ final class LiveCaptureTests: XCTestCase {
         _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, UInt32(MemoryLayout<sockaddr_in>.size)) } }
     }
 
-    func testLiveCaptureOnLoopbackThenReadBack() throws {
-        guard TestSupport.isRoot else { throw XCTSkip("live capture needs root or CAP_NET_RAW") }
-        let dir = TestSupport.tempDir()
-        let saved = dir + "/live.pcap"
-        let port = UInt16.random(in: 20000...29999)
-        // framedump as a subprocess; it stops by itself after 40 packets or 20 seconds.
+    /// A live framedump printing segments on lo (a subprocess, bounded by `-c 200`), once it
+    /// is seen to capture: the (still closed) port is knocked on until framedump prints the
+    /// SYN it saw (100 tries, 0.1 s apart). Returns the process, its pipes and what it printed.
+    static func startCapture(_ args: [String], port: UInt16) throws -> (Process, Pipe, Pipe, Data) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: TestSupport.binary)
-        // No -Z: as root it drops to 'nobody' once the handle is open, as tcpdump does.
-        p.arguments = ["-i", "lo", "-l", "--segments", "-c", "200", "-w", saved, "tcp", "port", String(port)]
+        p.arguments = ["-i", "lo", "-l", "--segments", "-c", "200"] + args + ["tcp", "port", String(port)]
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err
         try p.run()
-        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
-        // Wait until the capture really runs: knock on the (still closed) port until framedump
-        // prints the SYN it saw. Bounded: 100 tries, 0.1 s apart.
         var early = Data()
         var ready = false
         for _ in 0..<100 where !ready {
@@ -95,16 +89,32 @@ final class LiveCaptureTests: XCTestCase {
             }
         }
         XCTAssertTrue(ready, "framedump never saw traffic on lo")
-        let messages: [[UInt8]] = [Array("hello".utf8), Array("sticky and split".utf8), [UInt8](repeating: 0x41, count: 300)]
-        try Self.exchange(port: port, messages: messages)
-        // Ctrl-C equivalent: the capture must stop cleanly and print its summary.
+        return (p, out, err, early)
+    }
+
+    /// Ctrl-C equivalent: the capture must stop cleanly; returns (stdout, stderr).
+    static func stop(_ p: Process, _ out: Pipe, _ err: Pipe, _ early: Data) -> (String, String) {
         usleep(500_000)
         kill(p.processIdentifier, SIGINT)
         let deadline = Date().addingTimeInterval(10)
         while p.isRunning && Date() < deadline { usleep(10_000) }
         XCTAssertFalse(p.isRunning, "framedump did not stop on SIGINT")
-        let live = String(decoding: early + out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let summary = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return (String(decoding: early + out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+                String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    }
+
+    func testLiveCaptureOnLoopbackThenReadBack() throws {
+        guard TestSupport.isRoot else { throw XCTSkip("live capture needs root or CAP_NET_RAW") }
+        let dir = TestSupport.tempDir()
+        let saved = dir + "/live.pcap"
+        let port = UInt16.random(in: 20000...29999)
+        // No -Z: as root it drops to 'nobody' once the handle is open, as tcpdump does.
+        let (p, out, err, early) = try Self.startCapture(["-w", saved], port: port)
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
+        let messages: [[UInt8]] = [Array("hello".utf8), Array("sticky and split".utf8), [UInt8](repeating: 0x41, count: 300)]
+        try Self.exchange(port: port, messages: messages)
+        // Ctrl-C equivalent: the capture must stop cleanly and print its summary.
+        let (live, summary) = Self.stop(p, out, err, early)
         XCTAssertEqual(p.terminationStatus, 0, summary)
 
         let segs = live.split(separator: "\n").compactMap(CaptureTests.parse)
@@ -124,5 +134,27 @@ final class LiveCaptureTests: XCTestCase {
         XCTAssertEqual(back.stdout.split(separator: "\n").compactMap(CaptureTests.parse), segs)
         let liveLines = live.split(separator: "\n").filter { $0.contains(" IP ") }
         XCTAssertEqual(back.stdout.split(separator: "\n").map(String.init), liveLines.map(String.init))
+    }
+
+    /// Live with -C: the files rotate while the segments are printed, and read back as a set
+    /// (a folder: live.pcap, live.pcap1…) they give the same lines, the connection whole.
+    func testLiveRotationReadsBackAsOneRun() throws {
+        guard TestSupport.isRoot else { throw XCTSkip("live capture needs root or CAP_NET_RAW") }
+        let dir = TestSupport.tempDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let port = UInt16.random(in: 30000...39999)
+        // -Z root: the files after the first are made after the handle is open (as tcpdump's).
+        let (p, out, err, early) = try Self.startCapture(["-w", dir + "/live.pcap", "-C", "1k", "-Z", "root"], port: port)
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
+        try Self.exchange(port: port, messages: (0..<8).map { [UInt8](repeating: UInt8(0x41 + $0), count: 400) })
+        let (live, summary) = Self.stop(p, out, err, early)
+        XCTAssertEqual(p.terminationStatus, 0, summary)
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir)
+        XCTAssertGreaterThan(files.count, 3, "\(files)")
+        let back = try TestSupport.framedump(["-r", dir, "--segments"])
+        XCTAssertEqual(back.status, 0, back.stderr)
+        let liveLines = live.split(separator: "\n").filter { $0.contains(" IP ") }
+        XCTAssertEqual(back.stdout.split(separator: "\n").map(String.init), liveLines.map(String.init))
+        XCTAssertEqual(back.stdout.split(separator: "\n").compactMap(CaptureTests.parse).filter { $0.dst.hasSuffix(".\(port)") }.map(\.length).reduce(0, +), 3200)
     }
 }

@@ -88,9 +88,12 @@ final class CommandLineTests: XCTestCase {
         }
         XCTAssertEqual(r.status, 11, r.stderr)
         XCTAssertEqual(r.stderr, "framedump: \(path): cannot read: permission denied\n")
-        let folder = try TestSupport.framedump(["-r", dir])
-        XCTAssertEqual(folder.status, 11)
-        XCTAssertTrue(folder.stderr.contains("it is a folder"), folder.stderr)
+        // A folder is read as the set of its captures: the unreadable one is named.
+        let folder = TestSupport.isRoot
+            ? try TestSupport.run(try TestSupport.oracle("setpriv"), ["--reuid=65534", "--regid=65534", "--clear-groups", TestSupport.binary, "-r", dir], cwd: "/")
+            : try TestSupport.framedump(["-r", dir])
+        XCTAssertEqual(folder.status, 11, folder.stderr)
+        XCTAssertEqual(folder.stderr, "framedump: \(path): cannot read: permission denied\n")
     }
 
     /// -q and -v count the same: -q decodes too, so messages with warnings are counted.
