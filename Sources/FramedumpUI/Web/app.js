@@ -80,12 +80,14 @@ async function refreshConnections() {
     if (c.malformed) problems.push(`${c.malformed} malformed`);
     if (c.warnings) problems.push(`${c.warnings} warned`);
     if (c.midstream) problems.push("no SYN");
+    if (c.protocol.includes("not decrypted")) problems.push("not decrypted");
     const notes = c.notes.join("\n");
     body.append(el("tr", { class: state.conn === c.index ? "sel" : "", "data-conn": c.index, title: notes, onclick: () => selectConnection(c.index) },
       el("td", {}, c.index), el("td", {}, c.protocol), el("td", {}, `${c.client} → ${c.server}`),
       el("td", {}, `${c.messages[0]} / ${c.messages[1]}`), el("td", {}, `${fmtBytes(c.bytes[0])} / ${fmtBytes(c.bytes[1])}`),
       el("td", {}, fmtMs(c.duration * 1000)),
-      el("td", { class: problems.length || notes ? "problem" : "" }, problems.join(", ") + (notes && !problems.length ? "notes" : ""))));
+      el("td", { class: problems.length || notes ? "problem" : "" },
+        problems.join(", ") + (notes ? `${problems.length ? ", " : ""}${c.notes.length} note${c.notes.length > 1 ? "s" : ""} (hover)` : ""))));
   }
 }
 
