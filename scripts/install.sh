@@ -18,8 +18,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 root="${DESTDIR:-}$prefix"
-swift build -c release --static-swift-stdlib --product framedump >&2
-bin="$(swift build -c release --static-swift-stdlib --show-bin-path)/framedump"
+# FoundationNetworking, linked in with the rest of Foundation (FlyingFox, the web server of
+# `framedump ui`, imports it), calls libcurl: the link needs libcurl4-openssl-dev, and the
+# installed tool libcurl4.
+static=(-c release --static-swift-stdlib)
+swift build "${static[@]}" --product framedump >&2
+bin="$(swift build "${static[@]}" --show-bin-path)/framedump"
 install -d "$root/bin" "$root/share/man/man1" "$root/share/man/man5" "$root/share/man/man7" "$root/share/framedump/Dissectors" \
   "$root/share/bash-completion/completions" "$root/share/zsh/site-functions" "$root/share/fish/vendor_completions.d"
 install -m 755 "$bin" "$root/bin/framedump"

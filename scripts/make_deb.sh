@@ -21,7 +21,7 @@ Version: $version
 Architecture: $arch
 Maintainer: framedump developers <framedump@localhost>
 Installed-Size: $size
-Depends: libpcap0.8, zlib1g, liblz4-1, libstdc++6, libgcc-s1
+Depends: libpcap0.8, zlib1g, liblz4-1, libcurl4, libstdc++6, libgcc-s1
 Section: net
 Priority: optional
 Description: tcpdump for custom binary protocols
