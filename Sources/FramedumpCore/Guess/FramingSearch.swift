@@ -21,6 +21,10 @@ public struct FramingSearch: Sendable {
     /// must chain from it.
     public var resyncLimit = 2048
     public var resyncConfirm = 4
+    /// The same when screening pieces none of which starts at a boundary: every offset of the
+    /// first few hundred bytes (a first message cut off is rarely longer; 10,368 candidates
+    /// each try them all on three pieces).
+    public var screenResyncLimit = 512
 
     public init() {}
 
@@ -111,27 +115,30 @@ public struct FramingSearch: Sendable {
         // failure but no evidence either (one frame, then nothing).
         var survivors: [(candidate: LengthCandidate, covered: Int)] = []
         var tried = 0
+        // Two thirds of the screening pieces must pass (a candidate stops once it cannot).
+        let needed = (screen.count * 2 + 2) / 3
+        let scratch = ResyncScratch()
         for o in 0..<maxOffset {
             for (w, order) in Self.widths {
                 for a in adjustments {
                     let c = LengthCandidate(offset: o, width: w, order: order, adjustment: a)
                     tried += 1
-                    let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
-                    var passed = 0, covered = 0
-                    for p in screen {
+                    let walker = ChainWalker(candidate: c, maxFrame: maxFrame, scratch: scratch)
+                    var passed = 0, failed = 0, covered = 0
+                    for p in screen where failed <= screen.count - needed {
                         let ok = p.bytes.withUnsafeBufferPointer { b -> Bool in
                             if atBoundary {
                                 let chain = walker.walk(b, from: 0, cut: p.endsCut, maxFrames: 32)
                                 covered += chain.covered
                                 return chain.frames >= 32 || (chain.complete && chain.frames >= 1 && chain.covered * 2 >= b.count)
                             }
-                            guard let s = walker.resync(b, cut: p.endsCut, searchLimit: 256, confirm: 8) else { return false }
+                            guard let s = walker.resync(b, cut: p.endsCut, searchLimit: screenResyncLimit, confirm: 8) else { return false }
                             covered += b.count - s
                             return true
                         }
-                        if ok { passed += 1 }
+                        if ok { passed += 1 } else { failed += 1 }
                     }
-                    if passed * 3 >= screen.count * 2 { survivors.append((c, covered)) }
+                    if passed >= needed { survivors.append((c, covered)) }
                 }
             }
         }
@@ -144,7 +151,7 @@ public struct FramingSearch: Sendable {
         var leastMiss = Int.max
         for (c, _) in survivors {
             let limit = leastMiss == .max ? Int.max : leastMiss + margin
-            guard let s = score(c, streams, keepValues: false, maxMiss: limit) else { continue }
+            guard let s = score(c, streams, keepValues: false, maxMiss: limit, scratch: scratch) else { continue }
             leastMiss = min(leastMiss, s.total - s.covered)
             kept.append(s)
         }
@@ -207,8 +214,12 @@ public struct FramingSearch: Sendable {
     /// nil as soon as it has missed more than `maxMiss` bytes. With `keepValues`, the length
     /// values too (distinct values, smallest and largest frame).
     public func score(_ c: LengthCandidate, _ streams: [SampledStream], keepValues: Bool = true, maxMiss: Int = .max) -> Score? {
+        score(c, streams, keepValues: keepValues, maxMiss: maxMiss, scratch: ResyncScratch())
+    }
+
+    func score(_ c: LengthCandidate, _ streams: [SampledStream], keepValues: Bool, maxMiss: Int, scratch: ResyncScratch) -> Score? {
         var s = Score(candidate: c)
-        let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
+        let walker = ChainWalker(candidate: c, maxFrame: maxFrame, scratch: scratch)
         var distinct = Set<Int>()
         s.perStream = streams.map { (0, 0, $0.byteCount) }
         s.total = s.perStream.reduce(0) { $0 + $1.total }
