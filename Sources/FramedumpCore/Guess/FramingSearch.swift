@@ -160,6 +160,20 @@ public struct FramingSearch: Sendable {
         for s in kept where s.better(than: lead) { lead = s }
         // 3. The candidates as good as the lead, with their length values, for the tie rules.
         var top = kept.filter { $0.ties(lead) }
+        // A fixed width and a varint at the same place read the same small values and chain
+        // through the same frames. From mid-stream, chance frames through the cut-off first
+        // message (a run of one byte value chains through both alike) make either look more
+        // regular at random: when no frame both cut is read differently by the two, they are
+        // one reading and the fixed width is the framing (the language can write it). Where the
+        // values grow they part, and the wrong one wanders through chance frames until it falls
+        // back in step: a varint that had to read an overlong encoding there is not the framing.
+        let fixed = top.filter { !$0.candidate.isVarint }
+        top.removeAll { v in
+            v.candidate.isVarint && fixed.contains { f in
+                f.candidate.offset == v.candidate.offset
+                    && (partings(f.candidate, v.candidate, streams) == 0 || overlongVarints(v.candidate, streams) > 0)
+            }
+        }
         // Before a cut end a length read anywhere (a byte plus a constant takes any value) chains
         // as far as the true one: when such candidates cut different frames, the frames whose
         // first bytes are the most regular (a magic, a version, an id's few values, a length's
@@ -307,6 +321,51 @@ public struct FramingSearch: Sendable {
         return (h.reduce(0) { $0 + max(0, mean - $1) }, n)
     }
 
+    /// How many frames both candidates cut (from the same start) they read different lengths for.
+    func partings(_ a: LengthCandidate, _ b: LengthCandidate, _ streams: [SampledStream]) -> Int {
+        let wa = ChainWalker(candidate: a, maxFrame: maxFrame), wb = ChainWalker(candidate: b, maxFrame: maxFrame)
+        var count = 0
+        for stream in streams {
+            for p in stream.pieces {
+                guard let ca = chain(of: p, wa), let cb = chain(of: p, wb) else { continue }
+                var lengthAt: [Int: Int] = [:]
+                var at = cb.start
+                for length in cb.lengths {
+                    lengthAt[at] = length
+                    at += length
+                }
+                at = ca.start
+                for length in ca.lengths {
+                    if let other = lengthAt[at], other != length { count += 1 }
+                    at += length
+                }
+            }
+        }
+        return count
+    }
+
+    /// How many of a varint candidate's frames read a length no encoder writes: more bytes than
+    /// the value needs (a last byte of zero after a continuation). A fixed-width length read as
+    /// a varint meets one whenever its value has the high bit set and a zero byte follows.
+    func overlongVarints(_ c: LengthCandidate, _ streams: [SampledStream]) -> Int {
+        guard c.isVarint else { return 0 }
+        let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
+        var count = 0
+        for stream in streams {
+            for p in stream.pieces {
+                guard let chain = chain(of: p, walker) else { continue }
+                var at = chain.start
+                for length in chain.lengths {
+                    p.bytes.withUnsafeBufferPointer { b in
+                        if let (_, end) = c.value(b, at: at), end - c.offset > 1, b[at + end - 1] == 0 { count += 1 }
+                    }
+                    at += length
+                }
+            }
+        }
+        return count
+    }
+
     /// The chain through one piece: from its start at a boundary, else from the first offset
     /// where frames hold (nil: nowhere).
     func chain(of p: SampledPiece, _ walker: ChainWalker, keepValues: Bool = true) -> Chain? {
@@ -337,9 +396,10 @@ public struct FramingSearch: Sendable {
                     guard let chain = self.chain(of: p, walker) else { continue }
                     p.bytes.withUnsafeBufferPointer { b in
                         var at = chain.start
+                        let locked = p.startsAtBoundary ? 0 : walker.lockIn(b, from: chain.start, cut: p.endsCut, searchLimit: resyncLimit)
                         for (k, length) in chain.lengths.enumerated() where count < limit {
                             guard at + length <= b.count else { break }
-                            if p.startsAtBoundary || k >= 2 {
+                            if p.startsAtBoundary || (k >= 2 && at >= locked) {
                                 list.append(GuessedFrame(piece: pi, start: at, length: length))
                                 count += 1
                             }

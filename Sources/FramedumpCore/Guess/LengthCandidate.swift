@@ -167,6 +167,39 @@ struct ChainWalker {
         }
         return best?.start
     }
+
+    /// Where a chain found from mid-stream (from `start`, which `resync` gave) is sure to be in
+    /// step: the first frame start another chain, from a later offset off this one, joins. The
+    /// first frames can be chance ones through the cut-off message (a run of one byte value
+    /// chains on its own); chains from elsewhere meet only on the real boundaries (or, less
+    /// often, on a chance one). `start` when no other chain joins before the end.
+    func lockIn(_ b: UnsafeBufferPointer<UInt8>, from start: Int, cut: Bool, searchLimit: Int, tries: Int = 64) -> Int {
+        let n = b.count
+        let m = scratch
+        m.begin(n)
+        let gen = m.generation
+        let onChain = m.stamp
+        var p = start
+        while p < n, let (v, end) = candidate.value(b, at: p) {
+            let length = candidate.isVarint ? end + Int(v) + candidate.adjustment : Int(v) + candidate.adjustment
+            guard v <= UInt64(maxFrame), length >= end, length >= 1, p + length <= n else { break }
+            onChain[p] = gen
+            p += length
+        }
+        var tried = 0
+        for s in (start + 1)..<max(start + 1, min(searchLimit, n)) where onChain[s] != gen && tried < tries {
+            var q = s, frames = 0
+            while q < n, let (v, end) = candidate.value(b, at: q) {
+                if onChain[q] == gen { return q }
+                let length = candidate.isVarint ? end + Int(v) + candidate.adjustment : Int(v) + candidate.adjustment
+                guard v <= UInt64(maxFrame), length >= end, length >= 1, q + length <= n else { break }
+                frames += 1
+                q += length
+            }
+            if frames > 0 { tried += 1 }
+        }
+        return start
+    }
 }
 
 /// The per-position memory of `ChainWalker.resync`, reused from one call to the next (a
