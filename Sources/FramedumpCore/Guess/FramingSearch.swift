@@ -413,7 +413,51 @@ public struct FramingSearch: Sendable {
         }
         let atBoundary = collect(mid: false)
         if atBoundary.reduce(0, { $0 + $1.count }) >= enoughAtBoundary { return atBoundary }
-        return collect(mid: true)
+        return dropChanceLead(collect(mid: true), streams)
+    }
+
+    /// Frames of mid-stream pieces from the first that looks like the frames further on: a
+    /// chain can run through a long cut-off message by chance for many frames (text reads as
+    /// lengths of about the same size, and chains there join each other) before it meets the
+    /// real boundaries. The later half of each piece's frames are in step; their first 16 bytes'
+    /// values per offset (constants, an id's few values, zero high bytes) say what a frame looks
+    /// like, and the leading frames less likely under them than nine in ten of those are cut.
+    func dropChanceLead(_ frames: [[GuessedFrame]], _ streams: [SampledStream]) -> [[GuessedFrame]] {
+        let width = 16
+        var counts = [Int](repeating: 0, count: width * 256)
+        var seen = [Int](repeating: 0, count: width)
+        func bytes(_ s: Int, _ f: GuessedFrame) -> ArraySlice<UInt8> {
+            let b = streams[s].pieces[f.piece].bytes
+            return b[f.start..<min(b.count, f.start + min(width, f.length))]
+        }
+        for (s, list) in frames.enumerated() where !streams[s].pieces.contains(where: \.startsAtBoundary) {
+            for f in list.suffix(list.count / 2) {
+                for (i, x) in bytes(s, f).enumerated() {
+                    counts[i * 256 + Int(x)] += 1
+                    seen[i] += 1
+                }
+            }
+        }
+        func likeness(_ s: Int, _ f: GuessedFrame) -> Double {
+            var sum = 0.0, n = 0
+            for (i, x) in bytes(s, f).enumerated() {
+                sum += log2(Double(counts[i * 256 + Int(x)] + 1) / Double(seen[i] + 256))
+                n += 1
+            }
+            return n == 0 ? -.infinity : sum / Double(n)
+        }
+        var later: [Double] = []
+        for (s, list) in frames.enumerated() where !streams[s].pieces.contains(where: \.startsAtBoundary) {
+            for f in list.suffix(list.count / 2) { later.append(likeness(s, f)) }
+        }
+        guard later.count >= 10 else { return frames }
+        later.sort()
+        let threshold = later[later.count / 10]
+        return frames.enumerated().map { s, list in
+            if streams[s].pieces.contains(where: \.startsAtBoundary) { return list }
+            guard let first = list.firstIndex(where: { likeness(s, $0) >= threshold }) else { return [] }
+            return Array(list[first...])
+        }
     }
 }
 

@@ -180,19 +180,20 @@ struct ChainWalker {
         let gen = m.generation
         let onChain = m.stamp
         var p = start
-        while p < n, let (v, end) = candidate.value(b, at: p) {
+        while p < n, let (v, end) = candidate.value(b, at: p), v <= UInt64(maxFrame) {
             let length = candidate.isVarint ? end + Int(v) + candidate.adjustment : Int(v) + candidate.adjustment
-            guard v <= UInt64(maxFrame), length >= end, length >= 1, p + length <= n else { break }
+            guard length >= end, length >= 1, p + length <= n else { break }
             onChain[p] = gen
             p += length
         }
         var tried = 0
         for s in (start + 1)..<max(start + 1, min(searchLimit, n)) where onChain[s] != gen && tried < tries {
             var q = s, frames = 0
-            while q < n, let (v, end) = candidate.value(b, at: q) {
+            while q < n {
                 if onChain[q] == gen { return q }
+                guard let (v, end) = candidate.value(b, at: q), v <= UInt64(maxFrame) else { break }
                 let length = candidate.isVarint ? end + Int(v) + candidate.adjustment : Int(v) + candidate.adjustment
-                guard v <= UInt64(maxFrame), length >= end, length >= 1, q + length <= n else { break }
+                guard length >= end, length >= 1, q + length <= n else { break }
                 frames += 1
                 q += length
             }
