@@ -171,7 +171,7 @@ public struct FramingSearch: Sendable {
         top.removeAll { v in
             v.candidate.isVarint && fixed.contains { f in
                 f.candidate.offset == v.candidate.offset
-                    && (partings(f.candidate, v.candidate, streams) == 0 || overlongVarints(v.candidate, streams) > 0)
+                    && (!part(f.candidate, v.candidate, streams) || overlongVarints(v.candidate, streams) > 0)
             }
         }
         // Before a cut end a length read anywhere (a byte plus a constant takes any value) chains
@@ -321,27 +321,28 @@ public struct FramingSearch: Sendable {
         return (h.reduce(0) { $0 + max(0, mean - $1) }, n)
     }
 
-    /// How many frames both candidates cut (from the same start) they read different lengths for.
-    func partings(_ a: LengthCandidate, _ b: LengthCandidate, _ streams: [SampledStream]) -> Int {
+    /// Whether the two candidates read a different length for some frame both cut (from the
+    /// same start). The two chains' starts rise: they are walked side by side.
+    func part(_ a: LengthCandidate, _ b: LengthCandidate, _ streams: [SampledStream]) -> Bool {
         let wa = ChainWalker(candidate: a, maxFrame: maxFrame), wb = ChainWalker(candidate: b, maxFrame: maxFrame)
-        var count = 0
         for stream in streams {
             for p in stream.pieces {
                 guard let ca = chain(of: p, wa), let cb = chain(of: p, wb) else { continue }
-                var lengthAt: [Int: Int] = [:]
-                var at = cb.start
-                for length in cb.lengths {
-                    lengthAt[at] = length
-                    at += length
-                }
-                at = ca.start
-                for length in ca.lengths {
-                    if let other = lengthAt[at], other != length { count += 1 }
-                    at += length
+                var i = 0, j = 0, atA = ca.start, atB = cb.start
+                while i < ca.lengths.count && j < cb.lengths.count {
+                    if atA == atB {
+                        if ca.lengths[i] != cb.lengths[j] { return true }
+                        atA += ca.lengths[i]; i += 1
+                        atB += cb.lengths[j]; j += 1
+                    } else if atA < atB {
+                        atA += ca.lengths[i]; i += 1
+                    } else {
+                        atB += cb.lengths[j]; j += 1
+                    }
                 }
             }
         }
-        return count
+        return false
     }
 
     /// How many of a varint candidate's frames read a length no encoder writes: more bytes than
@@ -349,6 +350,7 @@ public struct FramingSearch: Sendable {
     /// a varint meets one whenever its value has the high bit set and a zero byte follows.
     func overlongVarints(_ c: LengthCandidate, _ streams: [SampledStream]) -> Int {
         guard c.isVarint else { return 0 }
+        // (Only whether there is one matters: the first ends the count.)
         let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
         var count = 0
         for stream in streams {
@@ -359,6 +361,7 @@ public struct FramingSearch: Sendable {
                     p.bytes.withUnsafeBufferPointer { b in
                         if let (_, end) = c.value(b, at: at), end - c.offset > 1, b[at + end - 1] == 0 { count += 1 }
                     }
+                    if count > 0 { return count }
                     at += length
                 }
             }
