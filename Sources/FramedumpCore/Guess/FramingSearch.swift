@@ -21,6 +21,10 @@ public struct FramingSearch: Sendable {
     /// must chain from it.
     public var resyncLimit = 2048
     public var resyncConfirm = 4
+    /// The same when screening pieces none of which starts at a boundary: every offset of the
+    /// first few hundred bytes (a first message cut off is rarely longer; 10,368 candidates
+    /// each try them all on three pieces).
+    public var screenResyncLimit = 512
 
     public init() {}
 
@@ -111,27 +115,30 @@ public struct FramingSearch: Sendable {
         // failure but no evidence either (one frame, then nothing).
         var survivors: [(candidate: LengthCandidate, covered: Int)] = []
         var tried = 0
+        // Two thirds of the screening pieces must pass (a candidate stops once it cannot).
+        let needed = (screen.count * 2 + 2) / 3
+        let scratch = ResyncScratch()
         for o in 0..<maxOffset {
             for (w, order) in Self.widths {
                 for a in adjustments {
                     let c = LengthCandidate(offset: o, width: w, order: order, adjustment: a)
                     tried += 1
-                    let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
-                    var passed = 0, covered = 0
-                    for p in screen {
+                    let walker = ChainWalker(candidate: c, maxFrame: maxFrame, scratch: scratch)
+                    var passed = 0, failed = 0, covered = 0
+                    for p in screen where failed <= screen.count - needed {
                         let ok = p.bytes.withUnsafeBufferPointer { b -> Bool in
                             if atBoundary {
                                 let chain = walker.walk(b, from: 0, cut: p.endsCut, maxFrames: 32)
                                 covered += chain.covered
                                 return chain.frames >= 32 || (chain.complete && chain.frames >= 1 && chain.covered * 2 >= b.count)
                             }
-                            guard let s = walker.resync(b, cut: p.endsCut, searchLimit: 256, confirm: 8) else { return false }
+                            guard let s = walker.resync(b, cut: p.endsCut, searchLimit: screenResyncLimit, confirm: 8) else { return false }
                             covered += b.count - s
                             return true
                         }
-                        if ok { passed += 1 }
+                        if ok { passed += 1 } else { failed += 1 }
                     }
-                    if passed * 3 >= screen.count * 2 { survivors.append((c, covered)) }
+                    if passed >= needed { survivors.append((c, covered)) }
                 }
             }
         }
@@ -144,7 +151,7 @@ public struct FramingSearch: Sendable {
         var leastMiss = Int.max
         for (c, _) in survivors {
             let limit = leastMiss == .max ? Int.max : leastMiss + margin
-            guard let s = score(c, streams, keepValues: false, maxMiss: limit) else { continue }
+            guard let s = score(c, streams, keepValues: false, maxMiss: limit, scratch: scratch) else { continue }
             leastMiss = min(leastMiss, s.total - s.covered)
             kept.append(s)
         }
@@ -153,6 +160,20 @@ public struct FramingSearch: Sendable {
         for s in kept where s.better(than: lead) { lead = s }
         // 3. The candidates as good as the lead, with their length values, for the tie rules.
         var top = kept.filter { $0.ties(lead) }
+        // A fixed width and a varint at the same place read the same small values and chain
+        // through the same frames. From mid-stream, chance frames through the cut-off first
+        // message (a run of one byte value chains through both alike) make either look more
+        // regular at random: when no frame both cut is read differently by the two, they are
+        // one reading and the fixed width is the framing (the language can write it). Where the
+        // values grow they part, and the wrong one wanders through chance frames until it falls
+        // back in step: a varint that had to read an overlong encoding there is not the framing.
+        let fixed = top.filter { !$0.candidate.isVarint }
+        top.removeAll { v in
+            v.candidate.isVarint && fixed.contains { f in
+                f.candidate.offset == v.candidate.offset
+                    && (!part(f.candidate, v.candidate, streams) || overlongVarints(v.candidate, streams) > 0)
+            }
+        }
         // Before a cut end a length read anywhere (a byte plus a constant takes any value) chains
         // as far as the true one: when such candidates cut different frames, the frames whose
         // first bytes are the most regular (a magic, a version, an id's few values, a length's
@@ -207,8 +228,12 @@ public struct FramingSearch: Sendable {
     /// nil as soon as it has missed more than `maxMiss` bytes. With `keepValues`, the length
     /// values too (distinct values, smallest and largest frame).
     public func score(_ c: LengthCandidate, _ streams: [SampledStream], keepValues: Bool = true, maxMiss: Int = .max) -> Score? {
+        score(c, streams, keepValues: keepValues, maxMiss: maxMiss, scratch: ResyncScratch())
+    }
+
+    func score(_ c: LengthCandidate, _ streams: [SampledStream], keepValues: Bool, maxMiss: Int, scratch: ResyncScratch) -> Score? {
         var s = Score(candidate: c)
-        let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
+        let walker = ChainWalker(candidate: c, maxFrame: maxFrame, scratch: scratch)
         var distinct = Set<Int>()
         s.perStream = streams.map { (0, 0, $0.byteCount) }
         s.total = s.perStream.reduce(0) { $0 + $1.total }
@@ -296,6 +321,54 @@ public struct FramingSearch: Sendable {
         return (h.reduce(0) { $0 + max(0, mean - $1) }, n)
     }
 
+    /// Whether the two candidates read a different length for some frame both cut (from the
+    /// same start). The two chains' starts rise: they are walked side by side.
+    func part(_ a: LengthCandidate, _ b: LengthCandidate, _ streams: [SampledStream]) -> Bool {
+        let wa = ChainWalker(candidate: a, maxFrame: maxFrame), wb = ChainWalker(candidate: b, maxFrame: maxFrame)
+        for stream in streams {
+            for p in stream.pieces {
+                guard let ca = chain(of: p, wa), let cb = chain(of: p, wb) else { continue }
+                var i = 0, j = 0, atA = ca.start, atB = cb.start
+                while i < ca.lengths.count && j < cb.lengths.count {
+                    if atA == atB {
+                        if ca.lengths[i] != cb.lengths[j] { return true }
+                        atA += ca.lengths[i]; i += 1
+                        atB += cb.lengths[j]; j += 1
+                    } else if atA < atB {
+                        atA += ca.lengths[i]; i += 1
+                    } else {
+                        atB += cb.lengths[j]; j += 1
+                    }
+                }
+            }
+        }
+        return false
+    }
+
+    /// How many of a varint candidate's frames read a length no encoder writes: more bytes than
+    /// the value needs (a last byte of zero after a continuation). A fixed-width length read as
+    /// a varint meets one whenever its value has the high bit set and a zero byte follows.
+    func overlongVarints(_ c: LengthCandidate, _ streams: [SampledStream]) -> Int {
+        guard c.isVarint else { return 0 }
+        // (Only whether there is one matters: the first ends the count.)
+        let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
+        var count = 0
+        for stream in streams {
+            for p in stream.pieces {
+                guard let chain = chain(of: p, walker) else { continue }
+                var at = chain.start
+                for length in chain.lengths {
+                    p.bytes.withUnsafeBufferPointer { b in
+                        if let (_, end) = c.value(b, at: at), end - c.offset > 1, b[at + end - 1] == 0 { count += 1 }
+                    }
+                    if count > 0 { return count }
+                    at += length
+                }
+            }
+        }
+        return count
+    }
+
     /// The chain through one piece: from its start at a boundary, else from the first offset
     /// where frames hold (nil: nowhere).
     func chain(of p: SampledPiece, _ walker: ChainWalker, keepValues: Bool = true) -> Chain? {
@@ -326,9 +399,10 @@ public struct FramingSearch: Sendable {
                     guard let chain = self.chain(of: p, walker) else { continue }
                     p.bytes.withUnsafeBufferPointer { b in
                         var at = chain.start
+                        let locked = p.startsAtBoundary ? 0 : walker.lockIn(b, from: chain.start, cut: p.endsCut, searchLimit: resyncLimit)
                         for (k, length) in chain.lengths.enumerated() where count < limit {
                             guard at + length <= b.count else { break }
-                            if p.startsAtBoundary || k >= 2 {
+                            if p.startsAtBoundary || (k >= 2 && at >= locked) {
                                 list.append(GuessedFrame(piece: pi, start: at, length: length))
                                 count += 1
                             }
@@ -342,7 +416,51 @@ public struct FramingSearch: Sendable {
         }
         let atBoundary = collect(mid: false)
         if atBoundary.reduce(0, { $0 + $1.count }) >= enoughAtBoundary { return atBoundary }
-        return collect(mid: true)
+        return dropChanceLead(collect(mid: true), streams)
+    }
+
+    /// Frames of mid-stream pieces from the first that looks like the frames further on: a
+    /// chain can run through a long cut-off message by chance for many frames (text reads as
+    /// lengths of about the same size, and chains there join each other) before it meets the
+    /// real boundaries. The later half of each piece's frames are in step; their first 16 bytes'
+    /// values per offset (constants, an id's few values, zero high bytes) say what a frame looks
+    /// like, and the leading frames less likely under them than nine in ten of those are cut.
+    func dropChanceLead(_ frames: [[GuessedFrame]], _ streams: [SampledStream]) -> [[GuessedFrame]] {
+        let width = 16
+        var counts = [Int](repeating: 0, count: width * 256)
+        var seen = [Int](repeating: 0, count: width)
+        func bytes(_ s: Int, _ f: GuessedFrame) -> ArraySlice<UInt8> {
+            let b = streams[s].pieces[f.piece].bytes
+            return b[f.start..<min(b.count, f.start + min(width, f.length))]
+        }
+        for (s, list) in frames.enumerated() where !streams[s].pieces.contains(where: \.startsAtBoundary) {
+            for f in list.suffix(list.count / 2) {
+                for (i, x) in bytes(s, f).enumerated() {
+                    counts[i * 256 + Int(x)] += 1
+                    seen[i] += 1
+                }
+            }
+        }
+        func likeness(_ s: Int, _ f: GuessedFrame) -> Double {
+            var sum = 0.0, n = 0
+            for (i, x) in bytes(s, f).enumerated() {
+                sum += log2(Double(counts[i * 256 + Int(x)] + 1) / Double(seen[i] + 256))
+                n += 1
+            }
+            return n == 0 ? -.infinity : sum / Double(n)
+        }
+        var later: [Double] = []
+        for (s, list) in frames.enumerated() where !streams[s].pieces.contains(where: \.startsAtBoundary) {
+            for f in list.suffix(list.count / 2) { later.append(likeness(s, f)) }
+        }
+        guard later.count >= 10 else { return frames }
+        later.sort()
+        let threshold = later[later.count / 10]
+        return frames.enumerated().map { s, list in
+            if streams[s].pieces.contains(where: \.startsAtBoundary) { return list }
+            guard let first = list.firstIndex(where: { likeness(s, $0) >= threshold }) else { return [] }
+            return Array(list[first...])
+        }
     }
 }
 

@@ -76,6 +76,8 @@ struct ChainWalker {
     let candidate: LengthCandidate
     /// Longer frames are implausible (never allocated: this only moves an index).
     let maxFrame: Int
+    /// What `resync` remembers per position, shared by the walkers of one search.
+    var scratch = ResyncScratch()
 
     /// Frames from `start`, at most `maxFrames`; `cut` says the bytes end before the stream does.
     func walk(_ b: UnsafeBufferPointer<UInt8>, from start: Int, cut: Bool, maxFrames: Int, keepValues: Bool = false) -> Chain {
@@ -106,30 +108,142 @@ struct ChainWalker {
         return Chain(start: start, frames: frames, covered: p - start, complete: p == n, first: first, lengths: lengths)
     }
 
-    /// Where the chain begins in a piece that may start mid-message: the first offset (up to
+    /// Where the chain locks in, in a piece that may start mid-message: the first offset (up to
     /// `searchLimit`) from which the chain reaches the piece's end; failing that, of the offsets
-    /// from which `confirm` frames chain (at most `maxWalks` of them followed through), the one
-    /// whose chain goes furthest. (The first offset where a few frames chain can be a chance
-    /// alignment inside the cut-off message that breaks further on, a true length field's too.)
-    func resync(_ b: UnsafeBufferPointer<UInt8>, cut: Bool, searchLimit: Int, confirm: Int, maxWalks: Int = 32) -> Int? {
-        let limit = min(searchLimit, b.count)
+    /// from which `confirm` frames chain, the one whose chain goes furthest. (The first offset
+    /// where a few frames chain can be a chance alignment inside the cut-off message.)
+    ///
+    /// Every offset is tried: chains from different offsets merge (once on a frame start another
+    /// chain went through, they go the same way), so each position's outcome is remembered and
+    /// no byte is walked twice. (Trying only the first few dozen chaining offsets missed the
+    /// true start of a length that chains from anywhere, a u8, behind a long cut-off message.)
+    func resync(_ b: UnsafeBufferPointer<UInt8>, cut: Bool, searchLimit: Int, confirm: Int) -> Int? {
+        let n = b.count
+        let limit = min(searchLimit, n)
+        guard limit > 0 else { return nil }
+        let m = scratch
+        m.begin(n)
+        let gen = m.generation
+        let stamp = m.stamp, endOf = m.endOf, framesFrom = m.framesFrom
+        // The lists are the scratch's (their capacity kept), held here while in use.
+        var ends = m.ends, path = m.path
+        m.ends = []
+        m.path = []
+        defer {
+            m.ends = ends
+            m.path = path
+        }
         var best: (start: Int, end: Int)?
-        var walks = 0
-        var s = 0
-        while s < limit {
-            let c = walk(b, from: s, cut: cut, maxFrames: confirm)
-            if c.complete && c.frames >= 1 { return s }
-            if c.frames >= confirm {
-                let full = walk(b, from: s, cut: cut, maxFrames: .max)
-                if full.complete { return s }
-                // A later start inside this chain follows the same frames: no better.
-                if best == nil || full.start + full.covered > best!.end { best = (s, full.start + full.covered) }
-                walks += 1
-                if walks >= maxWalks { break }
+        for s in 0..<limit {
+            if stamp[s] != gen {
+                // Walk until the chain stops or meets a position already walked.
+                if !path.isEmpty { path.removeAll(keepingCapacity: true) }
+                var p = s
+                var terminal = -1, tail: Int32 = 0
+                while true {
+                    if p == n { ends.append((n, true)); break }
+                    if stamp[p] == gen { terminal = Int(endOf[p]); tail = framesFrom[p]; break }
+                    guard let (v, end) = candidate.value(b, at: p) else { ends.append((p, cut)); break }
+                    guard v <= UInt64(maxFrame) else { ends.append((p, false)); break }
+                    let length = candidate.isVarint ? end + Int(v) + candidate.adjustment : Int(v) + candidate.adjustment
+                    guard length >= end, length >= 1, length <= maxFrame else { ends.append((p, false)); break }
+                    if p + length > n { ends.append((p, cut)); break }
+                    path.append(Int32(p))
+                    p += length
+                }
+                if terminal < 0 { terminal = ends.count - 1 }
+                let count = Int32(path.count)
+                for (k, q) in path.enumerated() {
+                    stamp[Int(q)] = gen
+                    endOf[Int(q)] = Int32(terminal)
+                    framesFrom[Int(q)] = count - Int32(k) + tail
+                }
+                if path.isEmpty { continue }
             }
-            s += 1
+            let e = ends[Int(endOf[s])]
+            let frames = Int(framesFrom[s])
+            if e.complete && frames >= 1 { return s }
+            if frames >= confirm, best == nil || e.end > best!.end { best = (s, e.end) }
         }
         return best?.start
+    }
+
+    /// Where a chain found from mid-stream (from `start`, which `resync` gave) is sure to be in
+    /// step: the first frame start another chain, from a later offset off this one, joins. The
+    /// first frames can be chance ones through the cut-off message (a run of one byte value
+    /// chains on its own); chains from elsewhere meet only on the real boundaries (or, less
+    /// often, on a chance one). `start` when no other chain joins before the end.
+    func lockIn(_ b: UnsafeBufferPointer<UInt8>, from start: Int, cut: Bool, searchLimit: Int, tries: Int = 64) -> Int {
+        let n = b.count
+        let m = scratch
+        m.begin(n)
+        let gen = m.generation
+        let onChain = m.stamp
+        var p = start
+        while p < n, let (v, end) = candidate.value(b, at: p), v <= UInt64(maxFrame) {
+            let length = candidate.isVarint ? end + Int(v) + candidate.adjustment : Int(v) + candidate.adjustment
+            guard length >= end, length >= 1, p + length <= n else { break }
+            onChain[p] = gen
+            p += length
+        }
+        var tried = 0
+        for s in (start + 1)..<max(start + 1, min(searchLimit, n)) where onChain[s] != gen && tried < tries {
+            var q = s, frames = 0
+            while q < n {
+                if onChain[q] == gen { return q }
+                guard let (v, end) = candidate.value(b, at: q), v <= UInt64(maxFrame) else { break }
+                let length = candidate.isVarint ? end + Int(v) + candidate.adjustment : Int(v) + candidate.adjustment
+                guard length >= end, length >= 1, q + length <= n else { break }
+                frames += 1
+                q += length
+            }
+            if frames > 0 { tried += 1 }
+        }
+        return start
+    }
+}
+
+/// The per-position memory of `ChainWalker.resync`, reused from one call to the next (a
+/// generation stamp says which entries are this call's: nothing is cleared or allocated per call
+/// once it has grown to the longest piece). Raw memory: this is read once per offset tried.
+final class ResyncScratch {
+    private(set) var capacity = 0
+    private(set) var stamp = UnsafeMutablePointer<UInt32>.allocate(capacity: 1)
+    /// The chain end a position leads to (an index into `ends`), and the frames to it.
+    private(set) var endOf = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
+    private(set) var framesFrom = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
+    var ends: [(end: Int, complete: Bool)] = []
+    var path: [Int32] = []
+    private(set) var generation: UInt32 = 0
+
+    init() {}
+
+    deinit {
+        stamp.deallocate()
+        endOf.deallocate()
+        framesFrom.deallocate()
+    }
+
+    func begin(_ n: Int) {
+        if capacity < n {
+            stamp.deallocate()
+            endOf.deallocate()
+            framesFrom.deallocate()
+            stamp = .allocate(capacity: n)
+            stamp.initialize(repeating: 0, count: n)
+            endOf = .allocate(capacity: n)
+            endOf.initialize(repeating: 0, count: n)
+            framesFrom = .allocate(capacity: n)
+            framesFrom.initialize(repeating: 0, count: n)
+            capacity = n
+            generation = 0
+        }
+        generation &+= 1
+        if generation == 0 {
+            stamp.update(repeating: 0, count: capacity)
+            generation = 1
+        }
+        ends.removeAll(keepingCapacity: true)
     }
 }
 
