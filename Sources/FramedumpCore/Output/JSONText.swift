@@ -28,7 +28,7 @@ public enum JSONText {
 /// UTF-8 validation one sequence at a time (RFC 3629: no overlongs, no surrogates).
 extension JSONText {
     /// A JSON string literal as text (the rare path: statistics, reports).
-    static func quoted(_ s: String) -> String {
+    package static func quoted(_ s: String) -> String {
         var out = "\""
         for u in s.unicodeScalars {
             switch u {

@@ -1,28 +1,9 @@
+import FramedumpCore
+
 /// The API's answers, built as text: small objects, written once, no encoder's reflection.
 struct JSONOut {
-    var text = ""
-
-    static func quoted(_ s: String) -> String {
-        var o = "\""
-        o.reserveCapacity(s.utf8.count + 2)
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": o += "\\\""
-            case "\\": o += "\\\\"
-            case "\n": o += "\\n"
-            case "\r": o += "\\r"
-            case "\t": o += "\\t"
-            default:
-                if u.value < 0x20 {
-                    let h = String(u.value, radix: 16)
-                    o += "\\u" + String(repeating: "0", count: 4 - h.count) + h
-                } else {
-                    o.unicodeScalars.append(u)
-                }
-            }
-        }
-        return o + "\""
-    }
+    /// A JSON string literal: the library's own (one escaping rule for every output).
+    static func quoted(_ s: String) -> String { JSONText.quoted(s) }
 
     /// A number JSON can hold (NaN and infinities have no JSON form: null).
     static func number(_ d: Double) -> String { d.isFinite ? String(d) : "null" }
