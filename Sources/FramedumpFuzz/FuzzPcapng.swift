@@ -25,15 +25,7 @@ public enum FuzzPcapng {
             precondition(packets <= data.count / 12, "more packets than blocks")
         }
 
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        guard fd >= 0 else { return }
-        var done = 0
-        while done < data.count {
-            let n = write(fd, data.baseAddress! + done, data.count - done)
-            if n <= 0 { break }
-            done += n
-        }
-        close(fd)
+        guard FuzzFile.save(data, to: path) else { return }
         defer { unlink(path) }
         for filter in [nil, "tcp port 8000 or udp"] {
             guard let source = try? PacketSource(.file(path)) else { return }

@@ -18,15 +18,7 @@ public enum FuzzUI {
     }()
 
     public static func run(_ data: UnsafeRawBufferPointer) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        guard fd >= 0 else { return }
-        var done = 0
-        while done < data.count {
-            let n = write(fd, data.baseAddress! + done, data.count - done)
-            if n <= 0 { break }
-            done += n
-        }
-        close(fd)
+        guard FuzzFile.save(data, to: path) else { return }
         defer { unlink(path) }
         var o = PipelineOptions()
         o.dissectorPaths = [FuzzDeframer.dissectorDirectory]
