@@ -23,7 +23,7 @@ public enum FuzzPipeline {
         guard FuzzFile.save(data, to: path) else { return }
         defer { unlink(path) }
         var oneThread: [UInt8] = []
-        for pass in 0..<4 {
+        for pass in 0..<6 {
             var o = PipelineOptions()
             o.dissectorPaths = [FuzzDeframer.dissectorDirectory]
             o.limits.maxConnections = 64
@@ -37,10 +37,17 @@ public enum FuzzPipeline {
                 o.verbose = 1
                 o.statistics = FuzzDeframer.statistics
             case 1, 2:
+                // -z: decoding and printing on a second thread when there are jobs.
                 o.format = .json
                 o.statistics = FuzzDeframer.statistics
-                o.decodeThread = pass == 2
+                o.jobs = pass == 2 ? 2 : 1
                 o.decodeThreadSizes = DecodeThread.Sizes(events: 5, blockBytes: 96, batches: 2)
+            case 3, 4:
+                // The connections sharded among three threads, in tiny rounds.
+                o.format = .json
+                o.verbose = 1
+                o.jobs = pass == 4 ? 3 : 1
+                o.shardSizes = ShardPool.Sizes(events: 4, blockBytes: 64, rounds: 2)
             default:
                 o.segments = true
                 o.follow = true
@@ -52,8 +59,9 @@ public enum FuzzPipeline {
             pipeline.finish()
             if pass == 1 { FuzzDeframer.checkNDJSON(out.bytes) }
             pipeline.printSummary(live: nil)
-            if pass == 1 { oneThread = out.bytes }
+            if pass == 1 || pass == 3 { oneThread = out.bytes }
             if pass == 2 && out.bytes != oneThread { fatalError("decoding on a second thread changed the output") }
+            if pass == 4 && out.bytes != oneThread { fatalError("sharding the connections changed the output") }
         }
         removeStreams()
     }

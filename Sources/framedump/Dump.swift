@@ -131,7 +131,10 @@ struct Dump: ParsableCommand {
     @Flag(name: .long, help: "No progress line on stderr while a file is read (it is shown only when stderr is a terminal).")
     var noProgress = false
 
-    @Flag(name: .long, help: "Read, decode and print on one thread (files are otherwise decoded and printed on a second thread while the first reads; live captures always use one).")
+    @Option(name: .customShort("j"), help: ArgumentHelp("Threads that decode and print, beside the one that reads and reassembles (default: one per core; 1: everything on one thread). Connections are shared out among them; the output is the same as on one thread. Live captures always use one.", valueName: "n"))
+    var jobs: Int?
+
+    @Flag(name: .long, help: "The same as -j 1.")
     var oneThread = false
 
     @OptionGroup(title: "Limits")
@@ -151,6 +154,7 @@ struct Dump: ParsableCommand {
         _ = try rotation()
         if idleTimeout < 1 { throw ValidationError("--idle-timeout must be at least 1.") }
         if count == 0 { throw ValidationError("-c must be at least 1.") }
+        if let j = jobs, j < 1 || j > 64 { throw ValidationError("-j must be from 1 to 64.") }
         if hex && (json || format == .json || diffable) {
             throw ValidationError("-x adds a hex dump to the tree output; NDJSON has no place for it (leave out -x or -T json).")
         }
@@ -249,7 +253,7 @@ struct Dump: ParsableCommand {
             runs = [.capture(.live(live))]
         } else {
             runs = each || files.count == 1 ? files.map { RunInput.capture(.file($0)) } : [RunInput.merged(files)]
-            options.decodeThread = !oneThread && !lineBuffered
+            options.jobs = oneThread || lineBuffered ? 1 : jobs ?? max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         }
         // --each: every file is opened first, so a bad one is said before any output.
         if runs.count > 1 {
@@ -390,7 +394,7 @@ struct Dump: ParsableCommand {
     func matchingPackets(input: RunInput, options: PipelineOptions) throws -> MatchedPackets {
         var o = options
         o.statistics = []
-        o.decodeThread = false
+        o.jobs = 1
         o.streamsDir = nil
         let matched = MatchedPackets()
         let first = try Pipeline(options: o, output: OutputBuffer(fd: nil), messageSink: matched)

@@ -432,8 +432,39 @@ public final class FilteringSink: MessageSink {
         if let i = index[key] { perMessage[i].count += 1 } else {
             index[key] = perMessage.count
             perMessage.append((p.schema.name, name, 1))
+            firstSeen.append(position)
         }
         inner.message(m, c, p)
+    }
+
+    /// A sharded run: where the event being run stands in the whole run (its shard sets it),
+    /// and where each entry of `perMessage` was first matched, so the shards' entries can be
+    /// put back in the order one thread would have seen them.
+    @exclusivity(unchecked) var position: UInt64 = 0
+    @exclusivity(unchecked) var firstSeen: [UInt64] = []
+
+    /// Adds a shard's matches into this (the run's) filter's, at the end of the run.
+    func absorb(_ shards: [FilteringSink]) {
+        var merged: [(at: UInt64, protocolName: String, message: String, count: UInt64)] =
+            perMessage.indices.map { (firstSeen[$0], perMessage[$0].protocolName, perMessage[$0].message, perMessage[$0].count) }
+        for o in shards {
+            matched += o.matched
+            skipped += o.skipped
+            for (i, r) in o.perMessage.enumerated() {
+                let key = r.protocolName + "\u{0}" + r.message
+                if let j = merged.firstIndex(where: { $0.protocolName + "\u{0}" + $0.message == key }) {
+                    merged[j].count += r.count
+                    merged[j].at = min(merged[j].at, o.firstSeen[i])
+                } else {
+                    merged.append((o.firstSeen[i], r.protocolName, r.message, r.count))
+                }
+            }
+        }
+        merged.sort { $0.at < $1.at }
+        perMessage = merged.map { ($0.protocolName, $0.message, $0.count) }
+        firstSeen = merged.map(\.at)
+        index = [:]
+        for (i, r) in perMessage.enumerated() { index[r.protocolName + "\u{0}" + r.message] = i }
     }
 
     public func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {}

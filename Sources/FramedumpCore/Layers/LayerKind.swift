@@ -72,6 +72,12 @@ protocol LayerKind {
     static var hasStatistics: Bool { get }
     /// Its `-z NAME` table, if it has one: a title, the column names, the rows.
     static func statistics(_ m: SessionManager) -> (title: String, header: [String], rows: [[String]])?
+
+    // MARK: - Connection-sharded runs
+
+    /// Adds a shard's counts (`protocolState`'s, `managerState`'s) into the run's, at its end.
+    static func absorb(protocol mine: AnyObject?, _ theirs: AnyObject?)
+    static func absorb(manager mine: AnyObject?, _ theirs: AnyObject?)
 }
 
 extension LayerKind {

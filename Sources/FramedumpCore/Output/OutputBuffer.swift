@@ -30,6 +30,21 @@ public final class OutputBuffer {
         base = .allocate(capacity: capacity)
     }
 
+    /// In memory from `capacity` bytes on (it grows as needed): a shard's output.
+    init(fd: Int32?, capacity: Int) {
+        self.fd = fd
+        self.capacity = max(capacity, 64)
+        base = .allocate(capacity: self.capacity)
+    }
+
+    /// Trades the bytes held with `other`'s (a shard hands its output over and takes an
+    /// empty buffer back).
+    func exchangeBytes(with other: OutputBuffer) {
+        swap(&base, &other.base)
+        swap(&capacity, &other.capacity)
+        swap(&count, &other.count)
+    }
+
     deinit {
         base.deallocate()
         secondText.deallocate()

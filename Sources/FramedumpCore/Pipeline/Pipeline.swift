@@ -14,8 +14,10 @@ public final class Pipeline {
     let sink: MessageSink?
     /// The `-Y` filter in front of the output, when one was given.
     let filtering: FilteringSink?
-    /// Set when decoding and printing run on a thread of their own (`PipelineOptions.decodeThread`).
+    /// Set when decoding and printing run on a thread of their own (`PipelineOptions.jobs`, with -z or --diffable).
     @exclusivity(unchecked) var decodeThread: DecodeThread?
+    /// Set when connections are sharded among threads (`PipelineOptions.jobs`).
+    @exclusivity(unchecked) var shardPool: ShardPool?
     /// How many protocols the dissector files declared (none: only WebSocket is decoded, built in).
     public let dissectorCount: Int
 
@@ -41,26 +43,32 @@ public final class Pipeline {
             sessions = nil
             filtering = nil
         } else {
-            // --diffable: the lines are held per connection and written grouped at the end.
-            var printer: MessageSink? = messageSink != nil ? messageSink : !printsMessages ? nil
-                : options.format == .json && options.diffable ? ConnectionCollector(.export(output), ignore: options.ignore)
-                : options.format == .json ? JSONPrinter(output: output, diffable: false) as MessageSink
-                : TreePrinter(output: output, hexDump: options.hexDump, verbose: options.verbose > 0, color: options.color)
-            // -z counts what reaches the output (after -Y), so it sits between the two.
-            var statistics: StatisticsSink?
-            if !options.statistics.isEmpty && !options.follow {
-                statistics = StatisticsSink(inner: printer, kinds: options.statistics, output: output, json: options.format == .json)
-                printer = statistics
-            }
-            // With a filter every message is decoded (even for -q, which then counts the matches).
-            filtering = filter.map { FilteringSink(printer ?? NullSink(), filter: $0) }
-            // -q still decodes every message (its summary counts warnings as -v's does).
+            let (printer, statistics, filtering) = Self.sinks(options, filter: filter, output: output,
+                                                              messageSink: messageSink, printsMessages: printsMessages)
+            self.filtering = filtering
             sink = filtering ?? printer ?? NullSink()
             let m = SessionManager(protocols: schemas, sink: sink, limits: limits)
             if !options.tlsKeyLogs.isEmpty { m.useTLSKeyLog(try TLSKeyLog(paths: options.tlsKeyLogs)) }
             sessions = m
             statistics?.layerTable = { [unowned m] in LayerRegistry.kind(named: $0)?.statistics(m) }
-            consumers.append(m)
+            // -j: the connections are sharded, each shard with a manager and printers of its
+            // own writing to memory, when the output is made message by message (not a
+            // whole-run aggregate, which would have to be merged: -z, --diffable).
+            if options.jobs > 1 && messageSink == nil && !options.follow && statistics == nil
+                && (printer == nil || printer is TreePrinter || printer is JSONPrinter) {
+                var shards: [Shard] = []
+                for _ in 0..<min(options.jobs, ShardPool.maxShards) {
+                    let shardOut = OutputBuffer(fd: nil, capacity: 256 << 10)
+                    let (p, _, f) = Self.sinks(options, filter: filter, output: shardOut, messageSink: nil,
+                                               printsMessages: printsMessages)
+                    let sm = SessionManager(protocols: schemas, sink: f ?? p ?? NullSink(), limits: limits)
+                    // Each its own key log: a miss reads the files on (a live capture's keys).
+                    if !options.tlsKeyLogs.isEmpty { sm.useTLSKeyLog(try TLSKeyLog(paths: options.tlsKeyLogs)) }
+                    shards.append(Shard(manager: sm, filtering: f, out: shardOut))
+                }
+                shardPool = ShardPool(shards: shards, output: output, sizes: options.shardSizes)
+            }
+            consumers.append(shardPool ?? m)
         }
         if let dir = options.streamsDir {
             let e = try StreamExport(directory: dir)
@@ -91,7 +99,7 @@ public final class Pipeline {
         // Last, once nothing here can throw: only messages and the manager's events reach the
         // output, so the output can be written from a second thread (the follow printer writes
         // it from this one).
-        if options.decodeThread && messageSink == nil && !options.follow, let m = sessions,
+        if options.jobs > 1 && shardPool == nil && messageSink == nil && !options.follow, let m = sessions,
            let t = DecodeThread(output: output, sizes: options.decodeThreadSizes) {
             decodeThread = t
             m.decode(on: t)
@@ -99,7 +107,30 @@ public final class Pipeline {
     }
 
     /// A pipeline dropped without `finish` (its capture would not open) lets its thread go.
-    deinit { decodeThread?.finish() }
+    deinit {
+        decodeThread?.finish()
+        shardPool?.finish()
+    }
+
+    /// The sinks messages go through for `output`: the printer (or `messageSink`), `-z`'s
+    /// statistics in front of it, and `-Y`'s filter in front of both.
+    static func sinks(_ options: PipelineOptions, filter: FilterExpr?, output: OutputBuffer, messageSink: MessageSink?,
+                      printsMessages: Bool) -> (MessageSink?, StatisticsSink?, FilteringSink?) {
+        // --diffable: the lines are held per connection and written grouped at the end.
+        var printer: MessageSink? = messageSink != nil ? messageSink : !printsMessages ? nil
+            : options.format == .json && options.diffable ? ConnectionCollector(.export(output), ignore: options.ignore)
+            : options.format == .json ? JSONPrinter(output: output, diffable: false) as MessageSink
+            : TreePrinter(output: output, hexDump: options.hexDump, verbose: options.verbose > 0, color: options.color)
+        // -z counts what reaches the output (after -Y), so it sits between the two.
+        var statistics: StatisticsSink?
+        if !options.statistics.isEmpty && !options.follow {
+            statistics = StatisticsSink(inner: printer, kinds: options.statistics, output: output, json: options.format == .json)
+            printer = statistics
+        }
+        // With a filter every message is decoded (even for -q, which then counts the matches).
+        let filtering = filter.map { FilteringSink(printer ?? NullSink(), filter: $0) }
+        return (printer, statistics, filtering)
+    }
 
     /// The progress line on stderr, when the command line asks for one.
     @exclusivity(unchecked) public var progress: Progress?
@@ -108,6 +139,7 @@ public final class Pipeline {
     public var messageCount: UInt64 {
         // The counters are the decoding thread's: count what was handed to it instead.
         if let t = decodeThread { return t.framesSent }
+        if let p = shardPool { return p.messagesDone }
         return sessions?.protocols.reduce(0) { $0 + $1.messageCounts.reduce(0, +) } ?? 0
     }
 
@@ -140,6 +172,7 @@ public final class Pipeline {
         let seg = SegmentPrinter()
         let reassembler = self.reassembler
         let decodeThread = self.decodeThread
+        let shardPool = self.shardPool
         try source.forEach(limit: limit) { p in
             // -w: libpcap's pcap writer holds one link type; another stops the run, said so.
             if let dumper, let refused = dumper.refusal(p) {
@@ -162,7 +195,7 @@ public final class Pipeline {
             }
             // Nobody reads the output any more (`| head`): stop, as tcpdump does on SIGPIPE.
             // (The output is the decoding thread's, when there is one: it tells when it closed.)
-            if (decodeThread?.stopRequested ?? out.closed) || (dumperToStdout && dumper?.failed == true) { return false }
+            if (shardPool?.stopRequested ?? decodeThread?.stopRequested ?? out.closed) || (dumperToStdout && dumper?.failed == true) { return false }
             var r = link.decode(p.data)
             if case .tcp(var s) = r, s.payloadLength > s.payload.count, p.data.count >= p.wireLength {
                 // The snaplen cut nothing, yet the IP header announces more than the frame
@@ -213,7 +246,12 @@ public final class Pipeline {
     public func finish() {
         reassembler?.finish()
         flows?.finish()
-        if let t = decodeThread {
+        if let pool = shardPool {
+            // Every shard's events run and written; then their counts are the run's.
+            pool.finish()
+            for s in pool.shards { sessions?.absorb(s.manager) }
+            filtering?.absorb(pool.shards.compactMap(\.filtering))
+        } else if let t = decodeThread {
             // Behind the last frames; then wait until the other thread has printed everything.
             sessions?.sink?.finish()
             t.finish()

@@ -32,10 +32,13 @@ public struct PipelineOptions: Sendable {
     public var protoDefaults = false
     /// NSS key logs that TLS connections are decrypted with (`--tls-keylog`).
     public var tlsKeyLogs: [String] = []
-    /// Decode and print on a second thread while this one reads, reassembles and takes the
-    /// WebSocket layer apart (files: live captures print each packet's messages at once).
-    public var decodeThread = false
-    /// Its batches (tests make them tiny, so every boundary is crossed).
+    /// `-j`: threads decoding and printing beside the one reading (1: everything on one
+    /// thread). Connections are sharded among them (`ShardPool`); where the output is a
+    /// whole-run aggregate (`-z`, `--diffable`) decoding and printing get one thread of their
+    /// own (`DecodeThread`) instead. Live captures print each packet's messages at once: one.
+    public var jobs = 1
+    /// The batches of either (tests make them tiny, so every boundary is crossed).
     package var decodeThreadSizes = DecodeThread.Sizes()
+    package var shardSizes = ShardPool.Sizes()
     public init() {}
 }

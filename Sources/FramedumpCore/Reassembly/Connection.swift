@@ -71,6 +71,23 @@ public final class Connection {
         key = ConnectionKey(client, server)
     }
 
+    // A connection-sharded run (`ShardPool`): the shard this connection's events go to, the
+    // shard's own copy of it (`twin`), and the round that last took that copy.
+    @exclusivity(unchecked) var shard = 0
+    @exclusivity(unchecked) var twin: Connection?
+    @exclusivity(unchecked) var twinRound: UInt64 = 0
+
+    /// A copy for the shard that decodes this connection: what is set once, here; what the
+    /// reassembler changes later and the next stage reads (where each direction began, the
+    /// bytes delivered at close) comes with each event.
+    func makeTwin() -> Connection {
+        let t = Connection(number: number, client: client, server: server, rolesFromSYN: rolesFromSYN,
+                           packet: firstPacket, udp: udp)
+        t.continues = continues
+        for h in 0..<2 { t.halves[h].startedAtSYN = halves[h].startedAtSYN }
+        return t
+    }
+
     /// `CLIENTIP:CPORT-SERVERIP:SPORT`.
     public var name: String { "\(client.text)-\(server.text)" }
 

@@ -8,7 +8,7 @@ public enum Direction: Int, Sendable, CaseIterable {
 }
 
 /// Why bytes of a stream are missing.
-public enum GapReason: String, Sendable {
+public enum GapReason: String, Sendable, CaseIterable {
     /// Out-of-order data waited longer than the buffer limit allows.
     case bufferLimit = "buffer-limit"
     /// The other side acknowledged bytes the capture never saw.
@@ -22,7 +22,7 @@ public enum GapReason: String, Sendable {
 }
 
 /// Why a connection's tracking ended.
-public enum CloseReason: String, Sendable {
+public enum CloseReason: String, Sendable, CaseIterable {
     case fin, rst
     case idle = "idle-timeout"
     case evicted = "evicted"

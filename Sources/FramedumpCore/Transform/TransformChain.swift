@@ -30,6 +30,16 @@ package final class TransformChain {
         public var failed: UInt64 = 0
     }
 
+    /// A shard's counts added into the run's (the same protocol's chain), at the end.
+    func absorb(_ o: TransformChain) {
+        for i in stats.indices where i < o.stats.count {
+            stats[i].bodies += o.stats[i].bodies
+            stats[i].bytesIn += o.stats[i].bytesIn
+            stats[i].bytesOut += o.stats[i].bytesOut
+            stats[i].failed += o.stats[i].failed
+        }
+    }
+
     package init(_ specs: [TransformSpec], layout: FrameLayout, limit: Int) {
         self.specs = specs
         self.layout = layout

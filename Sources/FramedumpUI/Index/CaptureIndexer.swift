@@ -53,7 +53,7 @@ public final class CaptureIndexer: @unchecked Sendable {
     public init(_ configuration: UIConfiguration) throws {
         self.configuration = configuration
         var options = configuration.options
-        options.decodeThread = false
+        options.jobs = 1
         options.displayFilter = nil
         options.statistics = []
         let live: Bool
@@ -153,7 +153,7 @@ public final class CaptureIndexer: @unchecked Sendable {
     package func filter(_ text: String) throws -> [Int] {
         if let hit = filters.cached(text) { return hit }
         var options = configuration.options
-        options.decodeThread = false
+        options.jobs = 1
         options.displayFilter = nil
         options.statistics = []
         let schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: options.dissectorPaths),
