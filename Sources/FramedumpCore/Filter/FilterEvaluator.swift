@@ -445,22 +445,27 @@ public final class FilteringSink: MessageSink {
 
     /// Adds a shard's matches into this (the run's) filter's, at the end of the run.
     func absorb(_ shards: [FilteringSink]) {
-        var merged: [(at: UInt64, protocolName: String, message: String, count: UInt64)] =
-            perMessage.indices.map { (firstSeen[$0], perMessage[$0].protocolName, perMessage[$0].message, perMessage[$0].count) }
+        // Several entries first matched in one event come from one shard: their order there
+        // (`local`) breaks the tie.
+        var merged: [(at: UInt64, local: Int, protocolName: String, message: String, count: UInt64)] =
+            perMessage.indices.map { (firstSeen[$0], $0, perMessage[$0].protocolName, perMessage[$0].message, perMessage[$0].count) }
+        var where_: [String: Int] = [:]
+        for (j, r) in merged.enumerated() { where_[r.protocolName + "\u{0}" + r.message] = j }
         for o in shards {
             matched += o.matched
             skipped += o.skipped
             for (i, r) in o.perMessage.enumerated() {
                 let key = r.protocolName + "\u{0}" + r.message
-                if let j = merged.firstIndex(where: { $0.protocolName + "\u{0}" + $0.message == key }) {
+                if let j = where_[key] {
                     merged[j].count += r.count
-                    merged[j].at = min(merged[j].at, o.firstSeen[i])
+                    if o.firstSeen[i] < merged[j].at { (merged[j].at, merged[j].local) = (o.firstSeen[i], i) }
                 } else {
-                    merged.append((o.firstSeen[i], r.protocolName, r.message, r.count))
+                    where_[key] = merged.count
+                    merged.append((o.firstSeen[i], i, r.protocolName, r.message, r.count))
                 }
             }
         }
-        merged.sort { $0.at < $1.at }
+        merged.sort { ($0.at, $0.local) < ($1.at, $1.local) }
         perMessage = merged.map { ($0.protocolName, $0.message, $0.count) }
         firstSeen = merged.map(\.at)
         index = [:]
