@@ -215,7 +215,7 @@ struct RoundTripCase {
             try TestSupport.pipeline(pcap) { o in
                 o.dissectorPaths = [path]
                 o.format = .json
-                o.decodeThread = two
+                o.jobs = two ? 2 : 1
             }
         }
         let out: String

@@ -298,17 +298,19 @@ package final class ShardPool: StreamConsumer {
             while merging.isEmpty || merging[0].pending > 0 { pthread_cond_wait(mergeWork, lock) }
             let r = merging.removeFirst()
             let skip = outputClosed
+            let last = r.last
             pthread_mutex_unlock(lock)
             if !skip { write(r) }
             let closed = output.closed
             pthread_mutex_lock(lock)
             if closed { outputClosed = true }
-            if !r.last {
+            // (Once free, the round is the reader's again: nothing of it is read after.)
+            if !last {
                 free.append(r)
                 pthread_cond_signal(roundFree)
             }
             pthread_mutex_unlock(lock)
-            if r.last { return }
+            if last { return }
         }
     }
 
@@ -341,6 +343,7 @@ package final class ShardPool: StreamConsumer {
                 i = j
             }
         }
+
     }
 }
 
