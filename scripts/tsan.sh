@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The tests that run the two threads (decoding beside reading, see docs/architecture.md,
+# The tests that run threads (connections sharded among threads, decoding beside reading; see docs/architecture.md,
 # "Two threads for a file"), under ThreadSanitizer in a build of their own (.build-tsan): any data race it reports
 # fails the run. Give a test filter to run others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-filter="${1:-DecodeThreadTests|GoldenTests|WebSocketTests|StatisticsTests|FilterTests|OutputPipesTests|OutputEventsTests}"
+filter="${1:-ShardPoolTests|DecodeThreadTests|GoldenTests|WebSocketTests|StatisticsTests|FilterTests|OutputPipesTests|OutputEventsTests}"
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
