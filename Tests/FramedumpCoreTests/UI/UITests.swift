@@ -220,7 +220,7 @@ final class UITests: XCTestCase {
         XCTAssertTrue(r.stdout.contains(" passed, 0 failed"), r.stdout)
         for view in ["messages", "sequence", "plots", "diff"] {
             let size = (try? FileManager.default.attributesOfItem(atPath: shots + "/\(view).png")[.size] as? Int) ?? 0
-            XCTAssertGreaterThan(size ?? 0, 10_000, "no screenshot of the \(view) view")
+            XCTAssertGreaterThan(size, 10_000, "no screenshot of the \(view) view")
         }
     }
 }
