@@ -217,6 +217,36 @@ public final class OutputBuffer {
         count = 0
     }
 
+    /// Writes `n` stretches of memory after what is buffered: straight to the file descriptor
+    /// (the sharded merge's output goes out without being copied), or copied in memory.
+    func write(gathering v: UnsafeMutablePointer<iovec>, _ n: Int) {
+        guard let fd, !lineBuffered else {
+            for i in 0..<n { write(UnsafeRawBufferPointer(start: v[i].iov_base, count: v[i].iov_len)) }
+            return
+        }
+        flush()
+        var i = 0
+        while i < n && !closed {
+            let w = Platform.writev(fd, v + i, Int32(min(n - i, 1024)))
+            if w < 0 {
+                if errno == EINTR { continue }
+                if errno == EPIPE { closed = true }
+                return
+            }
+            flushed += UInt64(w)
+            // A short write: on from the first byte not written.
+            var left = w
+            while i < n && left >= v[i].iov_len {
+                left -= v[i].iov_len
+                i += 1
+            }
+            if i < n && left > 0 {
+                v[i].iov_base = v[i].iov_base.map { $0 + left }
+                v[i].iov_len -= left
+            }
+        }
+    }
+
     /// What has been collected (for tests and in-memory use).
     public var text: String {
         String(decoding: UnsafeBufferPointer(start: base, count: count), as: UTF8.self)

@@ -18,6 +18,16 @@ public enum Platform {
         #endif
     }
 
+    /// writev(2).
+    @inline(__always)
+    static func writev(_ fd: Int32, _ v: UnsafePointer<iovec>, _ count: Int32) -> Int {
+        #if canImport(Glibc)
+        return Glibc.writev(fd, v, count)
+        #else
+        return Darwin.writev(fd, v, count)
+        #endif
+    }
+
     /// exit(3).
     public static func exit(_ code: Int32) -> Never {
         #if canImport(Glibc)

@@ -22,11 +22,11 @@ import Darwin
 package final class ShardPool: StreamConsumer {
     /// How much a round holds, and how many rounds there are (tests make them tiny).
     package struct Sizes: Sendable {
-        var events = 4096
-        var blockBytes = 512 << 10
-        var rounds = 4
+        var events = 1024
+        var blockBytes = 256 << 10
+        var rounds = 8
 
-        package init(events: Int = 4096, blockBytes: Int = 512 << 10, rounds: Int = 4) {
+        package init(events: Int = 1024, blockBytes: Int = 256 << 10, rounds: Int = 8) {
             self.events = events
             self.blockBytes = blockBytes
             self.rounds = rounds
@@ -104,6 +104,7 @@ package final class ShardPool: StreamConsumer {
         shardWork.deallocate()
         mergeWork.deallocate()
         roundFree.deallocate()
+        stretches.deallocate()
     }
 
     /// A thread running `body` on this pool (which it keeps alive until it returns).
@@ -315,13 +316,13 @@ package final class ShardPool: StreamConsumer {
     }
 
     /// The round's output, event by event in the order they came (a run of events of one
-    /// shard is one copy).
+    /// shard is one stretch), written without being copied.
     private func write(_ r: ShardRound) {
         for s in shards.indices {
             nextEvent[s] = 0
             written[s] = 0
         }
-        let out = output
+        var n = 0
         r.route.withUnsafeBufferPointer { route in
             var i = 0
             while i < route.count {
@@ -334,8 +335,9 @@ package final class ShardPool: StreamConsumer {
                 if k < b.ends.count {
                     let end = b.ends[k], start = written[Int(s)]
                     if end > start {
-                        out.write(UnsafeRawBufferPointer(start: b.out.base + start, count: end - start))
-                        out.endOfRecord()
+                        if n == stretchCapacity { growStretches() }
+                        stretches[n] = iovec(iov_base: UnsafeMutableRawPointer(b.out.base + start), iov_len: end - start)
+                        n += 1
                     }
                     written[Int(s)] = end
                 }
@@ -343,7 +345,19 @@ package final class ShardPool: StreamConsumer {
                 i = j
             }
         }
+        if n > 0 { output.write(gathering: stretches, n) }
+    }
 
+    /// The merge's list of stretches to write (a round has at most one per event).
+    @exclusivity(unchecked) private var stretches = UnsafeMutablePointer<iovec>.allocate(capacity: 1024)
+    @exclusivity(unchecked) private var stretchCapacity = 1024
+
+    private func growStretches() {
+        let bigger = UnsafeMutablePointer<iovec>.allocate(capacity: stretchCapacity * 2)
+        bigger.moveInitialize(from: stretches, count: stretchCapacity)
+        stretches.deallocate()
+        stretches = bigger
+        stretchCapacity *= 2
     }
 }
 
