@@ -381,86 +381,125 @@ public struct FramingSearch: Sendable {
         }
     }
 
-    /// Every frame the chosen candidate cuts, as (piece bytes, frame start, frame length),
-    /// at most `limit` over all streams (for the header and body analysis). Frames of pieces
-    /// that start at a boundary only, when there are `enoughAtBoundary` of them; else also
-    /// those of the other pieces after their first two (a chain through a cut-off message can
-    /// begin with a chance frame or two before it meets the real boundaries, and one frame
-    /// cut elsewhere makes a magic look varying).
+    /// Every frame the chosen candidate cuts, as (piece, frame start, frame length), at most
+    /// `limit` over all streams (for the header and body analysis). Frames of pieces that start
+    /// at a boundary only, when there are `enoughAtBoundary` of them.
+    ///
+    /// Else also those of the pieces that start mid-message, where the chain `resync` found can
+    /// run through a cut-off message, and through long bodies beside the real boundaries, by
+    /// chance for many frames (a byte plus a constant read in text chains anywhere, and chains
+    /// there join each other) before it falls in step: one frame cut elsewhere makes a magic
+    /// look varying, and dropping the chance ones by position (after a chain's first frames,
+    /// from where another joins it) kept a third of a u8's streams' chance frames and lost as
+    /// many real ones. Instead, (1) the frames every chain from the cut-off start agrees on
+    /// (`ChainWalker.trunk`) are sure ones, and say what a frame's first bytes look like
+    /// (`FrameLikeness`); (2) in each piece the chain through it whose frames look most like
+    /// them is taken (`ChainWalker.likeliest`): the real boundaries from the first on, frames
+    /// cut at random places lose.
     public func frames(_ c: LengthCandidate, _ streams: [SampledStream], limit: Int = 50_000,
                        enoughAtBoundary: Int = 20) -> [[GuessedFrame]] {
         let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
-        func collect(mid: Bool) -> [[GuessedFrame]] {
-            var all: [[GuessedFrame]] = []
+        /// Frames of one piece as the walker's chain from `from` (of `chain`) cuts them.
+        func cut(_ p: SampledPiece, _ pi: Int, _ chain: Chain, from: Int) -> [GuessedFrame] {
+            var out: [GuessedFrame] = []
+            var at = chain.start
+            for length in chain.lengths {
+                guard at + length <= p.bytes.count else { break }
+                if at >= from { out.append(GuessedFrame(piece: pi, start: at, length: length)) }
+                at += length
+            }
+            return out
+        }
+        var boundary: [[[GuessedFrame]]] = streams.map { s in s.pieces.map { _ in [] } }
+        var boundaryCount = 0
+        for (s, stream) in streams.enumerated() {
+            for (pi, p) in stream.pieces.enumerated() where p.startsAtBoundary && boundaryCount < limit {
+                guard let chain = self.chain(of: p, walker) else { continue }
+                boundary[s][pi] = Array(cut(p, pi, chain, from: 0).prefix(limit - boundaryCount))
+                boundaryCount += boundary[s][pi].count
+            }
+        }
+        func joined(_ perPiece: [[[GuessedFrame]]]) -> [[GuessedFrame]] {
             var count = 0
-            for stream in streams {
+            return perPiece.map { pieces in
                 var list: [GuessedFrame] = []
-                for (pi, p) in stream.pieces.enumerated() where count < limit && (mid || p.startsAtBoundary) {
-                    guard let chain = self.chain(of: p, walker) else { continue }
-                    p.bytes.withUnsafeBufferPointer { b in
-                        var at = chain.start
-                        let locked = p.startsAtBoundary ? 0 : walker.lockIn(b, from: chain.start, cut: p.endsCut, searchLimit: resyncLimit)
-                        for (k, length) in chain.lengths.enumerated() where count < limit {
-                            guard at + length <= b.count else { break }
-                            if p.startsAtBoundary || (k >= 2 && at >= locked) {
-                                list.append(GuessedFrame(piece: pi, start: at, length: length))
-                                count += 1
-                            }
-                            at += length
-                        }
+                for f in pieces.joined() where count < limit {
+                    list.append(f)
+                    count += 1
+                }
+                return list
+            }
+        }
+        if boundaryCount >= enoughAtBoundary { return joined(boundary) }
+        // 1. The sure frames: at boundaries, and of each mid-stream piece's chain from its trunk.
+        var sure = boundary
+        var chains: [[Chain?]] = streams.map { s in s.pieces.map { _ in nil } }
+        for (s, stream) in streams.enumerated() {
+            for (pi, p) in stream.pieces.enumerated() where !p.startsAtBoundary {
+                guard let chain = self.chain(of: p, walker) else { continue }
+                chains[s][pi] = chain
+                let from = p.bytes.withUnsafeBufferPointer { b in
+                    walker.trunk(b, from: chain.start, starts: chain.start + max(1, chain.first))
+                }
+                sure[s][pi] = cut(p, pi, chain, from: from)
+            }
+        }
+        var model = FrameLikeness()
+        for (s, pieces) in sure.enumerated() {
+            for f in pieces.joined() { model.add(streams[s].pieces[f.piece].bytes, at: f.start, length: f.length) }
+        }
+        var likeness: [Double] = []
+        for (s, pieces) in sure.enumerated() {
+            for f in pieces.joined() { likeness.append(model.likeness(streams[s].pieces[f.piece].bytes, at: f.start, length: f.length)) }
+        }
+        // Too few to tell what a frame looks like: the sure ones only.
+        guard likeness.count >= 10 else { return joined(sure) }
+        likeness.sort()
+        // What nine in ten of the sure frames look like at least.
+        let threshold = likeness[likeness.count / 10]
+        // 2. In each mid-stream piece, the likeliest chain.
+        var chosen = boundary
+        for (s, stream) in streams.enumerated() {
+            for (pi, p) in stream.pieces.enumerated() where !p.startsAtBoundary {
+                let starts = p.bytes.withUnsafeBufferPointer { b in
+                    walker.likeliest(b, cut: p.endsCut) { at, length in
+                        model.likeness(p.bytes, at: at, length: length) - threshold
                     }
                 }
-                all.append(list)
+                guard let starts else {
+                    chosen[s][pi] = sure[s][pi]
+                    continue
+                }
+                chosen[s][pi] = starts.map { GuessedFrame(piece: pi, start: $0.start, length: $0.length) }
             }
-            return all
         }
-        let atBoundary = collect(mid: false)
-        if atBoundary.reduce(0, { $0 + $1.count }) >= enoughAtBoundary { return atBoundary }
-        return dropChanceLead(collect(mid: true), streams)
+        return joined(chosen)
+    }
+}
+
+/// What the first bytes of a protocol's frames look like: per offset of the first 16, how often
+/// each value was seen; a frame's likeness is the mean log-probability of its bytes under that
+/// (each value counted once more than seen: one never seen is unlikely, not impossible).
+struct FrameLikeness {
+    static let width = 16
+    var counts = [Int](repeating: 0, count: width * 256)
+    var seen = [Int](repeating: 0, count: width)
+
+    mutating func add(_ b: [UInt8], at start: Int, length: Int) {
+        for i in 0..<min(Self.width, length, b.count - start) {
+            counts[i * 256 + Int(b[start + i])] += 1
+            seen[i] += 1
+        }
     }
 
-    /// Frames of mid-stream pieces from the first that looks like the frames further on: a
-    /// chain can run through a long cut-off message by chance for many frames (text reads as
-    /// lengths of about the same size, and chains there join each other) before it meets the
-    /// real boundaries. The later half of each piece's frames are in step; their first 16 bytes'
-    /// values per offset (constants, an id's few values, zero high bytes) say what a frame looks
-    /// like, and the leading frames less likely under them than nine in ten of those are cut.
-    func dropChanceLead(_ frames: [[GuessedFrame]], _ streams: [SampledStream]) -> [[GuessedFrame]] {
-        let width = 16
-        var counts = [Int](repeating: 0, count: width * 256)
-        var seen = [Int](repeating: 0, count: width)
-        func bytes(_ s: Int, _ f: GuessedFrame) -> ArraySlice<UInt8> {
-            let b = streams[s].pieces[f.piece].bytes
-            return b[f.start..<min(b.count, f.start + min(width, f.length))]
+    func likeness(_ b: [UInt8], at start: Int, length: Int) -> Double {
+        let n = min(Self.width, length, b.count - start)
+        guard n > 0 else { return -.infinity }
+        var sum = 0.0
+        for i in 0..<n {
+            sum += log2(Double(counts[i * 256 + Int(b[start + i])] + 1) / Double(seen[i] + 256))
         }
-        for (s, list) in frames.enumerated() where !streams[s].pieces.contains(where: \.startsAtBoundary) {
-            for f in list.suffix(list.count / 2) {
-                for (i, x) in bytes(s, f).enumerated() {
-                    counts[i * 256 + Int(x)] += 1
-                    seen[i] += 1
-                }
-            }
-        }
-        func likeness(_ s: Int, _ f: GuessedFrame) -> Double {
-            var sum = 0.0, n = 0
-            for (i, x) in bytes(s, f).enumerated() {
-                sum += log2(Double(counts[i * 256 + Int(x)] + 1) / Double(seen[i] + 256))
-                n += 1
-            }
-            return n == 0 ? -.infinity : sum / Double(n)
-        }
-        var later: [Double] = []
-        for (s, list) in frames.enumerated() where !streams[s].pieces.contains(where: \.startsAtBoundary) {
-            for f in list.suffix(list.count / 2) { later.append(likeness(s, f)) }
-        }
-        guard later.count >= 10 else { return frames }
-        later.sort()
-        let threshold = later[later.count / 10]
-        return frames.enumerated().map { s, list in
-            if streams[s].pieces.contains(where: \.startsAtBoundary) { return list }
-            guard let first = list.firstIndex(where: { likeness(s, $0) >= threshold }) else { return [] }
-            return Array(list[first...])
-        }
+        return sum / Double(n)
     }
 }
 
