@@ -21,10 +21,11 @@ public struct FramingSearch: Sendable {
     /// must chain from it.
     public var resyncLimit = 2048
     public var resyncConfirm = 4
-    /// The same when screening pieces none of which starts at a boundary: every offset of the
-    /// first few hundred bytes (a first message cut off is rarely longer; 10,368 candidates
-    /// each try them all on three pieces).
-    public var screenResyncLimit = 512
+    /// The same when screening pieces none of which starts at a boundary (10,368 candidates
+    /// each try them on three pieces): as far as when scoring, a cut-off first message is as
+    /// long as any (with 512, a u32 whose first boundaries lay further in two of the three was
+    /// dropped before scoring: a byte plus a constant or a varint in the body won).
+    public var screenResyncLimit = 2048
 
     public init() {}
 
@@ -43,9 +44,12 @@ public struct FramingSearch: Sendable {
         /// chain (from its resync) lands exactly on that end.
         public var midClosedEnds = 0
         public var midCovered = 0
-        /// Over the pieces that start mid-message, the first chained frame's length: how many
-        /// bytes a chance chain through the cut-off first message can add (a field that reads
-        /// the same boundaries from there on may start a few bytes earlier by luck).
+        /// Over the pieces that start mid-message, the bytes before the chain's first frame, up
+        /// to its longest frame: the rest of the message the piece starts in, which no framing
+        /// explains, while a chance chain through it (a byte plus a constant chains anywhere; a
+        /// length inside the body that cuts the same frames may start a frame earlier by luck)
+        /// seems to. (Its first frame's length, as before, fell short of the cut-off message
+        /// about as often as not: a u32 lost to its own low byte's chance chain.)
         public var midSlack = 0
         /// Over the boundary pieces cut short (a gap, the sample's cap), the bytes of the frame
         /// that runs past the cut: lost to every candidate, more to one with longer frames.
@@ -254,7 +258,7 @@ public struct FramingSearch: Sendable {
                         if !p.endsCut { s.closedCovered += chain.covered }
                     } else {
                         s.midCovered += chain.covered
-                        s.midSlack += chain.first + overshoot
+                        s.midSlack += min(chain.start, chain.longest) + overshoot
                         if !p.endsCut && chain.complete { s.midClosedEnds += p.bytes.count }
                     }
                     if keepValues {
@@ -397,83 +401,84 @@ public struct FramingSearch: Sendable {
     /// them is taken (`ChainWalker.likeliest`): the real boundaries from the first on, frames
     /// cut at random places lose.
     public func frames(_ c: LengthCandidate, _ streams: [SampledStream], limit: Int = 50_000,
-                       enoughAtBoundary: Int = 20) -> [[GuessedFrame]] {
+                       enoughAtBoundary: Int = 20, sureFramesPerPiece: Int = 64) -> [[GuessedFrame]] {
         let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
-        /// Frames of one piece as the walker's chain from `from` (of `chain`) cuts them.
-        func cut(_ p: SampledPiece, _ pi: Int, _ chain: Chain, from: Int) -> [GuessedFrame] {
+        /// The frames of `chain` through piece `pi` that fit in it, from `from` on.
+        func cut(_ p: SampledPiece, _ pi: Int, _ chain: Chain, from: Int, max: Int = .max) -> [GuessedFrame] {
             var out: [GuessedFrame] = []
             var at = chain.start
-            for length in chain.lengths {
+            for length in chain.lengths where out.count < max {
                 guard at + length <= p.bytes.count else { break }
                 if at >= from { out.append(GuessedFrame(piece: pi, start: at, length: length)) }
                 at += length
             }
             return out
         }
-        var boundary: [[[GuessedFrame]]] = streams.map { s in s.pieces.map { _ in [] } }
+        /// A mid-stream piece's sure frames: its chain's from the trunk on.
+        func sure(_ p: SampledPiece, _ pi: Int, max: Int = .max) -> [GuessedFrame] {
+            guard let chain = self.chain(of: p, walker) else { return [] }
+            let from = p.bytes.withUnsafeBufferPointer { b in
+                walker.trunk(b, from: chain.start, starts: chain.start + Swift.max(1, chain.first))
+            }
+            return cut(p, pi, chain, from: from, max: max)
+        }
         var boundaryCount = 0
-        for (s, stream) in streams.enumerated() {
-            for (pi, p) in stream.pieces.enumerated() where p.startsAtBoundary && boundaryCount < limit {
-                guard let chain = self.chain(of: p, walker) else { continue }
-                boundary[s][pi] = Array(cut(p, pi, chain, from: 0).prefix(limit - boundaryCount))
-                boundaryCount += boundary[s][pi].count
+        for stream in streams {
+            for p in stream.pieces where p.startsAtBoundary && boundaryCount < enoughAtBoundary {
+                if let chain = self.chain(of: p, walker) { boundaryCount += cut(p, 0, chain, from: 0).count }
             }
         }
-        func joined(_ perPiece: [[[GuessedFrame]]]) -> [[GuessedFrame]] {
-            var count = 0
-            return perPiece.map { pieces in
-                var list: [GuessedFrame] = []
-                for f in pieces.joined() where count < limit {
-                    list.append(f)
-                    count += 1
-                }
-                return list
-            }
-        }
-        if boundaryCount >= enoughAtBoundary { return joined(boundary) }
-        // 1. The sure frames: at boundaries, and of each mid-stream piece's chain from its trunk.
-        var sure = boundary
-        var chains: [[Chain?]] = streams.map { s in s.pieces.map { _ in nil } }
-        for (s, stream) in streams.enumerated() {
-            for (pi, p) in stream.pieces.enumerated() where !p.startsAtBoundary {
-                guard let chain = self.chain(of: p, walker) else { continue }
-                chains[s][pi] = chain
-                let from = p.bytes.withUnsafeBufferPointer { b in
-                    walker.trunk(b, from: chain.start, starts: chain.start + max(1, chain.first))
-                }
-                sure[s][pi] = cut(p, pi, chain, from: from)
-            }
-        }
+        let mid = boundaryCount < enoughAtBoundary
+        // 1. What a frame looks like, from the sure frames (at boundaries, and each mid-stream
+        // piece's from its trunk; a few of each piece's).
         var model = FrameLikeness()
-        for (s, pieces) in sure.enumerated() {
-            for f in pieces.joined() { model.add(streams[s].pieces[f.piece].bytes, at: f.start, length: f.length) }
-        }
-        var likeness: [Double] = []
-        for (s, pieces) in sure.enumerated() {
-            for f in pieces.joined() { likeness.append(model.likeness(streams[s].pieces[f.piece].bytes, at: f.start, length: f.length)) }
-        }
-        // Too few to tell what a frame looks like: the sure ones only.
-        guard likeness.count >= 10 else { return joined(sure) }
-        likeness.sort()
-        // What nine in ten of the sure frames look like at least.
-        let threshold = likeness[likeness.count / 10]
-        // 2. In each mid-stream piece, the likeliest chain.
-        var chosen = boundary
-        for (s, stream) in streams.enumerated() {
-            for (pi, p) in stream.pieces.enumerated() where !p.startsAtBoundary {
-                let starts = p.bytes.withUnsafeBufferPointer { b in
-                    walker.likeliest(b, cut: p.endsCut) { at, length in
-                        model.likeness(p.bytes, at: at, length: length) - threshold
+        var threshold = -Double.infinity
+        if mid {
+            var sample: [(s: Int, f: GuessedFrame)] = []
+            for (s, stream) in streams.enumerated() {
+                for (pi, p) in stream.pieces.enumerated() {
+                    let frames: [GuessedFrame]
+                    if p.startsAtBoundary {
+                        frames = self.chain(of: p, walker).map { cut(p, pi, $0, from: 0, max: sureFramesPerPiece) } ?? []
+                    } else {
+                        frames = sure(p, pi, max: sureFramesPerPiece)
+                    }
+                    for f in frames {
+                        model.add(p.bytes, at: f.start, length: f.length)
+                        sample.append((s, f))
                     }
                 }
-                guard let starts else {
-                    chosen[s][pi] = sure[s][pi]
-                    continue
-                }
-                chosen[s][pi] = starts.map { GuessedFrame(piece: pi, start: $0.start, length: $0.length) }
             }
+            var likeness = sample.map { model.likeness(streams[$0.s].pieces[$0.f.piece].bytes, at: $0.f.start, length: $0.f.length) }
+            likeness.sort()
+            // What nine in ten of the sure frames look like at least (too few to tell: the sure
+            // frames only).
+            if likeness.count >= 10 { threshold = likeness[likeness.count / 10] }
         }
-        return joined(chosen)
+        // 2. The frames: at boundaries, the chain from the start; in mid-stream pieces, the
+        // likeliest chain.
+        var all: [[GuessedFrame]] = []
+        var count = 0
+        for stream in streams {
+            var list: [GuessedFrame] = []
+            for (pi, p) in stream.pieces.enumerated() where count < limit && (mid || p.startsAtBoundary) {
+                var frames: [GuessedFrame]
+                if p.startsAtBoundary {
+                    frames = self.chain(of: p, walker).map { cut(p, pi, $0, from: 0) } ?? []
+                } else if threshold > -.infinity, let starts = p.bytes.withUnsafeBufferPointer({ b in
+                    walker.likeliest(b, cut: p.endsCut) { at, length in model.likeness(p.bytes, at: at, length: length) - threshold }
+                }) {
+                    frames = starts.map { GuessedFrame(piece: pi, start: $0.start, length: $0.length) }
+                } else {
+                    frames = sure(p, pi)
+                }
+                frames = Array(frames.prefix(limit - count))
+                count += frames.count
+                list += frames
+            }
+            all.append(list)
+        }
+        return all
     }
 }
 

@@ -69,6 +69,8 @@ struct Chain {
     var first: Int
     /// Each frame's length, up to `FramingStats.keep` of them (for the header analysis).
     var lengths: [Int]
+    /// The longest frame's length (0: none).
+    var longest = 0
 }
 
 /// Walks frames of one candidate over bytes.
@@ -81,14 +83,14 @@ struct ChainWalker {
 
     /// Frames from `start`, at most `maxFrames`; `cut` says the bytes end before the stream does.
     func walk(_ b: UnsafeBufferPointer<UInt8>, from start: Int, cut: Bool, maxFrames: Int, keepValues: Bool = false) -> Chain {
-        var p = start, frames = 0, first = 0
+        var p = start, frames = 0, first = 0, longest = 0
         var lengths: [Int] = []
         let n = b.count
         while frames < maxFrames {
-            if p == n { return Chain(start: start, frames: frames, covered: p - start, complete: true, first: first, lengths: lengths) }
+            if p == n { return Chain(start: start, frames: frames, covered: p - start, complete: true, first: first, lengths: lengths, longest: longest) }
             guard let (v, end) = candidate.value(b, at: p) else {
                 // A header cut by the end of what was sampled is not a failure (nor evidence).
-                return Chain(start: start, frames: frames, covered: p - start, complete: cut, first: first, lengths: lengths)
+                return Chain(start: start, frames: frames, covered: p - start, complete: cut, first: first, lengths: lengths, longest: longest)
             }
             guard v <= UInt64(maxFrame) else { break }
             // A varint counts what follows it (protobuf's delimited form), plus the adjustment.
@@ -97,15 +99,16 @@ struct ChainWalker {
             if p + length > n {
                 // A frame running past a cut end is not a failure, but explains nothing: else
                 // a candidate reading huge lengths would explain every sample at once.
-                if cut { return Chain(start: start, frames: frames, covered: p - start, complete: true, first: first, lengths: lengths) }
+                if cut { return Chain(start: start, frames: frames, covered: p - start, complete: true, first: first, lengths: lengths, longest: longest) }
                 break
             }
             if keepValues && lengths.count < FramingStats.keep { lengths.append(length) }
             if frames == 0 { first = length }
+            longest = max(longest, length)
             frames += 1
             p += length
         }
-        return Chain(start: start, frames: frames, covered: p - start, complete: p == n, first: first, lengths: lengths)
+        return Chain(start: start, frames: frames, covered: p - start, complete: p == n, first: first, lengths: lengths, longest: longest)
     }
 
     /// Where the chain locks in, in a piece that may start mid-message: the first offset (up to
