@@ -21,10 +21,11 @@ public struct FramingSearch: Sendable {
     /// must chain from it.
     public var resyncLimit = 2048
     public var resyncConfirm = 4
-    /// The same when screening pieces none of which starts at a boundary: every offset of the
-    /// first few hundred bytes (a first message cut off is rarely longer; 10,368 candidates
-    /// each try them all on three pieces).
-    public var screenResyncLimit = 512
+    /// The same when screening pieces none of which starts at a boundary (10,368 candidates
+    /// each try them on three pieces): as far as when scoring, a cut-off first message is as
+    /// long as any (with 512, a u32 whose first boundaries lay further in two of the three was
+    /// dropped before scoring: a byte plus a constant or a varint in the body won).
+    public var screenResyncLimit = 2048
 
     public init() {}
 
@@ -43,9 +44,12 @@ public struct FramingSearch: Sendable {
         /// chain (from its resync) lands exactly on that end.
         public var midClosedEnds = 0
         public var midCovered = 0
-        /// Over the pieces that start mid-message, the first chained frame's length: how many
-        /// bytes a chance chain through the cut-off first message can add (a field that reads
-        /// the same boundaries from there on may start a few bytes earlier by luck).
+        /// Over the pieces that start mid-message, the bytes before the chain's first frame, up
+        /// to its longest frame: the rest of the message the piece starts in, which no framing
+        /// explains, while a chance chain through it (a byte plus a constant chains anywhere; a
+        /// length inside the body that cuts the same frames may start a frame earlier by luck)
+        /// seems to. (Its first frame's length, as before, fell short of the cut-off message
+        /// about as often as not: a u32 lost to its own low byte's chance chain.)
         public var midSlack = 0
         /// Over the boundary pieces cut short (a gap, the sample's cap), the bytes of the frame
         /// that runs past the cut: lost to every candidate, more to one with longer frames.
@@ -254,7 +258,7 @@ public struct FramingSearch: Sendable {
                         if !p.endsCut { s.closedCovered += chain.covered }
                     } else {
                         s.midCovered += chain.covered
-                        s.midSlack += chain.first + overshoot
+                        s.midSlack += min(chain.start, chain.longest) + overshoot
                         if !p.endsCut && chain.complete { s.midClosedEnds += p.bytes.count }
                     }
                     if keepValues {
@@ -381,86 +385,126 @@ public struct FramingSearch: Sendable {
         }
     }
 
-    /// Every frame the chosen candidate cuts, as (piece bytes, frame start, frame length),
-    /// at most `limit` over all streams (for the header and body analysis). Frames of pieces
-    /// that start at a boundary only, when there are `enoughAtBoundary` of them; else also
-    /// those of the other pieces after their first two (a chain through a cut-off message can
-    /// begin with a chance frame or two before it meets the real boundaries, and one frame
-    /// cut elsewhere makes a magic look varying).
+    /// Every frame the chosen candidate cuts, as (piece, frame start, frame length), at most
+    /// `limit` over all streams (for the header and body analysis). Frames of pieces that start
+    /// at a boundary only, when there are `enoughAtBoundary` of them.
+    ///
+    /// Else also those of the pieces that start mid-message, where the chain `resync` found can
+    /// run through a cut-off message, and through long bodies beside the real boundaries, by
+    /// chance for many frames (a byte plus a constant read in text chains anywhere, and chains
+    /// there join each other) before it falls in step: one frame cut elsewhere makes a magic
+    /// look varying, and dropping the chance ones by position (after a chain's first frames,
+    /// from where another joins it) kept a third of a u8's streams' chance frames and lost as
+    /// many real ones. Instead, (1) the frames every chain from the cut-off start agrees on
+    /// (`ChainWalker.trunk`) are sure ones, and say what a frame's first bytes look like
+    /// (`FrameLikeness`); (2) in each piece the chain through it whose frames look most like
+    /// them is taken (`ChainWalker.likeliest`): the real boundaries from the first on, frames
+    /// cut at random places lose.
     public func frames(_ c: LengthCandidate, _ streams: [SampledStream], limit: Int = 50_000,
-                       enoughAtBoundary: Int = 20) -> [[GuessedFrame]] {
+                       enoughAtBoundary: Int = 20, sureFramesPerPiece: Int = 64) -> [[GuessedFrame]] {
         let walker = ChainWalker(candidate: c, maxFrame: maxFrame)
-        func collect(mid: Bool) -> [[GuessedFrame]] {
-            var all: [[GuessedFrame]] = []
-            var count = 0
-            for stream in streams {
-                var list: [GuessedFrame] = []
-                for (pi, p) in stream.pieces.enumerated() where count < limit && (mid || p.startsAtBoundary) {
-                    guard let chain = self.chain(of: p, walker) else { continue }
-                    p.bytes.withUnsafeBufferPointer { b in
-                        var at = chain.start
-                        let locked = p.startsAtBoundary ? 0 : walker.lockIn(b, from: chain.start, cut: p.endsCut, searchLimit: resyncLimit)
-                        for (k, length) in chain.lengths.enumerated() where count < limit {
-                            guard at + length <= b.count else { break }
-                            if p.startsAtBoundary || (k >= 2 && at >= locked) {
-                                list.append(GuessedFrame(piece: pi, start: at, length: length))
-                                count += 1
-                            }
-                            at += length
-                        }
+        /// The frames of `chain` through piece `pi` that fit in it, from `from` on.
+        func cut(_ p: SampledPiece, _ pi: Int, _ chain: Chain, from: Int, max: Int = .max) -> [GuessedFrame] {
+            var out: [GuessedFrame] = []
+            var at = chain.start
+            for length in chain.lengths where out.count < max {
+                guard at + length <= p.bytes.count else { break }
+                if at >= from { out.append(GuessedFrame(piece: pi, start: at, length: length)) }
+                at += length
+            }
+            return out
+        }
+        /// A mid-stream piece's sure frames: its chain's from the trunk on.
+        func sure(_ p: SampledPiece, _ pi: Int, max: Int = .max) -> [GuessedFrame] {
+            guard let chain = self.chain(of: p, walker) else { return [] }
+            let from = p.bytes.withUnsafeBufferPointer { b in
+                walker.trunk(b, from: chain.start, starts: chain.start + Swift.max(1, chain.first))
+            }
+            return cut(p, pi, chain, from: from, max: max)
+        }
+        var boundaryCount = 0
+        for stream in streams {
+            for p in stream.pieces where p.startsAtBoundary && boundaryCount < enoughAtBoundary {
+                if let chain = self.chain(of: p, walker) { boundaryCount += cut(p, 0, chain, from: 0).count }
+            }
+        }
+        let mid = boundaryCount < enoughAtBoundary
+        // 1. What a frame looks like, from the sure frames (at boundaries, and each mid-stream
+        // piece's from its trunk; a few of each piece's).
+        var model = FrameLikeness()
+        var threshold = -Double.infinity
+        if mid {
+            var sample: [(s: Int, f: GuessedFrame)] = []
+            for (s, stream) in streams.enumerated() {
+                for (pi, p) in stream.pieces.enumerated() {
+                    let frames: [GuessedFrame]
+                    if p.startsAtBoundary {
+                        frames = self.chain(of: p, walker).map { cut(p, pi, $0, from: 0, max: sureFramesPerPiece) } ?? []
+                    } else {
+                        frames = sure(p, pi, max: sureFramesPerPiece)
+                    }
+                    for f in frames {
+                        model.add(p.bytes, at: f.start, length: f.length)
+                        sample.append((s, f))
                     }
                 }
-                all.append(list)
             }
-            return all
+            var likeness = sample.map { model.likeness(streams[$0.s].pieces[$0.f.piece].bytes, at: $0.f.start, length: $0.f.length) }
+            likeness.sort()
+            // What nine in ten of the sure frames look like at least (too few to tell: the sure
+            // frames only).
+            if likeness.count >= 10 { threshold = likeness[likeness.count / 10] }
         }
-        let atBoundary = collect(mid: false)
-        if atBoundary.reduce(0, { $0 + $1.count }) >= enoughAtBoundary { return atBoundary }
-        return dropChanceLead(collect(mid: true), streams)
+        // 2. The frames: at boundaries, the chain from the start; in mid-stream pieces, the
+        // likeliest chain.
+        var all: [[GuessedFrame]] = []
+        var count = 0
+        for stream in streams {
+            var list: [GuessedFrame] = []
+            for (pi, p) in stream.pieces.enumerated() where count < limit && (mid || p.startsAtBoundary) {
+                var frames: [GuessedFrame]
+                if p.startsAtBoundary {
+                    frames = self.chain(of: p, walker).map { cut(p, pi, $0, from: 0) } ?? []
+                } else if threshold > -.infinity, let starts = p.bytes.withUnsafeBufferPointer({ b in
+                    walker.likeliest(b, cut: p.endsCut) { at, length in model.likeness(p.bytes, at: at, length: length) - threshold }
+                }) {
+                    frames = starts.map { GuessedFrame(piece: pi, start: $0.start, length: $0.length) }
+                } else {
+                    frames = sure(p, pi)
+                }
+                frames = Array(frames.prefix(limit - count))
+                count += frames.count
+                list += frames
+            }
+            all.append(list)
+        }
+        return all
+    }
+}
+
+/// What the first bytes of a protocol's frames look like: per offset of the first 16, how often
+/// each value was seen; a frame's likeness is the mean log-probability of its bytes under that
+/// (each value counted once more than seen: one never seen is unlikely, not impossible).
+struct FrameLikeness {
+    static let width = 16
+    var counts = [Int](repeating: 0, count: width * 256)
+    var seen = [Int](repeating: 0, count: width)
+
+    mutating func add(_ b: [UInt8], at start: Int, length: Int) {
+        for i in 0..<min(Self.width, length, b.count - start) {
+            counts[i * 256 + Int(b[start + i])] += 1
+            seen[i] += 1
+        }
     }
 
-    /// Frames of mid-stream pieces from the first that looks like the frames further on: a
-    /// chain can run through a long cut-off message by chance for many frames (text reads as
-    /// lengths of about the same size, and chains there join each other) before it meets the
-    /// real boundaries. The later half of each piece's frames are in step; their first 16 bytes'
-    /// values per offset (constants, an id's few values, zero high bytes) say what a frame looks
-    /// like, and the leading frames less likely under them than nine in ten of those are cut.
-    func dropChanceLead(_ frames: [[GuessedFrame]], _ streams: [SampledStream]) -> [[GuessedFrame]] {
-        let width = 16
-        var counts = [Int](repeating: 0, count: width * 256)
-        var seen = [Int](repeating: 0, count: width)
-        func bytes(_ s: Int, _ f: GuessedFrame) -> ArraySlice<UInt8> {
-            let b = streams[s].pieces[f.piece].bytes
-            return b[f.start..<min(b.count, f.start + min(width, f.length))]
+    func likeness(_ b: [UInt8], at start: Int, length: Int) -> Double {
+        let n = min(Self.width, length, b.count - start)
+        guard n > 0 else { return -.infinity }
+        var sum = 0.0
+        for i in 0..<n {
+            sum += log2(Double(counts[i * 256 + Int(b[start + i])] + 1) / Double(seen[i] + 256))
         }
-        for (s, list) in frames.enumerated() where !streams[s].pieces.contains(where: \.startsAtBoundary) {
-            for f in list.suffix(list.count / 2) {
-                for (i, x) in bytes(s, f).enumerated() {
-                    counts[i * 256 + Int(x)] += 1
-                    seen[i] += 1
-                }
-            }
-        }
-        func likeness(_ s: Int, _ f: GuessedFrame) -> Double {
-            var sum = 0.0, n = 0
-            for (i, x) in bytes(s, f).enumerated() {
-                sum += log2(Double(counts[i * 256 + Int(x)] + 1) / Double(seen[i] + 256))
-                n += 1
-            }
-            return n == 0 ? -.infinity : sum / Double(n)
-        }
-        var later: [Double] = []
-        for (s, list) in frames.enumerated() where !streams[s].pieces.contains(where: \.startsAtBoundary) {
-            for f in list.suffix(list.count / 2) { later.append(likeness(s, f)) }
-        }
-        guard later.count >= 10 else { return frames }
-        later.sort()
-        let threshold = later[later.count / 10]
-        return frames.enumerated().map { s, list in
-            if streams[s].pieces.contains(where: \.startsAtBoundary) { return list }
-            guard let first = list.firstIndex(where: { likeness(s, $0) >= threshold }) else { return [] }
-            return Array(list[first...])
-        }
+        return sum / Double(n)
     }
 }
 

@@ -69,6 +69,8 @@ struct Chain {
     var first: Int
     /// Each frame's length, up to `FramingStats.keep` of them (for the header analysis).
     var lengths: [Int]
+    /// The longest frame's length (0: none).
+    var longest = 0
 }
 
 /// Walks frames of one candidate over bytes.
@@ -81,14 +83,14 @@ struct ChainWalker {
 
     /// Frames from `start`, at most `maxFrames`; `cut` says the bytes end before the stream does.
     func walk(_ b: UnsafeBufferPointer<UInt8>, from start: Int, cut: Bool, maxFrames: Int, keepValues: Bool = false) -> Chain {
-        var p = start, frames = 0, first = 0
+        var p = start, frames = 0, first = 0, longest = 0
         var lengths: [Int] = []
         let n = b.count
         while frames < maxFrames {
-            if p == n { return Chain(start: start, frames: frames, covered: p - start, complete: true, first: first, lengths: lengths) }
+            if p == n { return Chain(start: start, frames: frames, covered: p - start, complete: true, first: first, lengths: lengths, longest: longest) }
             guard let (v, end) = candidate.value(b, at: p) else {
                 // A header cut by the end of what was sampled is not a failure (nor evidence).
-                return Chain(start: start, frames: frames, covered: p - start, complete: cut, first: first, lengths: lengths)
+                return Chain(start: start, frames: frames, covered: p - start, complete: cut, first: first, lengths: lengths, longest: longest)
             }
             guard v <= UInt64(maxFrame) else { break }
             // A varint counts what follows it (protobuf's delimited form), plus the adjustment.
@@ -97,15 +99,16 @@ struct ChainWalker {
             if p + length > n {
                 // A frame running past a cut end is not a failure, but explains nothing: else
                 // a candidate reading huge lengths would explain every sample at once.
-                if cut { return Chain(start: start, frames: frames, covered: p - start, complete: true, first: first, lengths: lengths) }
+                if cut { return Chain(start: start, frames: frames, covered: p - start, complete: true, first: first, lengths: lengths, longest: longest) }
                 break
             }
             if keepValues && lengths.count < FramingStats.keep { lengths.append(length) }
             if frames == 0 { first = length }
+            longest = max(longest, length)
             frames += 1
             p += length
         }
-        return Chain(start: start, frames: frames, covered: p - start, complete: p == n, first: first, lengths: lengths)
+        return Chain(start: start, frames: frames, covered: p - start, complete: p == n, first: first, lengths: lengths, longest: longest)
     }
 
     /// Where the chain locks in, in a piece that may start mid-message: the first offset (up to
@@ -168,38 +171,91 @@ struct ChainWalker {
         return best?.start
     }
 
+    /// Where the frame at `p` ends, when its length is plausible and it fits in `b`.
+    @inline(__always)
+    func next(_ b: UnsafeBufferPointer<UInt8>, _ p: Int) -> Int? {
+        guard let (v, end) = candidate.value(b, at: p), v <= UInt64(maxFrame) else { return nil }
+        let length = candidate.isVarint ? end + Int(v) + candidate.adjustment : Int(v) + candidate.adjustment
+        guard length >= end, length >= 1, p + length <= b.count else { return nil }
+        return p + length
+    }
+
     /// Where a chain found from mid-stream (from `start`, which `resync` gave) is sure to be in
-    /// step: the first frame start another chain, from a later offset off this one, joins. The
-    /// first frames can be chance ones through the cut-off message (a run of one byte value
-    /// chains on its own); chains from elsewhere meet only on the real boundaries (or, less
-    /// often, on a chance one). `start` when no other chain joins before the end.
-    func lockIn(_ b: UnsafeBufferPointer<UInt8>, from start: Int, cut: Bool, searchLimit: Int, tries: Int = 64) -> Int {
+    /// step: the first of its frame starts that every chain from an offset below `starts` that
+    /// ends where it does goes through. The message the piece starts in was cut off before
+    /// `starts` (the chain's first frame end: `start` is the first offset whose chain reaches the
+    /// end, the real first boundary is not before it); a chain from each offset there has joined
+    /// the rest by then, whichever was the real one. (Chains from one offset meet another's only
+    /// on a frame start and then go the same way: how many starts each position gathers is
+    /// counted in one pass.) The piece's end when they meet only there.
+    func trunk(_ b: UnsafeBufferPointer<UInt8>, from start: Int, starts: Int) -> Int {
         let n = b.count
-        let m = scratch
-        m.begin(n)
-        let gen = m.generation
-        let onChain = m.stamp
+        var gathered = [Int32](repeating: 0, count: n + 1)
+        let limit = min(starts, n)
+        for p in 0..<n {
+            if p < limit { gathered[p] += 1 }
+            guard gathered[p] > 0, let q = next(b, p) else { continue }
+            gathered[q] += gathered[p]
+        }
+        var list: [Int] = []
         var p = start
-        while p < n, let (v, end) = candidate.value(b, at: p), v <= UInt64(maxFrame) {
-            let length = candidate.isVarint ? end + Int(v) + candidate.adjustment : Int(v) + candidate.adjustment
-            guard length >= end, length >= 1, p + length <= n else { break }
-            onChain[p] = gen
-            p += length
+        while p < n {
+            list.append(p)
+            guard let q = next(b, p) else { break }
+            p = q
         }
-        var tried = 0
-        for s in (start + 1)..<max(start + 1, min(searchLimit, n)) where onChain[s] != gen && tried < tries {
-            var q = s, frames = 0
-            while q < n {
-                if onChain[q] == gen { return q }
-                guard let (v, end) = candidate.value(b, at: q), v <= UInt64(maxFrame) else { break }
-                let length = candidate.isVarint ? end + Int(v) + candidate.adjustment : Int(v) + candidate.adjustment
-                guard length >= end, length >= 1, q + length <= n else { break }
-                frames += 1
-                q += length
+        // Where the chain ends (the piece's end, or the frame that runs past a cut) gathers
+        // every chain that ends there.
+        let all = gathered[p]
+        return list.first { gathered[$0] >= all } ?? n
+    }
+
+    /// The chain through a piece that starts mid-message whose frames score most, each frame
+    /// scored by `weight(start, length)` (how much more it looks like a message than most
+    /// sure ones do, negative when less): among the chains that end where the piece does
+    /// (exactly, or past a cut end), the one from whichever offset gathers the highest sum.
+    /// Chains join and never part, so the best chain to each position is found in one pass
+    /// (the best that arrives there, if worth more than nothing, plus its frame). Nil when no
+    /// chain reaches the end.
+    func likeliest(_ b: UnsafeBufferPointer<UInt8>, cut: Bool, weight: (Int, Int) -> Double) -> [(start: Int, length: Int)]? {
+        let n = b.count
+        guard n > 0 else { return nil }
+        var best = [Double](repeating: -.infinity, count: n + 1)
+        var from = [Int32](repeating: -1, count: n + 1)
+        var end: (at: Int, score: Double)?
+        for p in 0..<n {
+            let arriving = max(0, best[p])
+            guard let q = next(b, p) else {
+                // A frame (or its length) that runs past a cut end: the chain ends here.
+                if cut, best[p] > 0, best[p] > (end?.score ?? -.infinity) {
+                    let past = candidate.value(b, at: p).map { v -> Bool in
+                        let length = candidate.isVarint ? v.end + Int(v.value) + candidate.adjustment : Int(v.value) + candidate.adjustment
+                        return v.value <= UInt64(maxFrame) && length >= v.end && length >= 1 && p + length > n
+                    } ?? true
+                    if past { end = (p, best[p]) }
+                }
+                continue
             }
-            if frames > 0 { tried += 1 }
+            let score = arriving + weight(p, q - p)
+            if score > best[q] {
+                best[q] = score
+                from[q] = Int32(p)
+            }
         }
-        return start
+        if best[n] > (end?.score ?? -.infinity) { end = (n, best[n]) }
+        guard let end else { return nil }
+        var starts: [Int] = []
+        var p = end.at
+        while from[p] >= 0 {
+            let q = Int(from[p])
+            starts.append(q)
+            if best[q] <= 0 { break }
+            p = q
+        }
+        starts.reverse()
+        var out: [(start: Int, length: Int)] = []
+        for (k, s) in starts.enumerated() { out.append((s, (k + 1 < starts.count ? starts[k + 1] : end.at) - s)) }
+        return out
     }
 }
 
