@@ -234,13 +234,8 @@ public final class WebSocketCounters {
     /// The two counts of one protocol added (the decoding side's and the reading side's).
     func adding(_ o: WebSocketCounters) -> WebSocketCounters {
         let t = WebSocketCounters()
-        for i in 0..<16 { t.perOpcode[i] = perOpcode[i] + o.perOpcode[i] }
-        t.handshakes = handshakes + o.handshakes
-        t.compressed = compressed + o.compressed
-        t.compressedBytes = compressedBytes + o.compressedBytes
-        t.inflatedBytes = inflatedBytes + o.inflatedBytes
-        t.framingViolations = framingViolations + o.framingViolations
-        t.invalidTextOnly = invalidTextOnly + o.invalidTextOnly
+        t.absorb(self)
+        t.absorb(o)
         return t
     }
 
