@@ -4,7 +4,7 @@
 # fails the run. Give a test filter to run others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-filter="${1:-ShardPoolTests|DecodeThreadTests|GoldenTests|WebSocketTests|StatisticsTests|FilterTests|OutputPipesTests|OutputEventsTests}"
+filter="${1:-ShardPoolTests|GoldenTests|WebSocketTests|StatisticsTests|FilterTests|OutputPipesTests|OutputEventsTests}"
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT

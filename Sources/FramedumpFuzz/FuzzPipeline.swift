@@ -23,7 +23,7 @@ public enum FuzzPipeline {
         guard FuzzFile.save(data, to: path) else { return }
         defer { unlink(path) }
         var oneThread: [UInt8] = []
-        for pass in 0..<6 {
+        for pass in [0, 1, 6, 2, 7, 3, 4, 5] {
             var o = PipelineOptions()
             o.dissectorPaths = [FuzzDeframer.dissectorDirectory]
             o.limits.maxConnections = 64
@@ -37,21 +37,29 @@ public enum FuzzPipeline {
                 o.verbose = 1
                 o.statistics = FuzzDeframer.statistics
             case 1, 2:
-                // -z: decoding and printing on a second thread when there are jobs.
+                // -z and --diffable: the shards' records counted and their connections merged.
                 o.format = .json
+                o.diffable = pass == 2
                 o.statistics = FuzzDeframer.statistics
-                o.jobs = pass == 2 ? 2 : 1
-                o.decodeThreadSizes = DecodeThread.Sizes(events: 5, blockBytes: 96, batches: 2)
+                o.jobs = 1
+            case 6, 7:
+                // The same, sharded among three threads in tiny rounds.
+                o.format = .json
+                o.diffable = pass == 7
+                o.statistics = FuzzDeframer.statistics
+                o.jobs = 3
+                o.shardSizes = ShardPool.Sizes(events: 5, blockBytes: 96, rounds: 2)
             case 3, 4:
                 // The connections sharded among three threads, in tiny rounds (no -v: its
                 // summary's memory line differs from run to run).
                 o.hexDump = true
                 o.jobs = pass == 4 ? 3 : 1
                 o.shardSizes = ShardPool.Sizes(events: 4, blockBytes: 64, rounds: 2)
-            default:
+            case 5:
                 o.segments = true
                 o.follow = true
                 o.streamsDir = streams
+            default: break
             }
             let out = OutputBuffer(fd: nil)
             guard let source = try? PacketSource(.file(path)), let pipeline = try? Pipeline(options: o, output: out) else { return }
@@ -59,9 +67,9 @@ public enum FuzzPipeline {
             pipeline.finish()
             if pass == 1 { FuzzDeframer.checkNDJSON(out.bytes) }
             pipeline.printSummary(live: nil)
-            if pass == 1 || pass == 3 { oneThread = out.bytes }
-            if pass == 2 && out.bytes != oneThread { fatalError("decoding on a second thread changed the output") }
-            if pass == 4 && out.bytes != oneThread { fatalError("sharding the connections changed the output") }
+            // Each sharded pass (6, 7, 4) prints what the one-thread pass before it (1, 2, 3) did.
+            if [1, 2, 3].contains(pass) { oneThread = out.bytes }
+            if [6, 7, 4].contains(pass) && out.bytes != oneThread { fatalError("sharding the connections changed the output") }
         }
         removeStreams()
     }

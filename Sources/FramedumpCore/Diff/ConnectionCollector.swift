@@ -48,6 +48,27 @@ public final class ConnectionCollector: MessageSink {
         if case .export = mode { exporting = true } else { exporting = false }
     }
 
+    /// A shard's (of a sharded run): the export is written by the run's collector, which
+    /// takes the shards' connections at the end (`absorb`).
+    var defersExport = false
+    /// A shard's: where the event being run stands in the whole run (its shard sets it).
+    @exclusivity(unchecked) var position: UInt64 = 0
+
+    /// The shards' connections, in the order one thread would have seen them appear, become
+    /// this (the run's) collector's, to be written at `finish`.
+    func absorb(_ shards: [ConnectionCollector]) {
+        var all: [(at: UInt64, shard: Int, t: TrackedConnection)] = connections.map { (0, -1, $0) }
+        for (i, s) in shards.enumerated() {
+            for t in s.connections {
+                if !t.spooled[0].isEmpty || !t.spooled[1].isEmpty { t.spool = s.spoolFile }
+                all.append((t.firstSeen, i, t))
+            }
+        }
+        all.sort { ($0.at, $0.shard, $0.t.order) < ($1.at, $1.shard, $1.t.order) }
+        connections = all.map(\.t)
+        for (i, t) in connections.enumerated() { t.order = i }
+    }
+
     /// The connection of the previous call (consecutive messages are often of one connection).
     var last: TrackedConnection?
     var lastNumber: UInt64 = 0
@@ -61,6 +82,7 @@ public final class ConnectionCollector: MessageSink {
         } else {
             t = TrackedConnection(order: connections.count, server: c.server.text)
             t.client = c.client.text
+            t.firstSeen = position
             connections.append(t)
             counts.append([0, 0])
             byNumber[c.number] = t
@@ -210,7 +232,7 @@ public final class ConnectionCollector: MessageSink {
     }
 
     public func finish() {
-        guard case .export(let out) = mode else { return }
+        guard case .export(let out) = mode, !defersExport else { return }
         StableKeys.assign(connections)
         for t in StableKeys.ordered(connections) {
             var key = ""
@@ -231,7 +253,7 @@ public final class ConnectionCollector: MessageSink {
                     }
                     if out.count >= 1 << 20 { out.flush() }
                 }
-                for (at, n) in t.spooled[d.rawValue] { emit(spoolFile.read(at, n)) }
+                for (at, n) in t.spooled[d.rawValue] { emit((t.spool ?? spoolFile).read(at, n)) }
                 emit(t.lines[d.rawValue])
                 t.lines[d.rawValue] = []
                 t.spooled[d.rawValue] = []

@@ -20,7 +20,11 @@ public struct MessagePrint: Sendable, Equatable {
 /// server, the fingerprints of its items per direction, and (for the export) their lines.
 public final class TrackedConnection {
     /// Order of first appearance in its input, from 0.
-    public let order: Int
+    public internal(set) var order: Int
+    /// A sharded run: where in the run the connection first appeared (its shard's
+    /// `ConnectionCollector.position`), and the spool holding its blocks, once merged.
+    var firstSeen: UInt64 = 0
+    var spool: LineSpool?
     public var protocolName: String?
     public var server: String
     /// The client's address and port, when the input says (not in a `--diffable` export): the

@@ -35,7 +35,7 @@ final class KCPConnection {
             return nil
         }
         let stats = statsByConv[conv] ?? {
-            let s = manager.row(frames.connection, conv, frames.runtime)
+            let s = manager.row(frames.connection, conv, frames.runtime, packet: packet.number)
             statsByConv[conv] = s
             state.conversations += 1
             return s

@@ -38,11 +38,29 @@ final class KCPConversationStats {
     @exclusivity(unchecked) private var awaiting: [[UInt32: (ts: UInt32, at: Timestamp)]] = [[:], [:]]
     static let maxAwaiting = 4096
 
+    /// The packet of its first segment (orders a sharded run's rows).
+    @exclusivity(unchecked) var firstPacket: UInt64 = 0
+
     init(connection: UInt64, endpoints: String, protocolName: String, conv: UInt32) {
         self.connection = connection
         self.endpoints = endpoints
         self.protocolName = protocolName
         self.conv = conv
+    }
+
+    /// Another conversation's counts added in (the overflow row of a sharded run).
+    func fold(_ o: KCPConversationStats) {
+        for d in 0..<2 {
+            pushes[d] += o.pushes[d]
+            retransmitted[d] += o.retransmitted[d]
+            recovered[d] += o.recovered[d]
+            lost[d] += o.lost[d]
+            messages[d] += o.messages[d]
+        }
+        rttCount += o.rttCount
+        rttSum += o.rttSum
+        rttMin = min(rttMin, o.rttMin)
+        rttMax = max(rttMax, o.rttMax)
     }
 
     @inline(__always)
@@ -76,13 +94,32 @@ final class KCPManagerState {
     lazy var overflow = KCPConversationStats(connection: 0, endpoints: "(more conversations)", protocolName: "", conv: 0)
     @exclusivity(unchecked) var overflowed: UInt64 = 0
 
-    func row(_ c: Connection, _ conv: UInt32, _ p: ProtocolRuntime) -> KCPConversationStats {
+    func row(_ c: Connection, _ conv: UInt32, _ p: ProtocolRuntime, packet: UInt64) -> KCPConversationStats {
         guard rows.count < Self.maxRows else {
             overflowed += 1
             return overflow
         }
         let r = KCPConversationStats(connection: c.number, endpoints: c.name, protocolName: p.schema.name, conv: conv)
+        r.firstPacket = packet
         rows.append(r)
         return r
+    }
+
+    /// A shard's rows (of a sharded run) join these, in the order one thread would have made
+    /// them: a conversation's row is made at its first datagram, and a datagram's event comes
+    /// when its packet is read, so by packet number (one datagram's conversations are of one
+    /// flow, so of one shard: their order there breaks the tie). Past the bound, rows fold
+    /// into the overflow row as they would have.
+    func absorb(_ o: KCPManagerState) {
+        var all = rows.enumerated().map { (at: $1.firstPacket, shard: 0, local: $0, row: $1) }
+        all += o.rows.enumerated().map { (at: $1.firstPacket, shard: 1, local: $0, row: $1) }
+        all.sort { ($0.at, $0.shard, $0.local) < ($1.at, $1.shard, $1.local) }
+        rows = all.prefix(Self.maxRows).map(\.row)
+        overflowed += o.overflowed
+        if o.overflowed > 0 { overflow.fold(o.overflow) }
+        for x in all.dropFirst(Self.maxRows) {
+            overflowed += 1
+            overflow.fold(x.row)
+        }
     }
 }

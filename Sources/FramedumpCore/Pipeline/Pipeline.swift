@@ -14,8 +14,9 @@ public final class Pipeline {
     let sink: MessageSink?
     /// The `-Y` filter in front of the output, when one was given.
     let filtering: FilteringSink?
-    /// Set when decoding and printing run on a thread of their own (`PipelineOptions.jobs`, with -z or --diffable).
-    @exclusivity(unchecked) var decodeThread: DecodeThread?
+    /// `-z`'s counting, and `--diffable`'s connections held to the end (what a sharded run merges).
+    let statistics: StatisticsSink?
+    let collector: ConnectionCollector?
     /// Set when connections are sharded among threads (`PipelineOptions.jobs`).
     @exclusivity(unchecked) var shardPool: ShardPool?
     /// How many protocols the dissector files declared (none: only WebSocket is decoded, built in).
@@ -42,31 +43,36 @@ public final class Pipeline {
             sink = nil
             sessions = nil
             filtering = nil
+            statistics = nil
+            collector = nil
         } else {
-            let (printer, statistics, filtering) = Self.sinks(options, filter: filter, output: output,
-                                                              messageSink: messageSink, printsMessages: printsMessages)
-            self.filtering = filtering
-            sink = filtering ?? printer ?? NullSink()
+            let chain = Self.sinks(options, filter: filter, output: output, messageSink: messageSink,
+                                   printsMessages: printsMessages)
+            filtering = chain.filtering
+            statistics = chain.statistics
+            collector = chain.collector
+            sink = chain.head
             let m = SessionManager(protocols: schemas, sink: sink, limits: limits)
             if !options.tlsKeyLogs.isEmpty { m.useTLSKeyLog(try TLSKeyLog(paths: options.tlsKeyLogs)) }
             sessions = m
-            statistics?.layerTable = { [unowned m] in LayerRegistry.kind(named: $0)?.statistics(m) }
-            // -j: the connections are sharded, each shard with a manager and printers of its
-            // own writing to memory, when the output is made message by message (not a
-            // whole-run aggregate, which would have to be merged: -z, --diffable).
-            if options.jobs > 1 && messageSink == nil && !options.follow && statistics == nil
-                && (printer == nil || printer is TreePrinter || printer is JSONPrinter) {
+            chain.statistics?.tables?.layerTable = { [unowned m] in LayerRegistry.kind(named: $0)?.statistics(m) }
+            // -j: the connections are sharded, each shard with a manager and sinks of its own
+            // writing to memory (what `-z` counts and `--diffable` holds is merged: the merge
+            // counts the shards' statistics records in the run's order, and the connections
+            // held for `--diffable` are put back in the order they appeared).
+            if options.jobs > 1 && messageSink == nil && !options.follow {
                 var shards: [Shard] = []
                 for _ in 0..<min(options.jobs, ShardPool.maxShards) {
                     let shardOut = OutputBuffer(fd: nil, capacity: 256 << 10)
-                    let (p, _, f) = Self.sinks(options, filter: filter, output: shardOut, messageSink: nil,
-                                               printsMessages: printsMessages)
-                    let sm = SessionManager(protocols: schemas, sink: f ?? p ?? NullSink(), limits: limits)
+                    let c = Self.sinks(options, filter: filter, output: shardOut, messageSink: nil,
+                                       printsMessages: printsMessages, shard: true)
+                    let sm = SessionManager(protocols: schemas, sink: c.head, limits: limits)
                     // Each its own key log: a miss reads the files on (a live capture's keys).
                     if !options.tlsKeyLogs.isEmpty { sm.useTLSKeyLog(try TLSKeyLog(paths: options.tlsKeyLogs)) }
-                    shards.append(Shard(manager: sm, filtering: f, out: shardOut))
+                    shards.append(Shard(manager: sm, sinks: c, out: shardOut))
                 }
-                shardPool = ShardPool(shards: shards, output: output, sizes: options.shardSizes)
+                shardPool = ShardPool(shards: shards, output: output, statistics: chain.statistics?.tables,
+                                      sizes: options.shardSizes)
             }
             consumers.append(shardPool ?? m)
         }
@@ -96,40 +102,43 @@ public final class Pipeline {
             flows = UDPFlows(options: f, consumer: fanOut ?? m, isServerPort: { [unowned m] in m.isUDPServerPort($0) },
                              nextNumber: { [unowned r] in r.takeNumber() })
         }
-        // Last, once nothing here can throw: only messages and the manager's events reach the
-        // output, so the output can be written from a second thread (the follow printer writes
-        // it from this one).
-        if options.jobs > 1 && shardPool == nil && messageSink == nil && !options.follow, let m = sessions,
-           let t = DecodeThread(output: output, sizes: options.decodeThreadSizes) {
-            decodeThread = t
-            m.decode(on: t)
-        }
     }
 
     /// A pipeline dropped without `finish` (its capture would not open) lets its thread go.
     deinit {
-        decodeThread?.finish()
         shardPool?.finish()
     }
 
     /// The sinks messages go through for `output`: the printer (or `messageSink`), `-z`'s
-    /// statistics in front of it, and `-Y`'s filter in front of both.
+    /// statistics in front of it, and `-Y`'s filter in front of both. A shard's (`shard`) keep
+    /// what the run merges: statistics records, and `--diffable`'s connections unwritten.
     static func sinks(_ options: PipelineOptions, filter: FilterExpr?, output: OutputBuffer, messageSink: MessageSink?,
-                      printsMessages: Bool) -> (MessageSink?, StatisticsSink?, FilteringSink?) {
+                      printsMessages: Bool, shard: Bool = false) -> SinkChain {
+        var chain = SinkChain()
         // --diffable: the lines are held per connection and written grouped at the end.
-        var printer: MessageSink? = messageSink != nil ? messageSink : !printsMessages ? nil
-            : options.format == .json && options.diffable ? ConnectionCollector(.export(output), ignore: options.ignore)
-            : options.format == .json ? JSONPrinter(output: output, diffable: false) as MessageSink
-            : TreePrinter(output: output, hexDump: options.hexDump, verbose: options.verbose > 0, color: options.color)
+        var printer: MessageSink?
+        if let messageSink {
+            printer = messageSink
+        } else if printsMessages && options.format == .json && options.diffable {
+            let c = ConnectionCollector(.export(output), ignore: options.ignore)
+            c.defersExport = shard
+            chain.collector = c
+            printer = c
+        } else if printsMessages {
+            printer = options.format == .json ? JSONPrinter(output: output, diffable: false) as MessageSink
+                : TreePrinter(output: output, hexDump: options.hexDump, verbose: options.verbose > 0, color: options.color)
+        }
         // -z counts what reaches the output (after -Y), so it sits between the two.
-        var statistics: StatisticsSink?
         if !options.statistics.isEmpty && !options.follow {
-            statistics = StatisticsSink(inner: printer, kinds: options.statistics, output: output, json: options.format == .json)
-            printer = statistics
+            let s = shard ? StatisticsSink(recordingFor: printer, kinds: options.statistics)
+                : StatisticsSink(inner: printer, kinds: options.statistics, output: output, json: options.format == .json)
+            chain.statistics = s
+            printer = s
         }
         // With a filter every message is decoded (even for -q, which then counts the matches).
-        let filtering = filter.map { FilteringSink(printer ?? NullSink(), filter: $0) }
-        return (printer, statistics, filtering)
+        chain.filtering = filter.map { FilteringSink(printer ?? NullSink(), filter: $0) }
+        chain.head = chain.filtering ?? printer ?? NullSink()
+        return chain
     }
 
     /// The progress line on stderr, when the command line asks for one.
@@ -137,8 +146,6 @@ public final class Pipeline {
 
     /// Messages decoded or counted so far, over every protocol (for the progress line).
     public var messageCount: UInt64 {
-        // The counters are the decoding thread's: count what was handed to it instead.
-        if let t = decodeThread { return t.framesSent }
         if let p = shardPool { return p.messagesDone }
         return sessions?.protocols.reduce(0) { $0 + $1.messageCounts.reduce(0, +) } ?? 0
     }
@@ -171,7 +178,6 @@ public final class Pipeline {
         let printSegments = options.segments && !options.quiet
         let seg = SegmentPrinter()
         let reassembler = self.reassembler
-        let decodeThread = self.decodeThread
         let shardPool = self.shardPool
         try source.forEach(limit: limit) { p in
             // -w: libpcap's pcap writer holds one link type; another stops the run, said so.
@@ -194,8 +200,8 @@ public final class Pipeline {
                 if lineBuffered { dumper.flush() }
             }
             // Nobody reads the output any more (`| head`): stop, as tcpdump does on SIGPIPE.
-            // (The output is the decoding thread's, when there is one: it tells when it closed.)
-            if (shardPool?.stopRequested ?? decodeThread?.stopRequested ?? out.closed) || (dumperToStdout && dumper?.failed == true) { return false }
+            // (The output is the merging thread's, when shards decode: it tells when it closed.)
+            if (shardPool?.stopRequested ?? out.closed) || (dumperToStdout && dumper?.failed == true) { return false }
             var r = link.decode(p.data)
             if case .tcp(var s) = r, s.payloadLength > s.payload.count, p.data.count >= p.wireLength {
                 // The snaplen cut nothing, yet the IP header announces more than the frame
@@ -247,17 +253,14 @@ public final class Pipeline {
         reassembler?.finish()
         flows?.finish()
         if let pool = shardPool {
-            // Every shard's events run and written; then their counts are the run's.
+            // Every shard's events run and written; then their counts are the run's, and the
+            // run's sinks end as one thread's would (--diffable's lines, then -z's tables).
             pool.finish()
             for s in pool.shards { sessions?.absorb(s.manager) }
-            filtering?.absorb(pool.shards.compactMap(\.filtering))
-        } else if let t = decodeThread {
-            // Behind the last frames; then wait until the other thread has printed everything.
-            sessions?.sink?.finish()
-            t.finish()
-        } else {
-            sink?.finish()
+            filtering?.absorb(pool.shards.compactMap(\.sinks.filtering))
+            collector?.absorb(pool.shards.compactMap(\.sinks.collector))
         }
+        sink?.finish()
         export?.writeIndex()
         // NDJSON ends with a line per bound the run hit, so a reader knows what was cut.
         if options.format == .json && !options.segments && !options.follow { limitReport.json(to: out) }
@@ -292,6 +295,15 @@ public final class Pipeline {
         if options.verbose > 0 { s.memory() }
         out.flush()
     }
+}
+
+/// The sinks of one output, front first (`Pipeline.sinks`).
+struct SinkChain {
+    /// Where events enter: the filter, the statistics or the printer (a `NullSink` when nothing is printed).
+    var head: MessageSink = NullSink()
+    var filtering: FilteringSink?
+    var statistics: StatisticsSink?
+    var collector: ConnectionCollector?
 }
 
 /// Hands every stream event to several consumers in turn.

@@ -32,13 +32,11 @@ public struct PipelineOptions: Sendable {
     public var protoDefaults = false
     /// NSS key logs that TLS connections are decrypted with (`--tls-keylog`).
     public var tlsKeyLogs: [String] = []
-    /// `-j`: threads decoding and printing beside the one reading (1: everything on one
-    /// thread). Connections are sharded among them (`ShardPool`); where the output is a
-    /// whole-run aggregate (`-z`, `--diffable`) decoding and printing get one thread of their
-    /// own (`DecodeThread`) instead. Live captures print each packet's messages at once: one.
+    /// `-j`: threads decoding and printing beside the one reading, connections sharded among
+    /// them (`ShardPool`); 1: everything on one thread. Live captures print each packet's
+    /// messages at once: one.
     public var jobs = 1
-    /// The batches of either (tests make them tiny, so every boundary is crossed).
-    package var decodeThreadSizes = DecodeThread.Sizes()
+    /// The shards' rounds (tests make them tiny, so every boundary is crossed).
     package var shardSizes = ShardPool.Sizes()
     public init() {}
 }

@@ -87,11 +87,6 @@ final class SessionFrames: FrameConsumer {
     let connection: Connection
     /// With `-Y`: the filter, asked before decoding whether a message can match at all.
     let prefilter: FilteringSink?
-    /// Reading a file: the thread frames are handed to, decoded and printed there. (The
-    /// pipeline holds it for the whole run, so no reference count is touched per frame.)
-    let handoff: Unmanaged<DecodeThread>?
-    /// The batch that last took this object (the reading thread's; see `DecodeThread`).
-    @exclusivity(unchecked) var handoffSerial: UInt64 = 0
     /// The message layer below the protocol, where its messages are decoded (nil: frames come
     /// straight from deframers).
     @exclusivity(unchecked) var layer: (any MessageLayerDecoder)?
@@ -99,29 +94,27 @@ final class SessionFrames: FrameConsumer {
     /// `NoteDecoding`. Set before the first frame.
     @exclusivity(unchecked) var noter: FrameNoter?
     /// A layer below the stack's word on the connection (TLS), put on each message. Set before
-    /// the first frame it concerns is handed over (the handoff orders the two threads).
+    /// the first frame it concerns.
     @exclusivity(unchecked) var connectionLayer: (any ConnectionLayerInfo)?
 
     init(manager: SessionManager, runtime: ProtocolRuntime, connection: Connection,
          layer: (any MessageLayerDecoder)? = nil) {
         self.runtime = runtime
         decoder = runtime.decoder
-        let sink = manager.decodeSink
+        let sink = manager.sink
         self.sink = sink ?? NullSink()
         decoded = manager.decoded
         self.connection = connection
         prefilter = sink as? FilteringSink
-        handoff = manager.handoff.map { Unmanaged.passUnretained($0) }
         self.layer = layer
     }
 
     func frame(_ f: Frame, _ dir: Direction) {
         if let n = noter { return layered(f, dir, n.note(f, dir)) }
-        if let h = handoff { return h._withUnsafeGuaranteedRef { $0.frame(self, f, dir) } }
         decode(f, dir)
     }
 
-    /// A frame decoded and handed to the sink (on the decoding thread, when there is one).
+    /// A frame decoded and handed to the sink.
     func decode(_ f: Frame, _ dir: Direction) {
         let p = runtime
         p.bytes += UInt64(f.bytes.count)
@@ -150,21 +143,8 @@ final class SessionFrames: FrameConsumer {
     /// layer's `MessageLayerDecoder` where messages are decoded.
     @inline(__always)
     func layered(_ f: Frame, _ dir: Direction, _ note: LayerNote) {
-        if let h = handoff { return h._withUnsafeGuaranteedRef { $0.layered(self, f, dir, note) } }
-        decodeLayered(f, dir, note)
-    }
-
-    @inline(__always)
-    func decodeLayered(_ f: Frame, _ dir: Direction, _ note: LayerNote) {
         if connectionLayer != nil || decoded.connectionLayer != nil { decoded.connectionLayer = connectionLayer }
         layer.unsafelyUnwrapped.decode(f, dir, note, self)
-    }
-
-    /// Runs `body` where messages are decoded, in order with them (layer state that the
-    /// decoding side owns: a compression context).
-    func whereDecoded(_ body: @escaping () -> Void) {
-        guard let h = handoff?.takeUnretainedValue() else { return body() }
-        h.call(body)
     }
 
     func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef) {
@@ -173,18 +153,6 @@ final class SessionFrames: FrameConsumer {
 
     func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef,
                    bytes: UnsafeRawBufferPointer) {
-        guard let h = handoff?.takeUnretainedValue() else {
-            return report(dir, offset: offset, length: length, reason: reason, packet: packet, bytes: bytes)
-        }
-        // The rare path: the bytes (a sample at most) copied for the other thread.
-        let copy = [UInt8](bytes)
-        h.call { [self] in
-            copy.withUnsafeBytes { report(dir, offset: offset, length: length, reason: reason, packet: packet, bytes: $0) }
-        }
-    }
-
-    func report(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef,
-                bytes: UnsafeRawBufferPointer) {
         // A frame the capture cut is counted apart: nothing is wrong with the stream.
         if reason.isCaptureCut {
             runtime.cutAtEnd += 1
@@ -206,13 +174,8 @@ public final class SessionManager: StreamConsumer {
     /// The protocols of UDP ports (`udp port N;`).
     @exclusivity(unchecked) var byUDPPort: [UInt16: ProtocolRuntime] = [:]
     let anyPort: [ProtocolRuntime]
-    /// Where the manager's own events go (connections, gaps, handshakes). Set once, here or by
-    /// `decode(on:)`, so `decodeSink` cannot go stale.
-    @exclusivity(unchecked) public internal(set) var sink: MessageSink?
-    /// Where decoded messages go: `sink`, unless a `DecodeThread` sits between them.
-    @exclusivity(unchecked) var decodeSink: MessageSink?
-    /// Set before the first packet when decoding runs on a thread of its own.
-    @exclusivity(unchecked) var handoff: DecodeThread?
+    /// Where messages and the manager's own events go (connections, gaps, handshakes).
+    public let sink: MessageSink?
     let decoded = DecodedMessage()
     @exclusivity(unchecked) public internal(set) var undissectedConnections: UInt64 = 0
     @exclusivity(unchecked) public internal(set) var undissectedBytes: UInt64 = 0
@@ -232,15 +195,7 @@ public final class SessionManager: StreamConsumer {
         for p in self.protocols where p.schema.udp { for port in p.schema.ports where byUDPPort[port] == nil { byUDPPort[port] = p } }
         anyPort = self.protocols.filter { $0.schema.anyPort }
         self.sink = sink
-        decodeSink = sink
         layerStates = LayerRegistry.kinds.map { $0.managerState(self.protocols) }
-    }
-
-    /// Decoding and printing move to `thread`: from now on the manager's events go there too,
-    /// behind the frames.
-    func decode(on thread: DecodeThread) {
-        handoff = thread
-        sink = sink.map { HandoffSink(thread, $0) }
     }
 
     public func isServerPort(_ port: UInt16) -> Bool { byPort[port] != nil }

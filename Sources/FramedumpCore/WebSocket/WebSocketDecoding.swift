@@ -123,31 +123,23 @@ final class WebSocketDecoding: MessageLayerDecoder {
         return Unmanaged.passUnretained(i)
     }
 
-    /// The handshake's permessage-deflate parameters (in order with the messages, on whichever
-    /// thread decodes them).
+    /// The handshake's permessage-deflate parameters.
     func negotiated(_ d: DeflateParameters?, _ frames: SessionFrames) {
-        frames.whereDecoded { [self] in
-            for dir in Direction.allCases {
-                contextTakeover[dir.rawValue] = d?.contextTakeover(dir) ?? true
-                inflaters[dir.rawValue]?.contextTakeover = contextTakeover[dir.rawValue]
-            }
+        for dir in Direction.allCases {
+            contextTakeover[dir.rawValue] = d?.contextTakeover(dir) ?? true
+            inflaters[dir.rawValue]?.contextTakeover = contextTakeover[dir.rawValue]
         }
     }
 
-    /// The compression contexts of the connection's previous protocol (in order with the
-    /// messages, on whichever thread decodes them).
+    /// The compression contexts of the connection's previous protocol.
     func takeInflaters(from old: WebSocketDecoding, _ frames: SessionFrames) {
-        frames.whereDecoded { [self] in
-            inflaters = old.inflaters
-            contextTakeover = old.contextTakeover
-        }
+        inflaters = old.inflaters
+        contextTakeover = old.contextTakeover
     }
 
     /// A gap in direction `dir`: its window lost what the gap held.
     func contextLost(_ dir: Direction, negotiated: Bool, _ frames: SessionFrames) {
-        frames.whereDecoded { [self] in
-            if negotiated || inflaters[dir.rawValue] != nil { inflater(dir).takeUnretainedValue().lost(negotiated: negotiated) }
-        }
+        if negotiated || inflaters[dir.rawValue] != nil { inflater(dir).takeUnretainedValue().lost(negotiated: negotiated) }
     }
 
     /// Control frames and undecodable payloads: the close code and reason, or the bytes.

@@ -19,7 +19,6 @@ final class ShardPoolTests: XCTestCase {
         let out = OutputBuffer(fd: nil)
         let p = try Pipeline(options: o, output: out)
         XCTAssertEqual(p.shardPool?.shards.count, jobs > 1 ? jobs : nil)
-        XCTAssertNil(p.decodeThread)
         // A capture the reader refuses is refused the same on both: the comparison is of text.
         let src: PacketSource
         do { src = try PacketSource(.file(file)) } catch { return "refused: \(error)" }
@@ -36,7 +35,14 @@ final class ShardPoolTests: XCTestCase {
         ("-q -v", { $0.quiet = true; $0.verbose = 1 }),
         ("-Y -v", { $0.displayFilter = "msg.dir == \"s2c\""; $0.verbose = 1 }),
         ("-q -Y", { $0.displayFilter = "msg.dir == \"c2s\""; $0.quiet = true }),
+        // Whole-run aggregates: the shards' statistics records counted in the run's order,
+        // their connections held for --diffable merged in the order they appeared.
+        ("-z", { $0.statistics = ShardPoolTests.everyTable; $0.verbose = 1 }),
+        ("--diffable -z", { $0.format = .json; $0.diffable = true; $0.statistics = ShardPoolTests.everyTable }),
+        ("-T json -z -Y", { $0.format = .json; $0.statistics = ShardPoolTests.everyTable; $0.displayFilter = "msg.dir == \"s2c\"" }),
     ]
+
+    static let everyTable: [StatisticsKind] = [.msgs, .conv, .rtt, .rate(nanos: 20_000_000), .rate(nanos: 1_000_000_000), .layer("kcp")]
 
     static let tiny = ShardPool.Sizes(events: 3, blockBytes: 64, rounds: 2)
 
@@ -80,7 +86,7 @@ final class ShardPoolTests: XCTestCase {
             .filter { $0.hasSuffix(".pcap") || $0.hasSuffix(".pcapng") }.sorted().map { TestSupport.fixture($0) }
         XCTAssertGreaterThanOrEqual(fixtures.count, 40)
         for f in fixtures {
-            for (name, configure) in [Self.outputs[1], Self.outputs[2], Self.outputs[4]] {
+            for (name, configure) in [Self.outputs[1], Self.outputs[2], Self.outputs[4], Self.outputs[6]] {
                 let one = try Self.run(f, jobs: 1, keys: Self.keys(f), configure)
                 let many = try Self.run(f, jobs: 3, sizes: Self.tiny, keys: Self.keys(f), configure)
                 XCTAssertEqual(one, many, "\(f) \(name)")
@@ -94,11 +100,11 @@ final class ShardPoolTests: XCTestCase {
     func testRepeatedRunsInTinyRounds() throws {
         for name in ["game.pcap", "zgame.pcap", "svc.pcap"] {
             let f = TestSupport.sample(name)
-            let one = try Self.run(f, jobs: 1) { $0.verbose = 1 }
+            let one = try Self.run(f, jobs: 1) { $0.verbose = 1; $0.statistics = ShardPoolTests.everyTable }
             XCTAssertGreaterThan(one.split(separator: "\n").count, 200)
             for i in 0..<24 {
                 let sizes = ShardPool.Sizes(events: 1 + i % 3, blockBytes: 16 << (i % 4), rounds: 2)
-                let many = try Self.run(f, jobs: 2 + i % 4, sizes: sizes) { $0.verbose = 1 }
+                let many = try Self.run(f, jobs: 2 + i % 4, sizes: sizes) { $0.verbose = 1; $0.statistics = ShardPoolTests.everyTable }
                 XCTAssertEqual(one, many, "\(name) run \(i) \(sizes)")
             }
         }
@@ -129,8 +135,56 @@ final class ShardPoolTests: XCTestCase {
             XCTAssertFalse(one.stdout.isEmpty)
             XCTAssertEqual(one.stdout, four.stdout, "\(args)")
         }
+        // The whole-run aggregates too, from the command line.
+        for args in [["-r", "samples/kcp.pcap", "-z", "kcp", "-z", "conv", "-z", "msgs"],
+                     ["-r", "samples/scenario-a.pcap", "-r", "samples/game-latency.pcap", "-T", "json", "--diffable", "-z", "rtt"]] {
+            let one = try TestSupport.run(TestSupport.binary, args + ["-j", "1"], cwd: TestSupport.root.path)
+            let four = try TestSupport.run(TestSupport.binary, args + ["-j", "4"], cwd: TestSupport.root.path)
+            XCTAssertEqual(one.status, 0, one.stderr)
+            XCTAssertTrue(one.stdout.contains("\"stat\":\"rtt\"") || one.stdout.contains("=== KCP conversations ==="), one.stdout)
+            XCTAssertEqual(one.stdout, four.stdout, "\(args)")
+        }
         let bad = try TestSupport.run(TestSupport.binary, ["-r", "samples/game.pcap", "-j", "0"], cwd: TestSupport.root.path)
         XCTAssertEqual(bad.status, 2)
         XCTAssertTrue(bad.stderr.contains("-j must be from 1 to 64"), bad.stderr)
+    }
+
+    /// A closed output stops the reader on the shards' behalf (`framedump -r big | head`).
+    func testAClosedPipeStopsTheReader() throws {
+        for jobs in ["1", "3"] {
+            let r = try TestSupport.run("/bin/sh", ["-c", "\"$0\" -r samples/websocket-deflate.pcap -j \"$1\" | head -n 1", TestSupport.binary, jobs],
+                                        cwd: TestSupport.root.path)
+            XCTAssertEqual(r.status, 0, r.stderr)
+            XCTAssertEqual(r.stdout.split(separator: "\n").count, 1)
+            XCTAssertEqual(r.stderr, "")
+        }
+    }
+
+    /// `-z kcp`'s rows from several shards: in the order of their first packets, and past
+    /// the bound of rows, folded into the overflow row as one thread would have.
+    func testKCPRowsMergeInPacketOrderUnderTheBound() {
+        func state(_ packets: [UInt64]) -> KCPManagerState {
+            let k = KCPManagerState()
+            for p in packets {
+                let r = KCPConversationStats(connection: p, endpoints: "e\(p)", protocolName: "kcpgame", conv: UInt32(p))
+                r.firstPacket = p
+                r.pushes = [1, 2]
+                k.rows.append(r)
+            }
+            return k
+        }
+        let run = KCPManagerState()
+        run.absorb(state([2, 5, 9]))
+        run.absorb(state([1, 6]))
+        XCTAssertEqual(run.rows.map(\.firstPacket), [1, 2, 5, 6, 9])
+        XCTAssertEqual(run.overflowed, 0)
+        let n = KCPManagerState.maxRows
+        let big = KCPManagerState()
+        big.absorb(state((0..<UInt64(n)).map { $0 * 2 + 1 }))
+        big.absorb(state((0..<UInt64(n)).map { $0 * 2 }))
+        XCTAssertEqual(big.rows.count, n)
+        XCTAssertEqual(big.rows.map(\.firstPacket), (0..<UInt64(n)).map { $0 })
+        XCTAssertEqual(big.overflowed, UInt64(n))
+        XCTAssertEqual(big.overflow.pushes, [UInt64(n), UInt64(2 * n)])
     }
 }

@@ -3,14 +3,15 @@
 /// owns. Only its thread touches any of it while the run goes on.
 final class Shard {
     let manager: SessionManager
-    /// Its `-Y` filter, whose counts are added into the run's at the end.
-    let filtering: FilteringSink?
+    /// Its sinks: the `-Y` filter (whose counts are added into the run's at the end), `-z`'s
+    /// records (counted by the merge), `--diffable`'s connections (merged at the end).
+    let sinks: SinkChain
     /// Where its printers write; each batch takes what one run of events wrote.
     let out: OutputBuffer
 
-    init(manager: SessionManager, filtering: FilteringSink?, out: OutputBuffer) {
+    init(manager: SessionManager, sinks: SinkChain, out: OutputBuffer) {
         self.manager = manager
-        self.filtering = filtering
+        self.sinks = sinks
         self.out = out
     }
 
@@ -18,17 +19,24 @@ final class Shard {
     /// output to the batch.
     func run(_ b: ShardBatch, round: UInt64) {
         let before = messagesCounted
-        let filtering = self.filtering
+        let filtering = sinks.filtering, collector = sinks.collector, statistics = sinks.statistics
         let block = b.block
         let out = self.out
         b.events.withUnsafeBufferPointer { all in
             for e in all {
-                filtering?.position = round << 32 | UInt64(e.seq)
+                // Where the event stands in the run: what is first seen here sorts by it.
+                if filtering != nil || collector != nil {
+                    let position = round << 32 | UInt64(e.seq)
+                    filtering?.position = position
+                    collector?.position = position
+                }
                 dispatch(e, block)
                 b.ends.append(out.count)
+                if let statistics { b.recordEnds.append(statistics.records.count) }
             }
         }
         out.exchangeBytes(with: b.out)
+        if let statistics { swap(&statistics.records, &b.records) }
         b.messages = messagesCounted - before
     }
 

@@ -75,8 +75,11 @@ extension KCPLayer {
         m.conversationLimit += t.conversationLimit
     }
 
-    /// The per-conversation rows are `-z kcp`'s, and `-z` runs on one thread: nothing to add.
-    static func absorb(manager mine: AnyObject?, _ theirs: AnyObject?) {}
+    /// `-z kcp`'s rows, put back in the run's order.
+    static func absorb(manager mine: AnyObject?, _ theirs: AnyObject?) {
+        guard let m = mine as? KCPManagerState, let t = theirs as? KCPManagerState else { return }
+        m.absorb(t)
+    }
 }
 
 extension TLSLayer {

@@ -39,6 +39,8 @@ package final class ShardPool: StreamConsumer {
     static let maxShards = 64
     /// The run's output: the merging thread's while it runs.
     private let output: OutputBuffer
+    /// `-z`'s tables: the merging thread's while it runs (it counts the shards' records).
+    private let statistics: StatisticsTables?
 
     private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let shardWork: UnsafeMutablePointer<pthread_cond_t>
@@ -65,17 +67,20 @@ package final class ShardPool: StreamConsumer {
     // The merging thread's own: per shard, its next event and where its output stands.
     @exclusivity(unchecked) private var nextEvent: [Int]
     @exclusivity(unchecked) private var written: [Int]
+    @exclusivity(unchecked) private var counted: [Int]
 
     /// Nil when the threads cannot be started: the caller then decodes on its own thread.
-    init?(shards: [Shard], output: OutputBuffer, sizes: Sizes = Sizes()) {
+    init?(shards: [Shard], output: OutputBuffer, statistics: StatisticsTables? = nil, sizes: Sizes = Sizes()) {
         precondition(!shards.isEmpty && shards.count <= Int(UInt8.max))
         self.shards = shards
         self.output = output
+        self.statistics = statistics
         self.sizes = sizes
         shardWork = .allocate(capacity: shards.count)
         queued = Array(repeating: [], count: shards.count)
         nextEvent = Array(repeating: 0, count: shards.count)
         written = Array(repeating: 0, count: shards.count)
+        counted = Array(repeating: 0, count: shards.count)
         pthread_mutex_init(lock, nil)
         for i in shards.indices { pthread_cond_init(shardWork + i, nil) }
         pthread_cond_init(mergeWork, nil)
@@ -316,12 +321,15 @@ package final class ShardPool: StreamConsumer {
     }
 
     /// The round's output, event by event in the order they came (a run of events of one
-    /// shard is one stretch), written without being copied.
+    /// shard is one stretch), written without being copied; and its statistics records
+    /// counted in the same order.
     private func write(_ r: ShardRound) {
         for s in shards.indices {
             nextEvent[s] = 0
             written[s] = 0
+            counted[s] = 0
         }
+        let statistics = self.statistics
         var n = 0
         r.route.withUnsafeBufferPointer { route in
             var i = 0
@@ -340,6 +348,11 @@ package final class ShardPool: StreamConsumer {
                         n += 1
                     }
                     written[Int(s)] = end
+                }
+                if let statistics, k < b.recordEnds.count {
+                    let end = b.recordEnds[k]
+                    for x in counted[Int(s)]..<end { statistics.count(b.records[x]) }
+                    counted[Int(s)] = end
                 }
                 nextEvent[Int(s)] = k + 1
                 i = j

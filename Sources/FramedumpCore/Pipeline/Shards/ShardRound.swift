@@ -41,6 +41,10 @@ final class ShardBatch {
     /// The output, swapped in from the shard's printers' buffer after the run.
     let out = OutputBuffer(fd: nil, capacity: 64 << 10)
     @exclusivity(unchecked) var ends: [Int] = []
+    /// `-z`: the statistics records the events made, and where each event's end (swapped in
+    /// from the shard's statistics sink after the run; the merge counts them in order).
+    @exclusivity(unchecked) var records: [StatisticsRecord] = []
+    @exclusivity(unchecked) var recordEnds: [Int] = []
     /// Messages the shard counted while running this batch (the progress line).
     @exclusivity(unchecked) var messages: UInt64 = 0
 
@@ -57,6 +61,8 @@ final class ShardBatch {
     func reset(blockBytes: Int) {
         events.removeAll(keepingCapacity: true)
         ends.removeAll(keepingCapacity: true)
+        records.removeAll(keepingCapacity: true)
+        recordEnds.removeAll(keepingCapacity: true)
         owners.removeAll(keepingCapacity: true)
         out.count = 0
         used = 0
