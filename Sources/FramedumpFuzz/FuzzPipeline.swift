@@ -6,11 +6,12 @@ import Darwin
 #endif
 
 /// Fuzz entry (`scripts/fuzz.sh pipeline`): the bytes as a capture file, read through libpcap
-/// by the whole pipeline with the shipped dissector files, four times: the tree (hex dump,
-/// verbose) with every `-z` table, NDJSON with every table (each line checked as strict
-/// JSON) on one thread and again decoded on a second thread with tiny batches (the two must be
-/// the same, summary included), and the segment and follow printers with a stream export;
-/// each ends with the summary.
+/// by the whole pipeline with the shipped dissector files, eight times: the tree (hex dump,
+/// verbose) with every `-z` table; NDJSON with every table (each line checked as strict
+/// JSON), `--diffable` with every table, and the tree with a hex dump, each on one thread and
+/// again with the connections sharded among three threads in tiny rounds (each pair must be
+/// the same, summary included); and the segment and follow printers with a stream export.
+/// Each ends with the summary.
 public enum FuzzPipeline {
     /// The capture is written here for libpcap to open (one file per process).
     static let path: String = {

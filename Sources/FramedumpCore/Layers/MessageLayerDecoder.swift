@@ -1,4 +1,4 @@
-/// A message layer's part where messages are decoded (the decoding thread, reading a file):
+/// A message layer's part where messages are decoded:
 /// one per connection and protocol, made by the layer with the connection's `SessionFrames`.
 /// It turns the message it was handed back into a message (inflating, choosing the decoder)
 /// and has `frames` decode it, with its note on the result.

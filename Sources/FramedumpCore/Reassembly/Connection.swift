@@ -12,13 +12,11 @@ public final class Connection {
     /// A connection that carries bytes sent after an earlier one closed (same addresses, no
     /// new SYN): that one's number. Its roles come from it; it did not itself begin at a SYN.
     @exclusivity(unchecked) public internal(set) var continues: UInt64?
-    /// The outputs' per-connection text (endpoints formatted once). Up here among the fields
-    /// set once: the printer may read it on the decoding thread while the reading thread
-    /// writes the per-packet fields below, and a shared cache line would bounce between them.
+    /// The outputs' per-connection text (endpoints formatted once; in a sharded run, the
+    /// twin's is the shard's).
     @exclusivity(unchecked) public var outputCache: AnyObject?
     /// The bytes delivered each way when the connection closed, for the outputs' close lines:
-    /// set before `closed` is sent and never after, so a decoding thread can read it while the
-    /// reading thread goes on with the stream's own counts.
+    /// set before `closed` is sent (a shard's twin gets it with the event).
     @exclusivity(unchecked) public internal(set) var deliveredAtClose: (c2s: UInt64, s2c: UInt64) = (0, 0)
     /// The table key (both endpoints in a fixed order).
     let key: ConnectionKey

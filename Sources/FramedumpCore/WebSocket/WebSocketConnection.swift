@@ -14,8 +14,7 @@ final class WebSocketConnection {
         didSet { framesRef = Unmanaged.passUnretained(frames) }
     }
     /// What the per-message path needs of `inner` and `frames`, held apart so that it touches
-    /// neither object (not even their reference counts): on a file, the decoding thread uses
-    /// them for every message, and a cache line the two threads write would bounce between them.
+    /// neither object (not even their reference counts): they are read for every message.
     @exclusivity(unchecked) private var innerHeaderSize: Int
     @exclusivity(unchecked) private var readingCounters: WebSocketCounters
     @exclusivity(unchecked) private var framesRef: Unmanaged<SessionFrames>
@@ -66,19 +65,12 @@ final class WebSocketConnection {
         inner = p
         p.connections += 1
         session.proto = p
-        let old = decoding
         decoding = WebSocketDecoding(manager: session.manager, runtime: p)
         frames = SessionFrames(manager: session.manager, runtime: p, connection: session.connection, layer: decoding)
         session.frames = frames
         makeTunnel()
-        // Messages compressed before the handshake that chose the protocol (a peer that did not
-        // wait for it): their compression contexts go on with the new protocol.
-        decoding.takeInflaters(from: old, frames)
-        for s in streams where tunnelled && s.inflatesHere == false {
-            // A tunnelling protocol needs them inflated before its deframer: started afresh here.
-            s.inflatesHere = true
-            s.inflaterHere().lost(negotiated: true)
-        }
+        // (Messages compressed before the handshake that chose the protocol, from a peer that
+        // did not wait for it: their compression contexts are the streams', and go on.)
     }
 
     // MARK: - From the streams
@@ -110,7 +102,6 @@ final class WebSocketConnection {
                let p = m.webSocketProtocol(path: request?.path ?? "", subprotocols: [chosen], port: session.connection.server.port) {
                 select(p)
             }
-            decoding.negotiated(deflate, frames)
             inner.webSocketState!.reading.handshakes += 1
         }
         m.sink?.layerEvent(WebSocketHandshakeEvent(handshake: h, direction: d, deflate: d == .s2c ? deflate : nil),
@@ -167,11 +158,10 @@ final class WebSocketConnection {
 
     /// A gap or the end in direction `d`: the tunnelled stream has the same hole or end.
     func streamGap(_ d: Direction, packet: PacketRef) {
-        // The compression window lost what the gap held, wherever messages are inflated.
+        // The compression window lost what the gap held.
         let negotiated = deflate != nil
-        decoding.contextLost(d, negotiated: negotiated, frames)
         let s = streams[d.rawValue]
-        if s.inflatesHere != false && negotiated { s.inflaterHere() }
+        if negotiated { s.inflaterHere() }
         s.inflater?.lost(negotiated: negotiated)
         guard let t = tunnel[d.rawValue] else { return }
         t.gap(offset: tunnelOffset[d.rawValue], length: 0, packet: packet)
@@ -186,14 +176,12 @@ final class WebSocketConnection {
         frames.malformed(d, offset: offset, length: length, reason: reason, packet: packet, bytes: bytes)
     }
 
-    /// One whole message (or control frame) of direction `d`. `deflated`: its payload is still
-    /// compressed, followed by the 4 bytes the sender removed; it is inflated where it is decoded.
+    /// One whole message (or control frame) of direction `d`, inflated if it was compressed.
     func message(_ info: WebSocketInfo, _ payload: UnsafeRawBufferPointer, _ d: Direction,
-                 offset: UInt64, first: PacketRef, last: PacketRef, coalesced: Int = 1, deflated: Bool = false) {
+                 offset: UInt64, first: PacketRef, last: PacketRef, coalesced: Int = 1) {
         let f = Frame(bytes: payload, offset: offset, firstPacket: first, lastPacket: last, coalesced: coalesced)
         // `frames` holds it for the call (only a handshake replaces it, never a message).
         framesRef._withUnsafeGuaranteedRef { out in
-            if deflated { return out.layered(f, d, WebSocketLayer.note(info, .deflated)) }
             if tunnelled, !info.undecodable, info.opcode == .binary || info.opcode == .continuation,
                let t = tunnel[d.rawValue] {
                 // A length-framed protocol inside binary messages: their payloads are its stream.

@@ -1,7 +1,8 @@
 /// What the WebSocket layer keeps per protocol over it: how its text messages are decoded,
-/// and its counts for the summary in two parts, each written by one thread.
+/// and its counts for the summary in two parts (where messages are decoded, where the stream
+/// is read).
 final class WebSocketProtocolState {
-    /// Messages where they are decoded (the decoding thread's, reading a file) ...
+    /// Messages where they are decoded ...
     let decoded = WebSocketCounters()
     /// ... and where the capture is read: handshakes, and the binary payloads a tunnelling
     /// protocol joins into a stream.
@@ -22,25 +23,12 @@ final class WebSocketManagerState {
     let protocols: [ProtocolRuntime]
     /// Connections that began as HTTP and were not upgraded to WebSocket (passed over).
     @exclusivity(unchecked) var httpPassedOver: UInt64 = 0
-    /// permessage-deflate's output blocks, shared by every connection: where the capture is
-    /// read (tunnelling protocols) ...
+    /// permessage-deflate's overflow block, shared by every connection.
     let inflateScratch = Inflater.Scratch()
-    /// ... and where messages are decoded (every other protocol): the inflated message, and
-    /// zlib's overflow block.
-    let decodeInflated = ByteBlock()
-    let decodeInflateScratch = Inflater.Scratch()
-    @exclusivity(unchecked) var lastInflaterHere = false
 
     init(_ all: [ProtocolRuntime]) {
         protocols = all.filter { $0.schema.overWebSocket && $0.schema.file != ProtocolSchema.webSocketDefault.file }
         defaultProtocol = all.last { $0.schema.overWebSocket && $0.schema.file == ProtocolSchema.webSocketDefault.file }!
-    }
-
-    /// Whether the next compression context is inflated where the capture is read (the
-    /// contexts alternate: see `WebSocketStream.inflatesHere`).
-    func takeInflaterHere() -> Bool {
-        lastInflaterHere.toggle()
-        return lastInflaterHere
     }
 }
 

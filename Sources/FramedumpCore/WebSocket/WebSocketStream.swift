@@ -78,15 +78,10 @@ final class WebSocketStream: StreamLayer {
     @exclusivity(unchecked) var controlInfo = WebSocketInfo(opcode: .ping, fin: true, masked: false, compressed: false, frames: 1, wireLength: 0)
     @exclusivity(unchecked) var controlOversize = false
 
-    /// Where this direction's messages are inflated, settled at its first compressed message.
-    /// A compression context is a sequence (each message refers back into the ones before), so it
-    /// stays on one thread; reading a file, zlib is the larger part of this layer's work, and the
-    /// contexts alternate, as they are made, between this thread (true) and the one that decodes
-    /// (`SessionFrames.inflaters`), so that each thread gets about half. A protocol that joins
-    /// binary payloads into a stream needs them inflated here, before its deframer.
-    @exclusivity(unchecked) var inflatesHere: Bool?
-    /// The inflated payloads and this direction's compression context when they are here (zlib's
-    /// state and window, ~40 KiB, are made at the first compressed message).
+    /// The inflated payloads and this direction's compression context (zlib's state and
+    /// window, ~40 KiB, are made at the first compressed message). A compression context is a
+    /// sequence (each message refers back into the ones before): it lives here, with the
+    /// direction, and goes on when the handshake changes the protocol.
     let inflated = ByteBlock()
     var inflater: Inflater? {
         didSet { inflaterRef = inflater.map { Unmanaged.passUnretained($0) } }
@@ -645,9 +640,8 @@ final class WebSocketStream: StreamLayer {
         }
     }
 
-    /// Hands on the message in `building`. A compressed one is inflated here, or goes on as it
-    /// came, with the 4 bytes the sender removed put back (RFC 7692 §7.2.2), to be inflated where
-    /// it is decoded: see `inflatesHere`.
+    /// Hands on the message in `building`, a compressed one inflated with the 4 bytes the
+    /// sender removed put back (RFC 7692 §7.2.2).
     func deliver(last: PacketRef) {
         guard var m = building else { return }
         building = nil
@@ -661,19 +655,10 @@ final class WebSocketStream: StreamLayer {
         }
         withUnsafeBytes(of: Inflater.tail) { payload.append($0) }
         let input = payload.bytes
-        if inflatesHere == nil {
-            inflatesHere = connection { $0.tunnelled } || owner.session.manager.webSocketLayer.takeInflaterHere()
-        }
-        if inflatesHere! {
-            if inflaterRef == nil { inflaterHere() }
-            let out = inflated, cap = maxMessage
-            let bytes = inflaterRef.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.message(&m.info, input, into: out, cap: cap) }
-            connection { $0.message(m.info, bytes, dir, offset: m.offset, first: first, last: last, coalesced: c) }
-        } else {
-            connection {
-                $0.message(m.info, input, dir, offset: m.offset, first: first, last: last, coalesced: c, deflated: true)
-            }
-        }
+        if inflaterRef == nil { inflaterHere() }
+        let out = inflated, cap = maxMessage
+        let bytes = inflaterRef.unsafelyUnwrapped._withUnsafeGuaranteedRef { $0.message(&m.info, input, into: out, cap: cap) }
+        connection { $0.message(m.info, bytes, dir, offset: m.offset, first: first, last: last, coalesced: c) }
         payload.removeLast(4)
     }
 

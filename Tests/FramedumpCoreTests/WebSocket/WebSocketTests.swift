@@ -58,14 +58,10 @@ struct StreamFeeder {
     /// first. Without `syn` the connection is picked up mid-stream.
     static func run(c2s: [UInt8], s2c: [UInt8], c2sCuts: [Int] = [], s2cCuts: [Int] = [], port: UInt16 = 12345,
                     syn: Bool = true, protocols: [ProtocolSchema] = [], maxMessage: Int = 16 << 20,
-                    dropS2C: Range<Int>? = nil, dropS2CAt: Set<Int> = [],
-                    firstInflaterHere: Bool = true) -> (WebSocketCollector, SessionManager) {
+                    dropS2C: Range<Int>? = nil, dropS2CAt: Set<Int> = []) -> (WebSocketCollector, SessionManager) {
         let server = Endpoint(IPAddress(v4: 0x7F00_0001), port)
         let sink = WebSocketCollector()
         let sessions = SessionManager(protocols: protocols, sink: sink)
-        // Compression contexts alternate between the stream (true) and the decoding side: which
-        // comes first decides where each direction of this one connection is inflated.
-        sessions.webSocketLayer.lastInflaterHere = !firstInflaterHere
         sessions.maxWebSocketMessage = maxMessage
         var options = ReassemblyOptions()
         options.maxConnections = 8  // one connection: no need for the default table
@@ -445,8 +441,8 @@ final class WebSocketTests: XCTestCase {
             if takeover { XCTAssertLessThan(second.count, first.count, "the second refers back to the first") }
             let c2s = WS.request(extensions: "permessage-deflate; client_max_window_bits")
                 + WS.client(1, first, rsv: 0x40) + WS.client(1, second, rsv: 0x40)
-            for here in [true, false] {
-                let (s, _) = StreamFeeder.run(c2s: c2s, s2c: WS.response(extensions: ext), firstInflaterHere: here)
+            do {
+                let (s, _) = StreamFeeder.run(c2s: c2s, s2c: WS.response(extensions: ext))
                 XCTAssertEqual(s.messages.map(\.payload), [text, text], ext)
                 XCTAssertEqual(s.messages.map(\.compressed), [true, true])
                 XCTAssertEqual(s.handshakes.last?.2?.clientNoContextTakeover, !takeover)
@@ -461,9 +457,9 @@ final class WebSocketTests: XCTestCase {
         XCTAssertLessThan(bomb.count, 1 << 17)
         let c2s = WS.request(extensions: "permessage-deflate") + WS.client(2, bomb, rsv: 0x40)
             + WS.client(2, [1, 2, 3])
-        for here in [true, false] {
+        do {
             let (s, _) = StreamFeeder.run(c2s: c2s, s2c: WS.response(extensions: "permessage-deflate; client_no_context_takeover"),
-                                          maxMessage: 1 << 20, firstInflaterHere: here)
+                                          maxMessage: 1 << 20)
             XCTAssertEqual(s.messages.count, 2, "\(s.malformed) \(bomb.count)")
             guard s.messages.count == 2 else { return }
             XCTAssertEqual(s.messages[0].violations, [.inflatedTooLarge(max: 1 << 20)])
@@ -518,8 +514,7 @@ final class WebSocketTests: XCTestCase {
 
     /// A gap takes a compressed message with context takeover: the next one refers back into
     /// the lost window, cannot be inflated, and says why; a message that needs no window (and
-    /// every uncompressed one) is read again. Both where the capture is read and where messages
-    /// are decoded (the two places a compression context can be inflated).
+    /// every uncompressed one) is read again.
     func testGapLosesTheInflateWindowAndDecodingGoesOn() {
         let text = Array("{\"messageType\":\"heartBeat\",\"seq\":1}".utf8)
         let z = WS.deflateStream([text, text, text])
@@ -530,11 +525,11 @@ final class WebSocketTests: XCTestCase {
                       WS.frame(2, [9, 9]), WS.frame(1, fresh, rsv: 0x40)]
         var s2c = head, cuts = [head.count]
         for f in frames { s2c += f; cuts.append(s2c.count) }
-        for here in [true, false] {
+        do {
             let (s, m) = StreamFeeder.run(c2s: WS.request(extensions: "permessage-deflate"), s2c: s2c, s2cCuts: cuts,
-                                          dropS2C: cuts[1]..<(cuts[1] + 1), firstInflaterHere: here)
-            XCTAssertEqual(s.messages.count, 4, "\(here) \(s.messages)")
-            guard s.messages.count == 4 else { continue }
+                                          dropS2C: cuts[1]..<(cuts[1] + 1))
+            XCTAssertEqual(s.messages.count, 4, "\(s.messages)")
+            guard s.messages.count == 4 else { return }
             XCTAssertEqual(s.messages[0].payload, text)
             XCTAssertTrue(s.messages[0].violations.isEmpty)
             XCTAssertTrue(s.messages[1].violations.contains(.compressionContextLost), "\(s.messages[1].violations)")
@@ -610,7 +605,7 @@ final class WebSocketTests: XCTestCase {
 
     /// A client that does not wait for the 101, whose subprotocol (one the request did not
     /// offer) picks the dissector: the compressed messages before and after it are one
-    /// compression context, wherever they are inflated.
+    /// compression context.
     func testCompressionContextOutlivesTheHandshakeChoosingTheDissector() throws {
         let chat = try loadDissector("protocol chat { websocket; subprotocol \"chat.v2\"; text json; }")
         let text = Array("{\"messageType\":\"heartBeat\"}".utf8)
@@ -619,12 +614,12 @@ final class WebSocketTests: XCTestCase {
         let req = WS.request(path: "/x", extensions: "permessage-deflate")
         let first = WS.client(1, z[0], rsv: 0x40)
         let resp = WS.response(extensions: "permessage-deflate", protocol: "chat.v2")
-        for here in [true, false] {
+        do {
             // Request, half the response, the first message, the rest of the response, the second.
             let (s, _) = StreamFeeder.run(c2s: req + first + WS.client(1, z[1], rsv: 0x40), s2c: resp,
                                           c2sCuts: [req.count + first.count], s2cCuts: [resp.count / 2],
-                                          port: 9999, protocols: chat, firstInflaterHere: here)
-            XCTAssertEqual(s.messages.map(\.payload), [text, text], "\(here)")
+                                          port: 9999, protocols: chat)
+            XCTAssertEqual(s.messages.map(\.payload), [text, text])
             XCTAssertEqual(s.messages.map(\.protocolName), ["websocket", "chat"])
             XCTAssertTrue(s.messages.allSatisfy { $0.violations.isEmpty }, "\(s.messages.map(\.violations))")
         }
