@@ -14,8 +14,7 @@ public final class Pipeline {
     let sink: MessageSink?
     /// The `-Y` filter in front of the output, when one was given.
     let filtering: FilteringSink?
-    /// `-z`'s counting, and `--diffable`'s connections held to the end (what a sharded run merges).
-    let statistics: StatisticsSink?
+    /// `--diffable`'s connections held to the end (a sharded run's shards' are merged into it).
     let collector: ConnectionCollector?
     /// Set when connections are sharded among threads (`PipelineOptions.jobs`).
     @exclusivity(unchecked) var shardPool: ShardPool?
@@ -43,13 +42,11 @@ public final class Pipeline {
             sink = nil
             sessions = nil
             filtering = nil
-            statistics = nil
             collector = nil
         } else {
             let chain = Self.sinks(options, filter: filter, output: output, messageSink: messageSink,
                                    printsMessages: printsMessages)
             filtering = chain.filtering
-            statistics = chain.statistics
             collector = chain.collector
             sink = chain.head
             let m = SessionManager(protocols: schemas, sink: sink, limits: limits)
