@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The tests that run threads (connections sharded among threads, decoding beside reading; see docs/architecture.md,
-# "Two threads for a file"), under ThreadSanitizer in a build of their own (.build-tsan): any data race it reports
+# The tests that run threads (connections sharded among threads; see docs/architecture.md, "Threads:
+# connections sharded among cores"), under ThreadSanitizer in a build of their own (.build-tsan): any data race it reports
 # fails the run. Give a test filter to run others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
