@@ -6,7 +6,7 @@ final class WebSocketConnection {
     @exclusivity(unchecked) var streams: [WebSocketStream] = []
     /// The protocol that decodes the messages, and its decoding parts.
     var inner: ProtocolRuntime {
-        didSet { innerHeaderSize = inner.layout.headerSize; readingCounters = inner.webSocketState!.reading }
+        didSet { innerHeaderSize = inner.layout.headerSize; counters = inner.webSocketState!.counters }
     }
     /// Where `frames` has the messages decoded: the compression contexts of that side.
     @exclusivity(unchecked) var decoding: WebSocketDecoding
@@ -16,7 +16,7 @@ final class WebSocketConnection {
     /// What the per-message path needs of `inner` and `frames`, held apart so that it touches
     /// neither object (not even their reference counts): they are read for every message.
     @exclusivity(unchecked) private var innerHeaderSize: Int
-    @exclusivity(unchecked) private var readingCounters: WebSocketCounters
+    @exclusivity(unchecked) private var counters: WebSocketCounters
     @exclusivity(unchecked) private var framesRef: Unmanaged<SessionFrames>
     /// Binary payloads as a stream, per direction (protocols with a length rule).
     @exclusivity(unchecked) var tunnel: [Deframer?] = [nil, nil]
@@ -44,7 +44,7 @@ final class WebSocketConnection {
         decoding = dec
         frames = f
         innerHeaderSize = inner.layout.headerSize
-        readingCounters = inner.webSocketState!.reading
+        counters = inner.webSocketState!.counters
         framesRef = Unmanaged.passUnretained(f)
         streams = Direction.allCases.map { WebSocketStream(owner: self, direction: $0, maxMessage: maxMessage, mode: .head) }
         makeTunnel()
@@ -102,7 +102,7 @@ final class WebSocketConnection {
                let p = m.webSocketProtocol(path: request?.path ?? "", subprotocols: [chosen], port: session.connection.server.port) {
                 select(p)
             }
-            inner.webSocketState!.reading.handshakes += 1
+            counters.handshakes += 1
         }
         m.sink?.layerEvent(WebSocketHandshakeEvent(handshake: h, direction: d, deflate: d == .s2c ? deflate : nil),
                            session.connection, inner, d, packet: packet)
@@ -185,9 +185,8 @@ final class WebSocketConnection {
             if tunnelled, !info.undecodable, info.opcode == .binary || info.opcode == .continuation,
                let t = tunnel[d.rawValue] {
                 // A length-framed protocol inside binary messages: their payloads are its stream.
-                // Counted here, on the thread that reads the capture (decoded messages are counted
-                // where they are decoded).
-                readingCounters.count(info, inflated: payload.count)
+                // Counted here (the messages decoded are counted by `WebSocketDecoding`).
+                counters.count(info, inflated: payload.count)
                 t.data(payload, offset: tunnelOffset[d.rawValue], packet: f.lastPacket)
                 tunnelOffset[d.rawValue] += UInt64(payload.count)
                 return
@@ -218,14 +217,6 @@ public final class WebSocketCounters {
     deinit { perOpcode.deallocate() }
 
     public var opcodes: [UInt64] { Array(UnsafeBufferPointer(start: perOpcode, count: 16)) }
-
-    /// The two counts of one protocol added (the decoding side's and the reading side's).
-    func adding(_ o: WebSocketCounters) -> WebSocketCounters {
-        let t = WebSocketCounters()
-        t.absorb(self)
-        t.absorb(o)
-        return t
-    }
 
     @inline(__always)
     func count(_ info: WebSocketInfo, inflated: Int) {

@@ -56,7 +56,7 @@ final class WebSocketDecoding: MessageLayerDecoder {
 
     func decode(_ f: Frame, _ dir: Direction, body: WebSocketBody, ws: WebSocketInfo, _ frames: SessionFrames) {
         let p = frames.runtime
-        let counters = protocolState.decoded
+        let counters = protocolState.counters
         var ws = ws
         counters.count(ws, inflated: f.bytes.count)
         // RFC 6455 §8.1: a text message must be UTF-8. Checked here, beside the decoding that

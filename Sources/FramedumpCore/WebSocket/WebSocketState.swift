@@ -1,12 +1,8 @@
 /// What the WebSocket layer keeps per protocol over it: how its text messages are decoded,
-/// and its counts for the summary in two parts (where messages are decoded, where the stream
-/// is read).
+/// and its counts for the summary (messages decoded, handshakes, and the binary payloads a
+/// tunnelling protocol joins into a stream).
 final class WebSocketProtocolState {
-    /// Messages where they are decoded ...
-    let decoded = WebSocketCounters()
-    /// ... and where the capture is read: handshakes, and the binary payloads a tunnelling
-    /// protocol joins into a stream.
-    let reading = WebSocketCounters()
+    let counters = WebSocketCounters()
     /// Text messages: no header, the protocol's `text` rule.
     let textDecoder: MessageDecoder
 
@@ -38,10 +34,9 @@ extension ProtocolRuntime {
         layerStates[Int(WebSocketLayer.layer)].map { unsafeDowncast($0, to: WebSocketProtocolState.self) }
     }
 
-    /// The WebSocket layer's counts, both threads' added, for the summary.
+    /// The WebSocket layer's counts, for the summary.
     public var webSocket: WebSocketCounters {
-        guard let w = webSocketState else { return WebSocketCounters() }
-        return w.decoded.adding(w.reading)
+        webSocketState?.counters ?? WebSocketCounters()
     }
 }
 

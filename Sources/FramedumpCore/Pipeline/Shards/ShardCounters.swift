@@ -48,8 +48,7 @@ extension WebSocketCounters {
 extension WebSocketLayer {
     static func absorb(protocol mine: AnyObject?, _ theirs: AnyObject?) {
         guard let m = mine as? WebSocketProtocolState, let t = theirs as? WebSocketProtocolState else { return }
-        m.decoded.absorb(t.decoded)
-        m.reading.absorb(t.reading)
+        m.counters.absorb(t.counters)
     }
 
     static func absorb(manager mine: AnyObject?, _ theirs: AnyObject?) {
