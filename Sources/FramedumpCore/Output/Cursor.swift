@@ -1,34 +1,62 @@
-/// A write position inside an OutputBuffer's reserved space: the hot rendering loops keep it
-/// in a register instead of updating the buffer object byte by byte. Callers reserve the
-/// most they can write first (`OutputBuffer.cursor(reserving:)`), then `commit`.
+/// A write position inside an OutputBuffer: the hot rendering loops keep it in a register
+/// instead of updating the buffer object byte by byte. Every write checks that it fits before
+/// the cursor's `end` and, when it does not, asks the buffer for more room (`refill`), so no
+/// caller has to reckon how much a record may take: a reservation is only a hint, and a wrong
+/// one costs a copy, never memory past the buffer.
 struct Cursor {
     var p: UnsafeMutablePointer<UInt8>
+    /// One past the last byte this cursor may write.
+    var end: UnsafeMutablePointer<UInt8>
+    /// The buffer that grows when a write would pass `end`; nil for a fixed scratch area,
+    /// where passing `end` is a programming error and stops the run. Unowned: a cursor lives
+    /// within one call of a printer that holds its buffer (ASan runs of OutputTests and
+    /// ShardPoolTests fail if one outlives it).
+    unowned(unsafe) let buffer: OutputBuffer?
     /// "00".."99" and "0123456789abcdef", passed in so the hot loops read no globals.
     let pairs: UnsafePointer<UInt8>
     let hexDigits: UnsafePointer<UInt8>
     /// 10^0 ... 10^19.
     let powers: UnsafePointer<UInt64>
 
-    init(p: UnsafeMutablePointer<UInt8>) {
+    /// A cursor over a fixed scratch area of `count` bytes.
+    init(scratch p: UnsafeMutablePointer<UInt8>, count: Int) {
         self.p = p
+        end = p + count
+        buffer = nil
         pairs = UnsafePointer(OutputBuffer.pairTable)
         hexDigits = OutputBuffer.hexDigits.utf8Start
         powers = UnsafePointer(Cursor.powersOfTen)
     }
 
-    init(p: UnsafeMutablePointer<UInt8>, pairs: UnsafePointer<UInt8>, hexDigits: UnsafePointer<UInt8>,
-         powers: UnsafePointer<UInt64>) {
-        self.p = p
-        self.pairs = pairs
-        self.hexDigits = hexDigits
-        self.powers = powers
+    init(buffer: OutputBuffer) {
+        p = buffer.base + buffer.count
+        end = buffer.base + buffer.capacity
+        self.buffer = buffer
+        pairs = buffer.pairs
+        hexDigits = buffer.hexDigitsPointer
+        powers = buffer.powers
     }
 
-    @inline(__always) mutating func byte(_ b: UInt8) { p.pointee = b; p += 1 }
+    /// Makes sure the next `n` bytes fit: the one check every write goes through.
+    @inline(__always) mutating func room(_ n: Int) {
+        if _slowPath(end - p < n) { refill(n) }
+    }
+
+    /// The rare path: the buffer grows (its bytes so far kept), the cursor moves with it.
+    @inline(never) mutating func refill(_ n: Int) {
+        guard let b = buffer else { preconditionFailure("a write of \(n) bytes past a fixed scratch area") }
+        b.count = p - b.base
+        b.reserve(n)
+        p = b.base + b.count
+        end = b.base + b.capacity
+    }
+
+    @inline(__always) mutating func byte(_ b: UInt8) { room(1); p.pointee = b; p += 1 }
 
     @inline(__always) mutating func write(_ b: UnsafeRawBufferPointer) {
         guard let src = b.baseAddress else { return }
         let n = b.count
+        room(n)
         let dst = UnsafeMutableRawPointer(p)
         // Names and keys are short: two overlapping 8-byte moves beat a call to memcpy.
         if n >= 8 && n <= 16 {
@@ -47,9 +75,10 @@ struct Cursor {
         write(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 
-    /// Eight spaces per store; may write up to 7 bytes past `n` inside the reserved space.
+    /// Eight spaces per store (up to 7 bytes past `n` are written, not counted).
     @inline(__always) mutating func spaces(_ n: Int) {
         guard n > 0 else { return }
+        room(n &+ 8)
         let raw = UnsafeMutableRawPointer(p)
         var i = 0
         while i < n {
@@ -60,6 +89,7 @@ struct Cursor {
     }
 
     @inline(__always) mutating func decimal(_ v: UInt64) {
+        room(20)
         if v < 10 { p.pointee = 0x30 &+ UInt8(truncatingIfNeeded: v); p += 1; return }
         // Digits from the bit length (log10(2) ≈ 1233/4096), corrected by one comparison.
         let bits = 64 - v.leadingZeroBitCount
@@ -84,6 +114,13 @@ struct Cursor {
         p += digits
     }
 
+    /// How many characters `decimal(v)` writes (a minus sign counted).
+    static func digits(_ v: Int32) -> Int {
+        var n = v < 0 ? 2 : 1, x = v.magnitude
+        while x >= 10 { x /= 10; n += 1 }
+        return n
+    }
+
     /// 10^0 ... 10^19, in memory that is never freed.
     nonisolated(unsafe) static let powersOfTen: UnsafeMutablePointer<UInt64> = {
         let t = UnsafeMutablePointer<UInt64>.allocate(capacity: 20)
@@ -106,6 +143,7 @@ struct Cursor {
 
     /// `.` and exactly `digits` digits, zero-padded, two at a time.
     @inline(__always) mutating func fraction(_ value: UInt32, digits: Int) {
+        room(digits &+ 1)
         p[0] = 0x2e
         var x = Int(value)
         var i = digits
@@ -121,6 +159,7 @@ struct Cursor {
     }
 
     @inline(__always) mutating func hex(_ b: UInt8) {
+        room(2)
         p[0] = hexDigits[Int(b >> 4)]
         p[1] = hexDigits[Int(b & 15)]
         p += 2
@@ -137,9 +176,10 @@ struct Cursor {
     }
 
     /// A JSON string literal of text bytes: `"`, `\`, control characters escaped; invalid
-    /// UTF-8 replaced by U+FFFD (`valid`: the decoder has checked the bytes already). Needs at
-    /// most 6 bytes per input byte plus 2.
+    /// UTF-8 replaced by U+FFFD (`valid`: the decoder has checked the bytes already). Room for
+    /// the text unescaped is made at once (the common case); escapes check as they go.
     mutating func jsonString(_ b: UnsafeRawBufferPointer, valid: Bool = false) {
+        room(b.count &+ 2)
         byte(0x22)
         if valid || UTF8Check.isValid(b) { validText(b) } else { repairedText(b) }
         byte(0x22)
@@ -153,7 +193,8 @@ struct Cursor {
         while i < n {
             while i + 8 <= n {
                 let w = b.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-                // The whole word is stored (the reservation has room); only the plain part counts.
+                // The whole word is stored; only the plain part counts.
+                room(8)
                 UnsafeMutableRawPointer(p).storeBytes(of: w, as: UInt64.self)
                 let m = JSONEscape.mask(w)
                 if m != 0 {
@@ -205,11 +246,17 @@ struct Cursor {
 }
 
 extension OutputBuffer {
-    /// Space for `n` bytes, to be filled through a Cursor and committed.
-    @inline(__always) func cursor(reserving n: Int) -> Cursor {
+    /// A cursor at the end of what is buffered, with room for `n` bytes made at once (a hint:
+    /// the cursor makes more as it writes), to be committed when done.
+    @inline(__always) func cursor(reserving n: Int = 0) -> Cursor {
         reserve(n)
-        return Cursor(p: base + count, pairs: pairs, hexDigits: hexDigitsPointer, powers: powers)
+        return Cursor(buffer: self)
     }
 
-    @inline(__always) func commit(_ c: Cursor) { count = c.p - base }
+    /// Takes what the cursor wrote. A cursor taken before the buffer last grew would point
+    /// into freed memory: caught here rather than written through.
+    @inline(__always) func commit(_ c: Cursor) {
+        precondition(c.p >= base && c.p <= base + capacity, "a cursor committed to a buffer it was not taken from")
+        count = c.p - base
+    }
 }

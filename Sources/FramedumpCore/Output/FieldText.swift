@@ -19,7 +19,7 @@ struct FieldText {
     /// tokens); false for bytes, objects and arrays, which each output shows its own way.
     /// A float is formatted through `out`, so the cursor is committed and taken anew.
     @inline(__always)
-    func sharedScalar(_ x: DecodedField, _ k: inout Cursor, json: Bool, out: OutputBuffer, bound: Int) -> Bool {
+    func sharedScalar(_ x: DecodedField, _ k: inout Cursor, json: Bool, out: OutputBuffer) -> Bool {
         switch x.value {
         case .unsigned(let v):
             if names.anyHex && names.shownInHex(x.name) { hex(v, x, &k, json: json) } else { k.decimal(v) }
@@ -28,7 +28,7 @@ struct FieldText {
         case .float(let d):
             out.commit(k)
             FieldText.float(d, to: out, json: json)
-            k = out.cursor(reserving: bound)
+            k = out.cursor()
         case .bool(let v): k.write(v ? "true" : "false")
         case .string, .validString:
             if Int(x.width) > runtime.maxString {

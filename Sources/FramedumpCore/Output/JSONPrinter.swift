@@ -10,8 +10,6 @@ public final class JSONPrinter: MessageSink {
     let diffable: Bool
     /// The registry's layers, held here so the per-message path reads no global.
     let layerKinds = LayerRegistry.kinds
-    /// What the message being written may take at most (see `message`).
-    @exclusivity(unchecked) var lineBound = 0
 
     public init(output: OutputBuffer, diffable: Bool) {
         out = output
@@ -50,10 +48,8 @@ public final class JSONPrinter: MessageSink {
         let f = m.frame!
         let names = p.names.view
         let ft = FieldText(p, frame: m.fieldBytes)
-        // One reservation for the whole line: every piece below is bounded by it.
-        let fieldCount = m.fields.count + m.headerFields.count
-        lineBound = 640 + names.longest + 6 * f.bytes.count + fieldCount * (names.longest + 48)
-        var k = out.cursor(reserving: lineBound)
+        // Room for a usual line at once; the cursor makes more as it writes, if needed.
+        var k = out.cursor(reserving: 1024 + 2 * m.fieldBytes.count)
         k.write(ConnectionText.of(c).jsonOpening(m.direction, diffable: diffable))
         if !diffable {
             k.write(",\"ts\":\"")
@@ -202,7 +198,7 @@ public final class JSONPrinter: MessageSink {
 
     @inline(__always)
     func scalar(_ x: DecodedField, _ ft: FieldText, _ k: inout Cursor) {
-        if ft.sharedScalar(x, &k, json: true, out: out, bound: lineBound) { return }
+        if ft.sharedScalar(x, &k, json: true, out: out) { return }
         switch x.value {
         case .bytes:
             k.byte(0x22)

@@ -10,7 +10,7 @@ public enum JSONText {
 
     /// Escapes raw bytes that should be UTF-8 text.
     public static func utf8(_ b: UnsafeRawBufferPointer, to out: OutputBuffer) {
-        var c = out.cursor(reserving: b.count * 6 + 2)
+        var c = out.cursor()
         c.jsonString(b)
         out.commit(c)
     }

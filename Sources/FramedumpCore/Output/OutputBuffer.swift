@@ -33,7 +33,17 @@ public final class OutputBuffer {
     /// In memory from `capacity` bytes on (it grows as needed): a shard's output.
     init(fd: Int32?, capacity: Int) {
         self.fd = fd
-        self.capacity = max(capacity, 64)
+        self.capacity = max(capacity, 1)
+        base = .allocate(capacity: self.capacity)
+    }
+
+    /// Empty, and back to `capacity` bytes if a long line grew it past four times that (a
+    /// shard's buffers go round: each would otherwise keep the largest line it ever held).
+    func empty(shrinkingTo capacity: Int) {
+        count = 0
+        guard self.capacity > 4 * max(capacity, 1) else { return }
+        base.deallocate()
+        self.capacity = max(capacity, 1)
         base = .allocate(capacity: self.capacity)
     }
 
@@ -169,7 +179,7 @@ public final class OutputBuffer {
     @inline(__always)
     func secondsText(_ ts: Timestamp) -> UnsafeRawBufferPointer {
         if ts.seconds != lastSecond {
-            var t = Cursor(p: secondText.baseAddress!)
+            var t = Cursor(scratch: secondText.baseAddress!, count: secondText.count)
             t.decimal(ts.seconds)
             secondLength = t.p - secondText.baseAddress!
             lastSecond = ts.seconds

@@ -7,8 +7,6 @@ public final class TreePrinter: MessageSink {
     let color: Bool
     /// The registry's layers, held here so the per-message path reads no global.
     let layerKinds = LayerRegistry.kinds
-    /// What the message being written may take at most (see `message`).
-    @exclusivity(unchecked) var lineBound = 0
 
     public init(output: OutputBuffer, hexDump: Bool, verbose: Bool, color: Bool) {
         out = output
@@ -64,13 +62,8 @@ public final class TreePrinter: MessageSink {
         let names = p.names.view
         let ft = FieldText(p, frame: m.fieldBytes)
         let out = self.out
-        // One reservation for the summary line and every field line (strings may expand 6×
-        // when escaped); the -v descriptions and warnings are written after it.
-        // Per field: indentation (JSON nests up to 64 deep), the byte range, name, number or
-        // hex preview, label.
-        let perField = 160 + 2 * 64 + names.longest + names.longestLabel
-        lineBound = 640 + names.longest + 6 * f.bytes.count + (m.fields.count + m.headerFields.count) * perField
-        var k = out.cursor(reserving: lineBound)
+        // Room for a usual record at once; the cursor makes more as it writes, if needed.
+        var k = out.cursor(reserving: 1024 + 96 * (m.fields.count + m.headerFields.count))
         k.write(out.secondsText(f.lastPacket.ts))
         k.micros(f.lastPacket.ts.nanos)
         k.byte(0x20)
@@ -164,10 +157,9 @@ public final class TreePrinter: MessageSink {
         k.write("    ")
         k.spaces(depth * 2)
         if color { k.write("\u{1b}[2m") }
-        let start = k.p
         k.byte(0x5b); k.decimal(x.offset); k.byte(0x2b); k.decimal(x.width); k.byte(0x5d)
         // Byte ranges in a column of their own, so names line up.
-        k.spaces(10 - (k.p - start))
+        k.spaces(7 - Cursor.digits(x.offset) - Cursor.digits(x.width))
         if color { k.write("\u{1b}[0m") }
         switch x.name {
         case .field(let mi, let fi): k.write(ft.names.field(mi, fi))
@@ -217,14 +209,14 @@ public final class TreePrinter: MessageSink {
             paint("\u{1b}[2m")
             out.write("  // "); out.write(d)
             reset()
-            k = out.cursor(reserving: lineBound)
+            k = out.cursor()
         }
         k.byte(0x0a)
     }
 
     @inline(__always)
     func value(_ x: DecodedField, _ ft: FieldText, _ k: inout Cursor, _ out: OutputBuffer) {
-        if ft.sharedScalar(x, &k, json: false, out: out, bound: lineBound) { return }
+        if ft.sharedScalar(x, &k, json: false, out: out) { return }
         guard case .bytes = x.value else { return }  // objects and arrays have no value
         let s = ft.frame.slice(Int(x.offset), Int(x.width))
         k.decimal(UInt64(s.count)); k.write(s.count == 1 ? " byte" : " bytes")

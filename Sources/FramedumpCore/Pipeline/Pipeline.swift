@@ -60,7 +60,7 @@ public final class Pipeline {
             if options.jobs > 1 && messageSink == nil && !options.follow {
                 var shards: [Shard] = []
                 for _ in 0..<min(options.jobs, ShardPool.maxShards) {
-                    let shardOut = OutputBuffer(fd: nil, capacity: 256 << 10)
+                    let shardOut = OutputBuffer(fd: nil, capacity: options.shardSizes.outBytes)
                     let c = Self.sinks(options, filter: filter, output: shardOut, messageSink: nil,
                                        printsMessages: printsMessages, shard: true)
                     let sm = SessionManager(protocols: schemas, sink: c.head, limits: limits)

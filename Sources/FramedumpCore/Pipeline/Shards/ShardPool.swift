@@ -20,16 +20,19 @@ import Darwin
 /// the reader waits when every round is in use. A chunk larger than a batch's block gets a
 /// block its size (chunks are bounded by the reassembler's), given back when the round returns.
 package final class ShardPool: StreamConsumer {
-    /// How much a round holds, and how many rounds there are (tests make them tiny).
+    /// How much a round holds, how many rounds there are, and what a shard's output buffers
+    /// start with (tests make them tiny: every line then outgrows its buffer).
     package struct Sizes: Sendable {
         var events = 1024
         var blockBytes = 256 << 10
         var rounds = 8
+        var outBytes = 256 << 10
 
-        package init(events: Int = 1024, blockBytes: Int = 256 << 10, rounds: Int = 8) {
+        package init(events: Int = 1024, blockBytes: Int = 256 << 10, rounds: Int = 8, outBytes: Int = 256 << 10) {
             self.events = events
             self.blockBytes = blockBytes
             self.rounds = rounds
+            self.outBytes = outBytes
         }
     }
 
@@ -247,7 +250,7 @@ package final class ShardPool: StreamConsumer {
         // on the thread that took them.
         for b in next.batches {
             messagesDone &+= b.messages
-            b.reset(blockBytes: sizes.blockBytes)
+            b.reset(blockBytes: sizes.blockBytes, outBytes: sizes.outBytes)
         }
         next.route.removeAll(keepingCapacity: true)
         next.last = false
@@ -342,6 +345,8 @@ package final class ShardPool: StreamConsumer {
                 let k = nextEvent[Int(s)] + (j - i) - 1
                 if k < b.ends.count {
                     let end = b.ends[k], start = written[Int(s)]
+                    // The stretch is handed to writev as it is: checked against what the shard wrote.
+                    precondition(start <= end && end <= b.out.count, "a shard's output ends past what it wrote")
                     if end > start {
                         if n == stretchCapacity { growStretches() }
                         stretches[n] = iovec(iov_base: UnsafeMutableRawPointer(b.out.base + start), iov_len: end - start)

@@ -39,7 +39,7 @@ final class ShardBatch {
     /// held until the round comes back to the reading thread.
     @exclusivity(unchecked) var owners: [Connection] = []
     /// The output, swapped in from the shard's printers' buffer after the run.
-    let out = OutputBuffer(fd: nil, capacity: 64 << 10)
+    let out: OutputBuffer
     @exclusivity(unchecked) var ends: [Int] = []
     /// `-z`: the statistics records the events made, and where each event's end (swapped in
     /// from the shard's statistics sink after the run; the merge counts them in order).
@@ -48,7 +48,8 @@ final class ShardBatch {
     /// Messages the shard counted while running this batch (the progress line).
     @exclusivity(unchecked) var messages: UInt64 = 0
 
-    init(blockBytes: Int, events: Int) {
+    init(blockBytes: Int, events: Int, outBytes: Int) {
+        out = OutputBuffer(fd: nil, capacity: outBytes)
         capacity = blockBytes
         block = .allocate(byteCount: max(capacity, 1), alignment: 16)
         self.events.reserveCapacity(events)
@@ -58,13 +59,13 @@ final class ShardBatch {
     deinit { block.deallocate() }
 
     /// Empty again, for the next round (on the reading thread, which took the owners).
-    func reset(blockBytes: Int) {
+    func reset(blockBytes: Int, outBytes: Int) {
         events.removeAll(keepingCapacity: true)
         ends.removeAll(keepingCapacity: true)
         records.removeAll(keepingCapacity: true)
         recordEnds.removeAll(keepingCapacity: true)
         owners.removeAll(keepingCapacity: true)
-        out.count = 0
+        out.empty(shrinkingTo: outBytes)
         used = 0
         messages = 0
         // A block grown for one large chunk goes back to the usual size.
@@ -88,7 +89,9 @@ final class ShardRound {
     @exclusivity(unchecked) var last = false
 
     init(shards: Int, sizes: ShardPool.Sizes) {
-        batches = (0..<shards).map { _ in ShardBatch(blockBytes: sizes.blockBytes, events: sizes.events) }
+        batches = (0..<shards).map { _ in
+            ShardBatch(blockBytes: sizes.blockBytes, events: sizes.events, outBytes: sizes.outBytes)
+        }
         route.reserveCapacity(sizes.events)
     }
 }
