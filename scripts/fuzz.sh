@@ -293,6 +293,8 @@ PY
       # Seeds: the samples and fixture captures, each cut after its packets that fit in 16 KB.
       seeds="$(mktemp -d)"
       trap 'rm -rf "$seeds"' RETURN
+      # And zgame messages whose bodies inflate to 64 KiB and more (lines larger than any buffer).
+      python3 scripts/make_large_fixtures.py --zgame "$seeds/zgame_large.pcap"
       python3 - "$seeds" samples/*.pcap Tests/FramedumpCoreTests/Fixtures/*.pcap Tests/FramedumpCoreTests/Fixtures/*.pcapng <<'PY'
 import os, struct, sys
 out = sys.argv[1]
@@ -346,6 +348,9 @@ for line in open("samples/zgame.messages.json"):
     for b in __import__("re").findall(r'"body":"([0-9a-f]*)"', line):
         if 0 < len(b) < 6000: bodies.append(bytes.fromhex(b))
 bodies = bodies[:12]
+# And bodies that inflate to 64 KiB and 1 MiB (transform outputs larger than any buffer).
+piece = bytes(range(256)) + b'say "hi" \\ \x01 ' * 16
+bodies += [(piece * (n // len(piece) + 1))[:n] for n in (64 << 10, 1 << 20)]
 def lz4(b):
     r = subprocess.run(["lz4", "-q", "-c"], input=b, stdout=subprocess.PIPE)
     return r.stdout if r.returncode == 0 else b

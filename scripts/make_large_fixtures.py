@@ -13,11 +13,14 @@ Text is made to expand when escaped: quotes, backslashes, control characters (si
 in NDJSON), multi-byte UTF-8, and in some messages invalid UTF-8 (U+FFFD, three bytes each).
 
 Usage: make_large_fixtures.py OUTDIR [BODY_BYTES ...]
+       make_large_fixtures.py --zgame OUT.pcap
 Without sizes, writes the committed set: large.pcap (bodies of 64 KiB and 1 MiB, arrays of
 100,000 elements, three connections, zlib, LZ4 and plain) and at_limit.pcap (bodies of
 exactly 2 MiB inflated, one of 2 MiB + 1: the tests run it with --max-inflate 2097152).
 With sizes, writes sized.pcap: three connections, each sending every message kind at each size,
 zlib and LZ4 (scripts/large_bodies.sh uses it for the 16 MiB --max-inflate default).
+With --zgame, writes one connection of the shipped zgame protocol (Dissectors/zgame.dissector)
+whose RoomState and ChatPush bodies inflate to 64 KiB and more: a fuzz seed (scripts/fuzz.sh).
 """
 import os, shutil, struct, subprocess, sys, zlib
 
@@ -107,11 +110,11 @@ def frame(kind, data, how):
     return struct.pack(">IHB", len(payload), kind, flags) + payload
 
 
-def capture(path, conversations):
+def capture(path, conversations, port=PORT):
     """conversations: per connection, a list of (direction, frame bytes)."""
     w = PcapWriter(path, step_us=50)
     for i, msgs in enumerate(conversations):
-        c = Connection(w.write, CLIENT, 41000 + i, SERVER, PORT, (1000 + i * 7919, 900000 + i * 104729), mss=16000)
+        c = Connection(w.write, CLIENT, 41000 + i, SERVER, port, (1000 + i * 7919, 900000 + i * 104729), mss=16000)
         for d, f in msgs:
             c.send(d, f)
         c.close()
@@ -157,9 +160,26 @@ def sized(outdir, sizes):
     capture(os.path.join(outdir, "sized.pcap"), conns)
 
 
+def zgame(path):
+    """zgame: [u8 0xA7][u8 flags][u16le id][u32le bodyLength][body], strings [u8 len][UTF-8]."""
+    def msg(mid, body):
+        z = zlib.compress(body, 9)
+        return struct.pack("<BBHI", 0xA7, 0x01, mid, len(z)) + z
+    def player(i):
+        name = ("Frost\"狼%d" % i).encode()
+        return struct.pack("<Q", i) + struct.pack("<B", len(name)) + name + struct.pack("<hhB", i % 300, -i % 300, i % 100)
+    room = lambda n: struct.pack("<IH", 7, n) + b"".join(player(i % 16) for i in range(n))
+    chat = struct.pack("<IQ", 1, 42) + struct.pack("<B", 200) + b"\x01\"" * 100 + struct.pack("<I", 9)
+    capture(path, [[(0, msg(6, struct.pack("<Q", 1))), (1, msg(5, room(3500))), (1, msg(4, chat)),
+                    (1, msg(5, room(60000)))]], port=7300)
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
+    if sys.argv[1] == "--zgame":
+        zgame(sys.argv[2])
+        return
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
     if not shutil.which("lz4"):

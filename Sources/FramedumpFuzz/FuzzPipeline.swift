@@ -9,7 +9,8 @@ import Darwin
 /// by the whole pipeline with the shipped dissector files, eight times: the tree (hex dump,
 /// verbose) with every `-z` table; NDJSON with every table (each line checked as strict
 /// JSON), `--diffable` with every table, and the tree with a hex dump, each on one thread and
-/// again with the connections sharded among three threads in tiny rounds (each pair must be
+/// again with the connections sharded among three threads in tiny rounds with output buffers
+/// of one byte, so that every line outgrows its buffer (each pair must be
 /// the same, summary included); and the segment and follow printers with a stream export.
 /// Each ends with the summary.
 public enum FuzzPipeline {
@@ -49,13 +50,13 @@ public enum FuzzPipeline {
                 o.diffable = pass == 7
                 o.statistics = FuzzDeframer.statistics
                 o.jobs = 3
-                o.shardSizes = ShardPool.Sizes(events: 5, blockBytes: 96, rounds: 2)
+                o.shardSizes = ShardPool.Sizes(events: 5, blockBytes: 96, rounds: 2, outBytes: 1)
             case 3, 4:
                 // The connections sharded among three threads, in tiny rounds (no -v: its
                 // summary's memory line differs from run to run).
                 o.hexDump = true
                 o.jobs = pass == 4 ? 3 : 1
-                o.shardSizes = ShardPool.Sizes(events: 4, blockBytes: 64, rounds: 2)
+                o.shardSizes = ShardPool.Sizes(events: 4, blockBytes: 64, rounds: 2, outBytes: 1)
             case 5:
                 o.segments = true
                 o.follow = true

@@ -8,10 +8,11 @@ struct Cursor {
     /// One past the last byte this cursor may write.
     var end: UnsafeMutablePointer<UInt8>
     /// The buffer that grows when a write would pass `end`; nil for a fixed scratch area,
-    /// where passing `end` is a programming error and stops the run. Unowned: a cursor lives
-    /// within one call of a printer that holds its buffer (ASan runs of OutputTests and
-    /// ShardPoolTests fail if one outlives it).
-    unowned(unsafe) let buffer: OutputBuffer?
+    /// where passing `end` is a programming error and stops the run. Unretained (a plain
+    /// pointer: taking a cursor costs no reference counting): a cursor lives within one call of
+    /// a printer that holds its buffer (LargeMessageTests under AddressSanitizer, in
+    /// scripts/sanitize.sh, fails if one outlives it).
+    let buffer: Unmanaged<OutputBuffer>?
     /// "00".."99" and "0123456789abcdef", passed in so the hot loops read no globals.
     let pairs: UnsafePointer<UInt8>
     let hexDigits: UnsafePointer<UInt8>
@@ -31,7 +32,7 @@ struct Cursor {
     init(buffer: OutputBuffer) {
         p = buffer.base + buffer.count
         end = buffer.base + buffer.capacity
-        self.buffer = buffer
+        self.buffer = Unmanaged.passUnretained(buffer)
         pairs = buffer.pairs
         hexDigits = buffer.hexDigitsPointer
         powers = buffer.powers
@@ -39,24 +40,32 @@ struct Cursor {
 
     /// Makes sure the next `n` bytes fit: the one check every write goes through.
     @inline(__always) mutating func room(_ n: Int) {
-        if _slowPath(end - p < n) { refill(n) }
+        if _slowPath(end - p < n) { (p, end) = Cursor.refill(buffer, p, n) }
     }
 
-    /// The rare path: the buffer grows (its bytes so far kept), the cursor moves with it.
-    @inline(never) mutating func refill(_ n: Int) {
-        guard let b = buffer else { preconditionFailure("a write of \(n) bytes past a fixed scratch area") }
+    /// The rare path: the buffer grows (its bytes so far kept); the cursor's new position and
+    /// end are returned, not stored through a reference to the cursor (which would make the
+    /// cursor live in memory, reloaded after every byte stored, instead of in registers).
+    @inline(never) static func refill(_ buffer: Unmanaged<OutputBuffer>?, _ p: UnsafeMutablePointer<UInt8>,
+                                      _ n: Int) -> (UnsafeMutablePointer<UInt8>, UnsafeMutablePointer<UInt8>) {
+        guard let b = buffer?.takeUnretainedValue() else { preconditionFailure("a write of \(n) bytes past a fixed scratch area") }
         b.count = p - b.base
         b.reserve(n)
-        p = b.base + b.count
-        end = b.base + b.capacity
+        return (b.base + b.count, b.base + b.capacity)
     }
 
     @inline(__always) mutating func byte(_ b: UInt8) { room(1); p.pointee = b; p += 1 }
 
     @inline(__always) mutating func write(_ b: UnsafeRawBufferPointer) {
         guard let src = b.baseAddress else { return }
+        room(b.count)
+        putBytes(b)
+    }
+
+    /// The bytes of `b`: only after a `room` that covers them.
+    @inline(__always) private mutating func putBytes(_ b: UnsafeRawBufferPointer) {
+        guard let src = b.baseAddress else { return }
         let n = b.count
-        room(n)
         let dst = UnsafeMutableRawPointer(p)
         // Names and keys are short: two overlapping 8-byte moves beat a call to memcpy.
         if n >= 8 && n <= 16 {
@@ -69,6 +78,21 @@ struct Cursor {
             dst.copyMemory(from: src, byteCount: n)
         }
         p += n
+    }
+
+    /// `b` then one byte (a separator): one check for both.
+    @inline(__always) mutating func write(_ b: UnsafeRawBufferPointer, _ then: UInt8) {
+        room(b.count &+ 1)
+        putBytes(b)
+        p.pointee = then
+        p += 1
+    }
+
+    /// `b` then `s` (a name and its `: `): one check for both.
+    @inline(__always) mutating func write(_ b: UnsafeRawBufferPointer, _ s: StaticString) {
+        room(b.count &+ s.utf8CodeUnitCount)
+        putBytes(b)
+        putBytes(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 
     @inline(__always) mutating func write(_ s: StaticString) {
@@ -90,6 +114,11 @@ struct Cursor {
 
     @inline(__always) mutating func decimal(_ v: UInt64) {
         room(20)
+        putDecimal(v)
+    }
+
+    /// The digits of `v`, at most 20 bytes: only after a `room` that covers them.
+    @inline(__always) private mutating func putDecimal(_ v: UInt64) {
         if v < 10 { p.pointee = 0x30 &+ UInt8(truncatingIfNeeded: v); p += 1; return }
         // Digits from the bit length (log10(2) ≈ 1233/4096), corrected by one comparison.
         let bits = 64 - v.leadingZeroBitCount
@@ -114,13 +143,6 @@ struct Cursor {
         p += digits
     }
 
-    /// How many characters `decimal(v)` writes (a minus sign counted).
-    static func digits(_ v: Int32) -> Int {
-        var n = v < 0 ? 2 : 1, x = v.magnitude
-        while x >= 10 { x /= 10; n += 1 }
-        return n
-    }
-
     /// 10^0 ... 10^19, in memory that is never freed.
     nonisolated(unsafe) static let powersOfTen: UnsafeMutablePointer<UInt64> = {
         let t = UnsafeMutablePointer<UInt64>.allocate(capacity: 20)
@@ -135,6 +157,32 @@ struct Cursor {
 
     @inline(__always) mutating func decimal(_ v: Int32) { decimal(Int64(v)) }
 
+    /// `[offset+width]` padded with spaces to a column of 10 (the tree's byte ranges): one
+    /// check for what it writes, at most 2 × 11 digits, 3 brackets and 16 bytes of spaces.
+    @inline(__always) mutating func byteRange(_ offset: Int32, _ width: Int32) {
+        room(48)
+        putByteRange(offset, width)
+    }
+
+    /// `[offset+width]` and its padding, at most 48 bytes: only after a `room` that covers them.
+    @inline(__always) private mutating func putByteRange(_ offset: Int32, _ width: Int32) {
+        let start = p
+        p.pointee = 0x5b; p += 1
+        if offset < 0 { p.pointee = 0x2d; p += 1 }
+        putDecimal(UInt64(offset.magnitude))
+        p.pointee = 0x2b; p += 1
+        if width < 0 { p.pointee = 0x2d; p += 1 }
+        putDecimal(UInt64(width.magnitude))
+        p.pointee = 0x5d; p += 1
+        let pad = 10 - (p - start)
+        if pad > 0 {
+            let raw = UnsafeMutableRawPointer(p)
+            raw.storeBytes(of: 0x2020_2020_2020_2020 as UInt64, as: UInt64.self)
+            raw.storeBytes(of: 0x2020_2020_2020_2020 as UInt64, toByteOffset: 8, as: UInt64.self)
+            p += pad
+        }
+    }
+
     /// `.NNNNNNNNN`: nanoseconds after the seconds.
     @inline(__always) mutating func nanos(_ n: UInt32) { fraction(n, digits: 9) }
 
@@ -142,8 +190,50 @@ struct Cursor {
     @inline(__always) mutating func micros(_ n: UInt32) { fraction(n / 1000, digits: 6) }
 
     /// `.` and exactly `digits` digits, zero-padded, two at a time.
+    /// A tcpdump -tt time, `seconds.micros`, then one byte (a separator): one check.
+    @inline(__always) mutating func time(_ seconds: UnsafeRawBufferPointer, micros nanos: UInt32, _ then: UInt8) {
+        room(seconds.count &+ 8)
+        putBytes(seconds)
+        putFraction(nanos / 1000, digits: 6)
+        p.pointee = then
+        p += 1
+    }
+
+    /// NDJSON's `,"ts":"seconds.nanos"`: one check for what it writes.
+    @inline(__always) mutating func jsonTime(_ seconds: UnsafeRawBufferPointer, nanos: UInt32) {
+        room(seconds.count &+ 18)
+        putBytes(UnsafeRawBufferPointer(start: Self.tsKey.utf8Start, count: Self.tsKey.utf8CodeUnitCount))
+        putBytes(seconds)
+        putFraction(nanos, digits: 9)
+        p.pointee = 0x22
+        p += 1
+    }
+
+    static let tsKey: StaticString = ",\"ts\":\""
+
+    /// NDJSON's `,"pkts":[first,last],"offset":offset`: one check for what it writes (three
+    /// numbers of at most 20 digits and 23 bytes of keys and punctuation).
+    @inline(__always) mutating func jsonPackets(_ first: UInt64, _ last: UInt64, offset: UInt64) {
+        room(84)
+        putBytes(UnsafeRawBufferPointer(start: Self.pktsKey.utf8Start, count: Self.pktsKey.utf8CodeUnitCount))
+        putDecimal(first)
+        p.pointee = 0x2c
+        p += 1
+        putDecimal(last)
+        putBytes(UnsafeRawBufferPointer(start: Self.offsetKey.utf8Start, count: Self.offsetKey.utf8CodeUnitCount))
+        putDecimal(offset)
+    }
+
+    static let pktsKey: StaticString = ",\"pkts\":["
+    static let offsetKey: StaticString = "],\"offset\":"
+
     @inline(__always) mutating func fraction(_ value: UInt32, digits: Int) {
         room(digits &+ 1)
+        putFraction(value, digits: digits)
+    }
+
+    /// `.` and `digits` digits: only after a `room` that covers them.
+    @inline(__always) private mutating func putFraction(_ value: UInt32, digits: Int) {
         p[0] = 0x2e
         var x = Int(value)
         var i = digits

@@ -51,17 +51,9 @@ public final class JSONPrinter: MessageSink {
         // Room for a usual line at once; the cursor makes more as it writes, if needed.
         var k = out.cursor(reserving: 1024 + 2 * m.fieldBytes.count)
         k.write(ConnectionText.of(c).jsonOpening(m.direction, diffable: diffable))
-        if !diffable {
-            k.write(",\"ts\":\"")
-            k.write(out.secondsText(f.lastPacket.ts))
-            k.nanos(f.lastPacket.ts.nanos)
-            k.byte(0x22)
-        }
+        if !diffable { k.jsonTime(out.secondsText(f.lastPacket.ts), nanos: f.lastPacket.ts.nanos) }
         k.write(names.jsonProtocolPiece)
-        if !diffable {
-            k.write(",\"pkts\":["); k.decimal(f.firstPacket.number); k.byte(0x2c)
-            k.decimal(f.lastPacket.number); k.write("],\"offset\":"); k.decimal(f.offset)
-        }
+        if !diffable { k.jsonPackets(f.firstPacket.number, f.lastPacket.number, offset: f.offset) }
         k.write(",\"id\":")
         if let id = m.id { k.decimal(id) } else { k.write("null") }
         if let mi = m.message { k.write(names.jsonMessage(mi)) } else { k.write(",\"message\":null,\"length\":") }

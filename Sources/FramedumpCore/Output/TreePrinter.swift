@@ -64,13 +64,9 @@ public final class TreePrinter: MessageSink {
         let out = self.out
         // Room for a usual record at once; the cursor makes more as it writes, if needed.
         var k = out.cursor(reserving: 1024 + 96 * (m.fields.count + m.headerFields.count))
-        k.write(out.secondsText(f.lastPacket.ts))
-        k.micros(f.lastPacket.ts.nanos)
-        k.byte(0x20)
-        k.write(ConnectionText.of(c).arrow(m.direction))
-        k.byte(0x20)
-        k.write(names.protocolName)
-        k.byte(0x20)
+        k.time(out.secondsText(f.lastPacket.ts), micros: f.lastPacket.ts.nanos, 0x20)
+        k.write(ConnectionText.of(c).arrow(m.direction), 0x20)
+        k.write(names.protocolName, 0x20)
         if color { k.write("\u{1b}[1;36m") }
         if let mi = m.message {
             k.write(names.message(mi))
@@ -154,26 +150,7 @@ public final class TreePrinter: MessageSink {
 
     @inline(__always)
     func field(_ x: DecodedField, _ ft: FieldText, depth: Int, _ k: inout Cursor, _ out: OutputBuffer) {
-        k.write("    ")
-        k.spaces(depth * 2)
-        if color { k.write("\u{1b}[2m") }
-        k.byte(0x5b); k.decimal(x.offset); k.byte(0x2b); k.decimal(x.width); k.byte(0x5d)
-        // Byte ranges in a column of their own, so names line up.
-        k.spaces(7 - Cursor.digits(x.offset) - Cursor.digits(x.width))
-        if color { k.write("\u{1b}[0m") }
-        switch x.name {
-        case .field(let mi, let fi): k.write(ft.names.field(mi, fi))
-        case .header(let i): k.write(ft.names.header(i))
-        case .key(let s, let l): k.write(ft.frame.slice(Int(s), Int(l)))
-        case .element(let i): k.byte(0x5b); k.decimal(i); k.byte(0x5d)
-        case .builtin(let s): k.write(s.text)
-        case .unknown(let n, let w):
-            k.byte(0x23); k.decimal(n); k.write(" ("); k.write(ProtoWire.name(w)); k.byte(0x29)
-        case .stringKey(let s, let l): k.byte(0x5b); k.jsonString(ft.frame.slice(Int(s), Int(l))); k.byte(0x5d)
-        case .intKey(let v): k.byte(0x5b); k.decimal(v); k.byte(0x5d)
-        case .uintKey(let v): k.byte(0x5b); k.decimal(v); k.byte(0x5d)
-        case .boolKey(let v): k.write(v ? "[true]" : "[false]")
-        }
+        fieldStart(x, ft, depth: depth, &k)
         switch x.value {
         case .object(let n):
             k.write(" {"); k.decimal(n); k.write(n == 1 ? " field}" : " fields}")
@@ -212,6 +189,29 @@ public final class TreePrinter: MessageSink {
             k = out.cursor()
         }
         k.byte(0x0a)
+    }
+
+    /// A field line's start: indentation, the byte range in its column, the name.
+    @inline(__always)
+    func fieldStart(_ x: DecodedField, _ ft: FieldText, depth: Int, _ k: inout Cursor) {
+        k.spaces(4 &+ depth &* 2)
+        if color { k.write("\u{1b}[2m") }
+        // Byte ranges in a column of their own, so names line up.
+        k.byteRange(x.offset, x.width)
+        if color { k.write("\u{1b}[0m") }
+        switch x.name {
+        case .field(let mi, let fi): k.write(ft.names.field(mi, fi))
+        case .header(let i): k.write(ft.names.header(i))
+        case .key(let s, let l): k.write(ft.frame.slice(Int(s), Int(l)))
+        case .element(let i): k.byte(0x5b); k.decimal(i); k.byte(0x5d)
+        case .builtin(let s): k.write(s.text)
+        case .unknown(let n, let w):
+            k.byte(0x23); k.decimal(n); k.write(" ("); k.write(ProtoWire.name(w)); k.byte(0x29)
+        case .stringKey(let s, let l): k.byte(0x5b); k.jsonString(ft.frame.slice(Int(s), Int(l))); k.byte(0x5d)
+        case .intKey(let v): k.byte(0x5b); k.decimal(v); k.byte(0x5d)
+        case .uintKey(let v): k.byte(0x5b); k.decimal(v); k.byte(0x5d)
+        case .boolKey(let v): k.write(v ? "[true]" : "[false]")
+        }
     }
 
     @inline(__always)

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The tests of the code that writes output buffers and hands them between threads (pipeline,
+# shards, transforms, printers, layers), under AddressSanitizer and ThreadSanitizer, each in a
+# build of its own (.build-asan, .build-tsan). Any report fails the run, and so does a sanitizer
+# that cannot run under CI=true (elsewhere it is said and skipped).
+#
+# Usage: scripts/sanitize.sh [address|thread|all] [TEST FILTER]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+which="${1:-all}"
+filter="${2:-ShardPoolTests|LargeMessageTests|GoldenTests|OutputEventsTests|OutputPipesTests|StatisticsTests|JSONTextTests|TransformTests|TransformSampleTests|LimitTests|WebSocketTests|TLSTests|KCPTests|DeframerTests}"
+
+run() {
+  local sanitizer="$1" scratch="$2" marker="$3" options="$4"
+  if ! swift build --build-tests --sanitize="$sanitizer" --scratch-path "$scratch" >"$scratch.log" 2>&1; then
+    tail -20 "$scratch.log"
+    if [ "${CI:-}" = true ]; then echo "$sanitizer sanitizer: the build failed"; exit 1; fi
+    echo "$sanitizer sanitizer: cannot build here, skipped"
+    return 0
+  fi
+  local log status=0
+  log="$(mktemp)"
+  env "$options" swift test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" \
+    --filter "$filter" >"$log" 2>&1 || status=$?
+  local executed
+  executed="$(grep -E "Executed [0-9]+ tests" "$log" | tail -1 || true)"
+  echo "$sanitizer sanitizer:${executed:- no test ran}"
+  if grep -q "$marker" "$log"; then
+    echo "$sanitizer sanitizer reported $(grep -c "$marker" "$log") problems:"
+    grep -A30 -m 3 "$marker" "$log"
+    rm -f "$log"
+    exit 1
+  fi
+  if [ "$status" != 0 ] || [ -z "$executed" ]; then
+    grep -E "error|failed|Fatal|crashed" "$log" | head -20
+    rm -f "$log"
+    exit 1
+  fi
+  rm -f "$log"
+}
+
+case "$which" in
+  address|all) run address .build-asan "ERROR: AddressSanitizer" "ASAN_OPTIONS=detect_leaks=0:halt_on_error=1" ;;&
+  thread|all) run thread .build-tsan "WARNING: ThreadSanitizer" "TSAN_OPTIONS=halt_on_error=0" ;;
+  address) ;;
+  *) echo "usage: scripts/sanitize.sh [address|thread|all] [TEST FILTER]"; exit 2 ;;
+esac
