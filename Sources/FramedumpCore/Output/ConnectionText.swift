@@ -2,6 +2,9 @@
 /// `client > server` / `server > client` for the tree, and the JSON line openings
 /// `{"conn":"C-S","dir":"c2s"` (plain and `--diffable`), and the same without `dir`.
 final class ConnectionText {
+    /// Raw (no reference counting per line): immutable after init, freed in deinit; a piece is
+    /// copied out before the call that took it returns, while `c.outputCache` holds this text
+    /// (GoldenTests and ShardPoolTests under AddressSanitizer, scripts/sanitize.sh).
     let arena: UnsafeMutableBufferPointer<UInt8>
     @exclusivity(unchecked) var spans: [(Int, Int)] = []
 

@@ -144,6 +144,8 @@ struct Cursor {
     }
 
     /// 10^0 ... 10^19, in memory that is never freed.
+    /// nonisolated(unsafe): filled once by its initializer (which Swift runs once, thread-safely)
+    /// and only read after (ShardPoolTests under ThreadSanitizer, scripts/sanitize.sh).
     nonisolated(unsafe) static let powersOfTen: UnsafeMutablePointer<UInt64> = {
         let t = UnsafeMutablePointer<UInt64>.allocate(capacity: 20)
         var x: UInt64 = 1

@@ -1,5 +1,8 @@
 /// What both renderers need about a message: the protocol, its names, and the frame bytes.
 struct FieldText {
+    /// Unowned (no reference counting per message): a FieldText lives within one printer call on
+    /// a message of `runtime`, which the session manager holds for the whole run (GoldenTests and
+    /// LargeMessageTests under AddressSanitizer, scripts/sanitize.sh).
     unowned(unsafe) let runtime: ProtocolRuntime
     let names: Names
     let frame: UnsafeRawBufferPointer

@@ -2,6 +2,9 @@
 /// and tree pieces around them), laid out once in one block of bytes. Renderers use `view`,
 /// a plain struct of pointers, so writing a name costs a copy and no reference counting.
 public final class NameTable {
+    // Raw blocks, read through `view` without reference counting: written once in init, read-only
+    // after, freed in deinit; the protocol runtime that owns the table outlives every printer
+    // call (GoldenTests under AddressSanitizer, scripts/sanitize.sh).
     let storage: UnsafeMutableBufferPointer<UInt8>
     let spans: UnsafeMutableBufferPointer<(Int32, Int32)>
     let fieldBase: UnsafeMutableBufferPointer<Int>

@@ -7,6 +7,9 @@ import Darwin
 /// A byte buffer in front of a file descriptor: output is built as bytes, not Strings,
 /// and written in large blocks (or per line with `-l`).
 public final class OutputBuffer {
+    /// Every write makes room first, through `reserve` or a Cursor's `room`: LargeMessageTests
+    /// writes through a buffer of one byte and, under AddressSanitizer (scripts/sanitize.sh),
+    /// fails on any byte past `capacity`.
     /// Raw storage: appends are a bounds check and a store, nothing more.
     @exclusivity(unchecked) var base: UnsafeMutablePointer<UInt8>
     @exclusivity(unchecked) var capacity: Int
@@ -120,6 +123,8 @@ public final class OutputBuffer {
     }()
 
     /// The same pairs in memory that is never freed, for cursors.
+    /// nonisolated(unsafe): filled once by its initializer (which Swift runs once, thread-safely)
+    /// and only read after (ShardPoolTests under ThreadSanitizer, scripts/sanitize.sh).
     nonisolated(unsafe) static let pairTable: UnsafeMutablePointer<UInt8> = {
         let t = UnsafeMutablePointer<UInt8>.allocate(capacity: 200)
         for i in 0..<200 { t[i] = pairs[i] }
@@ -196,6 +201,7 @@ public final class OutputBuffer {
     }
 
     @exclusivity(unchecked) var lastSecond: Int64 = .min
+    /// Written only through a scratch cursor, which checks its 24 bytes (a 64-bit decimal takes 21).
     @exclusivity(unchecked) var secondText = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 24)
     @exclusivity(unchecked) var secondLength = 0
 
@@ -229,6 +235,8 @@ public final class OutputBuffer {
 
     /// Writes `n` stretches of memory after what is buffered: straight to the file descriptor
     /// (the sharded merge's output goes out without being copied), or copied in memory.
+    /// The stretches point into the shards' batch buffers, which the merge holds (and checked
+    /// each against what its shard wrote) until this returns.
     func write(gathering v: UnsafeMutablePointer<iovec>, _ n: Int) {
         guard let fd, !lineBuffered else {
             for i in 0..<n { write(UnsafeRawBufferPointer(start: v[i].iov_base, count: v[i].iov_len)) }

@@ -44,7 +44,8 @@ final class ShardPoolTests: XCTestCase {
 
     static let everyTable: [StatisticsKind] = [.msgs, .conv, .rtt, .rate(nanos: 20_000_000), .rate(nanos: 1_000_000_000), .layer("kcp")]
 
-    static let tiny = ShardPool.Sizes(events: 3, blockBytes: 64, rounds: 2)
+    /// Rounds of three events, 64-byte blocks, output buffers of one byte (every line grows one).
+    static let tiny = ShardPool.Sizes(events: 3, blockBytes: 64, rounds: 2, outBytes: 1)
 
     /// The key log each capture needs, if any.
     static func keys(_ path: String) -> String? {
@@ -103,7 +104,7 @@ final class ShardPoolTests: XCTestCase {
             let one = try Self.run(f, jobs: 1) { $0.verbose = 1; $0.statistics = ShardPoolTests.everyTable }
             XCTAssertGreaterThan(one.split(separator: "\n").count, 200)
             for i in 0..<24 {
-                let sizes = ShardPool.Sizes(events: 1 + i % 3, blockBytes: 16 << (i % 4), rounds: 2)
+                let sizes = ShardPool.Sizes(events: 1 + i % 3, blockBytes: 16 << (i % 4), rounds: 2, outBytes: 1 << (i % 5))
                 let many = try Self.run(f, jobs: 2 + i % 4, sizes: sizes) { $0.verbose = 1; $0.statistics = ShardPoolTests.everyTable }
                 XCTAssertEqual(one, many, "\(name) run \(i) \(sizes)")
             }

@@ -47,6 +47,7 @@ final class Shard {
             if e.kind == .finish { m.sink?.finish() }
             return
         }
+        // Guaranteed: the batch's `owners` holds the connection while the shard runs it.
         twin._withUnsafeGuaranteedRef { c in
             switch e.kind {
             case .data:

@@ -45,6 +45,8 @@ package final class ShardPool: StreamConsumer {
     /// `-z`'s tables: the merging thread's while it runs (it counts the shards' records).
     private let statistics: StatisticsTables?
 
+    // The pthread objects must not move: allocated once, destroyed in deinit, which runs only
+    // after every thread was joined (finish or stopThreads) (ShardPoolTests under ThreadSanitizer).
     private let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let shardWork: UnsafeMutablePointer<pthread_cond_t>
     private let mergeWork = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -117,6 +119,8 @@ package final class ShardPool: StreamConsumer {
 
     /// A thread running `body` on this pool (which it keeps alive until it returns).
     private func start(_ body: @escaping (ShardPool) -> Void) -> Bool {
+        // One retain handed to the new thread, taken back exactly once there, or released here
+        // when the thread could not start.
         let job = Unmanaged.passRetained(ThreadJob(self, body))
         var t = pthread_t()
         guard pthread_create(&t, nil, { context in
@@ -367,6 +371,7 @@ package final class ShardPool: StreamConsumer {
     }
 
     /// The merge's list of stretches to write (a round has at most one per event).
+    /// Grown before a stretch would pass its capacity (`growStretches`).
     @exclusivity(unchecked) private var stretches = UnsafeMutablePointer<iovec>.allocate(capacity: 1024)
     @exclusivity(unchecked) private var stretchCapacity = 1024
 

@@ -17,6 +17,9 @@ struct ShardEvent {
     /// Where in its round the event came (orders what shards count first: `-Y`'s summary).
     var seq: UInt32
     /// The shard's copy of the connection (nil for `finish`).
+    /// Unretained: the batch's `owners` holds each connection named until the round is back on
+    /// the reading thread, after its shard and the merge are done with it (ShardPoolTests under
+    /// AddressSanitizer and ThreadSanitizer, scripts/sanitize.sh).
     var twin: Unmanaged<Connection>?
     /// `data`: where its bytes are in the batch's block, and how many.
     var at: Int
@@ -32,6 +35,8 @@ struct ShardEvent {
 /// output they made and where each event's part of it ends.
 final class ShardBatch {
     @exclusivity(unchecked) var events: [ShardEvent] = []
+    /// Raw: `ShardPool.add` copies a chunk in only after making room for it (`makeRoom`), and
+    /// each event keeps where its bytes are (`at`, `count`).
     @exclusivity(unchecked) var block: UnsafeMutableRawPointer
     @exclusivity(unchecked) var capacity: Int
     @exclusivity(unchecked) var used = 0
