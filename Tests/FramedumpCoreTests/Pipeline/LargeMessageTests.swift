@@ -43,7 +43,8 @@ final class LargeMessageTests: XCTestCase {
             k.fraction(UInt32(i), digits: 6); expected += "." + String(format: "%06d", i)
             let s = String(repeating: text, count: i % 50)
             Array(s.utf8).withUnsafeBytes { k.jsonString($0) }
-            expected += Self.jsonQuoted(s)
+            // The rare path's String-based escaping, an independent writer of the same rule.
+            expected += JSONText.quoted(s)
             if i % 100 == 0 {
                 // A float leaves the cursor for the buffer and takes a new one.
                 out.commit(k)
@@ -55,23 +56,6 @@ final class LargeMessageTests: XCTestCase {
         out.commit(k)
         XCTAssertEqual(out.text, expected)
         XCTAssertGreaterThan(out.count, 1_000_000)
-    }
-
-    /// JSON's own escaping of a string, as the cursor writes it (`\n`, `\r`, `\t`, `\u00XX`).
-    static func jsonQuoted(_ s: String) -> String {
-        var r = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": r += "\\\""
-            case "\\": r += "\\\\"
-            case "\n": r += "\\n"
-            case "\r": r += "\\r"
-            case "\t": r += "\\t"
-            case _ where u.value < 0x20: r += String(format: "\\u%04x", u.value)
-            default: r.unicodeScalars.append(u)
-            }
-        }
-        return r + "\""
     }
 
     // MARK: - Large messages, one thread against shards
@@ -167,7 +151,7 @@ final class LargeMessageTests: XCTestCase {
     /// written as a capture; every output on random shard counts and round sizes is the same as
     /// on one thread.
     func testRandomProtocolsAndSizesPrintTheSameSharded() throws {
-        var rng = SplitMix(seed: 0x38)
+        var rng = SeededRandom(seed: 0x38)
         let tmp = FileManager.default.temporaryDirectory.appendingPathComponent("framedump-large-\(getpid())")
         try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: tmp) }
@@ -191,17 +175,7 @@ final class LargeMessageTests: XCTestCase {
     }
 }
 
-/// A seeded generator (SplitMix64): the same trials on every run.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+extension SeededRandom {
     mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 }
 
@@ -214,7 +188,7 @@ struct RandomProtocol {
     let countsHeader: Bool
     var headerBytes: Int { lengthWidth + idWidth }
 
-    init(_ rng: inout SplitMix) {
+    init(_ rng: inout SeededRandom) {
         name = rng.below(1000)
         little = rng.below(2) == 0
         lengthWidth = [3, 4][rng.below(2)]
@@ -245,7 +219,7 @@ struct RandomProtocol {
     }
 
     /// A message of about `size` body bytes.
-    func message(_ rng: inout SplitMix, size: Int) -> [UInt8] {
+    func message(_ rng: inout SeededRandom, size: Int) -> [UInt8] {
         let kind = 1 + rng.below(3)
         var body: [UInt8]
         switch kind {
@@ -266,7 +240,7 @@ struct RandomProtocol {
     }
 
     /// Sizes from empty to 300 KB, most small.
-    func size(_ rng: inout SplitMix) -> Int {
+    func size(_ rng: inout SeededRandom) -> Int {
         switch rng.below(10) {
         case 0..<4: return rng.below(100)
         case 4..<7: return 1000 + rng.below(10_000)
@@ -275,7 +249,7 @@ struct RandomProtocol {
         }
     }
 
-    func capture(_ rng: inout SplitMix) -> Data {
+    func capture(_ rng: inout SeededRandom) -> Data {
         var w = PcapBuilder()
         for c in 0..<(1 + rng.below(4)) {
             var conn = w.open(clientPort: UInt16(42000 + c), serverPort: 7500)
