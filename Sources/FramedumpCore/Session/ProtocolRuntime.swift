@@ -34,6 +34,9 @@ public final class ProtocolRuntime {
     @exclusivity(unchecked) public var limitHits = LimitHits()
     /// `--max-string`: string values are printed up to this many bytes.
     let maxString: Int
+    /// `--max-frame`: a frame refused at this length hit the flag; one refused below it, the
+    /// dissector's own `max_frame` (a malformed frame, not a limit of the run).
+    let maxFrameFlag: Int
     /// Strings of the message being printed that were cut (the printers add one warning).
     @exclusivity(unchecked) var stringsCutInMessage = 0
 
@@ -54,6 +57,7 @@ public final class ProtocolRuntime {
         layout = FrameLayout(schema)
         decoder = MessageDecoder(schema: schema, limits: limits)
         maxString = limits.maxString
+        maxFrameFlag = limits.maxFrame
         names = NameTable(schema)
         var shown = schema.header.map { !$0.isPadding }
         if let id = schema.idField { shown[id] = false }

@@ -161,7 +161,7 @@ final class SessionFrames: FrameConsumer {
             runtime.malformed += 1
             runtime.malformedBytes += length
         }
-        if case .lengthTooLong = reason { runtime.limitHits.frameTooLong += 1 }
+        if case .lengthTooLong(_, let maximum) = reason, maximum >= runtime.maxFrameFlag { runtime.limitHits.frameTooLong += 1 }
         sink.malformed(connection, runtime, dir, offset: offset, length: length, reason: reason, packet: packet, bytes: bytes)
     }
 }

@@ -46,6 +46,26 @@ final class LimitTests: XCTestCase {
         XCTAssertGreaterThan(raised.peakMiB, base + 30, "the bound is what kept memory down")
     }
 
+    /// A frame longer than the dissector's own `max_frame` is malformed, not a hit of
+    /// `--max-frame`: the limit line names only the flag that refused something.
+    func testADissectorsMaxFrameIsNotTheFlag() throws {
+        let d = try dissector("""
+            protocol small { port 8000; header { uint32 length; uint16 id; } frame_length = length; message_id = id;
+                             max_frame 1024; body raw; }
+            """)
+        let path = dir + "/small.pcap"
+        let b = try CaptureBuilder(path)
+        let c = CaptureBuilder.Connection(b, index: 1, serverPort: 8000)
+        c.send(.be32(2000) + .be16(1) + [UInt8](repeating: 0x41, count: 1994))
+        b.finish()
+        let r = try TestSupport.run(TestSupport.binary, ["-r", path, "-d", d, "-T", "json"])
+        XCTAssertTrue(r.stdout.contains("\"reason\":\"length-too-long\",\"detail\":\"length 2000 exceeds max_frame 1024\""), r.stdout)
+        XCTAssertFalse(r.stdout.contains("\"type\":\"limit\""), r.stdout)
+        let q = try TestSupport.run(TestSupport.binary, ["-r", path, "-d", d, "-q"])
+        XCTAssertTrue(q.stdout.contains("2 malformed (2000 bytes)"), q.stdout)
+        XCTAssertNil(limitLine(q.stdout, "--max-frame"), q.stdout)
+    }
+
     /// WebSocket messages of 256 MiB once inflated (a deflate bomb of a few hundred KB each),
     /// and a frame announcing 2^40 bytes: with the default bound none of it is held.
     func testWebSocketMessageSizeIsBounded() throws {
