@@ -93,6 +93,13 @@ struct Check: ParsableCommand {
             }
             do {
                 let s = try DissectorLoader.load(paths: [p], options: limits.apply(LoadOptions(protoPaths: protoPath)))
+                // Nothing to decode with (only comments, or messages without a protocol): a run
+                // with it warns that no dissector is loaded, so this is no "ok".
+                guard !s.isEmpty else {
+                    FileHandleErr.write("\(p):1:1: error: no protocol defined: nothing would be decoded with this (a file needs a `protocol NAME { ... }` block)\n")
+                    failed = true
+                    continue
+                }
                 loaded += s
                 fine.append((p, s))
             } catch {

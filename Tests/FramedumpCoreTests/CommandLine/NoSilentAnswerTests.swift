@@ -197,6 +197,23 @@ final class NoSilentAnswerTests: XCTestCase {
         XCTAssertTrue(r.stdout.contains("c.dissector: ok"), r.stdout)
     }
 
+    /// A file with nothing to decode with (only comments, or a message without a protocol) is
+    /// no "ok": a run with it warns that no dissector is loaded.
+    func testCheckRefusesAFileWithNoProtocol() throws {
+        let dir = TestSupport.tempDir()
+        try "// nothing here yet\n// the server team's document comes later\n"
+            .write(toFile: "\(dir)/empty.dissector", atomically: true, encoding: .utf8)
+        try "Message Login = 1 { String(u8) name; }\n"
+            .write(toFile: "\(dir)/messages.dissector", atomically: true, encoding: .utf8)
+        for name in ["empty", "messages"] {
+            let r = try TestSupport.framedump(["check", "\(dir)/\(name).dissector"])
+            XCTAssertEqual(r.status, 2, r.stdout)
+            XCTAssertFalse(r.stdout.contains("ok"), r.stdout)
+            XCTAssertTrue(r.stderr.contains("\(name).dissector:1:1: error: "), r.stderr)
+            if name == "empty" { XCTAssertTrue(r.stderr.contains("no protocol defined"), r.stderr) }
+        }
+    }
+
     /// `-Y … -w` writes the packets of the matching messages, not every packet.
     func testFilterWithWriteKeepsTheMatchingMessagesPackets() throws {
         let out = TestSupport.tempDir() + "/matched.pcap"
