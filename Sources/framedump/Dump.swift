@@ -65,7 +65,7 @@ struct Dump: ParsableCommand {
     @Flag(name: .customShort("n"), help: "Accepted for tcpdump habits: addresses and ports are never resolved.")
     var numeric: Int
 
-    @Flag(name: .customShort("t"), help: "Accepted for tcpdump habits: timestamps are always seconds since the epoch (-tt).")
+    @Flag(name: .customShort("t"), help: "Times as tcpdump's: -t none, -tt seconds since the epoch (the default), -ttt since the line before, -tttt date and local time, -ttttt since the first line (the tree; NDJSON's ts is always the epoch's).")
     var timestampStyle: Int
 
     @Flag(name: .customShort("x"), help: "Add a hex dump of each frame (or segment payload).")
@@ -155,6 +155,10 @@ struct Dump: ParsableCommand {
         if idleTimeout < 1 { throw ValidationError("--idle-timeout must be at least 1.") }
         if count == 0 { throw ValidationError("-c must be at least 1.") }
         if let j = jobs, j < 1 || j > 64 { throw ValidationError("-j must be from 1 to 64.") }
+        if (json || format == .json || diffable) && ![0, 2].contains(timestampStyle) {
+            throw ValidationError("-t, -ttt, -tttt and -ttttt set the tree's times; NDJSON's ts is always seconds since the epoch (leave them out, or leave out -T json).")
+        }
+        if timestampStyle > 5 { throw ValidationError("-t can be given at most five times (-ttttt: the time since the first line).") }
         if hex && (json || format == .json || diffable) {
             throw ValidationError("-x adds a hex dump to the tree output; NDJSON has no place for it (leave out -x or -T json).")
         }
@@ -222,6 +226,7 @@ struct Dump: ParsableCommand {
         // --diffable is a property of the NDJSON output: asking for it asks for NDJSON.
         options.format = (json || format == .json || diffable) ? .json : .tree
         options.diffable = diffable
+        options.timeFormat = TimeFormat(tFlags: timestampStyle)
         options.ignore = (try? ignorePatterns(ignore)) ?? []
         options.color = color == .always || (color == .auto && isatty(1) != 0)
         options.streamsDir = streams

@@ -7,12 +7,15 @@ public final class TreePrinter: MessageSink {
     let color: Bool
     /// The registry's layers, held here so the per-message path reads no global.
     let layerKinds = LayerRegistry.kinds
+    /// Lines' times in a format other than the epoch's (`-t`, `-ttt`, `-tttt`, `-ttttt`).
+    @exclusivity(unchecked) var timeText: TimeText?
 
-    public init(output: OutputBuffer, hexDump: Bool, verbose: Bool, color: Bool) {
+    public init(output: OutputBuffer, hexDump: Bool, verbose: Bool, color: Bool, time: TimeFormat = .epoch) {
         out = output
         self.hexDump = hexDump
         self.verbose = verbose
         self.color = color
+        timeText = time == .epoch ? nil : TimeText(time)
     }
 
     func paint(_ code: StaticString) { if color { out.write(code) } }
@@ -20,8 +23,7 @@ public final class TreePrinter: MessageSink {
 
     /// `time src > dst protocol` (no space after): how every event line starts.
     func lead(_ ts: Timestamp, _ c: Connection, _ d: Direction, _ p: ProtocolRuntime?) {
-        out.timestamp(ts)
-        out.byte(0x20)
+        if timeText != nil { timeText!.write(ts, to: out) } else { out.timestamp(ts); out.byte(0x20) }
         out.write(ConnectionText.of(c).arrow(d))
         out.byte(0x20)
         if let p { out.write(p.nameBytes) } else { out.write("tcp") }
@@ -63,8 +65,9 @@ public final class TreePrinter: MessageSink {
         let ft = FieldText(p, frame: m.fieldBytes)
         let out = self.out
         // Room for a usual record at once; the cursor makes more as it writes, if needed.
+        if timeText != nil { timeText!.write(f.lastPacket.ts, to: out) }
         var k = out.cursor(reserving: 1024 + 96 * (m.fields.count + m.headerFields.count))
-        k.time(out.secondsText(f.lastPacket.ts), micros: f.lastPacket.ts.nanos, 0x20)
+        if timeText == nil { k.time(out.secondsText(f.lastPacket.ts), micros: f.lastPacket.ts.nanos, 0x20) }
         k.write(ConnectionText.of(c).arrow(m.direction), 0x20)
         k.write(names.protocolName, 0x20)
         if color { k.write("\u{1b}[1;36m") }

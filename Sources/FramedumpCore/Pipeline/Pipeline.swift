@@ -57,7 +57,8 @@ public final class Pipeline {
             // writing to memory (what `-z` counts and `--diffable` holds is merged: the merge
             // counts the shards' statistics records in the run's order, and the connections
             // held for `--diffable` are put back in the order they appeared).
-            if options.jobs > 1 && messageSink == nil && !options.follow {
+            // (A time since the line before, or the first, needs every line on one printer.)
+            if options.jobs > 1 && messageSink == nil && !options.follow && !options.timeFormat.needsEveryLine {
                 var shards: [Shard] = []
                 for _ in 0..<min(options.jobs, ShardPool.maxShards) {
                     let shardOut = OutputBuffer(fd: nil, capacity: options.shardSizes.outBytes)
@@ -123,7 +124,8 @@ public final class Pipeline {
             printer = c
         } else if printsMessages {
             printer = options.format == .json ? JSONPrinter(output: output, diffable: false) as MessageSink
-                : TreePrinter(output: output, hexDump: options.hexDump, verbose: options.verbose > 0, color: options.color)
+                : TreePrinter(output: output, hexDump: options.hexDump, verbose: options.verbose > 0, color: options.color,
+                              time: options.timeFormat)
         }
         // -z counts what reaches the output (after -Y), so it sits between the two.
         if !options.statistics.isEmpty && !options.follow {

@@ -7,6 +7,8 @@ public struct PipelineOptions: Sendable {
     public var quiet = false
     public var verbose = 0
     public var format: MessageFormat = .tree
+    /// How the tree's lines show their time (`-t` ... `-ttttt`).
+    public var timeFormat: TimeFormat = .epoch
     public var diffable = false
     /// `--ignore`: fields left out of `--diffable` lines.
     public var ignore: [IgnorePattern] = []
