@@ -131,10 +131,10 @@ public struct FilterEvaluator {
         case .compare(let op, let v): return Self.compare(o, op, v)
         case .member(let vs): return vs.contains { Self.compare(o, .eq, $0) }
         case .exists: return true
-        case .contains(let needle):
+        case .contains(let needle, let literal):
             switch o {
             case .text(let s): return Self.find(Array(s.utf8), needle)
-            case .bytes(let b): return Self.find(b, needle)
+            case .bytes(let b): return Self.find(b, literal ?? needle)
             case .integer(_, _, let label): return label.map { Self.find(Array($0.utf8), needle) } ?? false
             case .float: return false
             }
@@ -142,6 +142,8 @@ public struct FilterEvaluator {
             guard let regex = regexes[re] else { return false }
             switch o {
             case .text(let s): return (try? regex.firstMatch(in: s)) != nil
+            // Bytes as Wireshark matches them: each byte one character (`\x00` matches a zero byte).
+            case .bytes(let b): return (try? regex.firstMatch(in: Self.latin1(b))) != nil
             case .integer(_, _, let label?): return (try? regex.firstMatch(in: label)) != nil
             default: return false
             }
@@ -163,7 +165,8 @@ public struct FilterEvaluator {
     enum Test {
         case compare(CompareOp, FilterValue)
         case member([FilterValue])
-        case contains([UInt8])
+        /// The text's bytes, and for a bytes field the bytes a byte literal (`47:4d:5f`) names.
+        case contains([UInt8], bytes: [UInt8]?)
         case matches(String)
         /// Any value at all (a bare `ws.compressed`: the message came through that layer).
         case exists
@@ -194,12 +197,45 @@ public struct FilterEvaluator {
         case .member(let r, let vs): return test(r, .member(vs))
         case .contains(let r, let v):
             switch v {
-            case .text(let s): return test(r, .contains(Array(s.utf8)))
-            case .integer(let n, let mag): return test(r, .contains(Array(((n ? "-" : "") + String(mag)).utf8)))
-            case .float(let d): return test(r, .contains(Array(String(d).utf8)))
+            case .text(let s): return test(r, .contains(Array(s.utf8), bytes: Self.byteLiteral(s)))
+            case .integer(let n, let mag): return test(r, .contains(Array(((n ? "-" : "") + String(mag)).utf8), bytes: nil))
+            case .float(let d): return test(r, .contains(Array(String(d).utf8), bytes: nil))
             }
         case .matches(let r, let re): return test(r, .matches(re))
         }
+    }
+
+    /// Wireshark's byte-string literal, two hex digits a byte separated by `:`, `.` or `-`
+    /// (`47:4d:5f`, `de.ad.be.ef`); nil for anything else.
+    static func byteLiteral(_ s: String) -> [UInt8]? {
+        let u = Array(s.utf8)
+        guard u.count >= 5, (u.count + 1) % 3 == 0 else { return nil }
+        let sep = u[2]
+        guard sep == 0x3a || sep == 0x2e || sep == 0x2d else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity((u.count + 1) / 3)
+        var i = 0
+        while i < u.count {
+            guard i + 1 < u.count, let hi = Self.hexValue(u[i]), let lo = Self.hexValue(u[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            if i + 2 < u.count { guard u[i + 2] == sep else { return nil } }
+            i += 3
+        }
+        return out
+    }
+
+    static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: return c - 0x30
+        case 0x41...0x46: return c - 0x37
+        case 0x61...0x66: return c - 0x57
+        default: return nil
+        }
+    }
+
+    /// Each byte as the character of the same number (what a regex sees of a bytes field).
+    static func latin1(_ b: [UInt8]) -> String {
+        String(String.UnicodeScalarView(b.map { Unicode.Scalar($0) }))
     }
 
     static func find(_ hay: [UInt8], _ needle: [UInt8]) -> Bool {
@@ -235,7 +271,7 @@ public struct FilterEvaluator {
             guard let (n, mag) = Self.integer(t) else { return false }
             return op.holds(Self.order(n, mag, vn, vmag))
         case (.bytes(let b), .text(let s)):
-            let x = Array(s.utf8)
+            let x = Self.byteLiteral(s) ?? Array(s.utf8)
             return op.holds(b.lexicographicallyPrecedes(x) ? -1 : b == x ? 0 : 1)
         default:
             return false

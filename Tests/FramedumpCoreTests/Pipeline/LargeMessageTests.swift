@@ -160,7 +160,7 @@ final class LargeMessageTests: XCTestCase {
             let dissector = tmp.appendingPathComponent("p\(trial).dissector").path
             let capture = tmp.appendingPathComponent("p\(trial).pcap").path
             try p.dissector.write(toFile: dissector, atomically: true, encoding: .utf8)
-            try p.capture(&rng).write(to: URL(fileURLWithPath: capture))
+            try p.capture(&rng, to: capture)
             for (name, configure) in [ShardPoolTests.outputs[0], ShardPoolTests.outputs[1], ShardPoolTests.outputs[6]] {
                 let setup: (inout PipelineOptions) -> Void = { configure(&$0); $0.dissectorPaths = [dissector] }
                 let one = try ShardPoolTests.run(capture, jobs: 1, setup)
@@ -249,69 +249,17 @@ struct RandomProtocol {
         }
     }
 
-    func capture(_ rng: inout SeededRandom) -> Data {
-        var w = PcapBuilder()
+    /// The capture, written through libpcap (the suite's CaptureBuilder): up to four
+    /// connections, each a few messages either way in segments of 500 to 9,500 bytes.
+    func capture(_ rng: inout SeededRandom, to path: String) throws {
+        let b = try CaptureBuilder(path)
         for c in 0..<(1 + rng.below(4)) {
-            var conn = w.open(clientPort: UInt16(42000 + c), serverPort: 7500)
+            let conn = CaptureBuilder.Connection(b, index: c + 1, serverPort: 7500)
             for _ in 0..<(2 + rng.below(6)) {
-                let d = rng.below(2)
-                conn.send(d, message(&rng, size: size(&rng)), mss: 500 + rng.below(9000), into: &w)
-            }
-            conn.close(into: &w)
-        }
-        return w.data
-    }
-}
-
-/// Ethernet, IPv4 and TCP packets in a classic pcap file (microsecond timestamps).
-struct PcapBuilder {
-    var data = Data([0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 1, 0, 0, 0])
-    var usec: UInt32 = 0
-
-    struct Connection {
-        var ports: (UInt16, UInt16)
-        var seq: [UInt32] = [1000, 500_000]
-
-        mutating func send(_ d: Int, _ bytes: [UInt8], mss: Int, into w: inout PcapBuilder) {
-            var i = 0
-            while i < bytes.count {
-                let chunk = Array(bytes[i..<min(i + mss, bytes.count)])
-                w.packet(d, ports, seq[d], seq[1 - d], 0x18, chunk)
-                seq[d] &+= UInt32(chunk.count)
-                i += mss
+                let fromClient = rng.below(2) == 0
+                conn.send(message(&rng, size: size(&rng)), fromClient: fromClient, segment: 500 + rng.below(9000))
             }
         }
-
-        mutating func close(into w: inout PcapBuilder) {
-            for d in 0..<2 {
-                w.packet(d, ports, seq[d], seq[1 - d], 0x11, [])
-                seq[d] &+= 1
-            }
-            for d in 0..<2 { w.packet(d, ports, seq[d], seq[1 - d], 0x10, []) }
-        }
-    }
-
-    mutating func open(clientPort: UInt16, serverPort: UInt16) -> Connection {
-        var c = Connection(ports: (clientPort, serverPort))
-        packet(0, c.ports, c.seq[0], 0, 0x02, [])
-        packet(1, c.ports, c.seq[1], c.seq[0] + 1, 0x12, [])
-        c.seq[0] += 1
-        c.seq[1] += 1
-        packet(0, c.ports, c.seq[0], c.seq[1], 0x10, [])
-        return c
-    }
-
-    mutating func packet(_ d: Int, _ ports: (UInt16, UInt16), _ seq: UInt32, _ ack: UInt32, _ flags: UInt8, _ payload: [UInt8]) {
-        func be16(_ v: Int) -> [UInt8] { [UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
-        func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
-        let (src, dst): ([UInt8], [UInt8]) = d == 0 ? ([127, 0, 0, 1], [127, 0, 0, 2]) : ([127, 0, 0, 2], [127, 0, 0, 1])
-        let (sp, dp) = d == 0 ? ports : (ports.1, ports.0)
-        let tcp = be16(Int(sp)) + be16(Int(dp)) + be32(seq) + be32(ack) + [0x50, flags, 0xFF, 0xFF, 0, 0, 0, 0]
-        let ip = [0x45, 0] + be16(40 + payload.count) + [0, 0, 0x40, 0, 64, 6, 0, 0] + src + dst
-        let frame = [2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0] + ip + tcp + payload
-        usec += 20
-        func le32(_ v: UInt32) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v >> 16 & 0xFF), UInt8(v >> 24)] }
-        data += le32(1_700_000_000 + usec / 1_000_000) + le32(usec % 1_000_000) + le32(UInt32(frame.count)) + le32(UInt32(frame.count))
-        data += frame
+        b.finish()
     }
 }
