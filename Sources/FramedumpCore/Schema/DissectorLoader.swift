@@ -10,7 +10,8 @@ public enum DissectorLoader {
     static let maxFileSize = 4 << 20
 
     /// `-d` paths if any, else `./Dissectors` (when present) and `$FRAMEDUMP_DISSECTORS`
-    /// (colon-separated).
+    /// (colon-separated), each folder once however it is named; with neither, the examples an
+    /// install put beside the binary (`PREFIX/share/framedump/Dissectors`).
     public static func defaultPaths(explicit: [String]) -> [String] {
         if !explicit.isEmpty { return explicit }
         var paths: [String] = []
@@ -18,7 +19,35 @@ public enum DissectorLoader {
         if let env = getenv("FRAMEDUMP_DISSECTORS") {
             paths += String(cString: env).split(separator: ":").map(String.init)
         }
-        return paths
+        if paths.isEmpty, let installed = installedExamples() { paths.append(installed) }
+        // The same folder reached twice (`./Dissectors` and its full path) is loaded once.
+        var seen = Set<String>()
+        return paths.filter { seen.insert(realPath($0) ?? $0).inserted }
+    }
+
+    /// `PREFIX/share/framedump/Dissectors` for a binary at `PREFIX/bin/framedump`, if it exists.
+    static func installedExamples() -> String? {
+        guard let exe = executablePath() else { return nil }
+        var parts = exe.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count >= 3 else { return nil }
+        parts.removeLast(2)
+        let dir = parts.joined(separator: "/") + "/share/framedump/Dissectors"
+        return isDirectory(dir) ? dir : nil
+    }
+
+    /// The running binary's own path, symbolic links resolved.
+    static func executablePath() -> String? {
+        #if os(Linux)
+        return realPath("/proc/self/exe")
+        #else
+        return CommandLine.arguments.first.flatMap { $0.contains("/") ? realPath($0) : nil }
+        #endif
+    }
+
+    static func realPath(_ p: String) -> String? {
+        guard let r = RawPath.withCString(p, { realpath($0, nil) }) else { return nil }
+        defer { free(r) }
+        return String(cString: r)
     }
 
     /// Where a run looked for dissectors, for the warning when it found none.
@@ -26,7 +55,8 @@ public enum DissectorLoader {
         if !explicit.isEmpty { return "looked in " + explicit.joined(separator: ", ") }
         let here = isDirectory("Dissectors") ? "./Dissectors (no .dissector files)" : "./Dissectors (not found)"
         let env = getenv("FRAMEDUMP_DISSECTORS").map { "FRAMEDUMP_DISSECTORS=" + String(cString: $0) } ?? "FRAMEDUMP_DISSECTORS (not set)"
-        return "looked in \(here) and \(env)"
+        let installed = installedExamples().map { ", then \($0)" } ?? ""
+        return "looked in \(here) and \(env)\(installed)"
     }
 
     /// Every file of `paths` (folders: their `*.dissector` files); the errors of all of them
