@@ -320,6 +320,7 @@ struct Dump: ParsableCommand {
         let source = try input.open()
         let live = source as? PacketSource
         let isLive = live?.isLive ?? false
+        if let line = live?.listeningLine { FileHandleErr.write("framedump: \(line)\n") }
         if pipeline.dissectorCount == 0 && !segments && !follow {
             FileHandleErr.write("framedump: warning: no dissector loaded (\(DissectorLoader.searchDescription(explicit: dissectors))): messages will not be decoded, only WebSocket is shown; give -d PATH\n")
         }

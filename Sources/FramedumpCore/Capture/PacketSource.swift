@@ -159,6 +159,15 @@ public final class PacketSource: PacketInput {
         stopFlag.deallocate()
     }
 
+    /// tcpdump's line when a live capture starts: `listening on lo, link-type EN10MB
+    /// (Ethernet), snapshot length 262144 bytes` (libpcap's names for the link type).
+    public var listeningLine: String? {
+        guard isLive, let handle else { return nil }
+        let lt = pcap_datalink_val_to_name(linkType).map { String(cString: $0) } ?? String(linkType)
+        let what = pcap_datalink_val_to_description(linkType).map { " (" + String(cString: $0) + ")" } ?? ""
+        return "listening on \(name), link-type \(lt)\(what), snapshot length \(pcap_snapshot(handle)) bytes"
+    }
+
     /// What is wrong with a capture path before libpcap is asked: missing, not readable, a
     /// folder, or empty each have their own message and exit code.
     static func checkReadable(_ path: String) throws(CaptureError) {

@@ -127,6 +127,8 @@ final class LiveCaptureTests: XCTestCase {
         XCTAssertTrue(segs.contains { $0.flags == "S" }, "the SYN was captured")
         XCTAssertTrue(live.contains("packets received by filter") || summary.contains("packets received by filter"),
                       "live summary with kernel counts: \(live) \(summary)")
+        // tcpdump's first line, on stderr: the interface, libpcap's link type, the snap length.
+        XCTAssertTrue(summary.hasPrefix("framedump: listening on lo, link-type EN10MB (Ethernet), snapshot length 262144 bytes\n"), summary)
 
         // What -w saved, read back with -r, gives the same segment lines.
         let back = try TestSupport.framedump(["-r", saved, "--segments"])
