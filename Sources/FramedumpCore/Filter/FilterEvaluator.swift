@@ -216,21 +216,12 @@ public struct FilterEvaluator {
         out.reserveCapacity((u.count + 1) / 3)
         var i = 0
         while i < u.count {
-            guard i + 1 < u.count, let hi = Self.hexValue(u[i]), let lo = Self.hexValue(u[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
+            guard i + 1 < u.count, let hi = ProtoLexer.hexValue(u[i]), let lo = ProtoLexer.hexValue(u[i + 1]) else { return nil }
+            out.append(UInt8(hi << 4 | lo))
             if i + 2 < u.count { guard u[i + 2] == sep else { return nil } }
             i += 3
         }
         return out
-    }
-
-    static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: return c - 0x30
-        case 0x41...0x46: return c - 0x37
-        case 0x61...0x66: return c - 0x57
-        default: return nil
-        }
     }
 
     /// Each byte as the character of the same number (what a regex sees of a bytes field).

@@ -57,7 +57,7 @@ struct Cursor {
     @inline(__always) mutating func byte(_ b: UInt8) { room(1); p.pointee = b; p += 1 }
 
     @inline(__always) mutating func write(_ b: UnsafeRawBufferPointer) {
-        guard let src = b.baseAddress else { return }
+        guard b.baseAddress != nil else { return }
         room(b.count)
         putBytes(b)
     }
@@ -86,13 +86,6 @@ struct Cursor {
         putBytes(b)
         p.pointee = then
         p += 1
-    }
-
-    /// `b` then `s` (a name and its `: `): one check for both.
-    @inline(__always) mutating func write(_ b: UnsafeRawBufferPointer, _ s: StaticString) {
-        room(b.count &+ s.utf8CodeUnitCount)
-        putBytes(b)
-        putBytes(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 
     @inline(__always) mutating func write(_ s: StaticString) {
