@@ -32,8 +32,11 @@ struct Dump: ParsableCommand {
     @Flag(name: .customShort("D"), help: "List the interfaces available for capture and exit.")
     var listInterfaces = false
 
-    @Option(name: .customShort("w"), help: ArgumentHelp("Write the packets that pass the filter to a pcap file.", valueName: "file"))
+    @Option(name: .customShort("w"), help: ArgumentHelp("Write the packets that pass the filter to a pcap file (and print no message, as tcpdump; see --print).", valueName: "file"))
     var writeFile: String?
+
+    @Flag(name: .customLong("print"), help: "With -w: print the messages too (to stderr with -w -), as tcpdump's --print.")
+    var printToo = false
 
     @Option(name: .customShort("C"), help: ArgumentHelp("-w: start a new file when the current one is larger than this many millions of bytes (as tcpdump; a k, m or g suffix: KiB, MiB, GiB); files file, file1, file2...", valueName: "size"))
     var fileSize: String?
@@ -222,6 +225,8 @@ struct Dump: ParsableCommand {
         options.segments = segments
         options.hexDump = hex
         options.quiet = quiet
+        // -w: the packets go to the file; the messages are printed only when asked (tcpdump).
+        options.printsMessages = writeFile == nil || printToo
         options.verbose = verbose
         // --diffable is a property of the NDJSON output: asking for it asks for NDJSON.
         options.format = (json || format == .json || diffable) ? .json : .tree
@@ -361,6 +366,11 @@ struct Dump: ParsableCommand {
         }
         pipeline.finish()
         do { try dumper?.finish() } catch { readError = readError ?? error }
+        if let dumper, !printToo, !out.closed {
+            // What tcpdump says when it writes: how much, so an empty file is no surprise.
+            let n = dumper.written
+            FileHandleErr.write("framedump: \(n) packet\(n == 1 ? "" : "s") written to \(dumper.opened.count > 1 ? "\(dumper.opened.count) files" : (writeFile == "-" ? "standard output" : RawPath.display(dumper.opened.last ?? writeFile ?? "")))\n")
+        }
         if let dumper, dumper.reachedFileLimit, let n = rotating?.files {
             FileHandleErr.write("framedump: -W \(n): the last of \(n) files is written (\(RawPath.display(dumper.opened.last ?? ""))): stopped\n")
         }

@@ -72,6 +72,8 @@ public final class CaptureWriter {
     @exclusivity(unchecked) private var size: UInt64 = 24
     /// The `-C` count within the current `-G` window (tcpdump's Cflag_count).
     @exclusivity(unchecked) private var count = 0
+    /// Packets written, over every file.
+    @exclusivity(unchecked) public private(set) var written = 0
     /// When the current `-G` window began (packet time, seconds), and how many windows began.
     @exclusivity(unchecked) private var windowStart: Int64 = 0
     @exclusivity(unchecked) private var windows = 0
@@ -107,8 +109,13 @@ public final class CaptureWriter {
     /// with `-W` has made its last file (the packet is not written, the run should stop).
     @inline(__always)
     public func write(_ p: Packet) throws(CaptureError) -> Bool {
-        if let rotation { return try rotate(p, rotation) }
+        if let rotation {
+            guard try rotate(p, rotation) else { return false }
+            written += 1
+            return true
+        }
         current!.write(p)
+        written += 1
         return true
     }
 

@@ -71,4 +71,14 @@ public struct Packet {
     /// Its interface's link type (libpcap's DLT_ value): in a pcapng file each interface has
     /// its own. -1: not said (packets made by hand), the capture's one link type.
     public var linkType: Int32 = -1
+
+    /// The packet as a snap length would have cut it just before `payload` (bytes of `data`);
+    /// the length on the wire stays.
+    func cut(before payload: UnsafeRawBufferPointer) -> Packet {
+        var p = self
+        if let at = payload.baseAddress, let base = data.baseAddress, at >= base, at <= base + data.count {
+            p.data = UnsafeRawBufferPointer(rebasing: data[..<(at - base)])
+        }
+        return p
+    }
 }

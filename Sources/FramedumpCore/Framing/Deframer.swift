@@ -147,12 +147,27 @@ public final class Deframer {
             }
             break
         }
-        for f in found {
+        // After a resync the bytes came in several packets: a frame is coalesced with the
+        // others of its run that lie whole in the same one packet.
+        var run = (end: 0, count: found.count)
+        for (k, f) in found.enumerated() {
             let start = offset + UInt64(f.start)
             let first = carrierOf(start, start + UInt64(f.length)).asFirst, last = packetAt(start + UInt64(f.length) - 1)
+            if fromHunt && k >= run.end {
+                run = (k + 1, 1)
+                if first.number == last.number {
+                    while run.end < found.count {
+                        let g = found[run.end], gs = offset + UInt64(g.start)
+                        guard carrierOf(gs, gs + UInt64(g.length)).number == last.number,
+                              packetAt(gs + UInt64(g.length) - 1).number == last.number else { break }
+                        run.end += 1
+                        run.count += 1
+                    }
+                }
+            }
             consumer.frame(Frame(bytes: UnsafeRawBufferPointer(rebasing: b[f.start..<(f.start + f.length)]),
                                  offset: start, firstPacket: first, lastPacket: last,
-                                 coalesced: fromHunt ? 1 : found.count), dir)
+                                 coalesced: run.count), dir)
         }
         if let (at, why) = bad {
             flushSkipped(packet)

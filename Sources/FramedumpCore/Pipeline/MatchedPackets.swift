@@ -1,79 +1,103 @@
 /// `-Y FILTER -w FILE`: the packets of the messages the filter selects, as tshark writes the
 /// matching packets. A message's packets are known only once it is decoded, so a file is read
-/// twice: this sink takes the matching messages of the first pass, and `keeps` says, packet by
-/// packet in the second, which ones to write.
+/// twice: this sink sees every message of the first pass (it evaluates the filter itself), and
+/// `keep` says, packet by packet in the second, what to write.
 ///
-/// Written: every packet of a matching message's connection and direction from the first packet
-/// that carried any of its bytes to the one that completed it (a packet carrying several
-/// messages is written once if any of them matches), and the SYN packets of such connections,
-/// so the written capture knows the client and server and decodes the same way. (UDP flows:
-/// see `keeps(_:udp:)`.)
+/// The written file must decode the same way: the same messages, at the same times, from the
+/// same packets. So, per direction of a connection:
+/// - written whole: every packet carrying bytes of a matching message, and of any message that
+///   shares a packet with one (transitively), so every frame begun in a written packet ends in
+///   one and the deframer never starts inside a frame;
+/// - written cut to their headers (as a snap length cuts them): the direction's other packets
+///   up to the last written one, so the reader knows those bytes exist and were left out, and
+///   reports them as a gap at once instead of waiting for a retransmission that never comes
+///   (which dated the next messages by a later packet);
+/// - the SYNs of such connections, so the reader knows the client and the server;
+/// - under a WebSocket or TLS layer, every packet of the connection up to the last written
+///   one: the handshake and every record before a message are needed to decode it.
+/// (UDP flows: see `keeps(_:udp:)`.)
 public final class MatchedPackets: MessageSink {
-    /// Per direction of a connection's addresses: [first, last] packet ranges in the order the
-    /// messages were completed (so `last` never decreases), and the least `first` from each
-    /// range on, so one binary search answers "is N inside some range?".
-    struct Ranges {
-        var last: [UInt64] = []
-        var first: [UInt64] = []
-        var minFirstFrom: [UInt64] = []
+    /// What to do with one packet of the second pass.
+    public enum Keep { case drop, whole, headers }
 
-        mutating func add(_ f: UInt64, _ l: UInt64) {
-            // Completion order: a message completed earlier cannot end later.
-            let l = max(l, last.last ?? 0)
-            last.append(l)
-            first.append(f)
+    /// One direction's packet ranges written whole: the merged runs of overlapping messages
+    /// holding a match. Messages come in stream order, so one open run is enough (memory stays
+    /// per connection, not per message).
+    struct Ranges {
+        var run: (first: UInt64, last: UInt64, matched: Bool)?
+        var kept: [(first: UInt64, last: UInt64)] = []
+
+        mutating func add(_ f: UInt64, _ l: UInt64, matched: Bool) {
+            if let r = run, f <= r.last {
+                run = (min(r.first, f), max(r.last, l), r.matched || matched)
+                return
+            }
+            seal()
+            run = (f, l, matched)
         }
 
         mutating func seal() {
-            minFirstFrom = first
-            var i = first.count - 1
-            while i > 0 { minFirstFrom[i - 1] = min(minFirstFrom[i - 1], minFirstFrom[i]); i -= 1 }
+            if let r = run, r.matched { kept.append((r.first, r.last)) }
+            run = nil
         }
 
         func contains(_ n: UInt64) -> Bool {
-            var lo = 0, hi = last.count
+            var lo = 0, hi = kept.count
             while lo < hi {
                 let mid = (lo + hi) / 2
-                if last[mid] >= n { hi = mid } else { lo = mid + 1 }
+                if kept[mid].last >= n { hi = mid } else { lo = mid + 1 }
             }
-            return lo < last.count && minFirstFrom[lo] <= n
+            return lo < kept.count && kept[lo].first <= n
         }
+
+        var end: UInt64 { kept.last?.last ?? 0 }
     }
 
     struct Entry {
         var client: Endpoint
         var ranges = [Ranges(), Ranges()]
-        /// The last packet of any matching message: SYNs after it open other connections.
+        /// The last packet written whole, over both directions: SYNs after it open other
+        /// connections, and no packet after it is written cut.
         var end: UInt64 = 0
+        /// Under a layer that needs the stream's whole history (a WebSocket handshake, TLS's
+        /// records and their sequence numbers): every packet up to `end` is written whole.
+        var whole = false
     }
 
     @exclusivity(unchecked) var entries: [ConnectionKey: Entry] = [:]
     @exclusivity(unchecked) public private(set) var messages = 0
+    /// The run's `-Y` filter (the pipeline gives it, in place of a filtering sink in front).
+    @exclusivity(unchecked) var evaluator: FilterEvaluator?
 
     public init() {}
 
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
+        let matched = evaluator?.matches(m, c, p) ?? true
         let key = ConnectionKey(c.client, c.server)
-        var e = entries[key] ?? Entry(client: c.client)
         let f = m.frame.firstPacket.number, l = m.frame.lastPacket.number
-        e.ranges[m.direction.rawValue].add(min(f, l), l)
-        e.end = max(e.end, l)
-        entries[key] = e
-        messages += 1
+        entries[key, default: Entry(client: c.client)].ranges[m.direction.rawValue].add(min(f, l), max(f, l), matched: matched)
+        if p.stackKind != nil || (c.context as? Session)?.lower != nil { entries[key]!.whole = true }
+        if matched { messages += 1 }
     }
 
     public func finish() {
-        for k in entries.keys {
-            entries[k]!.ranges[0].seal()
-            entries[k]!.ranges[1].seal()
+        for k in Array(entries.keys) {
+            var e = entries[k]!
+            e.ranges[0].seal()
+            e.ranges[1].seal()
+            e.end = max(e.ranges[0].end, e.ranges[1].end)
+            if e.end == 0 { entries[k] = nil } else { entries[k] = e }
         }
     }
 
-    /// Whether packet `number`, carrying `s`, belongs to a matching message (after `finish`).
-    public func keeps(_ number: UInt64, _ s: TCPSegment) -> Bool {
-        guard let e = entries[ConnectionKey(s.src, s.dst)] else { return false }
-        if s.flags.contains(.syn) { return number <= e.end }
-        return e.ranges[s.src == e.client ? 0 : 1].contains(number)
+    /// What to write of packet `number`, carrying `s` (after `finish`).
+    public func keep(_ number: UInt64, _ s: TCPSegment) -> Keep {
+        guard let e = entries[ConnectionKey(s.src, s.dst)], number <= e.end else { return .drop }
+        if s.flags.contains(.syn) || e.whole { return .whole }
+        let r = e.ranges[s.src == e.client ? 0 : 1]
+        if r.contains(number) { return .whole }
+        // Only a direction with something written needs its holes said.
+        return number <= r.end && s.payloadLength > 0 ? .headers : .drop
     }
 
     /// Whether datagram packet `number` is kept: on a UDP flow with a matching message, every

@@ -35,7 +35,7 @@ public final class Pipeline {
         if options.protoDefaults { for i in schemas.indices { schemas[i].protoAddDefaults = true } }
         if !options.decodeAs.isEmpty { schemas = try DecodeAs.apply(options.decodeAs, to: schemas) }
         dissectorCount = schemas.count
-        let printsMessages = !options.segments && !options.follow && !options.quiet
+        let printsMessages = options.printsMessages && !options.segments && !options.follow && !options.quiet
         // The filter is checked against the loaded dissectors before any packet is read.
         let filter = try options.displayFilter.map { f throws(FilterError) in try FilterParser.parse(f, protocols: schemas) }
         if options.segments {
@@ -113,6 +113,12 @@ public final class Pipeline {
     static func sinks(_ options: PipelineOptions, filter: FilterExpr?, output: OutputBuffer, messageSink: MessageSink?,
                       printsMessages: Bool, shard: Bool = false) -> SinkChain {
         var chain = SinkChain()
+        // -Y … -w's first pass sees every message: a packet is written for its neighbours too.
+        if let all = messageSink as? MatchedPackets {
+            all.evaluator = filter.map(FilterEvaluator.init)
+            chain.head = all
+            return chain
+        }
         // --diffable: the lines are held per connection and written grouped at the end.
         var printer: MessageSink?
         if let messageSink {
@@ -211,10 +217,15 @@ public final class Pipeline {
             }
             capture.count(r)
             if case .tcp(let s) = r {
-                if let writeOnly, let dumper, writeOnly.keeps(p.ref.number, s) {
-                    do throws(CaptureError) { guard try dumper.write(p) else { return false } } catch {
-                        unwritable = error
-                        return false
+                if let writeOnly, let dumper {
+                    let keep = writeOnly.keep(p.ref.number, s)
+                    if keep != .drop {
+                        // Cut as a snap length cuts: the reader sees the bytes were left out.
+                        let w = keep == .whole ? p : p.cut(before: s.payload)
+                        do throws(CaptureError) { guard try dumper.write(w) else { return false } } catch {
+                            unwritable = error
+                            return false
+                        }
                     }
                 }
                 if printSegments { seg.print(s, at: p.ref.ts, to: out) }

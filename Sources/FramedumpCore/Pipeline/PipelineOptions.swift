@@ -5,6 +5,8 @@ public struct PipelineOptions: Sendable {
     public var segments = false
     public var hexDump = false
     public var quiet = false
+    /// Whether messages are printed (not with -w, unless --print).
+    public var printsMessages = true
     public var verbose = 0
     public var format: MessageFormat = .tree
     /// How the tree's lines show their time (`-t` ... `-ttttt`).

@@ -24,6 +24,10 @@ final class WebSocketConnection {
     @exclusivity(unchecked) var tunnelled = false
 
     @exclusivity(unchecked) var request: HTTPHandshake?
+    /// Requests not answered yet, oldest first (HTTP/1.1 answers in order; pipelined requests
+    /// are all read before their answers): which one a response answers, its method (no body
+    /// after HEAD) and whether it was the upgrade (refused by any other final status).
+    @exclusivity(unchecked) var unanswered: [(method: String, upgrade: Bool)] = []
     /// Set once the server's 101 response was read: nil there means no compression.
     @exclusivity(unchecked) var deflate: DeflateParameters?
     @exclusivity(unchecked) var handshakeDone = false
@@ -80,13 +84,18 @@ final class WebSocketConnection {
         let m = session.manager
         if d == .c2s {
             request = h
+            if unanswered.count < 64 { unanswered.append((h.method, h.isWebSocketUpgrade)) }
             guard h.isWebSocketUpgrade else { return notUpgrade(h, d) }
             if let p = m.webSocketProtocol(path: h.path, subprotocols: h.list("Sec-WebSocket-Protocol"),
                                            port: session.connection.server.port) {
                 select(p)
             }
         } else {
-            guard h.status == 101, request?.isWebSocketUpgrade ?? true else { return notUpgrade(h, d) }
+            // A final status answers the oldest request; 1xx other than 101 only announce one.
+            let answers = h.status / 100 != 1 || h.status == 101 ? (unanswered.isEmpty ? nil : unanswered.removeFirst()) : nil
+            guard h.status == 101, answers?.upgrade ?? request?.isWebSocketUpgrade ?? true else {
+                return notUpgrade(h, d, answering: answers)
+            }
             if passedOver {
                 // Keep-alive HTTP came first; this connection is a WebSocket after all.
                 passedOver = false
@@ -112,30 +121,44 @@ final class WebSocketConnection {
     @exclusivity(unchecked) var passedOver = false
 
     /// An HTTP request or response that is no upgrade: passed over quietly. HTTP/1.1 keeps the
-    /// connection for more requests, and one of them may be the upgrade: the client's next
-    /// head is read after the body (of a known length), and the server's responses are passed
-    /// over until a `101` begins.
-    func notUpgrade(_ h: HTTPHandshake, _ d: Direction) {
+    /// connection for more requests, and one of them may be the upgrade: each side's next head
+    /// is read after the body when its length is known (Content-Length, or none at all); a
+    /// chunked or close-delimited response is passed over until a `101` begins a line.
+    func notUpgrade(_ h: HTTPHandshake, _ d: Direction, answering: (method: String, upgrade: Bool)? = nil) {
         if !passedOver {
             passedOver = true
             session.manager.webSocketLayer.httpPassedOver += 1
         }
         let client = streams[Direction.c2s.rawValue], server = streams[Direction.s2c.rawValue]
+        let chunked = h.header("Transfer-Encoding")?.lowercased().contains("chunked") ?? false
+        let length = h.header("Content-Length").flatMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
         if d == .c2s {
-            let chunked = h.header("Transfer-Encoding")?.lowercased().contains("chunked") ?? false
             if chunked || h.header("Connection")?.lowercased() == "close" {
                 client.mode = .ignored
-            } else if let n = h.header("Content-Length").flatMap({ UInt64($0.trimmingCharacters(in: .whitespaces)) }), n > 0 {
+            } else if let n = length, n > 0 {
                 client.mode = .body
                 client.bodyLeft = n
             } else {
                 client.mode = .head
             }
-        } else if client.mode == .frames {
-            // An upgrade the server refused: the client goes on with HTTP, if anything.
-            client.mode = .head
+            // The server's answer is read as a head (unless it is still inside an earlier one).
+            if server.mode == .frames || server.mode == .hunting { server.mode = .seekUpgrade }
+        } else {
+            if client.mode == .frames && h.status / 100 != 1 && (answering?.upgrade ?? true) {
+                // An upgrade the server refused: the client goes on with HTTP, if anything.
+                client.mode = .head
+            }
+            // RFC 9112 6.3: no body after HEAD, 1xx, 204 and 304; else Content-Length, chunked,
+            // or up to the close.
+            if (answering?.method ?? request?.method) == "HEAD" || h.status / 100 == 1 || h.status == 204 || h.status == 304 {
+                server.mode = .head
+            } else if !chunked, let n = length {
+                server.mode = n > 0 ? .body : .head
+                server.bodyLeft = n
+            } else {
+                server.mode = .seekUpgrade
+            }
         }
-        if server.mode != .ignored { server.mode = .seekUpgrade }
         if client.mode == .ignored { server.mode = .ignored }
     }
 

@@ -136,6 +136,10 @@ final class WebSocketStream: StreamLayer {
         started = true
         guard !atBoundary else { return }
         switch mode {
+        case .head where dir == .s2c && owner.passedOver:
+            // Answers to requests that were no upgrade, from the middle of one: passed over
+            // until a 101.
+            mode = .seekUpgrade
         case .head:
             // An HTTP head, or frames: the first bytes will tell.
             midStream = true
@@ -211,8 +215,18 @@ final class WebSocketStream: StreamLayer {
         switch mode {
         case .ignored: return
         case .body:
-            // The request's body lost its end: the next head cannot be found.
-            mode = .ignored
+            // The body lost its end: the client's next head cannot be found; the server's
+            // next answer still can, if it is a 101 at a line start.
+            mode = dir == .s2c ? .seekUpgrade : .ignored
+            seekTail.removeAll()
+            return
+        case .head where owner.passedOver && dir == .s2c:
+            // Answers to requests that were no upgrade: one cut by the gap is passed over, as
+            // the rest, until a 101.
+            owner.session.manager.undissectedBytes += UInt64(head.count)
+            head.removeAll()
+            mode = .seekUpgrade
+            seekTail.removeAll()
             return
         case .seekUpgrade:
             seekTail.removeAll()

@@ -297,6 +297,28 @@ final class WebSocketHTTPTests: XCTestCase {
             XCTAssertEqual(m.httpPassedOver, 0, "cut \(cut): the connection was upgraded")
         }
     }
+
+    /// The server's answer to a keep-alive request and its 101 in one segment (the 101 right
+    /// after the body, not at a line start): the upgrade is found, wherever the segments cut.
+    func testA101RightAfterABodyInOneSegment() throws {
+        for (first, answer) in [("GET / HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"),
+                                ("HEAD / HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n"),
+                                ("GET /a HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 304 Not Modified\r\nETag: 1\r\n\r\n"),
+                                ("GET /b HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc")] {
+            let c2s = Array(first.utf8) + WS.request() + clientFrames
+            let s2c = Array(answer.utf8) + WS.response() + serverFrames
+            // (The feeder alternates pieces: the server's first byte alone comes before the
+            // client's second request, so each answer follows its request, as on the wire.)
+            for cut in [0, 1, 5, 13] {
+                let cuts = cut == 0 ? [1] : Array(stride(from: cut, to: s2c.count, by: cut))
+                let (s, m) = StreamFeeder.run(c2s: c2s, s2c: s2c, s2cCuts: cuts)
+                XCTAssertEqual(s.handshakes.count, 2, "\(answer) cut \(cut)")
+                XCTAssertEqual(s.byDirection[1].map(\.opcode), [1, 2], "\(answer) cut \(cut)")
+                XCTAssertTrue(s.malformed.isEmpty, "\(answer) cut \(cut): \(s.malformed)")
+                XCTAssertEqual(m.httpPassedOver, 0, "\(answer) cut \(cut)")
+            }
+        }
+    }
 }
 
 /// The summary of a damaged WebSocket stream: control and reserved frames were counted among
