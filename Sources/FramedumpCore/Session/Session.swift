@@ -367,7 +367,14 @@ public final class SessionManager: StreamConsumer {
         guard let s = session(c) else { return }
         if s.proto == nil && !s.undissected && s.detectTries > 0 { undissectedConnections += 1 }
         for d in Direction.allCases { s.layers[d.rawValue]?.finish(packet: packet, captureEnded: reason == .captureEnd) }
-        sink?.closed(c, s.proto, reason: reason, packet: packet)
+        var p = s.proto
+        if let ws = s.stack as? WebSocketConnection, ws.detected, !ws.handshakeDone, ws.passedOver {
+            // Taken because it looked like HTTP, and plain HTTP it stayed: no WebSocket
+            // connection (the summary counts it as HTTP passed over).
+            p?.connections -= 1
+            p = nil
+        }
+        sink?.closed(c, p, reason: reason, packet: packet)
         s.end()
     }
 }

@@ -104,11 +104,13 @@ final class CaptureBuilder {
         let cport: UInt16, sport: UInt16
         var seq: [UInt32] = [1000, 5000]
 
-        init(_ b: CaptureBuilder, index: Int, serverPort: UInt16) {
+        /// `syn` false: picked up mid-connection, no handshake.
+        init(_ b: CaptureBuilder, index: Int, serverPort: UInt16, syn: Bool = true) {
             self.b = b
             client = 0x0A01_0000 | UInt32(index & 0xffff)
             cport = UInt16(20_000 + index % 40_000)
             sport = serverPort
+            guard syn else { return }
             let none = UnsafeRawBufferPointer(start: nil, count: 0)
             b.segment(src: client, sport: cport, dst: server, dport: sport, seq: seq[0], ack: 0, flags: 0x02, payload: none)
             b.segment(src: server, sport: sport, dst: client, dport: cport, seq: seq[1], ack: seq[0] + 1, flags: 0x12, payload: none)
