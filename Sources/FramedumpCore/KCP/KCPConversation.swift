@@ -133,7 +133,9 @@ final class KCPConversation: FrameConsumer {
     func drain(_ packet: PacketRef) {
         while let n = next, let h = held.removeValue(forKey: n) {
             heldBytes -= h.bytes.count
-            h.bytes.withUnsafeBytes { deliver(sn: n, frg: h.frg, ts: h.ts, $0, packet: packet, copies: h.copies, delayed: true) }
+            // Dated by the packet that filled the hole; first carried by the one that brought it.
+            let ref = PacketRef(number: packet.number, ts: packet.ts, carrier: h.packet.carrier)
+            h.bytes.withUnsafeBytes { deliver(sn: n, frg: h.frg, ts: h.ts, $0, packet: ref, copies: h.copies, delayed: true) }
             next = n &+ 1
         }
     }
@@ -197,6 +199,7 @@ final class KCPConversation: FrameConsumer {
             partialInfo = KCPInfo(conv: conv, sn: sn, ts: ts, fragments: 0, retransmitted: 0, delayed: false, stream: false)
             partialFirstPacket = packet
         }
+        partialFirstPacket = partialFirstPacket.carried(with: packet)
         partial.append(contentsOf: data)
         partialInfo.fragments &+= 1
         partialInfo.retransmitted &+= copies
@@ -231,7 +234,7 @@ final class KCPConversation: FrameConsumer {
             d.data(b, offset: offset, packet: packet)
             d.endOfUnit(packet: packet)
         } else {
-            connection.frames.layered(Frame(bytes: b, offset: offset, firstPacket: first, lastPacket: packet, coalesced: 1),
+            connection.frames.layered(Frame(bytes: b, offset: offset, firstPacket: first.asFirst, lastPacket: packet, coalesced: 1),
                                       dir, KCPLayer.note(info))
         }
     }

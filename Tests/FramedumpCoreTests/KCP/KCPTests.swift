@@ -11,6 +11,8 @@ class DatagramCollector: MessageSink {
         var frame: [UInt8]
         var conv: UInt32?
         var fragments: UInt16?
+        /// The message's packets: the earliest that carried its bytes, the one that completed it.
+        var pkts: [UInt64] = []
     }
     var messages: [Message] = []
     var malformed: [(Direction, MalformedReason)] = []
@@ -19,7 +21,8 @@ class DatagramCollector: MessageSink {
     func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) { opened += 1 }
     func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
         let k = m.layerNotes.note(of: KCPLayer.layer).map(KCPLayer.info)
-        messages.append(Message(dir: m.direction, frame: Array(m.frame.bytes), conv: k?.conv, fragments: k?.fragments))
+        messages.append(Message(dir: m.direction, frame: Array(m.frame.bytes), conv: k?.conv, fragments: k?.fragments,
+                                pkts: [m.frame.firstPacket.number, m.frame.lastPacket.number]))
     }
     func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
                    reason: MalformedReason, packet: PacketRef) { malformed.append((d, reason)) }
@@ -137,6 +140,26 @@ final class KCPTests: XCTestCase {
             XCTAssertEqual(k.retransmitted, UInt64(copies), "seed \(seed)")
             XCTAssertEqual(k.lost, 0)
             XCTAssertEqual(k.messages, UInt64(msgs.count))
+        }
+    }
+
+    /// A message held behind a missing segment: its `pkts` are [the packet that carried it,
+    /// the one that filled the hole], as outputs.md says (message and stream mode).
+    func testAHeldMessageKeepsItsFirstPacket() throws {
+        for port: UInt16 in [8100, 8101] {
+            let a = game(1, [1]), b = game(2, [2, 2]), c = game(3, [3, 3, 3])
+            let seg = { (sn: UInt32, m: [UInt8]) in KCPSender.segment(conv: 7, cmd: 81, ts: sn, sn: sn, m) }
+            // sn 0, then sn 2 (held), then sn 1 fills the hole; then a fragmented message whose
+            // second fragment comes first.
+            var datagrams: [(Bool, [UInt8])] = [(true, seg(0, a)), (true, seg(2, c)), (true, seg(1, b))]
+            if port == 8100 {
+                let d = game(4, [4, 4, 4, 4])
+                datagrams += [(true, KCPSender.segment(conv: 7, cmd: 81, frg: 0, ts: 4, sn: 4, Array(d[5...]))),
+                              (true, KCPSender.segment(conv: 7, cmd: 81, frg: 1, ts: 3, sn: 3, Array(d[..<5])))]
+            }
+            let (sink, _, _) = try DatagramFeeder.run(port: port, datagrams)
+            XCTAssertEqual(sink.messages.map(\.frame), [a, b, c] + (port == 8100 ? [game(4, [4, 4, 4, 4])] : []), "port \(port)")
+            XCTAssertEqual(sink.messages.map(\.pkts), [[1, 1], [3, 3], [2, 3]] + (port == 8100 ? [[4, 5]] : []), "port \(port)")
         }
     }
 
