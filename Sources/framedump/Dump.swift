@@ -366,7 +366,7 @@ struct Dump: ParsableCommand {
         }
         pipeline.finish()
         do { try dumper?.finish() } catch { readError = readError ?? error }
-        if let dumper, !printToo, !out.closed {
+        if let dumper, !printToo, !out.closed, readError == nil {
             // What tcpdump says when it writes: how much, so an empty file is no surprise.
             let n = dumper.written
             FileHandleErr.write("framedump: \(n) packet\(n == 1 ? "" : "s") written to \(dumper.opened.count > 1 ? "\(dumper.opened.count) files" : (writeFile == "-" ? "standard output" : RawPath.display(dumper.opened.last ?? writeFile ?? "")))\n")

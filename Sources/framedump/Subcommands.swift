@@ -62,9 +62,13 @@ struct Check: ParsableCommand {
     @Flag(name: .long, help: "With -r: run even with no dissector loaded (every connection is then unclaimed).")
     var allowUndecoded = false
 
+    @Option(name: .long, help: ArgumentHelp("A key a dissector names, as hex (repeatable; overrides the file's value; never printed). Without -r a key declared without a value needs none.", valueName: "name=hex"))
+    var key: [String] = []
+
     func validate() throws {
         _ = try CheckCapture.classes(allow)
         _ = try decodeAsRules(decodeAs)
+        _ = try parsedKeys(key)
     }
 
     @OptionGroup(title: "Limits")
@@ -75,6 +79,7 @@ struct Check: ParsableCommand {
             try NoDissectors.refuse("check -r", explicit: paths + dissectors, allowUndecoded: allowUndecoded)
             return try CheckCapture.run(captures: capture, dissectors: paths + dissectors, protoPath: protoPath, allow: allow,
                                         unclaimed: unclaimed, limits: limits.limits, decodeAs: try decodeAsRules(decodeAs),
+                                        keys: try parsedKeys(key),
                                         tlsKeyLogs: tlsKeylog + (getenv("FRAMEDUMP_TLS_KEYLOG").map { [String(cString: $0)] } ?? []))
         }
         let targets = paths.isEmpty ? DissectorLoader.defaultPaths(explicit: []) : paths
@@ -82,6 +87,7 @@ struct Check: ParsableCommand {
             FileHandleErr.write("framedump check: nothing to check: give dissector files or folders (there is no ./Dissectors here and FRAMEDUMP_DISSECTORS is not set)\n")
             throw ExitCode(2)
         }
+        let keys = try parsedKeys(key)
         var failed = false
         var loaded: [ProtocolSchema] = []
         var fine: [(path: String, schemas: [ProtocolSchema])] = []
@@ -92,7 +98,9 @@ struct Check: ParsableCommand {
                 continue
             }
             do {
-                let s = try DissectorLoader.load(paths: [p], options: limits.apply(LoadOptions(protoPaths: protoPath)))
+                var o = LoadOptions(protoPaths: protoPath, keys: keys)
+                o.keysGivenLater = true
+                let s = try DissectorLoader.load(paths: [p], options: limits.apply(o))
                 // Nothing to decode with (only comments, or messages without a protocol): a run
                 // with it warns that no dissector is loaded, so this is no "ok".
                 guard !s.isEmpty else {

@@ -10,6 +10,9 @@ public struct LoadOptions: Sendable {
     public var protoPaths: [String] = []
     /// `--key NAME=HEX`: values for the keys a dissector names (they override the file's).
     public var keys: [String: [UInt8]] = [:]
+    /// `check` of a file alone: a key declared without a value (`key K;`) is given with
+    /// `--key` when the capture is read, so its absence is no error here.
+    public var keysGivenLater = false
     /// `--max-frame`, `--max-protocols`, `--max-messages` (see `Limits`).
     public var maxFrame = Limits().maxFrame
     public var maxProtocols = Limits().maxProtocols
@@ -124,7 +127,10 @@ extension Resolver {
 
     func attachCipher(_ p: PendingProtocol, to s: inout ProtocolSchema) throws(DissectorError) {
         for (name, (hex, t)) in p.proto.keys where options.keys[name] == nil {
-            guard let hex else { throw err(t, "key '\(name)' has no value here: give it with --key \(name)=HEX") }
+            guard let hex else {
+                if options.keysGivenLater { continue }
+                throw err(t, "key '\(name)' has no value here: give it with --key \(name)=HEX")
+            }
             guard let k = BodyCipherSpec.hex(hex), !k.isEmpty else { throw err(t, "key '\(name)' is not hex") }
         }
         try attachTransforms(p, to: &s)

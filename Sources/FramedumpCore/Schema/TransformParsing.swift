@@ -194,6 +194,8 @@ extension Resolver {
         let name = k.name ?? ""
         if let v = options.keys[name] { return v }
         if let (hex, _) = p.proto.keys[name], let hex, let v = BodyCipherSpec.hex(hex) { return v }
+        // Declared without a value, to come with --key: any valid length stands in for it.
+        if options.keysGivenLater, let declared = p.proto.keys[name], declared.0 == nil { return [UInt8](repeating: 0, count: 16) }
         throw err(k.token, "no value for key '\(name)': declare it with key \(name) = \"HEX\"; or give --key \(name)=HEX")
     }
 }

@@ -43,7 +43,7 @@ final class LiveOperationTests: XCTestCase {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: TestSupport.binary)
         // No -l: the output sits in framedump's buffer until SIGTERM makes it flush.
-        p.arguments = ["-i", "lo", "-Z", "nobody", "-w", saved, "-T", "json", "-d", dissectors, "tcp", "port", String(port)]
+        p.arguments = ["-i", "lo", "-Z", "nobody", "-w", saved, "--print", "-T", "json", "-d", dissectors, "tcp", "port", String(port)]
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err
@@ -108,7 +108,7 @@ final class LiveOperationTests: XCTestCase {
         // It stopped reading once the reader was gone: the -w copy is complete up to there,
         // and short of the 80,000 packets.
         let copy = TestSupport.tempDir() + "/copy.pcap"
-        _ = try TestSupport.run("/bin/bash", ["-c", #""$0" -r "$1" -w "$2" | head -c 10 >/dev/null"#, TestSupport.binary, path, copy])
+        _ = try TestSupport.run("/bin/bash", ["-c", #""$0" -r "$1" -w "$2" --print | head -c 10 >/dev/null"#, TestSupport.binary, path, copy])
         let back = try TestSupport.framedump(["-r", copy, "-q", "-d", TestSupport.tempDir()])
         XCTAssertEqual(back.status, 0, back.stderr)
         let packets = Int(back.stdout.dropFirst("packets: ".count).prefix { $0.isNumber }) ?? -1

@@ -79,7 +79,7 @@ final class RotationTests: XCTestCase {
         let dir = TestSupport.tempDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let plain = try TestSupport.framedump(["-r", TestSupport.sample("game.pcap")])
-        let writing = try TestSupport.framedump(["-r", TestSupport.sample("game.pcap"), "-w", dir + "/g", "-C", "1k", "-W", "3"])
+        let writing = try TestSupport.framedump(["-r", TestSupport.sample("game.pcap"), "-w", dir + "/g", "-C", "1k", "-W", "3", "--print"])
         XCTAssertEqual(writing.status, 0, writing.stderr)
         XCTAssertEqual(writing.stdout, plain.stdout)
         XCTAssertEqual(Set(try Self.listing(dir).keys), ["g0", "g1", "g2"])

@@ -214,6 +214,33 @@ final class NoSilentAnswerTests: XCTestCase {
         }
     }
 
+    /// `key K;` without a value is given with `--key` when a capture is read (layers.md):
+    /// `check` of the file accepts it, and `check` and `check -r` take `--key` as a run does.
+    func testCheckTakesKeysGivenLater() throws {
+        let dir = TestSupport.tempDir()
+        let im = try String(contentsOfFile: TestSupport.dissectors + "/im.dissector", encoding: .utf8)
+            .replacingOccurrences(of: "key im_session = \"8d2d0c7a5b1e4f3a9c6b2e1d0f4a7c3b\";", with: "key im_session;")
+        XCTAssertTrue(im.contains("key im_session;"))
+        try im.write(toFile: dir + "/im.dissector", atomically: true, encoding: .utf8)
+        try FileManager.default.copyItem(atPath: TestSupport.dissectors + "/im.proto", toPath: dir + "/im.proto")
+        let alone = try TestSupport.framedump(["check", dir + "/im.dissector"])
+        XCTAssertEqual(alone.status, 0, alone.stderr)
+        XCTAssertTrue(alone.stdout.contains("im.dissector: ok (im:"), alone.stdout)
+        let short = try TestSupport.framedump(["check", dir + "/im.dissector", "--key", "im_session=0011"])
+        XCTAssertEqual(short.status, 2)
+        XCTAssertTrue(short.stderr.contains("key 'im_session' is 2 bytes: AES needs 16, 24 or 32"), short.stderr)
+        // A capture needs the value: refused without it, checked with it.
+        let without = try TestSupport.framedump(["check", "-r", "samples/im.pcap", "-d", dir, "--allow", "unknown-message"])
+        XCTAssertEqual(without.status, 2)
+        XCTAssertTrue(without.stderr.contains("give it with --key im_session=HEX"), without.stderr)
+        let with = try TestSupport.framedump(["check", "-r", "samples/im.pcap", "-d", dir, "--allow", "unknown-message",
+                                              "--key", "im_session=8d2d0c7a5b1e4f3a9c6b2e1d0f4a7c3b"])
+        XCTAssertEqual(with.status, 0, with.stdout + with.stderr)
+        let wrong = try TestSupport.framedump(["check", "-r", "samples/im.pcap", "-d", dir, "--allow", "unknown-message",
+                                               "--key", "im_session=00000000000000000000000000000000"])
+        XCTAssertEqual(wrong.status, 1, "a wrong key is a transform problem: " + wrong.stdout)
+    }
+
     /// `-Y … -w` writes the packets of the matching messages, not every packet.
     func testFilterWithWriteKeepsTheMatchingMessagesPackets() throws {
         let out = TestSupport.tempDir() + "/matched.pcap"
