@@ -27,6 +27,7 @@ enum CheckCapture {
         let check = CaptureCheck(output: out, allowed: try classes(allow), unclaimed: unclaimed)
         let pipeline: Pipeline
         let files: [String]
+        var cut: CaptureError?
         do {
             files = try CaptureFiles.expand(arguments)
         } catch {
@@ -38,7 +39,8 @@ enum CheckCapture {
         do {
             pipeline = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: check)
             let source = try MergedSource.open(files)
-            try pipeline.run(source, limit: nil, dumper: nil, lineBuffered: false)
+            // Cut off mid-record: checked up to its last whole record, and said.
+            cut = try pipeline.runToLastWholeRecord(source)
         } catch let e as DissectorError {
             FileHandleErr.write("\(e.description)\n")
             throw ExitCode(2)
@@ -56,7 +58,10 @@ enum CheckCapture {
         pipeline.finish()
         out.flush()
         FileHandleErr.write(check.summary(capture, messages: pipeline.messageCount) + "\n")
+        if let cut { FileHandleErr.write("framedump check: \(cut): checked up to its last whole record\n") }
         if check.failures > 0 { throw ExitCode(1) }
+        // Passed as far as it goes: a cut capture still exits as a run on it does (5).
+        if cut != nil { throw ExitCode(5) }
         // Nothing decoded is nothing checked: not a pass.
         if pipeline.messageCount == 0 { throw ExitCode(1) }
     }

@@ -115,6 +115,9 @@ struct Diff: ParsableCommand {
             FileHandleErr.write("framedump diff: \(error)\n")
             throw ExitCode(2)
         }
+        for cut in differ.cutInputs {
+            FileHandleErr.write("framedump diff: \(cut): compared up to its last whole record\n")
+        }
         let out = OutputBuffer(fd: 1)
         if json {
             out.write(DiffReport.json(result))
@@ -135,6 +138,8 @@ struct Diff: ParsableCommand {
             throw ExitCode(2)
         }
         if !result.differences.isEmpty { throw ExitCode(1) }
+        // Equal as far as it goes: a cut input still exits as a run on it does (5).
+        if !differ.cutInputs.isEmpty { throw ExitCode(5) }
     }
 }
 

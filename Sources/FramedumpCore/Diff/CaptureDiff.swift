@@ -110,12 +110,16 @@ public final class CaptureDiff {
             let source = try MergedSource.open(paths)
             // The second pass ends with the last line it needs.
             sink.onAllFetched = { source.stop() }
-            try pipeline.run(source, limit: nil, dumper: nil, lineBuffered: false)
+            // Cut off mid-record: compared up to its last whole record, and said.
+            if let e = try pipeline.runToLastWholeRecord(source), !cutInputs.contains(e.description) { cutInputs.append(e.description) }
             pipeline.finish()
             note(sink.scanner.matched)
             return (sink.connections, sink.fetched)
         }
     }
+
+    /// The inputs cut off mid-record, as their read errors say (compared up to there).
+    public private(set) var cutInputs: [String] = []
 
     public func run(_ a: DiffInput, _ b: DiffInput) throws -> DiffResult {
         let old = try load(a, wanted: nil).connections

@@ -146,6 +146,19 @@ public final class Pipeline {
         return chain
     }
 
+    /// `diff` and `check -r`: the whole source; a capture cut off mid-record (a tcpdump killed
+    /// while writing) is read up to its last whole record, as a run reads it, and its error
+    /// returned for the caller to say (any other error is thrown).
+    public func runToLastWholeRecord(_ source: any PacketInput) throws(CaptureError) -> CaptureError? {
+        do {
+            try run(source, limit: nil, dumper: nil, lineBuffered: false)
+            return nil
+        } catch {
+            guard error.exitCode == 5 else { throw error }
+            return error
+        }
+    }
+
     /// The progress line on stderr, when the command line asks for one.
     @exclusivity(unchecked) public var progress: Progress?
 

@@ -241,6 +241,27 @@ final class NoSilentAnswerTests: XCTestCase {
         XCTAssertEqual(wrong.status, 1, "a wrong key is a transform problem: " + wrong.stdout)
     }
 
+    /// A capture cut off mid-record (a tcpdump killed while writing): `diff` and `check -r`
+    /// work on it up to its last whole record, as `-r` does, say so, and exit as `-r` does (5)
+    /// unless they found something (1).
+    func testDiffAndCheckTakeACutCapture() throws {
+        let cut = TestSupport.tempDir() + "/cut.pcap"
+        try Data(contentsOf: URL(fileURLWithPath: TestSupport.sample("game.pcap"))).prefix(5000).write(to: URL(fileURLWithPath: cut))
+        let run = try TestSupport.framedump(["-r", cut, "-q"])
+        XCTAssertEqual(run.status, 5)
+        let check = try TestSupport.framedump(["check", "-r", cut])
+        XCTAssertEqual(check.status, 5, check.stderr)
+        XCTAssertTrue(check.stderr.contains("no problems (36 messages)"), check.stderr)
+        XCTAssertTrue(check.stderr.contains("cut off mid-record") && check.stderr.contains("checked up to its last whole record"), check.stderr)
+        let same = try TestSupport.framedump(["diff", cut, cut])
+        XCTAssertEqual(same.status, 5, same.stderr)
+        XCTAssertTrue(same.stdout.contains("no differences (old: 36 items"), same.stdout)
+        XCTAssertTrue(same.stderr.contains("compared up to its last whole record"), same.stderr)
+        let other = try TestSupport.framedump(["diff", cut, "samples/game.pcap"])
+        XCTAssertEqual(other.status, 1, other.stderr)
+        XCTAssertTrue(other.stdout.contains("3 differences: 0 changed, 3 added"), other.stdout)
+    }
+
     /// `-Y … -w` writes the packets of the matching messages, not every packet.
     func testFilterWithWriteKeepsTheMatchingMessagesPackets() throws {
         let out = TestSupport.tempDir() + "/matched.pcap"
