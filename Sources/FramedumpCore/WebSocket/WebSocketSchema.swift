@@ -42,6 +42,8 @@ extension WebSocketLayer {
                 repeat { s.webSocketPaths.append(try p.quoted("a request path")) } while p.accept(",")
             }
         } else {
+            // `subprotocol "x";` alone says as much: messages of a WebSocket (that names it).
+            if !s.overWebSocket { s.stack.append(name) }
             repeat { s.webSocketSubprotocols.append(try p.quoted("a subprotocol name")) } while p.accept(",")
         }
     }

@@ -62,15 +62,11 @@ extension SessionManager {
         let pathOnly = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
         func score(_ p: ProtocolRuntime) -> Int {
             let s = p.schema
+            // A path it names or a subprotocol it names (either is enough; a path counts more).
             var n = 0
-            if !s.webSocketPaths.isEmpty {
-                guard s.webSocketPaths.contains(pathOnly) else { return -1 }
-                n += 4
-            }
-            if !s.webSocketSubprotocols.isEmpty {
-                guard s.webSocketSubprotocols.contains(where: subprotocols.contains) else { return -1 }
-                n += 2
-            }
+            if s.webSocketPaths.contains(pathOnly) { n += 4 }
+            if s.webSocketSubprotocols.contains(where: subprotocols.contains) { n += 2 }
+            if n == 0 && !(s.webSocketPaths.isEmpty && s.webSocketSubprotocols.isEmpty) { return -1 }
             if s.ports.contains(port) { n += 1 } else if !s.ports.isEmpty && n == 0 { return -1 }
             return n
         }

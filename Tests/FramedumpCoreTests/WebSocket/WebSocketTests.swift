@@ -603,6 +603,28 @@ final class WebSocketTests: XCTestCase {
         }
     }
 
+    /// `subprotocol` alone binds (it says WebSocket as `websocket;` does), and a path or a
+    /// subprotocol is enough ("or", as the language doc says); a path counts more.
+    func testPathOrSubprotocolBinds() throws {
+        let p = try loadDissector("""
+            protocol chat { subprotocol "chat.v2"; text json; }
+            protocol feed { websocket "/feed"; subprotocol "feed.v1"; text text; }
+            """)
+        XCTAssertTrue(p.allSatisfy(\.overWebSocket))
+        let text = WS.client(1, Array("{\"a\":1}".utf8))
+        let cases: [([UInt8], [UInt8], String)] = [
+            (WS.request(path: "/x", protocols: "chat.v2"), WS.response(protocol: "chat.v2"), "chat"),
+            (WS.request(path: "/feed"), WS.response(), "feed"),
+            (WS.request(path: "/elsewhere", protocols: "feed.v1"), WS.response(protocol: "feed.v1"), "feed"),
+            (WS.request(path: "/feed", protocols: "chat.v2"), WS.response(protocol: "chat.v2"), "feed"),
+            (WS.request(path: "/other"), WS.response(), "websocket"),
+        ]
+        for (req, resp, name) in cases {
+            let (s, _) = StreamFeeder.run(c2s: req + text, s2c: resp, port: 9999, protocols: p)
+            XCTAssertEqual(s.messages.map(\.protocolName), [name], String(decoding: req.prefix(30), as: UTF8.self))
+        }
+    }
+
     /// A client that does not wait for the 101, whose subprotocol (one the request did not
     /// offer) picks the dissector: the compressed messages before and after it are one
     /// compression context.
