@@ -39,8 +39,16 @@ struct Framedump: ParsableCommand {
             try command.run()
         } catch {
             let code = exitCode(for: error)
+            // dump is the default: a line that did not say `dump` hears of no `dump` either.
+            let saidDump = CommandLine.arguments.dropFirst().first == "dump"
+            let named = ["check", "diff", "dissectors", "guess", "ui", "help"].contains(CommandLine.arguments.dropFirst().first ?? "")
+            if code == .success && !saidDump && !named && (CommandLine.arguments.contains("-h") || CommandLine.arguments.contains("--help")) {
+                print(topLevelHelp())
+                return
+            }
             if code == .validationFailure {
-                FileHandleErr.write(fullMessage(for: error) + "\n")
+                let text = fullMessage(for: error)
+                FileHandleErr.write((saidDump ? text : text.replacingOccurrences(of: "framedump dump ", with: "framedump ")) + "\n")
                 Platform.exit(2)
             }
             Framedump.exit(withError: error)
@@ -65,9 +73,13 @@ struct Framedump: ParsableCommand {
     static func topLevelHelp() -> String {
         let dump = helpMessage(for: Dump.self)
         let root = helpMessage()
-        let options = dump.range(of: "ARGUMENTS:").map { String(dump[$0.lowerBound...]) } ?? dump
+        let dumpOptions = dump.range(of: "ARGUMENTS:").map { String(dump[$0.lowerBound...]) } ?? dump
         let subcommands = root.range(of: "SUBCOMMANDS:").map { String(root[$0.lowerBound...]) } ?? ""
         let overview = root.range(of: "USAGE:").map { String(root[..<$0.lowerBound]) } ?? ""
+        // Capture and output first, as tcpdump's; the limits, rarely changed, last.
+        let sections = dumpOptions.components(separatedBy: "\n\n")
+        let ordered = sections.filter { !$0.hasPrefix("LIMITS:") } + sections.filter { $0.hasPrefix("LIMITS:") }
+        let options = ordered.map { $0.trimmingSuffixNewlines }.joined(separator: "\n\n")
         return overview + """
             USAGE: framedump -r <file> [<options>] [<filter> ...]
                    framedump -i <iface> [<options>] [<filter> ...]

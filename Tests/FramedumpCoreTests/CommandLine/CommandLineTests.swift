@@ -11,7 +11,11 @@ final class CommandLineTests: XCTestCase {
             XCTAssertEqual(r.status, 2, "\(args)")
             XCTAssertTrue(r.stderr.contains("Unknown option '--bogus'"), r.stderr)
             XCTAssertFalse(r.stderr.contains("Nothing to read"), r.stderr)
+            // dump is the default: a line that did not say it hears of no `dump` subcommand.
+            XCTAssertFalse(r.stderr.contains("framedump dump"), r.stderr)
         }
+        let check = try TestSupport.framedump(["check", "--bogus"])
+        XCTAssertTrue(check.stderr.contains("framedump check"), check.stderr)
         // With nothing wrong but nothing to read, that is what it says.
         let none = try TestSupport.framedump([])
         XCTAssertEqual(none.status, 2)
@@ -29,8 +33,24 @@ final class CommandLineTests: XCTestCase {
             let firstOption = try XCTUnwrap(text.range(of: "-r <file>")).lowerBound
             let subcommands = try XCTUnwrap(text.range(of: "SUBCOMMANDS:")).lowerBound
             XCTAssertLessThan(firstOption, subcommands)
+            // The limits, rarely changed, after every capture and output option.
+            let limits = try XCTUnwrap(text.range(of: "\nLIMITS:")).lowerBound
+            XCTAssertLessThan(try XCTUnwrap(text.range(of: "-T <format>")).lowerBound, limits)
+            XCTAssertLessThan(limits, subcommands)
             XCTAssertTrue(text.contains("check"), text)
         }
+    }
+
+    /// The man page's SYNOPSIS and DESCRIPTION read like tcpdump's: how to run it, then what it
+    /// does and the capture options; --version and --help last.
+    func testManPageOpensLikeTcpdumps() throws {
+        let page = try String(contentsOfFile: TestSupport.root.path + "/man/framedump.1", encoding: .utf8)
+        let synopsis = try XCTUnwrap(page.range(of: ".Sh SYNOPSIS\n.Nm\n.Fl r Ar file\n"))
+        let description = try XCTUnwrap(page.range(of: ".Sh DESCRIPTION\n.Nm\nreads packets"))
+        XCTAssertLessThan(synopsis.lowerBound, description.lowerBound)
+        let firstItem = try XCTUnwrap(page.range(of: ".It ", range: description.upperBound..<page.endIndex))
+        XCTAssertTrue(page[firstItem.lowerBound...].hasPrefix(".It Em dump"), String(page[firstItem.lowerBound...].prefix(40)))
+        XCTAssertLessThan(try XCTUnwrap(page.range(of: ".It Em ui")).lowerBound, try XCTUnwrap(page.range(of: ".It Fl -version", options: .backwards)).lowerBound)
     }
 
     /// `-D` prints what `tcpdump -D` prints: numbers, names, descriptions, status flags.
