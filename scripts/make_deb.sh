@@ -8,7 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-.build/deb}"
-version="${FRAMEDUMP_VERSION:-0.$(git rev-list --count HEAD 2>/dev/null || echo 0)}"
+# The one version: the number `framedump --version` prints.
+version="$(sed -n 's/.*static let number = "\(.*\)".*/\1/p' Sources/FramedumpCore/Support/Version.swift)"
+[ -n "$version" ] || { echo "no version in Sources/FramedumpCore/Support/Version.swift" >&2; exit 1; }
 arch="$(dpkg --print-architecture)"
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT

@@ -11,7 +11,7 @@ struct Framedump: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "framedump",
         abstract: "A tcpdump for custom binary protocols: capture, reassemble, deframe and decode.",
-        version: "framedump 0.4 (WebSocket, protobuf, filters)",
+        version: "framedump \(FramedumpVersion.number)",
         subcommands: [Dump.self, Dissectors.self, Check.self, Diff.self, Guess.self, UI.self],
         defaultSubcommand: Dump.self
     )

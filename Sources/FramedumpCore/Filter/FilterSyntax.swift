@@ -289,6 +289,12 @@ struct FilterNames {
         "tcp.dstport": .tcpDstPort, "udp.port": .udpPort, "udp.srcport": .udpSrcPort, "udp.dstport": .udpDstPort,
     ]
 
+    /// Wireshark's names a user types, and what stands for them here.
+    static let wiresharkNames = [
+        "frame.len": "msg.len", "frame.cap_len": "msg.len", "data.len": "msg.len", "tcp.len": "msg.len",
+        "frame.protocols": "msg.protocol", "_ws.col.protocol": "msg.protocol", "_ws.col.info": "msg.name",
+    ]
+
     func reference(_ name: String, at t: FilterToken, text: String) throws(FilterError) -> FieldReference {
         if let b = Self.builtins[name.lowercased()] { return b }
         let parts = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
@@ -302,6 +308,9 @@ struct FilterNames {
             return .layer(key: protoName, field: parts[1])
         }
         guard let s = protocols[protoName] else {
+            if let ours = Self.wiresharkNames[name.lowercased()] {
+                throw fail("unknown field '\(name)': framedump filters messages, not frames; the message's is \(ours)")
+            }
             let all = Array(protocols.keys) + ["msg", "ip", "tcp", "udp"] + LayerRegistry.kinds.map { "\($0.key)" }
             throw fail("unknown protocol or field '\(name)'" + Self.suggest(parts[0], all))
         }
@@ -447,22 +456,6 @@ struct FilterNames {
 
     /// `(did you mean x, y?)` from names within a small edit distance.
     static func suggest(_ name: String, _ candidates: [String], prefix: String = "") -> String {
-        let close = candidates.filter { distance($0.lowercased(), name.lowercased()) <= max(2, name.count / 3) }
-            .sorted().prefix(5).map { prefix + $0 }
-        return close.isEmpty ? "" : " (did you mean \(close.joined(separator: ", "))?)"
-    }
-
-    static func distance(_ a: String, _ b: String) -> Int {
-        let x = Array(a), y = Array(b)
-        if x.isEmpty { return y.count }
-        var prev = Array(0...y.count)
-        for i in 1...x.count {
-            var cur = [i] + Array(repeating: 0, count: y.count)
-            for j in stride(from: 1, through: y.count, by: 1) {
-                cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x[i - 1] == y[j - 1] ? 0 : 1))
-            }
-            prev = cur
-        }
-        return prev[y.count]
+        DidYouMean.hint(name, candidates, prefix: prefix)
     }
 }

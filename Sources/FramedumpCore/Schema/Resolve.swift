@@ -76,7 +76,7 @@ struct Resolver {
         for (name, c, neg, t) in p.lengthExpr {
             if let name {
                 guard let i = s.header.firstIndex(where: { $0.name == name && !$0.isPadding }) else {
-                    throw err(t, "'\(name)' is not a header field")
+                    throw err(t, "'\(name)' is not a header field" + s.headerFieldHint(name))
                 }
                 terms.append((i, 0, neg))
             } else {
@@ -102,7 +102,7 @@ struct Resolver {
             if let i = s.header.firstIndex(where: { $0.name == name && !$0.isPadding }) {
                 s.idField = i
             } else {
-                errors.add(err(t, "'\(name)' is not a header field"))
+                errors.add(err(t, "'\(name)' is not a header field" + s.headerFieldHint(name)))
             }
         }
         s.enums = p.enums
@@ -133,7 +133,8 @@ struct Resolver {
                 do throws(DissectorError) {
                     var fd = FieldDef(name: pf.name, type: .bool, array: nil, tag: pf.tag, description: pf.description,
                                       labels: nil, nameBytes: Array(pf.name.utf8))
-                    fd.type = try fieldType(pf, schema: s, messages: byName, enums: enumsByName)
+                    fd.type = try fieldType(pf, schema: s, messages: byName, enums: enumsByName,
+                                            names: { p.messages.map(\.name) + p.enums.map(\.name) })
                     if case .enumeration(let ei, _) = fd.type { fd.labels = s.enums[ei].labels }
                     if let h = pf.hex {
                         guard fd.type.isInteger else { throw err(h, "[hex] shows an integer in hex: '\(pf.name)' is not an integer field") }
@@ -181,7 +182,7 @@ struct Resolver {
     }
 
     func fieldType(_ pf: PendingField, schema s: ProtocolSchema, messages: [String: Int],
-                   enums: [String: Int]) throws(DissectorError) -> FieldType {
+                   enums: [String: Int], names: () -> [String] = { [] }) throws(DissectorError) -> FieldType {
         let l = pf.typeName.lowercased()
         if let it = IntegerType.parse(pf.typeName, default: s.order) {
             return it.signed ? .signed(width: it.width, order: it.order) : .unsigned(width: it.width, order: it.order)
@@ -201,7 +202,9 @@ struct Resolver {
         }
         if let e = enums[l] { return .enumeration(e, base: s.enums[e].base) }
         if let m = messages[l] { return .message(m) }
-        throw err(pf.token, "unknown type '\(pf.typeName)' (not a built-in type, message or enum)")
+        let known = ProtocolSchema.builtinTypeNames + names()
+        let hint = DidYouMean.hint(pf.typeName, known)
+        throw err(pf.token, "unknown type '\(pf.typeName)'" + (hint.isEmpty ? " (not a built-in type, message or enum)" : hint))
     }
 
     func rule(_ pf: PendingField, default d: StringRule) throws(DissectorError) -> StringRule {

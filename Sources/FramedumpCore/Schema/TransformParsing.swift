@@ -91,7 +91,7 @@ extension Resolver {
 
     func headerIndex(_ name: String, _ t: Token, _ s: ProtocolSchema) throws(DissectorError) -> Int {
         guard let i = s.header.firstIndex(where: { $0.name == name && !$0.isPadding }) else {
-            throw err(t, "'\(name)' is not a header field")
+            throw err(t, "'\(name)' is not a header field" + s.headerFieldHint(name))
         }
         return i
     }

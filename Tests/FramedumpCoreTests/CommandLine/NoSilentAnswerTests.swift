@@ -262,6 +262,30 @@ final class NoSilentAnswerTests: XCTestCase {
         XCTAssertTrue(other.stdout.contains("3 differences: 0 changed, 3 added"), other.stdout)
     }
 
+    /// A misspelt name is refused with what was probably meant: a type, a header field in
+    /// the length and id rules, a filter field; Wireshark's `frame.len` points to `msg.len`.
+    func testDidYouMean() throws {
+        let dir = TestSupport.tempDir()
+        try """
+            protocol kx { port 7777; header { uint32 bodyLength; uint16 id; } body_length = bodyLenn; message_id = idd; }
+            Message M = 1 { Unit16 a; Strng b; Pos c; }
+            Message Pos = 2 { uint8 x; }
+            """.write(toFile: dir + "/kx.dissector", atomically: true, encoding: .utf8)
+        let r = try TestSupport.framedump(["check", dir + "/kx.dissector"])
+        XCTAssertEqual(r.status, 2)
+        for hint in ["kx.dissector:1:81: error: 'bodyLenn' is not a header field (did you mean bodyLength?)",
+                     "kx.dissector:1:104: error: 'idd' is not a header field (did you mean id?)",
+                     "kx.dissector:2:17: error: unknown type 'Unit16' (did you mean Int16, Uint16?)",
+                     "kx.dissector:2:27: error: unknown type 'Strng' (did you mean String?)"] {
+            XCTAssertTrue(r.stderr.contains(hint), "\(hint)\n\(r.stderr)")
+        }
+        let frame = try TestSupport.framedump(["-r", "samples/game.pcap", "-Y", "frame.len > 30"])
+        XCTAssertEqual(frame.status, 2)
+        XCTAssertTrue(frame.stderr.contains("unknown field 'frame.len'") && frame.stderr.contains("msg.len"), frame.stderr)
+        let field = try TestSupport.framedump(["-r", "samples/game.pcap", "-Y", "game.Lvel > 3"])
+        XCTAssertTrue(field.stderr.contains("(did you mean game.Level?)"), field.stderr)
+    }
+
     /// `-Y … -w` writes the packets of the matching messages, not every packet.
     func testFilterWithWriteKeepsTheMatchingMessagesPackets() throws {
         let out = TestSupport.tempDir() + "/matched.pcap"
