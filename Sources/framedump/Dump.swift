@@ -7,7 +7,7 @@ import Darwin
 #endif
 
 enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
-    case tree, json
+    case tree, json, fields
 }
 
 enum ColorChoice: String, ExpressibleByArgument, CaseIterable {
@@ -80,8 +80,14 @@ struct Dump: ParsableCommand {
     @Flag(name: .customShort("q"), help: "Print only the summary.")
     var quiet = false
 
-    @Option(name: .customShort("T"), help: ArgumentHelp("Output format: tree or json (NDJSON).", valueName: "format"))
+    @Option(name: .customShort("T"), help: ArgumentHelp("Output format: tree, json (NDJSON) or fields (the -e fields of each message on a line, as tshark's).", valueName: "format"))
     var format: OutputFormat = .tree
+
+    @Option(name: .customShort("e"), help: ArgumentHelp("-T fields: a field to print, by its -Y name (game.Level, msg.name, ip.src; msg.time, frame.number), repeatable, in order.", valueName: "field"))
+    var fieldNames: [String] = []
+
+    @Option(name: .customShort("E"), help: ArgumentHelp("-T fields, as tshark's: header=y|n, separator=/t|/s|C, aggregator=/s|C, quote=d|s|n, occurrence=f|l|a (repeatable).", valueName: "key=value"))
+    var fieldSettings: [String] = []
 
     @Flag(name: .long, help: "Same as -T json.")
     var json = false
@@ -148,6 +154,13 @@ struct Dump: ParsableCommand {
 
     func validate() throws {
         if listInterfaces { return }
+        if format == .fields {
+            if fieldNames.isEmpty { throw ValidationError("-T fields prints the fields named with -e: give -e FIELD (as -Y names them: -e msg.name -e game.Level).") }
+            if json || diffable { throw ValidationError("-T fields is one output and --json/--diffable another: choose one.") }
+        } else if !fieldNames.isEmpty || !fieldSettings.isEmpty {
+            throw ValidationError("-e and -E shape the lines of -T fields: add -T fields.")
+        }
+        _ = try fieldsOptions()
         if !readFiles.isEmpty && interface != nil {
             throw ValidationError("Give either -r FILE or -i INTERFACE, not both.")
         }
@@ -206,6 +219,15 @@ struct Dump: ParsableCommand {
         return r
     }
 
+    /// `-T fields`'s -e names and -E settings.
+    func fieldsOptions() throws -> FieldsOptions? {
+        guard format == .fields else { return nil }
+        var f = FieldsOptions()
+        f.names = fieldNames
+        for e in fieldSettings { if let why = f.set(e) { throw ValidationError(why) } }
+        return f
+    }
+
     /// `--key NAME=HEX` values; the error never repeats the key.
     func keys() throws -> [String: [UInt8]] { try parsedKeys(key) }
 
@@ -230,6 +252,7 @@ struct Dump: ParsableCommand {
         options.verbose = verbose
         // --diffable is a property of the NDJSON output: asking for it asks for NDJSON.
         options.format = (json || format == .json || diffable) ? .json : .tree
+        options.fields = try fieldsOptions()
         options.diffable = diffable
         options.timeFormat = TimeFormat(tFlags: timestampStyle)
         options.ignore = (try? ignorePatterns(ignore)) ?? []
@@ -322,6 +345,7 @@ struct Dump: ParsableCommand {
     /// (a capture cut off mid-record), so what came before is still reported.
     func capture(input: RunInput, options: PipelineOptions, out: OutputBuffer) throws -> Error? {
         let pipeline = try Pipeline(options: options, output: out)
+        if let f = options.fields, f.header, options.printsMessages { out.write(FieldsPrinter.header(f)) }
         let source = try input.open()
         let live = source as? PacketSource
         let isLive = live?.isLive ?? false
@@ -396,7 +420,7 @@ struct Dump: ParsableCommand {
             FileHandleErr.write("framedump: \(RawPath.display(path)) is still being written: read up to its last whole record\n")
         }
         // With NDJSON (or -w -) stdout holds the data and nothing else: the summary goes to stderr.
-        let summaryToStderr = options.format == .json || writeFile == "-"
+        let summaryToStderr = options.format == .json || options.fields != nil || writeFile == "-"
         if isLive && !quiet {
             pipeline.printSummary(live: live?.statistics(), to: OutputBuffer(fd: 2))
         } else if quiet || verbose > 0 {

@@ -122,7 +122,7 @@ public struct FilterEvaluator {
             return hit
         case .testAttribute:
             let t = prog.tests[op.b]
-            return values(prog.attributes[op.a], m, c, p).contains { test($0, t) }
+            return Self.values(prog.attributes[op.a], m, c, p).contains { test($0, t) }
         }
     }
 
@@ -285,7 +285,7 @@ public struct FilterEvaluator {
     // MARK: - What the message holds
 
     /// The message's own attributes and endpoints.
-    func values(_ r: FieldReference, _ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> [Observed] {
+    static func values(_ r: FieldReference, _ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> [Observed] {
         let src = m.direction == .c2s ? c.client : c.server
         let dst = m.direction == .c2s ? c.server : c.client
         switch r {

@@ -38,6 +38,13 @@ public final class Pipeline {
         let printsMessages = options.printsMessages && !options.segments && !options.follow && !options.quiet
         // The filter is checked against the loaded dissectors before any packet is read.
         let filter = try options.displayFilter.map { f throws(FilterError) in try FilterParser.parse(f, protocols: schemas) }
+        // So are -e's names.
+        var columns: [FieldColumn]?
+        if let f = options.fields {
+            var c: [FieldColumn] = []
+            for name in f.names { c.append(try FieldColumn.parse(name, protocols: schemas)) }
+            columns = c
+        }
         if options.segments {
             sink = nil
             sessions = nil
@@ -45,7 +52,7 @@ public final class Pipeline {
             collector = nil
         } else {
             let chain = Self.sinks(options, filter: filter, output: output, messageSink: messageSink,
-                                   printsMessages: printsMessages)
+                                   columns: columns, printsMessages: printsMessages)
             filtering = chain.filtering
             collector = chain.collector
             sink = chain.head
@@ -62,7 +69,7 @@ public final class Pipeline {
                 var shards: [Shard] = []
                 for _ in 0..<min(options.jobs, ShardPool.maxShards) {
                     let shardOut = OutputBuffer(fd: nil, capacity: options.shardSizes.outBytes)
-                    let c = Self.sinks(options, filter: filter, output: shardOut, messageSink: nil,
+                    let c = Self.sinks(options, filter: filter, output: shardOut, messageSink: nil, columns: columns,
                                        printsMessages: printsMessages, shard: true)
                     let sm = SessionManager(protocols: schemas, sink: c.head, limits: limits)
                     // Each its own key log: a miss reads the files on (a live capture's keys).
@@ -111,7 +118,7 @@ public final class Pipeline {
     /// statistics in front of it, and `-Y`'s filter in front of both. A shard's (`shard`) keep
     /// what the run merges: statistics records, and `--diffable`'s connections unwritten.
     static func sinks(_ options: PipelineOptions, filter: FilterExpr?, output: OutputBuffer, messageSink: MessageSink?,
-                      printsMessages: Bool, shard: Bool = false) -> SinkChain {
+                      columns: [FieldColumn]? = nil, printsMessages: Bool, shard: Bool = false) -> SinkChain {
         var chain = SinkChain()
         // -Y … -w's first pass sees every message: a packet is written for its neighbours too.
         if let all = messageSink as? MatchedPackets {
@@ -123,6 +130,8 @@ public final class Pipeline {
         var printer: MessageSink?
         if let messageSink {
             printer = messageSink
+        } else if printsMessages, let columns, let f = options.fields {
+            printer = FieldsPrinter(output: output, columns: columns, options: f)
         } else if printsMessages && options.format == .json && options.diffable {
             let c = ConnectionCollector(.export(output), ignore: options.ignore)
             c.defersExport = shard

@@ -7,6 +7,8 @@ public struct PipelineOptions: Sendable {
     public var quiet = false
     /// Whether messages are printed (not with -w, unless --print).
     public var printsMessages = true
+    /// `-T fields -e ...`: one line of field values per message instead of the tree.
+    public var fields: FieldsOptions?
     public var verbose = 0
     public var format: MessageFormat = .tree
     /// How the tree's lines show their time (`-t` ... `-ttttt`).
