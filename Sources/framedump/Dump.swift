@@ -74,6 +74,15 @@ struct Dump: ParsableCommand {
     @Flag(name: .customShort("x"), help: "Add a hex dump of each frame (or segment payload).")
     var hex = false
 
+    @Flag(name: .customShort("A"), help: "Add each frame's bytes as ASCII text, as tcpdump's -A (non-printable bytes as dots).")
+    var ascii = false
+
+    @Flag(name: .customShort("V"), help: "As tshark's -V: the tree with each field's description from the dissector (as -v, without -v's longer summary).")
+    var details = false
+
+    @Option(name: .customShort("O"), help: ArgumentHelp("As tshark's -O: the fields of these protocols' messages only (comma-separated); others one line each.", valueName: "protocols"))
+    var detailsOf: String?
+
     @Flag(name: .customShort("v"), help: "Verbose: field descriptions from the schema, more detail in the summary.")
     var verbose: Int
 
@@ -154,6 +163,10 @@ struct Dump: ParsableCommand {
 
     func validate() throws {
         if listInterfaces { return }
+        if (ascii || details || detailsOf != nil) && (format != .tree || json || diffable) {
+            throw ValidationError("-A, -V and -O shape the tree: they do not go with -T json, -T fields or --diffable.")
+        }
+        if let o = detailsOf, o.split(separator: ",").isEmpty { throw ValidationError("-O takes protocol names, comma-separated (-O game,im).") }
         if format == .fields {
             if fieldNames.isEmpty { throw ValidationError("-T fields prints the fields named with -e: give -e FIELD (as -Y names them: -e msg.name -e game.Level).") }
             if json || diffable { throw ValidationError("-T fields is one output and --json/--diffable another: choose one.") }
@@ -246,6 +259,9 @@ struct Dump: ParsableCommand {
         var options = PipelineOptions()
         options.segments = segments
         options.hexDump = hex
+        options.asciiDump = ascii
+        options.fieldDescriptions = details
+        options.detailsOf = detailsOf.map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }) }
         options.quiet = quiet
         // -w: the packets go to the file; the messages are printed only when asked (tcpdump).
         options.printsMessages = writeFile == nil || printToo
@@ -309,6 +325,10 @@ struct Dump: ParsableCommand {
                 FileHandleErr.write("\(e.description)\n")
                 throw ExitCode(2)
             } catch let e as DecodeAsError {
+                out.flush()
+                FileHandleErr.write("framedump: \(e.description)\n")
+                throw ExitCode(2)
+            } catch let e as NameError {
                 out.flush()
                 FileHandleErr.write("framedump: \(e.description)\n")
                 throw ExitCode(2)

@@ -101,3 +101,23 @@ public enum HexDump {
         }
     }
 }
+
+/// `-A`, as tcpdump's: the bytes as text, printable ASCII as it is, line feeds kept, carriage
+/// returns dropped, anything else a dot; lines indented and cut at 96 columns.
+public enum AsciiDump {
+    public static func write(_ b: UnsafeRawBufferPointer, indent: Int, to out: OutputBuffer) {
+        var column = 0
+        for c in b {
+            if c == 0x0d { continue }
+            if c == 0x0a || column == 96 {
+                if column > 0 || c == 0x0a { out.newline() }
+                column = 0
+                if c == 0x0a { continue }
+            }
+            if column == 0 { out.spaces(indent) }
+            out.byte(c >= 0x20 && c < 0x7f || c == 0x09 ? c : 0x2e)
+            column += 1
+        }
+        if column > 0 { out.newline() }
+    }
+}

@@ -10,7 +10,15 @@ public final class TreePrinter: MessageSink {
     /// Lines' times in a format other than the epoch's (`-t`, `-ttt`, `-tttt`, `-ttttt`).
     @exclusivity(unchecked) var timeText: TimeText?
 
-    public init(output: OutputBuffer, hexDump: Bool, verbose: Bool, color: Bool, time: TimeFormat = .epoch) {
+    /// `-A`: each frame's bytes as text too.
+    let asciiDump: Bool
+    /// `-O`: the fields only of these protocols' messages (lowercased); the others a line each.
+    let detailsOf: Set<String>?
+
+    public init(output: OutputBuffer, hexDump: Bool, verbose: Bool, color: Bool, time: TimeFormat = .epoch,
+                asciiDump: Bool = false, detailsOf: Set<String>? = nil) {
+        self.asciiDump = asciiDump
+        self.detailsOf = detailsOf
         out = output
         self.hexDump = hexDump
         self.verbose = verbose
@@ -93,6 +101,12 @@ public final class TreePrinter: MessageSink {
             k.decimal(f.lastPacket.number); k.byte(0x5d)
         }
         k.byte(0x0a)
+        if let only = detailsOf, !only.contains(p.schema.name.lowercased()) {
+            // tshark's -O: another protocol's message is its summary line alone.
+            out.commit(k)
+            out.endOfRecord()
+            return
+        }
         if !m.layerNotes.isEmpty { layerLines(m.layerNotes, f, &k) }
         if !m.transforms.isEmpty { transformLine(m.transforms, &k) }
         m.headerFields.withUnsafeBufferPointer { hs in
@@ -104,6 +118,7 @@ public final class TreePrinter: MessageSink {
         out.commit(k)
         for w in m.warnings { warning(w.text) }
         if let cut = p.takeCutWarning() { warning(cut) }
+        if asciiDump { AsciiDump.write(f.bytes, indent: 4, to: out) }
         if hexDump {
             HexDump.write(f.bytes, base: 0, indent: 4, to: out)
             if let t = m.transformed {

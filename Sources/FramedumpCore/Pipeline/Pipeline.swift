@@ -38,6 +38,14 @@ public final class Pipeline {
         let printsMessages = options.printsMessages && !options.segments && !options.follow && !options.quiet
         // The filter is checked against the loaded dissectors before any packet is read.
         let filter = try options.displayFilter.map { f throws(FilterError) in try FilterParser.parse(f, protocols: schemas) }
+        // And -O's protocol names.
+        if let names = options.detailsOf {
+            let loaded = Set(schemas.map { $0.name.lowercased() })
+            for n in names.sorted() where !loaded.contains(n) {
+                throw NameError(description: "-O: no loaded dissector is named '\(n)' (loaded: \(schemas.map(\.name).joined(separator: ", ")))"
+                                + DidYouMean.hint(n, schemas.map(\.name)))
+            }
+        }
         // So are -e's names.
         var columns: [FieldColumn]?
         if let f = options.fields {
@@ -139,8 +147,8 @@ public final class Pipeline {
             printer = c
         } else if printsMessages {
             printer = options.format == .json ? JSONPrinter(output: output, diffable: false) as MessageSink
-                : TreePrinter(output: output, hexDump: options.hexDump, verbose: options.verbose > 0, color: options.color,
-                              time: options.timeFormat)
+                : TreePrinter(output: output, hexDump: options.hexDump, verbose: options.verbose > 0 || options.fieldDescriptions, color: options.color,
+                              time: options.timeFormat, asciiDump: options.asciiDump, detailsOf: options.detailsOf)
         }
         // -z counts what reaches the output (after -Y), so it sits between the two.
         if !options.statistics.isEmpty && !options.follow {

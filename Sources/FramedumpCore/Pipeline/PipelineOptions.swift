@@ -4,6 +4,11 @@ public enum MessageFormat: Sendable { case tree, json }
 public struct PipelineOptions: Sendable {
     public var segments = false
     public var hexDump = false
+    /// `-A`: an ASCII dump of each frame; `-V`: the tree's field descriptions (tshark's
+    /// details) without the longer summary; `-O`: details only for these protocols.
+    public var asciiDump = false
+    public var fieldDescriptions = false
+    public var detailsOf: Set<String>?
     public var quiet = false
     /// Whether messages are printed (not with -w, unless --print).
     public var printsMessages = true

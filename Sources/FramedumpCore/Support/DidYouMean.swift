@@ -42,3 +42,8 @@ extension ProtocolSchema {
                                    "uint16le", "uint32le", "uint64le", "uint16be", "uint32be", "uint64be",
                                    "Float", "Double", "Bool", "String", "Bytes"]
 }
+
+/// An option that names something the loaded dissectors do not have (`-O nosuch`): said, exit 2.
+public struct NameError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+}
