@@ -103,6 +103,8 @@ public final class CaptureCheck: MessageSink {
             switch w {
             case .unknownMessage: kind = .unknownMessage
             case .bodyTooShort, .arrayTooLong: kind = .bodyShort
+            // The gap that cut it is reported as a gap.
+            case .frameCut: continue
             case .trailingBytes: kind = .bodyLong
             case .nestingTooDeep, .protobufTooDeep: kind = .nesting
             case .arrayOverLimit: kind = .limit

@@ -72,6 +72,8 @@ public struct DecodedField: Sendable {
 public enum DecodeWarning: Sendable, Equatable {
     case unknownMessage(UInt64)
     case bodyTooShort(field: String, at: Int)
+    /// The frame was cut (snap length, gap): its fields as far as they were captured.
+    case frameCut(have: Int, need: Int)
     case trailingBytes(Int, at: Int)
     case arrayTooLong(field: String, count: UInt64)
     /// More elements than `--max-array` allows (the frame could have held them).
@@ -96,6 +98,7 @@ public enum DecodeWarning: Sendable, Equatable {
         switch self {
         case .unknownMessage(let id): return "unknown message id \(id): body shown raw"
         case .bodyTooShort(let f, let at): return "body ends inside field '\(f)' at byte \(at)"
+        case .frameCut(let have, let need): return "frame cut: \(have) of its \(need) bytes were captured; the fields after them are not shown"
         case .trailingBytes(let n, let at): return "\(n) trailing bytes at byte \(at) not described by the schema"
         case .arrayTooLong(let f, let c): return "array '\(f)' announces \(c) elements, more than the frame can hold"
         case .arrayOverLimit(let f, let c, let l): return "array '\(f)' announces \(c) elements, more than --max-array \(l): the rest shown raw"

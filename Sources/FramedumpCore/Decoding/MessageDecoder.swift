@@ -53,6 +53,15 @@ public final class MessageDecoder {
         m.id = layout.messageID(b, at: 0)
         if let id = m.id { m.message = program.message(dir, id) }
         let body = layout.headerSize
+        // Cut: what fits is decoded; the warnings of a body too short are this one.
+        defer { if frame.missing > 0 { Self.cutWarnings(frame, m) } }
+        if frame.missing > 0 {
+            // A transformed body cannot be undone from a part of it: shown as it came.
+            if transforms != nil || schema.body != .fields {
+                raw(b, from: body, into: m)
+                return
+            }
+        }
         if let transforms, b.count > body {
             switch transforms.run(b, headerSize: body, steps: &m.transforms) {
             case .untouched: break
@@ -274,6 +283,16 @@ public final class MessageDecoder {
         m.fields.append(DecodedField(name: name, value: value, offset: Int32(start), width: Int32(pos - start),
                                      depth: Int16(depth)))
         return true
+    }
+
+    static func cutWarnings(_ frame: Frame, _ m: DecodedMessage) {
+        m.warnings.removeAll { w in
+            switch w {
+            case .bodyTooShort, .arrayTooLong, .invalidJSON, .protobuf, .invalidUTF8: return true
+            default: return false
+            }
+        }
+        m.warnings.append(.frameCut(have: frame.bytes.count, need: frame.bytes.count + frame.missing))
     }
 
     func short(_ op: DecodeOp, _ at: Int, _ m: DecodedMessage) -> Bool {

@@ -55,6 +55,14 @@ public final class Deframer {
         started = true
         var b = bytes
         var off = offset
+        if let end = skipTo {
+            let n = Int(min(UInt64(b.count), end &- off))
+            b = UnsafeRawBufferPointer(rebasing: b[n...])
+            off += UInt64(n)
+            if off < end { return }
+            skipTo = nil
+            if b.isEmpty { return }
+        }
         if state == .synced && !buffer.isEmpty {
             let used = completeBuffered(b, packet: packet)
             b = UnsafeRawBufferPointer(rebasing: b[used...])
@@ -71,13 +79,48 @@ public final class Deframer {
 
     /// Bytes the stream lost: a frame in progress is cut, and we hunt afterwards.
     public func gap(offset: UInt64, length: UInt64, packet: PacketRef) {
+        let gapEnd = offset.addingReportingOverflow(length)
+        defer { if state == .hunting && !gapEnd.overflow { resumeAt = gapEnd.partialValue } }
+        // Hunting since the last gap, the bytes right after it begin with a plausible header
+        // whose frame this gap cuts (a snap length cuts every long segment): that frame.
+        if state == .hunting, let r = resumeAt, bufferOffset == r, buffer.count >= layout.headerSize,
+           let n = buffer.withUnsafeBytes({ plausible($0, 0) }), n > buffer.count {
+            state = .synced
+        }
+        resumeAt = nil
         if state == .hunting {
             hunt(final: true, packet: packet)
         }
         flushSkipped(packet)
+        // A frame whose header came whole (the snap length cut the rest, or a segment was
+        // lost): shown as far as it was captured; and when the gap ends inside it, the next
+        // frame starts where its header says it ends.
+        if state == .synced, skipTo == nil, buffer.count >= layout.headerSize,
+           case .ok(let n) = buffer.withUnsafeBytes({ layout.check($0, at: 0) }), n > buffer.count {
+            let frameEnd = bufferOffset + UInt64(n)
+            buffer.withUnsafeBytes { fb in
+                var f = Frame(bytes: fb, offset: bufferOffset, firstPacket: bufferPacket.asFirst, lastPacket: packet, coalesced: 1)
+                f.missing = n - fb.count
+                consumer.frame(f, dir)
+            }
+            buffer.removeAll(keepingCapacity: true)
+            huntSpans.removeAll(keepingCapacity: true)
+            if !gapEnd.overflow && gapEnd.partialValue <= frameEnd {
+                if gapEnd.partialValue < frameEnd { skipTo = frameEnd }
+                return
+            }
+            state = .hunting
+            return
+        }
         reportUnfinished(packet) { .cutByGap(have: $0, need: $1) }
         state = .hunting
     }
+
+    /// After a gap inside a frame of known length: where the next frame starts. The bytes
+    /// before it (the rest of the cut frame) are passed over.
+    @exclusivity(unchecked) var skipTo: UInt64?
+    /// Hunting since a gap: the stream offset right after it.
+    @exclusivity(unchecked) var resumeAt: UInt64?
 
     /// End of the stream: whatever is left is reported (`captureEnded`: the capture stopped,
     /// not the connection, so a frame in progress was cut by the capture, not malformed).

@@ -8,6 +8,9 @@ public struct Frame {
     public var lastPacket: PacketRef
     /// How many whole frames the last packet carried (≥ 2: sticky packets, 粘包).
     public var coalesced: Int
+    /// Bytes of the frame (as its header announces it) that the capture lacks: a frame cut by
+    /// the snap length or a gap, shown as far as it was captured. 0 for a whole frame.
+    public var missing = 0
 
     package init(bytes: UnsafeRawBufferPointer, offset: UInt64, firstPacket: PacketRef, lastPacket: PacketRef, coalesced: Int) {
         self.bytes = bytes

@@ -57,7 +57,8 @@ public final class JSONPrinter: MessageSink {
         k.write(",\"id\":")
         if let id = m.id { k.decimal(id) } else { k.write("null") }
         if let mi = m.message { k.write(names.jsonMessage(mi)) } else { k.write(",\"message\":null,\"length\":") }
-        k.decimal(UInt64(f.bytes.count))
+        k.decimal(UInt64(f.bytes.count + f.missing))
+        if f.missing > 0 { k.write(",\"captured\":"); k.decimal(UInt64(f.bytes.count)) }
         // Each layer's object under its key (`"ws":{...}`), in its own words.
         let kinds = layerKinds
         m.layerNotes.forEach { n in kinds[Int(n.layer)].writeJSONMember(n, &k) }

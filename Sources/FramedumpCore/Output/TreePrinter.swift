@@ -92,7 +92,8 @@ public final class TreePrinter: MessageSink {
         } else if let id = m.id {
             k.write(" (id "); k.decimal(id); k.byte(0x29)
         }
-        k.write(", "); k.decimal(UInt64(f.bytes.count)); k.write(" bytes")
+        k.write(", "); k.decimal(UInt64(f.bytes.count + f.missing)); k.write(" bytes")
+        if f.missing > 0 { k.write(" [cut: "); k.decimal(UInt64(f.bytes.count)); k.write(" captured]") }
         if f.firstPacket.number != f.lastPacket.number {
             k.write(" [split over pkts "); k.decimal(f.firstPacket.number); k.byte(0x2d)
             k.decimal(f.lastPacket.number); k.byte(0x5d)

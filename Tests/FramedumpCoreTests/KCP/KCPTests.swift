@@ -13,6 +13,8 @@ class DatagramCollector: MessageSink {
         var fragments: UInt16?
         /// The message's packets: the earliest that carried its bytes, the one that completed it.
         var pkts: [UInt64] = []
+        /// Bytes of a cut frame the stream lacked (0: whole).
+        var missing = 0
     }
     var messages: [Message] = []
     var malformed: [(Direction, MalformedReason)] = []
@@ -22,7 +24,7 @@ class DatagramCollector: MessageSink {
     func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
         let k = m.layerNotes.note(of: KCPLayer.layer).map(KCPLayer.info)
         messages.append(Message(dir: m.direction, frame: Array(m.frame.bytes), conv: k?.conv, fragments: k?.fragments,
-                                pkts: [m.frame.firstPacket.number, m.frame.lastPacket.number]))
+                                pkts: [m.frame.firstPacket.number, m.frame.lastPacket.number], missing: m.frame.missing))
     }
     func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
                    reason: MalformedReason, packet: PacketRef) { malformed.append((d, reason)) }
@@ -215,10 +217,14 @@ final class KCPTests: XCTestCase {
             datagrams.append((false, KCPSender.segment(conv: sender.conv, cmd: 82, sn: UInt32(sn), una: UInt32(sn + 1))))
         }
         let (sink, _, _) = try DatagramFeeder.run(port: 8101, datagrams)
-        let got = sink.messages.map(\.frame)
+        let got = sink.messages.filter { $0.missing == 0 }.map(\.frame)
         XCTAssertTrue(got.allSatisfy(frames.contains), "no invented frame")
         // Bytes 200..<250 lost: frames 6 (171..<224) and 7 (224..<284) are cut, the rest decode.
         XCTAssertEqual(got, frames.enumerated().filter { ![6, 7].contains($0.offset) }.map(\.element))
+        // Frame 6's header came whole: it is shown as far as it came (29 of its 53 bytes).
+        let cut = sink.messages.filter { $0.missing > 0 }
+        XCTAssertEqual(cut.map(\.frame), [Array(frames[6].prefix(29))])
+        XCTAssertEqual(cut.map(\.missing), [24])
     }
 
     /// Message mode without a length rule: a KCP message is one protocol message.
