@@ -50,8 +50,8 @@ struct Dump: ParsableCommand {
     @Option(name: .customShort("c"), help: ArgumentHelp("Stop after this many packets.", valueName: "count"))
     var count: UInt64?
 
-    @Option(name: .customShort("s"), help: ArgumentHelp("Live capture: bytes to keep of each packet.", valueName: "snaplen"))
-    var snaplen: Int32 = 262_144
+    @Option(name: .customShort("s"), help: ArgumentHelp("Live capture: bytes to keep of each packet (default 262144).", valueName: "snaplen"))
+    var snaplen: Int32?
 
     @Option(name: .customShort("B"), help: ArgumentHelp("Live capture: kernel buffer size in KiB (default 32768; tcpdump's is 2048).", valueName: "kib"))
     var bufferKiB: Int32?
@@ -163,6 +163,10 @@ struct Dump: ParsableCommand {
 
     func validate() throws {
         if listInterfaces { return }
+        // Reading files they would change nothing: accepted, they would be ignored.
+        if interface == nil && (snaplen != nil || bufferKiB != nil || noPromiscuous || user != nil) {
+            throw ValidationError("-s, -B, -p and -Z are for a live capture (-i INTERFACE): a file is read as it was captured.")
+        }
         if (ascii || details || detailsOf != nil) && (format != .tree || json || diffable) {
             throw ValidationError("-A, -V and -O shape the tree: they do not go with -T json, -T fields or --diffable.")
         }
@@ -295,7 +299,7 @@ struct Dump: ParsableCommand {
         if let iface = interface {
             var live: LiveOptions
             do { live = LiveOptions(interface: try PacketSource.interfaceName(iface)) } catch { fail(error) }
-            live.snaplen = snaplen
+            live.snaplen = snaplen ?? 262_144
             live.bufferKiB = bufferKiB ?? LiveOptions.defaultBufferKiB
             live.promiscuous = !noPromiscuous
             live.immediate = lineBuffered
@@ -410,7 +414,7 @@ struct Dump: ParsableCommand {
         }
         pipeline.finish()
         do { try dumper?.finish() } catch { readError = readError ?? error }
-        if let dumper, !printToo, !out.closed, readError == nil {
+        if let dumper, !printToo, !out.closed, readError == nil, !dumper.failed {
             // What tcpdump says when it writes: how much, so an empty file is no surprise.
             let n = dumper.written
             FileHandleErr.write("framedump: \(n) packet\(n == 1 ? "" : "s") written to \(dumper.opened.count > 1 ? "\(dumper.opened.count) files" : (writeFile == "-" ? "standard output" : RawPath.display(dumper.opened.last ?? writeFile ?? "")))\n")

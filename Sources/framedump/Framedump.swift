@@ -42,8 +42,13 @@ struct Framedump: ParsableCommand {
             // dump is the default: a line that did not say `dump` hears of no `dump` either.
             let saidDump = CommandLine.arguments.dropFirst().first == "dump"
             let named = ["check", "diff", "dissectors", "guess", "ui", "help"].contains(CommandLine.arguments.dropFirst().first ?? "")
-            if code == .success && !saidDump && !named && (CommandLine.arguments.contains("-h") || CommandLine.arguments.contains("--help")) {
+            let asksHelp = CommandLine.arguments.contains("-h") || CommandLine.arguments.contains("--help")
+            if code == .success && !saidDump && !named && asksHelp {
                 print(topLevelHelp())
+                return
+            }
+            if code == .success && saidDump && asksHelp {
+                print(limitsLast(helpMessage(for: Dump.self)))
                 return
             }
             if code == .validationFailure {
@@ -69,6 +74,13 @@ struct Framedump: ParsableCommand {
         return nil
     }
 
+    /// Capture and output options first, as tcpdump's; the limits, rarely changed, last.
+    static func limitsLast(_ help: String) -> String {
+        let sections = help.components(separatedBy: "\n\n")
+        let ordered = sections.filter { !$0.hasPrefix("LIMITS:") } + sections.filter { $0.hasPrefix("LIMITS:") }
+        return ordered.map { $0.trimmingSuffixNewlines }.joined(separator: "\n\n")
+    }
+
     /// The dump command's arguments and options under the root's overview, then the subcommands.
     static func topLevelHelp() -> String {
         let dump = helpMessage(for: Dump.self)
@@ -76,10 +88,7 @@ struct Framedump: ParsableCommand {
         let dumpOptions = dump.range(of: "ARGUMENTS:").map { String(dump[$0.lowerBound...]) } ?? dump
         let subcommands = root.range(of: "SUBCOMMANDS:").map { String(root[$0.lowerBound...]) } ?? ""
         let overview = root.range(of: "USAGE:").map { String(root[..<$0.lowerBound]) } ?? ""
-        // Capture and output first, as tcpdump's; the limits, rarely changed, last.
-        let sections = dumpOptions.components(separatedBy: "\n\n")
-        let ordered = sections.filter { !$0.hasPrefix("LIMITS:") } + sections.filter { $0.hasPrefix("LIMITS:") }
-        let options = ordered.map { $0.trimmingSuffixNewlines }.joined(separator: "\n\n")
+        let options = limitsLast(dumpOptions)
         return overview + """
             USAGE: framedump -r <file> [<options>] [<filter> ...]
                    framedump -i <iface> [<options>] [<filter> ...]

@@ -350,7 +350,7 @@ final class NoSilentAnswerTests: XCTestCase {
             """.write(toFile: dir + "/t.sh", atomically: true, encoding: .utf8)
         let r = try TestSupport.run(bash, [dir + "/t.sh"])
         XCTAssertEqual(r.stdout.split(separator: "\n", omittingEmptySubsequences: false).prefix(4).map(String.init),
-                       ["--follow", "tree json", "dissectors diff", "--ignore"], r.stdout + r.stderr)
+                       ["--follow", "tree json fields", "dissectors diff", "--ignore"], r.stdout + r.stderr)
     }
 
     /// The man page has what a man page is read for: examples, exit codes, files, environment.
