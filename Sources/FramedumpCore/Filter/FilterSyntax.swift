@@ -218,8 +218,12 @@ public struct FilterParser {
         if case .word(let w) = tok.kind {
             if let op = ops[w.lowercased()] { next(); return .compare(ref, op, try checked(ref, fieldToken)) }
             switch w.lowercased() {
-            case "contains": next(); return .contains(ref, try value())
+            case "contains":
+                if let problem = known.textless(ref, "contains") { throw err(problem, tok) }
+                next()
+                return .contains(ref, try value())
             case "matches":
+                if let problem = known.textless(ref, "matches") { throw err(problem, tok) }
                 next()
                 guard case .string(let re) = tok.kind else { throw err("'matches' needs a regular expression in double quotes", tok) }
                 do { _ = try Regex(re) } catch { throw err("not a regular expression: \(error)", tok) }
@@ -383,6 +387,20 @@ struct FilterNames {
                 }
             }
         }
+    }
+
+    /// Why `contains` or `matches` can never be true of `ref`: a number without labels (as in
+    /// Wireshark, they take text, bytes and labels), a Bool, a nested message.
+    func textless(_ ref: FieldReference, _ op: String) -> String? {
+        guard let kinds = kinds(ref), !kinds.isEmpty else { return nil }
+        let hasText = kinds.contains { k in
+            if case .integer(let labels) = k { return !labels.isEmpty }
+            return k == .text
+        }
+        guard !hasText else { return nil }
+        let what = kinds.contains { if case .integer = $0 { return true }; return $0 == .float } ? "a number without labels"
+            : kinds.contains(.bool) ? "a Bool" : "a nested message"
+        return "'\(op)' looks for text or bytes, and \(ref.text) is \(what): compare it with == != < <= > >= or in {…}"
     }
 
     /// Why `value` can never match `ref`, or nil when it can.
