@@ -41,7 +41,7 @@ struct Framedump: ParsableCommand {
             let code = exitCode(for: error)
             // dump is the default: a line that did not say `dump` hears of no `dump` either.
             let saidDump = CommandLine.arguments.dropFirst().first == "dump"
-            let named = ["check", "diff", "dissectors", "guess", "ui", "help"].contains(CommandLine.arguments.dropFirst().first ?? "")
+            let named = subcommandNames.contains(CommandLine.arguments.dropFirst().first ?? "") || CommandLine.arguments.dropFirst().first == "help"
             let asksHelp = CommandLine.arguments.contains("-h") || CommandLine.arguments.contains("--help")
             if code == .success && !saidDump && !named && asksHelp {
                 print(topLevelHelp())
@@ -60,12 +60,15 @@ struct Framedump: ParsableCommand {
         }
     }
 
+    /// The subcommands other than the default one, as the configuration lists them.
+    static let subcommandNames = Set(configuration.subcommands.map { $0._commandName }).subtracting(["dump"])
+
     /// A subcommand named after options (`framedump -d X check -r F`): the default command
     /// would take it for a filter expression or a stray word. Nil when the line is fine; a word
     /// that is an option's value (`-r check`) is not one.
     static func subcommandAfterOptions(_ args: [String]) -> String? {
         guard let first = args.first, first.hasPrefix("-") else { return nil }
-        let names: Set<String> = ["dump", "check", "diff", "dissectors", "guess", "ui"]
+        let names = subcommandNames.union(["dump"])
         let takesValue: Set<String> = ["-r", "-w", "-i", "-c", "-C", "-G", "-W", "--old", "--new", "-s", "-B", "-Z", "-T", "-d", "-Y", "-z", "--filter", "--ignore",
                                        "--color", "--streams", "--proto-path", "--key", "--decode-as", "--idle-timeout"]
         for (i, a) in args.enumerated() where i > 0 && names.contains(a) {

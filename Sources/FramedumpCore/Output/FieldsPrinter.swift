@@ -88,11 +88,16 @@ public final class FieldsPrinter: MessageSink {
     }
 
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
-        let compiled = paths[ObjectIdentifier(p)] ?? columns.map { col -> CompiledPath? in
-            guard case .reference(.field(let proto, let path)) = col, proto == p.schema.name.lowercased() else { return nil }
-            return CompiledPath(path, p.schema)
+        let compiled: [CompiledPath?]
+        if let known = paths[ObjectIdentifier(p)] {
+            compiled = known
+        } else {
+            compiled = columns.map { col -> CompiledPath? in
+                guard case .reference(.field(let proto, let path)) = col, proto == p.schema.name.lowercased() else { return nil }
+                return CompiledPath(path, p.schema)
+            }
+            paths[ObjectIdentifier(p)] = compiled
         }
-        paths[ObjectIdentifier(p)] = compiled
         var text = ""
         for (i, col) in columns.enumerated() {
             if i > 0 { text += options.separator }
