@@ -15,14 +15,7 @@ enum CheckCapture {
         })
     }
 
-    static func run(captures arguments: [String], dissectors: [String], protoPath: [String], allow: [String], unclaimed: Bool,
-                    limits: Limits, decodeAs: [DecodeAs] = [], keys: [String: [UInt8]] = [:], tlsKeyLogs: [String] = []) throws {
-        var options = PipelineOptions()
-        options.tlsKeyLogs = tlsKeyLogs
-        options.limits = limits
-        options.dissectorPaths = dissectors
-        options.decodeAs = decodeAs
-        options.load = LoadOptions(protoPaths: protoPath, keys: keys)
+    static func run(captures arguments: [String], options: PipelineOptions, allow: [String], unclaimed: Bool) throws {
         let out = OutputBuffer(fd: 1)
         let check = CaptureCheck(output: out, allowed: try classes(allow), unclaimed: unclaimed)
         let pipeline: Pipeline

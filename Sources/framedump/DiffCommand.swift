@@ -42,17 +42,11 @@ struct Diff: ParsableCommand {
     @Option(name: .long, help: "Colour: auto (when stdout is a terminal), always or never.")
     var color: ColorChoice = .auto
 
-    @Option(name: .customShort("d"), help: ArgumentHelp("Load a dissector file or folder (repeatable); default ./Dissectors and $FRAMEDUMP_DISSECTORS.", valueName: "path"))
-    var dissectors: [String] = []
+    @OptionGroup
+    var dissectorOptions: DissectorOptions
 
-    @Option(name: .long, help: ArgumentHelp("Decode this TCP port's connections with this protocol (repeatable; like tshark's -d tcp.port==N,proto; the port is taken from any dissector that lists it).", valueName: "port=protocol"))
-    var decodeAs: [String] = []
-
-    @Option(name: .long, help: ArgumentHelp("Also look for .proto files and their imports in this folder (repeatable).", valueName: "dir"))
-    var protoPath: [String] = []
-
-    @Option(name: .long, help: ArgumentHelp("An AES key a dissector names, as hex (repeatable).", valueName: "name=hex"))
-    var key: [String] = []
+    @OptionGroup
+    var tls: TLSOptions
 
     @Flag(name: .long, help: "Run even with no dissector loaded (only connections and byte counts are compared).")
     var allowUndecoded = false
@@ -76,8 +70,6 @@ struct Diff: ParsableCommand {
     func validate() throws {
         _ = try sides()
         _ = try ignorePatterns(ignore)
-        _ = try parsedKeys(key)
-        _ = try decodeAsRules(decodeAs)
     }
 
     func run() throws {
@@ -92,15 +84,14 @@ struct Diff: ParsableCommand {
         }
         // NDJSON exports were decoded when they were made; captures need dissectors now.
         if case .captures = a {
-            try NoDissectors.refuse("diff", explicit: dissectors, allowUndecoded: allowUndecoded)
+            try NoDissectors.refuse("diff", explicit: dissectorOptions.paths, allowUndecoded: allowUndecoded)
         } else if case .captures = b {
-            try NoDissectors.refuse("diff", explicit: dissectors, allowUndecoded: allowUndecoded)
+            try NoDissectors.refuse("diff", explicit: dissectorOptions.paths, allowUndecoded: allowUndecoded)
         }
         var options = PipelineOptions()
-        options.dissectorPaths = dissectors
-        options.decodeAs = try decodeAsRules(decodeAs)
+        try dissectorOptions.apply(to: &options)
         options.limits = limits.limits
-        options.load = LoadOptions(protoPaths: protoPath, keys: try parsedKeys(key))
+        options.tlsKeyLogs = tls.keyLogs
         let differ = CaptureDiff(options: options, ignore: try ignorePatterns(ignore))
         let result: DiffResult
         do {
@@ -141,21 +132,4 @@ struct Diff: ParsableCommand {
         // Equal as far as it goes: a cut input still exits as a run on it does (5).
         if !differ.cutInputs.isEmpty { throw ExitCode(5) }
     }
-}
-
-/// `--key NAME=HEX` values, for every command; the error never repeats the key. (Whether its
-/// length suits its use, AES or XOR, is checked where a dissector's transform names it.)
-func parsedKeys(_ key: [String]) throws -> [String: [UInt8]] {
-    var out: [String: [UInt8]] = [:]
-    for k in key {
-        guard let eq = k.firstIndex(of: "="), eq != k.startIndex else {
-            throw ValidationError("--key takes NAME=HEX (the name a dissector's 'key' or 'transform' line uses).")
-        }
-        let name = String(k[..<eq])
-        guard let v = BodyCipherSpec.hex(String(k[k.index(after: eq)...])), !v.isEmpty else {
-            throw ValidationError("--key \(name)=…: the value must be hex.")
-        }
-        out[name] = v
-    }
-    return out
 }

@@ -119,23 +119,14 @@ struct Dump: ParsableCommand {
     @Flag(name: .long, help: "Print the reassembled streams as a hex+ASCII dump with gap markers.")
     var follow = false
 
-    @Option(name: .customShort("d"), help: ArgumentHelp("Load a dissector file or folder (repeatable); default ./Dissectors and $FRAMEDUMP_DISSECTORS.", valueName: "path"))
-    var dissectors: [String] = []
-
-    @Option(name: .long, help: ArgumentHelp("Decode this TCP port's connections with this protocol (repeatable; like tshark's -d tcp.port==N,proto; the port is taken from any dissector that lists it).", valueName: "port=protocol"))
-    var decodeAs: [String] = []
-
-    @Option(name: .long, help: ArgumentHelp("Also look for .proto files and their imports in this folder (repeatable; searched before the dissector file's folder).", valueName: "dir"))
-    var protoPath: [String] = []
-
-    @Option(name: .long, help: ArgumentHelp("An AES key a dissector names, as hex (repeatable; overrides the file's value; never printed).", valueName: "name=hex"))
-    var key: [String] = []
+    @OptionGroup
+    var dissectorOptions: DissectorOptions
 
     @Flag(name: .long, help: "Protobuf: also show fields that are not on the wire, at their default value.")
     var protoDefaults = false
 
-    @Option(name: .long, help: ArgumentHelp("Decrypt TLS with this NSS key log (SSLKEYLOGFILE; repeatable; also $FRAMEDUMP_TLS_KEYLOG; re-read as it grows).", valueName: "file"))
-    var tlsKeylog: [String] = []
+    @OptionGroup
+    var tls: TLSOptions
 
     @Option(name: .long, help: ArgumentHelp("Reassembly: seconds without packets before a connection is closed.", valueName: "seconds"))
     var idleTimeout: Int = 300
@@ -198,9 +189,7 @@ struct Dump: ParsableCommand {
         for z in stats where StatisticsKind(argument: z) == nil {
             throw ValidationError("-z \(z): not a statistic (msgs, conv, rtt, kcp, rate or rate,SECONDS with SECONDS from 0.001 to 86400).")
         }
-        _ = try keys()
         _ = try ignorePatterns(ignore)
-        _ = try decodeAsRules(decodeAs)
         if !ignore.isEmpty && !diffable { throw ValidationError("--ignore leaves fields out of --diffable output: add --diffable.") }
         if displayFilter != nil && writeFile != nil && (interface != nil || readFiles == ["-"]) {
             throw ValidationError("-Y with -w writes the packets of the matching messages, which are known only once they are decoded: the capture is read twice, so it must be a file (-r FILE); live, write everything with -w and filter the file afterwards.")
@@ -245,9 +234,6 @@ struct Dump: ParsableCommand {
         return f
     }
 
-    /// `--key NAME=HEX` values; the error never repeats the key.
-    func keys() throws -> [String: [UInt8]] { try parsedKeys(key) }
-
     func run() throws {
         // Checked here rather than in validate(): the parser reports an unknown option only
         // after validate(), and `framedump --bogus` must name `--bogus`.
@@ -280,14 +266,12 @@ struct Dump: ParsableCommand {
         options.streamsDir = streams
         options.follow = follow
         options.reassembly.idleTimeoutSeconds = Int64(idleTimeout)
-        options.dissectorPaths = dissectors
-        options.decodeAs = (try? decodeAsRules(decodeAs)) ?? []
+        try dissectorOptions.apply(to: &options)
         options.limits = limits.limits
         options.displayFilter = displayFilter
         options.statistics = stats.compactMap(StatisticsKind.init(argument:))
-        options.load = LoadOptions(protoPaths: protoPath, keys: (try? keys()) ?? [:])
         options.protoDefaults = protoDefaults
-        options.tlsKeyLogs = tlsKeylog + ((getenv("FRAMEDUMP_TLS_KEYLOG").map { [String(cString: $0)] }) ?? [])
+        options.tlsKeyLogs = tls.keyLogs
 
         // -r's arguments as files: one is read as ever, several are merged (or, with --each,
         // read one run after another).
@@ -375,7 +359,7 @@ struct Dump: ParsableCommand {
         let isLive = live?.isLive ?? false
         if let line = live?.listeningLine { FileHandleErr.write("framedump: \(line)\n") }
         if pipeline.dissectorCount == 0 && !segments && !follow {
-            FileHandleErr.write("framedump: warning: no dissector loaded (\(DissectorLoader.searchDescription(explicit: dissectors))): messages will not be decoded, only WebSocket is shown; give -d PATH\n")
+            FileHandleErr.write("framedump: warning: no dissector loaded (\(DissectorLoader.searchDescription(explicit: dissectorOptions.paths))): messages will not be decoded, only WebSocket is shown; give -d PATH\n")
         }
         // A progress line for files, on a terminal's stderr, unless stdout is that terminal too
         // with the messages being printed to it.

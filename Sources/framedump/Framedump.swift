@@ -47,8 +47,10 @@ struct Framedump: ParsableCommand {
                 print(topLevelHelp())
                 return
             }
-            if code == .success && saidDump && asksHelp {
-                print(limitsLast(helpMessage(for: Dump.self)))
+            // Every command's limits, rarely changed, come after its other options.
+            if code == .success && asksHelp, let first = CommandLine.arguments.dropFirst().first,
+               let sub = configuration.subcommands.first(where: { $0._commandName == first }) {
+                print(limitsLast(helpMessage(for: sub)))
                 return
             }
             if code == .validationFailure {

@@ -6,8 +6,9 @@ import FramedumpCore
 struct LimitOptions: ParsableArguments {
     static let defaults = Limits()
 
-    @Option(help: ArgumentHelp("The longest frame any protocol may announce; a dissector's max_frame above it is lowered to it.", valueName: "bytes"))
-    var maxFrame: Int = defaults.maxFrame
+    /// The bounds that loading dissector files obeys, declared once.
+    @OptionGroup
+    var load: LoadLimitOptions
 
     @Option(name: [.customLong("max-ws-message"), .customLong("ws-max-message")],
             help: ArgumentHelp("WebSocket: the largest message assembled or inflated; larger ones (a deflate bomb) are reported and skipped.", valueName: "bytes"))
@@ -37,15 +38,8 @@ struct LimitOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Bytes of one string value printed; longer ones are cut.", valueName: "bytes"))
     var maxString: Int = defaults.maxString
 
-    @Option(help: ArgumentHelp("Protocols loaded from every dissector file together.", valueName: "n"))
-    var maxProtocols: Int = defaults.maxProtocols
-
-    @Option(help: ArgumentHelp("Messages and enums loaded from every dissector file together.", valueName: "n"))
-    var maxMessages: Int = defaults.maxMessages
-
     var limits: Limits {
-        var l = Limits()
-        l.maxFrame = maxFrame
+        var l = load.limits
         l.maxWebSocketMessage = maxWebSocketMessage
         l.maxInflate = maxInflate
         l.maxBufferPerStream = maxBuffer
@@ -55,9 +49,21 @@ struct LimitOptions: ParsableArguments {
         l.maxDepth = maxDepth
         l.maxArray = maxArray
         l.maxString = maxString
-        l.maxProtocols = maxProtocols
-        l.maxMessages = maxMessages
         return l
+    }
+
+    func apply(_ o: LoadOptions) -> LoadOptions { load.apply(o) }
+
+    /// The first bound given that only a capture run uses (`check` without `-r` refuses it).
+    var runOnlyGiven: String? {
+        let d = Self.defaults, l = limits
+        let given: [(String, Bool)] = [
+            ("--max-ws-message", l.maxWebSocketMessage != d.maxWebSocketMessage), ("--max-inflate", l.maxInflate != d.maxInflate),
+            ("--max-buffer", l.maxBufferPerStream != d.maxBufferPerStream), ("--max-buffer-total", l.maxBufferTotal != d.maxBufferTotal),
+            ("--max-connections", l.maxConnections != d.maxConnections), ("--max-ip-fragments", l.maxFragmentBytes != d.maxFragmentBytes),
+            ("--max-depth", l.maxDepth != d.maxDepth), ("--max-array", l.maxArray != d.maxArray), ("--max-string", l.maxString != d.maxString),
+        ]
+        return given.first { $0.1 }?.0
     }
 
     func validate() throws {
@@ -65,10 +71,10 @@ struct LimitOptions: ParsableArguments {
     }
 }
 
-/// The load-time bounds alone, for the subcommands that only read dissector files
-/// (`dissectors`, `check`): a file they accept is one a capture run accepts too.
+/// The load-time bounds, part of `LimitOptions` and alone for `dissectors` (which only reads
+/// dissector files): a file it accepts is one a capture run accepts too.
 struct LoadLimitOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The longest frame any protocol may announce (a dissector's max_frame above it is lowered to it).", valueName: "bytes"))
+    @Option(help: ArgumentHelp("The longest frame any protocol may announce; a dissector's max_frame above it is lowered to it.", valueName: "bytes"))
     var maxFrame: Int = LimitOptions.defaults.maxFrame
 
     @Option(help: ArgumentHelp("Protocols loaded from every dissector file together.", valueName: "n"))

@@ -13,13 +13,3 @@ enum NoDissectors {
         throw ExitCode(2)
     }
 }
-
-/// `--decode-as PORT=PROTOCOL` values, checked.
-func decodeAsRules(_ texts: [String]) throws -> [DecodeAs] {
-    try texts.map { t in
-        guard let r = DecodeAs(t) else {
-            throw ValidationError("--decode-as \(t): expected PORT=PROTOCOL, a TCP port 1-65535 and a loaded dissector's name (--decode-as 9000=game).")
-        }
-        return r
-    }
-}

@@ -7,22 +7,27 @@ struct Dissectors: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the dissectors loaded (protocols, ports, framing, messages).")
 
-    @Option(name: .customShort("d"), help: ArgumentHelp("Dissector file or folder (repeatable); default ./Dissectors and $FRAMEDUMP_DISSECTORS.", valueName: "path"))
-    var paths: [String] = []
-
-    @Option(name: .long, help: ArgumentHelp("Also look for .proto files in this folder (repeatable).", valueName: "dir"))
-    var protoPath: [String] = []
+    @OptionGroup
+    var dissectorOptions: DissectorOptions
 
     @OptionGroup(title: "Limits")
     var limits: LoadLimitOptions
 
     func run() throws {
-        let schemas: [ProtocolSchema]
+        let load = limits.apply(try dissectorOptions.load())
+        let rules = try dissectorOptions.decodeAsRules()
+        let loaded: [ProtocolSchema]
         do {
-            schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: paths),
-                                               options: limits.apply(LoadOptions(protoPaths: protoPath)))
+            loaded = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: dissectorOptions.paths), options: load)
         } catch {
             FileHandleErr.write("\(error.description)\n")
+            throw ExitCode(2)
+        }
+        let schemas: [ProtocolSchema]
+        do {
+            schemas = rules.isEmpty ? loaded : try DecodeAs.apply(rules, to: loaded)
+        } catch {
+            FileHandleErr.write("framedump dissectors: \(error.description)\n")
             throw ExitCode(2)
         }
         if schemas.isEmpty { print("no dissectors found (give -d PATH, or run where ./Dissectors exists)") }
@@ -38,9 +43,6 @@ struct Check: ParsableCommand {
     @Argument(help: "Dissector files or folders (default ./Dissectors and $FRAMEDUMP_DISSECTORS).")
     var paths: [String] = []
 
-    @Option(name: .customShort("d"), help: ArgumentHelp("With -r: a dissector file or folder (repeatable), as the positional paths.", valueName: "path"))
-    var dissectors: [String] = []
-
     @Option(name: .customShort("r"), help: ArgumentHelp("Validate this capture against the dissectors (default ./Dissectors and $FRAMEDUMP_DISSECTORS); repeatable, a folder or a quoted glob too: the files are merged in time order, as dump's -r.", valueName: "file"))
     var capture: [String] = []
 
@@ -50,44 +52,51 @@ struct Check: ParsableCommand {
     @Flag(name: .long, help: "With -r: report connections no dissector claimed.")
     var unclaimed = false
 
-    @Option(name: .long, help: ArgumentHelp("Also look for .proto files in this folder (repeatable).", valueName: "dir"))
-    var protoPath: [String] = []
+    @OptionGroup
+    var dissectorOptions: DissectorOptions
 
-    @Option(name: .long, help: ArgumentHelp("With -r: decode this TCP port's connections with this protocol (repeatable).", valueName: "port=protocol"))
-    var decodeAs: [String] = []
-
-    @Option(name: .long, help: ArgumentHelp("With -r: decrypt TLS with this NSS key log (repeatable; also $FRAMEDUMP_TLS_KEYLOG).", valueName: "file"))
-    var tlsKeylog: [String] = []
+    @OptionGroup
+    var tls: TLSOptions
 
     @Flag(name: .long, help: "With -r: run even with no dissector loaded (every connection is then unclaimed).")
     var allowUndecoded = false
 
-    @Option(name: .long, help: ArgumentHelp("A key a dissector names, as hex (repeatable; overrides the file's value; never printed). Without -r a key declared without a value needs none.", valueName: "name=hex"))
-    var key: [String] = []
-
     func validate() throws {
         _ = try CheckCapture.classes(allow)
-        _ = try decodeAsRules(decodeAs)
-        _ = try parsedKeys(key)
+        if capture.isEmpty {
+            // What only a capture run uses would be taken and ignored: said instead.
+            let runOnly = [("--allow", !allow.isEmpty), ("--unclaimed", unclaimed), ("--decode-as", !dissectorOptions.decodeAs.isEmpty),
+                           ("--tls-keylog", !tls.tlsKeylog.isEmpty), ("--allow-undecoded", allowUndecoded)]
+            if let (name, _) = runOnly.first(where: { $0.1 }) {
+                throw ValidationError("\(name) applies to a capture: add -r CAPTURE (without -r, check reads dissector files only).")
+            }
+            if let name = limits.runOnlyGiven {
+                throw ValidationError("\(name) bounds a capture run: add -r CAPTURE (without -r, check reads dissector files only).")
+            }
+        }
     }
 
     @OptionGroup(title: "Limits")
-    var limits: LoadLimitOptions
+    var limits: LimitOptions
 
     func run() throws {
         if !capture.isEmpty {
-            try NoDissectors.refuse("check -r", explicit: paths + dissectors, allowUndecoded: allowUndecoded)
-            return try CheckCapture.run(captures: capture, dissectors: paths + dissectors, protoPath: protoPath, allow: allow,
-                                        unclaimed: unclaimed, limits: limits.limits, decodeAs: try decodeAsRules(decodeAs),
-                                        keys: try parsedKeys(key),
-                                        tlsKeyLogs: tlsKeylog + (getenv("FRAMEDUMP_TLS_KEYLOG").map { [String(cString: $0)] } ?? []))
+            let dissectors = paths + dissectorOptions.paths
+            try NoDissectors.refuse("check -r", explicit: dissectors, allowUndecoded: allowUndecoded)
+            var options = PipelineOptions()
+            try dissectorOptions.apply(to: &options)
+            options.dissectorPaths = dissectors
+            options.limits = limits.limits
+            options.tlsKeyLogs = tls.keyLogs
+            return try CheckCapture.run(captures: capture, options: options, allow: allow, unclaimed: unclaimed)
         }
-        let targets = paths.isEmpty ? DissectorLoader.defaultPaths(explicit: []) : paths
+        let named = paths + dissectorOptions.paths
+        let targets = named.isEmpty ? DissectorLoader.defaultPaths(explicit: []) : named
         guard !targets.isEmpty else {
             FileHandleErr.write("framedump check: nothing to check: give dissector files or folders (there is no ./Dissectors here and FRAMEDUMP_DISSECTORS is not set)\n")
             throw ExitCode(2)
         }
-        let keys = try parsedKeys(key)
+        let keys = try dissectorOptions.keys()
         var failed = false
         var loaded: [ProtocolSchema] = []
         var fine: [(path: String, schemas: [ProtocolSchema])] = []
@@ -98,7 +107,7 @@ struct Check: ParsableCommand {
                 continue
             }
             do {
-                var o = LoadOptions(protoPaths: protoPath, keys: keys)
+                var o = LoadOptions(protoPaths: dissectorOptions.protoPath, keys: keys)
                 o.keysGivenLater = true
                 let s = try DissectorLoader.load(paths: [p], options: limits.apply(o))
                 // Nothing to decode with (only comments, or messages without a protocol): a run

@@ -29,23 +29,14 @@ struct UI: ParsableCommand {
     @Flag(name: .customShort("p"), help: "Live capture: do not put the interface in promiscuous mode.")
     var noPromiscuous = false
 
-    @Option(name: .customShort("d"), help: ArgumentHelp("Load a dissector file or folder (repeatable); default ./Dissectors and $FRAMEDUMP_DISSECTORS.", valueName: "path"))
-    var dissectors: [String] = []
-
-    @Option(name: .long, help: ArgumentHelp("Decode this TCP port's connections with this protocol (repeatable).", valueName: "port=protocol"))
-    var decodeAs: [String] = []
-
-    @Option(name: .long, help: ArgumentHelp("Also look for .proto files and their imports in this folder (repeatable).", valueName: "dir"))
-    var protoPath: [String] = []
-
-    @Option(name: .long, help: ArgumentHelp("An AES key a dissector names, as hex (repeatable).", valueName: "name=hex"))
-    var key: [String] = []
+    @OptionGroup
+    var dissectorOptions: DissectorOptions
 
     @Flag(name: .long, help: "Protobuf: also show fields that are not on the wire, at their default value.")
     var protoDefaults = false
 
-    @Option(name: .long, help: ArgumentHelp("Decrypt TLS with this NSS key log (repeatable; also $FRAMEDUMP_TLS_KEYLOG).", valueName: "file"))
-    var tlsKeylog: [String] = []
+    @OptionGroup
+    var tls: TLSOptions
 
     @Option(name: .long, help: ArgumentHelp("Reassembly: seconds without packets before a connection is closed.", valueName: "seconds"))
     var idleTimeout: Int = 300
@@ -83,22 +74,18 @@ struct UI: ParsableCommand {
         if count == 0 { throw ValidationError("-c must be at least 1.") }
         if idleTimeout < 1 { throw ValidationError("--idle-timeout must be at least 1.") }
         if !ignore.isEmpty && diff == nil { throw ValidationError("--ignore applies to the diff view: add --diff CAPTURE.") }
-        _ = try parsedKeys(key)
         _ = try ignorePatterns(ignore)
-        _ = try decodeAsRules(decodeAs)
     }
 
     func run() throws {
-        try NoDissectors.refuse("ui", explicit: dissectors, allowUndecoded: false,
+        try NoDissectors.refuse("ui", explicit: dissectorOptions.paths, allowUndecoded: false,
                                 why: "the page would show WebSocket messages at most; give -d PATH (a dissector file or folder)")
         var options = PipelineOptions()
-        options.dissectorPaths = dissectors
-        options.decodeAs = try decodeAsRules(decodeAs)
+        try dissectorOptions.apply(to: &options)
         options.limits = limits.limits
-        options.load = LoadOptions(protoPaths: protoPath, keys: try parsedKeys(key))
         options.protoDefaults = protoDefaults
         options.reassembly.idleTimeoutSeconds = Int64(idleTimeout)
-        options.tlsKeyLogs = tlsKeylog + ((ProcessInfo.processInfo.environment["FRAMEDUMP_TLS_KEYLOG"]).map { [$0] } ?? [])
+        options.tlsKeyLogs = tls.keyLogs
         let input: CaptureInput
         if let iface = interface {
             var live: LiveOptions

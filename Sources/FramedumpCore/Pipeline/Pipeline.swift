@@ -65,7 +65,9 @@ public final class Pipeline {
             collector = chain.collector
             sink = chain.head
             let m = SessionManager(protocols: schemas, sink: sink, limits: limits)
-            if !options.tlsKeyLogs.isEmpty { m.useTLSKeyLog(try TLSKeyLog(paths: options.tlsKeyLogs)) }
+            // Read once for the run, shared by the shards (a miss reads on, under its lock).
+            let keyLog = options.tlsKeyLogs.isEmpty ? nil : try TLSKeyLog(paths: options.tlsKeyLogs)
+            if let keyLog { m.useTLSKeyLog(keyLog) }
             sessions = m
             chain.statistics?.tables?.layerTable = { [unowned m] in LayerRegistry.kind(named: $0)?.statistics(m) }
             // -j: the connections are sharded, each shard with a manager and sinks of its own
@@ -80,8 +82,7 @@ public final class Pipeline {
                     let c = Self.sinks(options, filter: filter, output: shardOut, messageSink: nil, columns: columns,
                                        printsMessages: printsMessages, shard: true)
                     let sm = SessionManager(protocols: schemas, sink: c.head, limits: limits)
-                    // Each its own key log: a miss reads the files on (a live capture's keys).
-                    if !options.tlsKeyLogs.isEmpty { sm.useTLSKeyLog(try TLSKeyLog(paths: options.tlsKeyLogs)) }
+                    if let keyLog { sm.useTLSKeyLog(keyLog) }
                     shards.append(Shard(manager: sm, sinks: c, out: shardOut))
                 }
                 shardPool = ShardPool(shards: shards, output: output, statistics: chain.statistics?.tables,

@@ -70,8 +70,8 @@ public enum DissectorLoader {
             do throws(DissectorError) {
                 let loaded = try loadFile(f, options: budget)
                 // What this file took is no longer there for the next ones.
-                budget.maxProtocols -= loaded.count
-                budget.maxMessages -= loaded.reduce(0) { $0 + $1.messages.count + $1.enums.count }
+                budget.limits.maxProtocols -= loaded.count
+                budget.limits.maxMessages -= loaded.reduce(0) { $0 + $1.messages.count + $1.enums.count }
                 out += loaded
             } catch { errors.append(error) }
         }
@@ -128,8 +128,8 @@ public enum DissectorLoader {
     /// meaning alike.
     public static func parse(text: String, file: String, options: LoadOptions = LoadOptions()) throws(DissectorError) -> [ProtocolSchema] {
         var parser = Parser(lexer: Lexer(file: file, text: text), read: readFile)
-        parser.protocolsLeft = options.maxProtocols
-        parser.messagesLeft = options.maxMessages
+        parser.protocolsLeft = options.limits.maxProtocols
+        parser.messagesLeft = options.limits.maxMessages
         parser.parseFile()
         var errors = parser.diagnostics
         let resolver = Resolver(lexers: parser.lexers, options: options)

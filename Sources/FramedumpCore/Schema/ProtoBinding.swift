@@ -13,10 +13,8 @@ public struct LoadOptions: Sendable {
     /// `check` of a file alone: a key declared without a value (`key K;`) is given with
     /// `--key` when the capture is read, so its absence is no error here.
     public var keysGivenLater = false
-    /// `--max-frame`, `--max-protocols`, `--max-messages` (see `Limits`).
-    public var maxFrame = Limits().maxFrame
-    public var maxProtocols = Limits().maxProtocols
-    public var maxMessages = Limits().maxMessages
+    /// The bounds loading obeys: `--max-frame`, `--max-protocols`, `--max-messages`.
+    public var limits = Limits()
 
     public init(protoPaths: [String] = [], keys: [String: [UInt8]] = [:]) {
         self.protoPaths = protoPaths
@@ -26,9 +24,7 @@ public struct LoadOptions: Sendable {
     /// These options with the load-time bounds of `limits`.
     public func bounded(by limits: Limits) -> LoadOptions {
         var o = self
-        o.maxFrame = limits.maxFrame
-        o.maxProtocols = limits.maxProtocols
-        o.maxMessages = limits.maxMessages
+        o.limits = limits
         return o
     }
 }

@@ -51,7 +51,7 @@ struct Resolver {
         var errors = Diagnostics()
         var s = p.schema
         // `--max-frame` is a ceiling over every file's max_frame.
-        s.maxFrame = min(s.maxFrame, options.maxFrame)
+        s.maxFrame = min(s.maxFrame, options.limits.maxFrame)
         do throws(DissectorError) { try resolveLength(p, &s) } catch { errors.add(error) }
         resolveRest(p, &s, &errors)
         // What the transport and the layers need of the protocol.

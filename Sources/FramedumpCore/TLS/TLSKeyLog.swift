@@ -5,6 +5,11 @@ import Foundation
 /// write, one `LABEL <client random hex> <secret hex>` a line. Labels it does not use
 /// (EXPORTER_SECRET, CLIENT_EARLY_TRAFFIC_SECRET, a later generation's secret) are passed over;
 /// lines it cannot read are counted, never fatal.
+///
+/// One per run, shared by every shard's TLS connections (a lookup takes a lock: it happens once
+/// per handshake). Each file is opened once and kept open; a miss reads on only if the file grew
+/// (a live capture's app may have just written the line), so a capture whose key log lacks most
+/// connections costs one `fstat` a miss, not an open and a read.
 public final class TLSKeyLog: @unchecked Sendable {
     /// The secrets logged for one connection.
     struct Secrets {
@@ -23,6 +28,10 @@ public final class TLSKeyLog: @unchecked Sendable {
     public private(set) var unreadableLines = 0
     /// Where each file was read to (a live capture reads on as apps append keys).
     private var readTo: [UInt64]
+    /// Each file, open for the run (closed with the key log).
+    private var handles: [FileHandle?]
+    /// Lookups come from every shard's thread.
+    private let lock = NSLock()
     /// A partial last line, kept until its newline arrives.
     private var partial: [[UInt8]]
 
@@ -33,6 +42,7 @@ public final class TLSKeyLog: @unchecked Sendable {
         self.paths = paths
         readTo = Array(repeating: 0, count: paths.count)
         partial = Array(repeating: [], count: paths.count)
+        handles = Array(repeating: nil, count: paths.count)
         for i in paths.indices {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: paths[i], isDirectory: &isDirectory) else {
@@ -41,6 +51,7 @@ public final class TLSKeyLog: @unchecked Sendable {
             guard !isDirectory.boolValue, FileManager.default.isReadableFile(atPath: paths[i]) else {
                 throw TLSKeyLogError(message: "\(paths[i]): cannot read the TLS key log")
             }
+            handles[i] = FileHandle(forReadingAtPath: paths[i])
             readMore(i)
         }
     }
@@ -50,22 +61,33 @@ public final class TLSKeyLog: @unchecked Sendable {
         paths = []
         readTo = []
         partial = []
+        handles = []
         for l in lines { add(Array(l.utf8)) }
     }
 
     /// The secrets for `clientRandom`; on a miss, the files are read on from where they ended
     /// (a live capture: the app may have written the line just now).
     func lookup(_ clientRandom: [UInt8]) -> Secrets? {
+        lock.lock()
+        defer { lock.unlock() }
         if let s = secrets[clientRandom] { return s }
         for i in paths.indices { readMore(i) }
         return secrets[clientRandom]
     }
 
-    public var count: Int { secrets.count }
+    public var count: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return secrets.count
+    }
 
+    deinit { for h in handles { try? h?.close() } }
+
+    /// Reads file `i` on from where it ended, if it grew.
     private func readMore(_ i: Int) {
-        guard let h = FileHandle(forReadingAtPath: paths[i]) else { return }
-        defer { try? h.close() }
+        guard let h = handles[i] else { return }
+        var st = stat()
+        guard fstat(h.fileDescriptor, &st) == 0, UInt64(st.st_size) > readTo[i] else { return }
         guard let end = try? h.seekToEnd(), end > readTo[i], end <= Self.maxFileBytes else { return }
         guard (try? h.seek(toOffset: readTo[i])) != nil, let data = try? h.readToEnd() else { return }
         readTo[i] += UInt64(data.count)

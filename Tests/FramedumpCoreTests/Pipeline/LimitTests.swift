@@ -272,6 +272,6 @@ final class LimitTests: XCTestCase {
         XCTAssertLessThan(m.peakMiB, base + 80)
         // The budget is shared by every file loaded.
         XCTAssertThrowsError(try DissectorLoader.load(paths: [TestSupport.dissectors], options: {
-            var o = LoadOptions(); o.maxProtocols = 2; return o }()))
+            var o = LoadOptions(); o.limits.maxProtocols = 2; return o }()))
     }
 }
