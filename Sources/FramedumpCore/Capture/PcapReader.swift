@@ -34,58 +34,26 @@ package final class PcapReader: RecordReader {
     private enum Lengths { case inOrder, swapped, maybeSwapped }
     @exclusivity(unchecked) private var lengths = Lengths.inOrder
 
-    private let fd: Int32
-    private let ownsFD: Bool
-    @exclusivity(unchecked) private var buf: UnsafeMutableRawPointer
-    @exclusivity(unchecked) private var capacity: Int
-    /// Valid bytes are buf[lo..<hi]; `base` is the file offset of buf[0].
-    @exclusivity(unchecked) private var lo = 0
-    @exclusivity(unchecked) private var hi = 0
-    @exclusivity(unchecked) private var base: UInt64 = 0
-    @exclusivity(unchecked) private var eof = false
+    /// The file, read as records need it.
+    private let file: FileWindow
     /// The record handed out by the last `next()`, consumed at the next call.
     @exclusivity(unchecked) private(set) var pending = 0
 
     /// Reads the file at `path` from its header, then from `resumeAt` (a record's start) when given.
     init(path: String, resumeAt: UInt64 = 0) throws(CaptureError) {
         name = path
-        let fd = RawPath.withCString(path) { open($0, O_RDONLY) }
-        guard fd >= 0 else {
-            throw .cannotReadFile(path, errno == EACCES ? "permission denied" : String(cString: strerror(errno)))
-        }
-        self.fd = fd
-        ownsFD = true
-        capacity = 1 << 16
-        buf = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
-        // (All stored properties are set: a throw from here on runs `deinit`, which frees both.)
+        file = try FileWindow(path: path, maxRecord: Self.maxRecord)
         let h = try readHeader()
         (linkType, snaplen, nanosecond, swapped, lengths) = (h.linkType, h.snaplen, h.nanosecond, h.swapped, h.lengths)
-        if resumeAt > UInt64(Self.headerSize) {
-            guard lseek(fd, off_t(resumeAt), SEEK_SET) >= 0 else {
-                throw .readFailedIn(path, String(cString: strerror(errno)))
-            }
-            lo = 0; hi = 0; eof = false
-            base = resumeAt
-        }
+        if resumeAt > UInt64(Self.headerSize) { try file.seek(to: resumeAt) }
     }
 
     /// Reads bytes held in memory (the fuzz target).
     package init(bytes: UnsafeRawBufferPointer, name: String = "input") throws(CaptureError) {
         self.name = name
-        fd = -1
-        ownsFD = false
-        capacity = max(bytes.count, 16)
-        buf = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
-        if let b = bytes.baseAddress { buf.copyMemory(from: b, byteCount: bytes.count) }
-        hi = bytes.count
-        eof = true
-        let h = try readHeader()  // (a throw runs `deinit`)
+        file = FileWindow(bytes: bytes, name: name, maxRecord: Self.maxRecord)
+        let h = try readHeader()
         (linkType, snaplen, nanosecond, swapped, lengths) = (h.linkType, h.snaplen, h.nanosecond, h.swapped, h.lengths)
-    }
-
-    deinit {
-        buf.deallocate()
-        if ownsFD { close(fd) }
     }
 
     private struct Header {
@@ -94,10 +62,10 @@ package final class PcapReader: RecordReader {
 
     /// The 24-byte file header, consumed.
     private func readHeader() throws(CaptureError) -> Header {
-        guard try fill(Self.headerSize) else {
-            throw .truncatedCapture(name, "pcap file header: \(hi - lo) of \(Self.headerSize) bytes")
+        guard try file.fill(Self.headerSize) else {
+            throw .truncatedCapture(name, "pcap file header: \(file.available) of \(Self.headerSize) bytes")
         }
-        let magic = (buf + lo).loadUnaligned(as: UInt32.self)
+        let magic = file.next.loadUnaligned(as: UInt32.self)
         var h = Header(linkType: 1, snaplen: 0, nanosecond: false, swapped: false, lengths: .inOrder)
         switch magic {
         case 0xA1B2_C3D4: break
@@ -106,67 +74,30 @@ package final class PcapReader: RecordReader {
         case 0x4D3C_B2A1: h.swapped = true; h.nanosecond = true
         default: throw .notACapture(name, "not a classic pcap file (magic 0x\(String(magic, radix: 16)))")
         }
-        func u16(_ at: Int) -> UInt16 {
-            let v = (buf + lo + at).loadUnaligned(as: UInt16.self)
-            return h.swapped ? v.byteSwapped : v
-        }
-        func u32(_ at: Int) -> UInt32 {
-            let v = (buf + lo + at).loadUnaligned(as: UInt32.self)
-            return h.swapped ? v.byteSwapped : v
-        }
+        let file = self.file, swapped = h.swapped
+        func u16(_ at: Int) -> UInt16 { file.u16(at, swapped: swapped) }
+        func u32(_ at: Int) -> UInt32 { file.u32(at, swapped: swapped) }
         let major = u16(4), minor = u16(6)
         guard major == 2 else { throw .notACapture(name, "pcap version \(major).\(minor)") }
         h.lengths = minor < 3 ? .swapped : minor == 3 ? .maybeSwapped : .inOrder
         h.snaplen = u32(16)
         h.linkType = PcapngReader.dlt(UInt16(truncatingIfNeeded: u32(20)))  // the upper bits: FCS length, class
-        lo += Self.headerSize
+        file.consume(Self.headerSize)
         return h
     }
 
     /// The file offset of the next unread byte.
-    var offset: UInt64 { base + UInt64(lo) }
+    var offset: UInt64 { file.offset }
 
-    /// Makes `need` bytes available from `lo`; false at the end of the file before that.
-    /// The buffer grows (doubling) only when it is full of bytes read: never on a length's word.
-    private func fill(_ need: Int) throws(CaptureError) -> Bool {
-        while hi - lo < need {
-            if eof { return false }
-            if lo > 0 && (hi == capacity || lo >= capacity / 2) {
-                buf.copyMemory(from: buf + lo, byteCount: hi - lo)  // overlapping: memmove semantics
-                base += UInt64(lo)
-                hi -= lo
-                lo = 0
-            }
-            if hi == capacity {
-                let bigger = min(capacity * 2, Self.maxRecord + 16)
-                let b = UnsafeMutableRawPointer.allocate(byteCount: bigger, alignment: 8)
-                b.copyMemory(from: buf, byteCount: hi)
-                buf.deallocate()
-                buf = b
-                capacity = bigger
-            }
-            let n = read(fd, buf + hi, capacity - hi)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .readFailedIn(name, String(cString: strerror(errno)))
-            }
-            if n == 0 { eof = true } else { hi += n }
-        }
-        return true
-    }
-
-    private func u32(_ at: Int) -> UInt32 {
-        let v = (buf + lo + at).loadUnaligned(as: UInt32.self)
-        return swapped ? v.byteSwapped : v
-    }
+    @inline(__always) private func u32(_ at: Int) -> UInt32 { file.u32(at, swapped: swapped) }
 
     /// The next packet, nil at the end of the file; its `data` is valid until the next call.
     package func next() throws(CaptureError) -> PcapngReader.Record? {
-        lo += pending
+        file.consume(pending)
         pending = 0
-        guard try fill(16) else {
-            if hi == lo { return nil }
-            throw .truncatedCapture(name, "pcap record header at offset \(offset): \(hi - lo) of 16 bytes")
+        guard try file.fill(16) else {
+            if file.available == 0 { return nil }
+            throw .truncatedCapture(name, "pcap record header at offset \(offset): \(file.available) of 16 bytes")
         }
         var caplen = u32(8), wire = u32(12)
         if lengths == .swapped || (lengths == .maybeSwapped && caplen > wire) { swap(&caplen, &wire) }
@@ -174,14 +105,14 @@ package final class PcapReader: RecordReader {
             throw .notACapture(name, "pcap record at offset \(offset): captured length \(caplen) > maximum \(Self.maxRecord)")
         }
         let length = 16 + Int(caplen)
-        guard try fill(length) else {
-            throw .truncatedCapture(name, "pcap record at offset \(offset) is \(length) bytes, \(hi - lo) remain")
+        guard try file.fill(length) else {
+            throw .truncatedCapture(name, "pcap record at offset \(offset) is \(length) bytes, \(file.available) remain")
         }
         pending = length
         let seconds = Int64(Int32(bitPattern: u32(0)))  // libpcap's 32-bit signed tv_sec
         let frac = UInt64(u32(4))
         let ts = Timestamp(seconds: seconds, nanos: UInt32(min(nanosecond ? frac : frac * 1000, 999_999_999)))
-        let data = UnsafeMutableRawBufferPointer(start: buf + lo + 16, count: Int(caplen))
+        let data = UnsafeMutableRawBufferPointer(start: file.next + 16, count: Int(caplen))
         if swapped && linkType == 239 { Self.swapNFLOG(data) }
         return PcapngReader.Record(interface: 0, linkType: linkType, snaplen: snaplen, ts: ts,
                                    data: UnsafeRawBufferPointer(data), wireLength: max(Int(wire), Int(caplen)))

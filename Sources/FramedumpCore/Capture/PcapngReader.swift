@@ -55,15 +55,8 @@ package final class PcapngReader: RecordReader {
     static let maxInterfaces = 1 << 16
 
     let name: String
-    private let fd: Int32
-    private let ownsFD: Bool
-    @exclusivity(unchecked) private var buf: UnsafeMutableRawPointer
-    @exclusivity(unchecked) private var capacity: Int
-    /// Valid bytes are buf[lo..<hi]; `base` is the file offset of buf[0].
-    @exclusivity(unchecked) private var lo = 0
-    @exclusivity(unchecked) private var hi = 0
-    @exclusivity(unchecked) private var base: UInt64 = 0
-    @exclusivity(unchecked) private var eof = false
+    /// The file, read as blocks need it.
+    private let file: FileWindow
     /// The block handed out by the last `next()`, consumed at the next call.
     @exclusivity(unchecked) private var pending = 0
     @exclusivity(unchecked) private var sectionSeen = false
@@ -76,75 +69,21 @@ package final class PcapngReader: RecordReader {
     init(path: String, resumeAt: UInt64 = 0) throws(CaptureError) {
         name = path
         self.resumeAt = resumeAt
-        let fd = RawPath.withCString(path) { open($0, O_RDONLY) }
-        guard fd >= 0 else {
-            throw .cannotReadFile(path, errno == EACCES ? "permission denied" : String(cString: strerror(errno)))
-        }
-        self.fd = fd
-        ownsFD = true
-        capacity = 1 << 16
-        buf = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
+        file = try FileWindow(path: path, maxRecord: Self.maxBlock)
     }
 
     /// Reads bytes held in memory (the fuzz target).
     package init(bytes: UnsafeRawBufferPointer, name: String = "input") {
         self.name = name
         resumeAt = 0
-        fd = -1
-        ownsFD = false
-        capacity = max(bytes.count, 16)
-        buf = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
-        if let b = bytes.baseAddress { buf.copyMemory(from: b, byteCount: bytes.count) }
-        hi = bytes.count
-        eof = true
-    }
-
-    deinit {
-        buf.deallocate()
-        if ownsFD { close(fd) }
+        file = FileWindow(bytes: bytes, name: name, maxRecord: Self.maxBlock)
     }
 
     /// The file offset of the next unread byte.
-    var offset: UInt64 { base + UInt64(lo) }
+    var offset: UInt64 { file.offset }
 
-    /// Makes `need` bytes available from `lo`; false at the end of the file before that.
-    /// The buffer grows (doubling) only when it is full of bytes read: never on a length's word.
-    private func fill(_ need: Int) throws(CaptureError) -> Bool {
-        while hi - lo < need {
-            if eof { return false }
-            if lo > 0 && (hi == capacity || lo >= capacity / 2) {
-                buf.copyMemory(from: buf + lo, byteCount: hi - lo)  // overlapping: memmove semantics
-                base += UInt64(lo)
-                hi -= lo
-                lo = 0
-            }
-            if hi == capacity {
-                let bigger = min(capacity * 2, Self.maxBlock + 16)
-                let b = UnsafeMutableRawPointer.allocate(byteCount: bigger, alignment: 8)
-                b.copyMemory(from: buf, byteCount: hi)
-                buf.deallocate()
-                buf = b
-                capacity = bigger
-            }
-            let n = read(fd, buf + hi, capacity - hi)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .readFailedIn(name, String(cString: strerror(errno)))
-            }
-            if n == 0 { eof = true } else { hi += n }
-        }
-        return true
-    }
-
-    private func u16(_ at: Int) -> UInt16 {
-        let v = (buf + lo + at).loadUnaligned(as: UInt16.self)
-        return swapped ? v.byteSwapped : v
-    }
-
-    private func u32(_ at: Int) -> UInt32 {
-        let v = (buf + lo + at).loadUnaligned(as: UInt32.self)
-        return swapped ? v.byteSwapped : v
-    }
+    @inline(__always) private func u16(_ at: Int) -> UInt16 { file.u16(at, swapped: swapped) }
+    @inline(__always) private func u32(_ at: Int) -> UInt32 { file.u32(at, swapped: swapped) }
 
     private func bad(_ why: String) -> CaptureError {
         .notACapture(name, "pcapng block at offset \(offset): \(why)")
@@ -153,17 +92,17 @@ package final class PcapngReader: RecordReader {
     /// The next packet, nil at the end of the file.
     package func next() throws(CaptureError) -> Record? {
         while true {
-            lo += pending
+            file.consume(pending)
             pending = 0
-            guard try fill(8) else {
-                if hi == lo { return nil }
-                throw .truncatedCapture(name, "pcapng block header at offset \(offset): \(hi - lo) of 8 bytes")
+            guard try file.fill(8) else {
+                if file.available == 0 { return nil }
+                throw .truncatedCapture(name, "pcapng block header at offset \(offset): \(file.available) of 8 bytes")
             }
-            let rawType = (buf + lo).loadUnaligned(as: UInt32.self)
+            let rawType = file.next.loadUnaligned(as: UInt32.self)
             if rawType == 0x0A0D0D0A {
                 // A Section Header: its byte-order magic says how to read it and its section.
-                guard try fill(12) else { throw .truncatedCapture(name, "section header at offset \(offset): cut off") }
-                switch (buf + lo + 8).loadUnaligned(as: UInt32.self) {
+                guard try file.fill(12) else { throw .truncatedCapture(name, "section header at offset \(offset): cut off") }
+                switch (file.next + 8).loadUnaligned(as: UInt32.self) {
                 case 0x1A2B3C4D: swapped = false
                 case 0x4D3C2B1A: swapped = true
                 default: throw bad("a section header without the byte-order magic")
@@ -175,8 +114,8 @@ package final class PcapngReader: RecordReader {
             let length = Int(u32(4))
             guard length >= 12, length % 4 == 0 else { throw bad("block length \(length) (at least 12, a multiple of 4)") }
             guard length <= Self.maxBlock else { throw bad("block length \(length) > maximum \(Self.maxBlock)") }
-            guard try fill(length) else {
-                throw .truncatedCapture(name, "pcapng block at offset \(offset) is \(length) bytes, \(hi - lo) remain")
+            guard try file.fill(length) else {
+                throw .truncatedCapture(name, "pcapng block at offset \(offset) is \(length) bytes, \(file.available) remain")
             }
             guard Int(u32(length - 4)) == length else {
                 throw bad("its trailing length \(u32(length - 4)) differs from its length \(length)")
@@ -224,7 +163,7 @@ package final class PcapngReader: RecordReader {
     private func record(_ iface: Int, ts: Timestamp, at: Int, caplen: Int, wire: Int) -> Record {
         let i = interfaces[iface]
         return Record(interface: iface, linkType: i.linkType, snaplen: i.snaplen, ts: ts,
-                      data: UnsafeRawBufferPointer(start: buf + lo + at, count: caplen), wireLength: wire)
+                      data: UnsafeRawBufferPointer(start: file.next + at, count: caplen), wireLength: wire)
     }
 
     /// if_tsresol (9) and if_tsoffset (14); the other options are skipped.
@@ -237,7 +176,7 @@ package final class PcapngReader: RecordReader {
             guard value + len <= end else { throw bad("an interface option of \(len) bytes runs past its block") }
             switch code {
             case 9 where len >= 1:
-                let r = (buf + lo + value).load(as: UInt8.self)
+                let r = (file.next + value).load(as: UInt8.self)
                 if r & 0x80 != 0 {
                     let n = Int(r & 0x7f)
                     guard n <= 63 else { throw bad("timestamp resolution 2^-\(n)") }
@@ -252,7 +191,7 @@ package final class PcapngReader: RecordReader {
                     i.unitsPerSecond = u
                 }
             case 14 where len >= 8:
-                let v = (buf + lo + value).loadUnaligned(as: UInt64.self)
+                let v = (file.next + value).loadUnaligned(as: UInt64.self)
                 i.offsetSeconds = Int64(bitPattern: swapped ? v.byteSwapped : v)
             default: break
             }

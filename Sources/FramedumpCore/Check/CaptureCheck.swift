@@ -46,7 +46,9 @@ public struct ProblemClass: RawRepresentable, Hashable, Sendable {
     public static var allCases: [ProblemClass] {
         [.unknownMessage, .bodyShort, .bodyLong, .constant, .malformed, .gap, .unclaimed]
             + LayerRegistry.kinds.map { Self($0.name) }
-            + [.protobuf, .json, .utf8, .transform, .nesting, .limit]
+            + [.protobuf, .json]
+            + BodyRegistry.kinds.compactMap { $0.problemClass }.filter { $0 != "protobuf" && $0 != "json" }.map { Self($0) }
+            + [.utf8, .transform, .nesting, .limit]
     }
 
     public static var names: String { allCases.map(\.rawValue).joined(separator: ", ") }
@@ -114,6 +116,7 @@ public final class CaptureCheck: MessageSink {
             // A protobuf protocol decodes an id no line binds without a schema: still an unknown id.
             case .protobuf where m.message == nil && m.id != nil && m.layerNotes.isEmpty: kind = .unknownMessage
             case .protobuf: kind = .protobuf
+            case .body(let k, _): kind = ProblemClass(layer: BodyRegistry.kinds[Int(k)].problemClass ?? BodyRegistry.kinds[Int(k)].name)
             case .transform: kind = .transform
             case .transformTooLarge: kind = .limit
             }

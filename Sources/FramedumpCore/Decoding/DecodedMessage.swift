@@ -89,6 +89,9 @@ public enum DecodeWarning: Sendable, Equatable {
     case layer(LayerProblem)
     /// A protobuf body problem (malformed wire data, wire type mismatch), with its offset in the text.
     case protobuf(String)
+    /// A registered body kind's own finding (by its place in `BodyRegistry`): its `check -r`
+    /// class is the kind's `problemClass`.
+    case body(kind: UInt8, text: String)
     /// A body a transform step could not undo (bad key, broken zlib stream, bomb): shown raw.
     case transform(String)
     /// A transform would have produced more than `--max-inflate` bytes: shown raw.
@@ -110,6 +113,7 @@ public enum DecodeWarning: Sendable, Equatable {
         case .invalidUTF8(let f): return "field '\(f)' is not valid UTF-8"
         case .layer(let l): return l.layer + ": " + l.text
         case .protobuf(let t): return t
+        case .body(_, let t): return t
         case .transform(let t), .transformTooLarge(let t): return t
         }
     }

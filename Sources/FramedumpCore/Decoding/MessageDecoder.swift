@@ -11,12 +11,15 @@ public final class MessageDecoder {
 
     /// Undoes the protocol's body transforms (decryption, decompression, XOR), if it has any.
     let transforms: TransformChain?
+    /// How the body after the header is read (`body ...;`).
+    let bodyKind: any BodyFormat.Type
 
     public init(schema: ProtocolSchema, limits: Limits = Limits()) {
         self.schema = schema
         maxDepth = limits.maxDepth
         maxArray = UInt64(limits.maxArray)
         layout = FrameLayout(schema)
+        bodyKind = schema.body.kind
         program = DecodeProgram(schema)
         transforms = schema.transforms.isEmpty ? nil
             : TransformChain(schema.transforms, layout: layout, limit: limits.maxInflate)
@@ -57,7 +60,7 @@ public final class MessageDecoder {
         defer { if frame.missing > 0 { Self.cutWarnings(frame, m) } }
         if frame.missing > 0 {
             // A transformed body cannot be undone from a part of it: shown as it came.
-            if transforms != nil || schema.body != .fields {
+            if transforms != nil || !bodyKind.decodesPart {
                 raw(b, from: body, into: m)
                 return
             }
@@ -78,46 +81,7 @@ public final class MessageDecoder {
                 return
             }
         }
-        switch schema.body {
-        case .fields:
-            guard let mi = m.message else {
-                if m.id != nil && b.count > body || schema.hasMessageIDs { m.warnings.append(.unknownMessage(m.id ?? 0)) }
-                raw(b, from: body, into: m)
-                return
-            }
-            var pos = body
-            if !decodeFields(mi, b, &pos, depth: 0, into: m) {
-                // The body ran out (or lied about a count): what could not be decoded is shown raw.
-                if pos < b.count {
-                    m.fields.append(DecodedField(name: .builtin(.undecoded), value: .bytes, offset: Int32(pos),
-                                                 width: Int32(b.count - pos), depth: 0))
-                }
-                return
-            }
-            if pos < b.count {
-                m.warnings.append(.trailingBytes(b.count - pos, at: pos))
-                m.fields.append(DecodedField(name: .builtin(.trailing), value: .bytes, offset: Int32(pos),
-                                             width: Int32(b.count - pos), depth: 0))
-            }
-        case .json:
-            if b.count > body {
-                var parser = JSONFlattener(bytes: b, start: body, into: m, maxDepth: maxDepth)
-                if !parser.run() {
-                    m.fields.removeAll()
-                    m.warnings.append(parser.tooDeep ? .jsonTooDeep(limit: maxDepth)
-                                      : parser.loneSurrogate ? .jsonLoneSurrogate(at: parser.errorAt) : .invalidJSON(at: parser.errorAt))
-                    m.fields.append(DecodedField(name: .builtin(.text), value: .string, offset: Int32(body),
-                                                 width: Int32(b.count - body), depth: 0))
-                }
-            }
-        case .text:
-            m.fields.append(DecodedField(name: .builtin(.text), value: .string, offset: Int32(body),
-                                         width: Int32(b.count - body), depth: 0))
-        case .raw:
-            raw(b, from: body, into: m)
-        case .protobuf:
-            decodeProtobuf(b, from: body, into: m)
-        }
+        bodyKind.decode(self, b, from: body, into: m)
     }
 
     /// A protobuf body: the message type bound to the id, or schema-less when there is none.

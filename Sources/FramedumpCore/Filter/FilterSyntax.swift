@@ -324,7 +324,7 @@ struct FilterNames {
         // A message's own fields are named from the top; a nested type's fields only through
         // the field that holds them (`game.items.count`, not `game.count`).
         let fieldNames = Set(s.header.map(\.name) + Self.topLevel(s).flatMap { s.messages[$0].fields.map(\.name) })
-        let open = s.body == .json || s.textBody == .json || s.body == .protobuf
+        let open = s.namesFromTraffic
         if !open && !fieldNames.contains(parts[1]) {
             var hint = Self.suggest(parts[1], Array(fieldNames), prefix: s.name + ".")
             if hint.isEmpty, let path = Self.nestedPath(parts[1], in: s) {
@@ -367,7 +367,7 @@ struct FilterNames {
             if path.count == 2, s.header.contains(where: { $0.name == path[0] && $0.bits.contains { $0.name == path[1] } }) {
                 return [.integer(labels: [])]
             }
-            if s.body == .json || s.textBody == .json || s.body == .protobuf { return nil }
+            if s.namesFromTraffic { return nil }
             // Walk the path from the messages on the wire through every message that has such a field.
             var defs = Self.topLevel(s).flatMap { s.messages[$0].fields.filter { $0.name == path[0] } }
             for name in path.dropFirst() {

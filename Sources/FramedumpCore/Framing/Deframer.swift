@@ -134,7 +134,7 @@ public final class Deframer {
     /// in progress was cut by it, and the next unit starts at a frame boundary.
     @inline(__always)
     public func endOfUnit(packet: PacketRef) {
-        if state == .synced && buffer.isEmpty && skipped == nil { return }
+        if state == .synced && buffer.isEmpty && skipped.isEmpty { return }
         if state == .hunting { hunt(final: true, packet: packet) }
         flushSkipped(packet)
         reportUnfinished(packet) { .cutByUnitEnd(have: $0, need: $1) }
@@ -375,12 +375,10 @@ public final class Deframer {
         }
     }
 
-    enum Boundary { case found(Int), wait(Int), none }
-
     /// The first position in `buffer` where a frame plausibly starts, confirmed by the header
     /// after it when the data reach that far; or the first position that needs more data.
-    func findBoundary(final: Bool) -> Boundary {
-        buffer.withUnsafeBytes { b -> Boundary in
+    func findBoundary(final: Bool) -> ResyncBoundary {
+        buffer.withUnsafeBytes { b -> ResyncBoundary in
             var p = 0
             while b.count - p >= layout.headerSize {
                 if let n = plausible(b, p) {
@@ -406,14 +404,8 @@ public final class Deframer {
     /// one run (flushed before the next frame, gap or end), not once per segment.
     func skip(_ n: Int, packet: PacketRef) {
         let n = min(n, buffer.count)
-        if let s = skipped, s.offset + s.length == bufferOffset {
-            skipped!.length += UInt64(n)
-        } else {
-            flushSkipped(packet)
-            skipped = (bufferOffset, UInt64(n))
-        }
-        if skippedSample.count < MalformedSample.limit {
-            skippedSample += buffer.prefix(min(n, MalformedSample.limit - skippedSample.count))
+        skipped.add(buffer.prefix(n), at: bufferOffset) { o, l, b in
+            consumer.malformed(dir, offset: o, length: l, reason: .skipped, packet: packet, bytes: b)
         }
         buffer.removeFirst(n)
         bufferOffset += UInt64(n)
@@ -424,17 +416,11 @@ public final class Deframer {
         bufferPacket = huntSpans.first?.packet ?? packet
     }
 
-    @exclusivity(unchecked) var skipped: (offset: UInt64, length: UInt64)?
-    /// The first bytes of the skipped run, for `-x`.
-    @exclusivity(unchecked) var skippedSample: [UInt8] = []
+    @exclusivity(unchecked) var skipped = SkippedRun()
 
     /// Reports the run of skipped bytes, dated by `packet`: the one that ended the run.
     func flushSkipped(_ packet: PacketRef) {
-        guard let s = skipped else { return }
-        skipped = nil
-        skippedSample.withUnsafeBytes { b in
-            consumer.malformed(dir, offset: s.offset, length: s.length, reason: .skipped, packet: packet, bytes: b)
-        }
-        skippedSample.removeAll(keepingCapacity: true)
+        guard !skipped.isEmpty else { return }
+        skipped.flush { o, l, b in consumer.malformed(dir, offset: o, length: l, reason: .skipped, packet: packet, bytes: b) }
     }
 }

@@ -21,7 +21,7 @@ enum KCPLayer: LayerKind {
     static let streamSetting = "kcp.stream"
 
     static func setting(_ keyword: String, _ p: inout Parser, _ s: inout ProtocolSchema) throws(DissectorError) {
-        if !s.stack.contains(name) { s.stack.append(name) }
+        if !s.overLayers.contains(name) { s.overLayers.append(name) }
         if case .ident = p.tok.kind {
             let (mode, t) = try p.ident("'stream' or 'message'")
             switch mode.lowercased() {
@@ -33,7 +33,7 @@ enum KCPLayer: LayerKind {
     }
 
     static func check(_ s: ProtocolSchema) -> String? {
-        guard s.stack.contains(name) else { return nil }
+        guard s.overLayers.contains(name) else { return nil }
         if !s.udp { return "kcp runs over UDP: give the protocol's port as 'udp port N;'" }
         if s.layerSettings[streamSetting] != nil && s.length == nil {
             return "'kcp stream;' carries a byte stream: the protocol needs 'frame_length = FIELD;' or 'body_length = FIELD;' to cut it"
@@ -42,7 +42,7 @@ enum KCPLayer: LayerKind {
     }
 
     static func describe(_ s: ProtocolSchema) -> [String] {
-        guard s.stack.contains(name) else { return [] }
+        guard s.overLayers.contains(name) else { return [] }
         if s.layerSettings[streamSetting] != nil { return ["  kcp: stream mode (segments joined into a stream, cut by the length rule)"] }
         return ["  kcp: message mode (fragments joined into KCP messages; " + (s.length == nil ? "each one protocol message)" : "each cut by the length rule)")]
     }
@@ -53,20 +53,20 @@ enum KCPLayer: LayerKind {
 
     static var builtInProtocols: [ProtocolSchema] { [] }
 
-    static func protocolState(_ s: ProtocolSchema, limits: Limits) -> AnyObject? {
-        s.stack.contains(name) ? KCPProtocolState(stream: s.layerSettings[streamSetting] != nil) : nil
+    static func protocolState(_ s: ProtocolSchema, limits: Limits) -> KCPProtocolState? {
+        s.overLayers.contains(name) ? KCPProtocolState(stream: s.layerSettings[streamSetting] != nil) : nil
     }
 
-    static func managerState(_ protocols: [ProtocolRuntime]) -> AnyObject? { KCPManagerState() }
+    static func managerState(_ protocols: [ProtocolRuntime]) -> KCPManagerState? { KCPManagerState() }
 
     static func attach(_ s: Session, _ p: ProtocolRuntime) {
         s.proto = p
         p.connections += 1
-        let state = p.layerStates[Int(layer)] as! KCPProtocolState
+        // (Made for every protocol over KCP, so there for `p`.)
+        guard let conversations = Self.state(of: p), let manager = Self.state(of: s.manager) else { return }
         let f = SessionFrames(manager: s.manager, runtime: p, connection: s.connection, layer: NoteDecoding.shared)
-        let k = KCPConnection(frames: f, state: state, manager: s.manager.layerStates[Int(layer)] as! KCPManagerState,
-                              stream: state.stream)
-        s.stack = k
+        let k = KCPConnection(frames: f, state: conversations, manager: manager, stream: conversations.stream)
+        s.shared = k
         s.frames = f
         s.layers = k.streams
     }
@@ -117,7 +117,7 @@ enum KCPLayer: LayerKind {
 
     /// `  kcp: 3 conversations, 812 segments (402 data, 398 ACKs), 31 copies retransmitted, 2 lost; 120 messages from 150 fragments`
     static func summary(_ p: ProtocolRuntime) -> [String] {
-        guard let k = p.layerStates[Int(layer)] as? KCPProtocolState else { return [] }
+        guard let k = state(of: p) else { return [] }
         var t = "  kcp (\(k.stream ? "stream" : "message") mode): \(k.conversations) conversations, \(k.segments) segments"
         t += " (\(k.segments - k.acks - k.windowSegments) data, \(k.acks) ACKs"
         if k.windowSegments > 0 { t += ", \(k.windowSegments) window probes/sizes" }
@@ -139,7 +139,7 @@ enum KCPLayer: LayerKind {
     static let hasStatistics = true
 
     static func statistics(_ m: SessionManager) -> (title: String, header: [String], rows: [[String]])? {
-        guard let k = m.layerStates[Int(layer)] as? KCPManagerState else { return nil }
+        guard let k = state(of: m) else { return nil }
         var rows: [[String]] = []
         func ms(_ n: Int64) -> String {
             let v = Double(n) / 1_000_000

@@ -46,10 +46,16 @@ protocol LayerKind {
 
     /// Protocols the layer brings itself (the `websocket` dissector, for messages no file claims).
     static var builtInProtocols: [ProtocolSchema] { get }
+    /// What the layer keeps per protocol that runs over it, and its part of the session
+    /// manager: typed, read back with `state(of:)` (no cast at the call sites).
+    associatedtype ProtocolState: AnyObject = NoLayerState
+    associatedtype ManagerState: AnyObject = NoLayerState
+    /// Its place in the registry, stored (`static let layer = index`): read per connection.
+    static var layer: UInt8 { get }
     /// What the layer keeps per protocol that runs over it (nil: `s` does not).
-    static func protocolState(_ s: ProtocolSchema, limits: Limits) -> AnyObject?
+    static func protocolState(_ s: ProtocolSchema, limits: Limits) -> ProtocolState?
     /// The layer's part of the session manager, made once every protocol is.
-    static func managerState(_ protocols: [ProtocolRuntime]) -> AnyObject?
+    static func managerState(_ protocols: [ProtocolRuntime]) -> ManagerState?
     /// Builds the stack of connection `s` for protocol `p`, which runs over this layer.
     static func attach(_ s: Session, _ p: ProtocolRuntime)
     /// Below protocol `p`'s new stack on connection `s` (TLS puts itself there, or asks to see
@@ -76,8 +82,42 @@ protocol LayerKind {
     // MARK: - Connection-sharded runs
 
     /// Adds a shard's counts (`protocolState`'s, `managerState`'s) into the run's, at its end.
-    static func absorb(protocol mine: AnyObject?, _ theirs: AnyObject?)
-    static func absorb(manager mine: AnyObject?, _ theirs: AnyObject?)
+    static func absorb(protocol mine: ProtocolState, _ theirs: ProtocolState)
+    static func absorb(manager mine: ManagerState, _ theirs: ManagerState)
+}
+
+/// The state of a layer that keeps none.
+final class NoLayerState {}
+
+extension LayerKind where ProtocolState == NoLayerState {
+    static func protocolState(_ s: ProtocolSchema, limits: Limits) -> NoLayerState? { nil }
+    static func absorb(protocol mine: NoLayerState, _ theirs: NoLayerState) {}
+}
+
+extension LayerKind {
+    /// This layer's state for protocol `p` (nil: `p` does not run over it). The registry made
+    /// the entry with this kind's `protocolState`, so its type is known.
+    @inline(__always)
+    static func state(of p: ProtocolRuntime) -> ProtocolState? {
+        p.layerStates[Int(layer)].map { unsafeDowncast($0, to: ProtocolState.self) }
+    }
+
+    /// This layer's part of manager `m`.
+    @inline(__always)
+    static func state(of m: SessionManager) -> ManagerState? {
+        m.layerStates[Int(layer)].map { unsafeDowncast($0, to: ManagerState.self) }
+    }
+
+    /// A shard's states added into the run's, for the registry's loop (either may be nil).
+    static func absorbStates(protocol mine: ProtocolRuntime, _ theirs: ProtocolRuntime) {
+        guard let m = state(of: mine), let t = state(of: theirs) else { return }
+        absorb(protocol: m, t)
+    }
+
+    static func absorbStates(manager mine: SessionManager, _ theirs: SessionManager) {
+        guard let m = state(of: mine), let t = state(of: theirs) else { return }
+        absorb(manager: m, t)
+    }
 }
 
 extension LayerKind {

@@ -76,7 +76,7 @@ public final class MatchedPackets: MessageSink {
         let key = ConnectionKey(c.client, c.server)
         let f = m.frame.firstPacket.number, l = m.frame.lastPacket.number
         entries[key, default: Entry(client: c.client)].ranges[m.direction.rawValue].add(min(f, l), max(f, l), matched: matched)
-        if p.stackKind != nil || (c.context as? Session)?.lower != nil { entries[key]!.whole = true }
+        if p.topLayer != nil || (c.context as? Session)?.lower != nil { entries[key]!.whole = true }
         if matched { messages += 1 }
     }
 

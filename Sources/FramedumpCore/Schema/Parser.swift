@@ -341,9 +341,9 @@ struct Parser {
             guard n > 0 && n <= 1 << 30 else { throw err(kt, "max_frame must be between 1 and 1073741824") }
             p.schema.maxFrame = Int(n)
         case "body":
-            let (b, bt) = try ident("fields, json, text, raw or protobuf")
-            guard let e = BodyEncoding(rawValue: b.lowercased()) else {
-                throw err(bt, "body must be one of fields, json, text, raw, protobuf")
+            let (b, bt) = try ident(BodyRegistry.names())
+            guard let e = BodyEncoding(rawValue: b) else {
+                throw err(bt, "body must be one of " + BodyRegistry.kinds.map { $0.name }.joined(separator: ", "))
             }
             p.schema.body = e
         case "pair_by":
@@ -359,9 +359,9 @@ struct Parser {
         case "labels_from_comments":
             p.schema.labelsFromComments = true
         case "text":
-            let (b, bt) = try ident("json, text or raw")
-            guard let e = BodyEncoding(rawValue: b.lowercased()), e == .json || e == .text || e == .raw else {
-                throw err(bt, "text messages are json, text or raw")
+            let (b, bt) = try ident(BodyRegistry.names { $0.readsText })
+            guard let e = BodyEncoding(rawValue: b), e.kind.readsText else {
+                throw err(bt, "text messages are " + BodyRegistry.names { $0.readsText })
             }
             p.schema.textBody = e
         case "proto", "proto_file", "proto_descriptor", "key", "cipher":

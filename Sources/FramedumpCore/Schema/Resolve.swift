@@ -66,7 +66,7 @@ struct Resolver {
     func resolveLength(_ p: PendingProtocol, _ s: inout ProtocolSchema) throws(DissectorError) {
         // Over a layer that cuts messages a message is a frame already: a length rule
         // is only for a stream tunnelled inside them.
-        if p.lengthToken == nil && !s.stack.isEmpty { return }
+        if p.lengthToken == nil && !s.overLayers.isEmpty { return }
         guard let lt = p.lengthToken else {
             if p.hadErrors { return }
             throw err(p.token ?? Token(kind: .end, line: p.line, column: 1),

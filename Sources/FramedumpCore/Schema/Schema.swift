@@ -162,10 +162,6 @@ public struct LengthRule: Sendable {
     }
 }
 
-public enum BodyEncoding: String, Sendable {
-    case fields, json, text, raw, protobuf
-}
-
 /// How `-z rtt` pairs a server's response with the client's request on one connection.
 public enum PairRule: Sendable, Equatable {
     /// The response carries the request's message id (`Cs_N` answered by `Sc_N`).
@@ -196,7 +192,7 @@ public struct ProtocolSchema: Sendable {
     public var body: BodyEncoding = .fields
     /// The layers the protocol's frames come through, bottom first, by name (`websocket`):
     /// none for the TCP stream itself. See `LayerRegistry`.
-    public var stack: [String] = []
+    public var overLayers: [String] = []
     /// Each layer's own settings from the dissector file, lists of strings by a name the layer
     /// chooses (the request paths that select the protocol...).
     public var layerSettings: [String: [String]] = [:]
@@ -231,6 +227,10 @@ public struct ProtocolSchema: Sendable {
         s.nameBytes = nameBytes
         return s
     }
+
+    /// Field names under the protocol come from the traffic (its body kind, or its text
+    /// messages' kind, says so): `-Y` takes any.
+    var namesFromTraffic: Bool { body.kind.namesFromTraffic || textBody.kind.namesFromTraffic }
 
     public var hasMessageIDs: Bool { !(byID[.c2s]?.isEmpty ?? true) || !(byID[.s2c]?.isEmpty ?? true) }
 }

@@ -5,7 +5,7 @@ public final class ProtocolRuntime {
     public let layout: FrameLayout
     /// The layer the protocol runs over, which builds its connections' stacks (nil: the
     /// TCP stream itself, cut by a deframer).
-    let stackKind: (any LayerKind.Type)?
+    let topLayer: (any LayerKind.Type)?
     /// What each registered layer keeps for this protocol (`LayerKind.protocolState`), by
     /// registry index: nil for the layers it does not run over.
     let layerStates: [AnyObject?]
@@ -68,7 +68,7 @@ public final class ProtocolRuntime {
         headerBits = schema.header.contains { !$0.bits.isEmpty } ? schema.header.map(\.bits) : nil
         nameBytes = schema.nameBytes
         messageCounts = [UInt64](repeating: 0, count: schema.messages.count + 1)
-        stackKind = schema.stack.first.flatMap(LayerRegistry.kind(named:))
+        topLayer = schema.overLayers.first.flatMap(LayerRegistry.kind(named:))
         layerStates = LayerRegistry.kinds.map { $0.protocolState(schema, limits: limits) }
     }
 
@@ -87,7 +87,7 @@ public final class ProtocolRuntime {
     }
 
     func knownID(_ dir: Direction) -> ((UInt64) -> Bool)? {
-        guard schema.hasMessageIDs, schema.body == .fields else { return nil }
+        guard schema.hasMessageIDs, schema.body.kind.idsSelectLayout else { return nil }
         let ids = schema.byID[dir] ?? [:]
         return { ids[$0] != nil }
     }

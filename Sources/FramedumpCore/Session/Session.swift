@@ -14,7 +14,7 @@ final class Session {
     @exclusivity(unchecked) var frames: SessionFrames?
     /// What the layers below the protocol share between the two directions (a handshake, what
     /// it negotiated), held here while the connection lives.
-    @exclusivity(unchecked) var stack: AnyObject?
+    @exclusivity(unchecked) var shared: AnyObject?
     /// Set once detection has given up on this connection.
     @exclusivity(unchecked) var undissected = false
     /// Data chunks any-port detection has looked at so far.
@@ -52,7 +52,7 @@ final class Session {
 
     /// The stack for `p`: its layer's, or a deframer per direction on the stream itself.
     private func attachStack(_ p: ProtocolRuntime) {
-        if let k = p.stackKind { return k.attach(self, p) }
+        if let k = p.topLayer { return k.attach(self, p) }
         proto = p
         p.connections += 1
         let f = SessionFrames(manager: manager, runtime: p, connection: connection)
@@ -70,7 +70,7 @@ final class Session {
         layers = [nil, nil]
         lower = nil
         frames = nil
-        stack = nil
+        shared = nil
     }
 }
 
@@ -325,7 +325,7 @@ public final class SessionManager: StreamConsumer {
         s.proto = nil
         s.layers = [nil, nil]
         s.frames = nil
-        s.stack = nil
+        s.shared = nil
         s.undissected = true
         undissectedConnections += 1
     }
@@ -368,7 +368,7 @@ public final class SessionManager: StreamConsumer {
         if s.proto == nil && !s.undissected && s.detectTries > 0 { undissectedConnections += 1 }
         for d in Direction.allCases { s.layers[d.rawValue]?.finish(packet: packet, captureEnded: reason == .captureEnd) }
         var p = s.proto
-        if let ws = s.stack as? WebSocketConnection, ws.detected, !ws.handshakeDone, ws.passedOver {
+        if let ws = s.shared as? WebSocketConnection, ws.detected, !ws.handshakeDone, ws.passedOver {
             // Taken because it looked like HTTP, and plain HTTP it stayed: no WebSocket
             // connection (the summary counts it as HTTP passed over).
             p?.connections -= 1

@@ -141,7 +141,7 @@ final class TLSConnection: FrameNoter {
 
     /// Has the frames of a plain deframer stack above carry this layer's note.
     func noteFrames() {
-        guard let f = session.frames, f.layer == nil, session.stack == nil else { return }
+        guard let f = session.frames, f.layer == nil, session.shared == nil else { return }
         f.noter = self
         f.layer = NoteDecoding.shared
     }

@@ -31,12 +31,10 @@ enum TLSLayer: LayerKind {
     // MARK: - Building a stack
 
     static var builtInProtocols: [ProtocolSchema] { [] }
-    static func protocolState(_ s: ProtocolSchema, limits: Limits) -> AnyObject? { nil }
-    static func managerState(_ protocols: [ProtocolRuntime]) -> AnyObject? { TLSManagerState() }
+    static func managerState(_ protocols: [ProtocolRuntime]) -> TLSManagerState? { TLSManagerState() }
 
-    static func state(_ m: SessionManager) -> TLSManagerState {
-        unsafeDowncast(m.layerStates[Int(layer)]!, to: TLSManagerState.self)
-    }
+    /// Its part of manager `m` (every manager has one).
+    static func state(_ m: SessionManager) -> TLSManagerState { state(of: m)! }
 
     /// Never a protocol's stack (see `below`).
     static func attach(_ s: Session, _ p: ProtocolRuntime) {}

@@ -23,11 +23,11 @@ enum WebSocketLayer: LayerKind {
 
     static var builtInProtocols: [ProtocolSchema] { [.webSocketDefault] }
 
-    static func protocolState(_ s: ProtocolSchema, limits: Limits) -> AnyObject? {
+    static func protocolState(_ s: ProtocolSchema, limits: Limits) -> WebSocketProtocolState? {
         s.overWebSocket ? WebSocketProtocolState(s, limits: limits) : nil
     }
 
-    static func managerState(_ protocols: [ProtocolRuntime]) -> AnyObject? { WebSocketManagerState(protocols) }
+    static func managerState(_ protocols: [ProtocolRuntime]) -> WebSocketManagerState? { WebSocketManagerState(protocols) }
 
     /// A WebSocket stack: the handshake and frames below, `p`'s messages above (the built-in
     /// `websocket` dissector until the handshake names a better one).
@@ -35,7 +35,7 @@ enum WebSocketLayer: LayerKind {
         s.proto = p
         p.connections += 1
         let ws = WebSocketConnection(session: s, inner: p, maxMessage: s.manager.limits.maxWebSocketMessage)
-        s.stack = ws
+        s.shared = ws
         s.frames = ws.frames
         s.layers = ws.streams
     }
@@ -45,7 +45,7 @@ enum WebSocketLayer: LayerKind {
         guard d == .c2s && offset == 0 && HTTPHandshake.looksLikeHTTP(bytes, request: true) else { return false }
         attach(s, s.manager.webSocketDefault)
         // Not a request after all (a first segment of "G"...): no WebSocket to hunt for.
-        (s.stack as? WebSocketConnection)?.detected = true
+        (s.shared as? WebSocketConnection)?.detected = true
         return true
     }
 

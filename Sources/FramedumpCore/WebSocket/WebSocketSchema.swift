@@ -2,7 +2,7 @@
 /// `subprotocol "x";`), kept in the schema's generic `stack` and `layerSettings`.
 extension ProtocolSchema {
     /// Whether the protocol's frames are WebSocket messages.
-    public var overWebSocket: Bool { stack.contains(WebSocketLayer.name) }
+    public var overWebSocket: Bool { overLayers.contains(WebSocketLayer.name) }
 
     /// The request paths and subprotocols that select this protocol at the handshake (empty: any).
     public var webSocketPaths: [String] {
@@ -23,7 +23,7 @@ extension ProtocolSchema {
     /// text as text.
     public static var webSocketDefault: ProtocolSchema {
         var s = ProtocolSchema(name: "websocket", file: "(built in)")
-        s.stack = [WebSocketLayer.name]
+        s.overLayers = [WebSocketLayer.name]
         s.body = .raw
         s.textBody = .text
         s.nameBytes = Array("websocket".utf8)
@@ -37,13 +37,13 @@ extension WebSocketLayer {
     static func setting(_ keyword: String, _ p: inout Parser, _ s: inout ProtocolSchema) throws(DissectorError) {
         if keyword == "websocket" {
             // `websocket;` or `websocket "/path", "/other";`: messages of a WebSocket.
-            if !s.overWebSocket { s.stack.append(name) }
+            if !s.overWebSocket { s.overLayers.append(name) }
             if case .string = p.tok.kind {
                 repeat { s.webSocketPaths.append(try p.quoted("a request path")) } while p.accept(",")
             }
         } else {
             // `subprotocol "x";` alone says as much: messages of a WebSocket (that names it).
-            if !s.overWebSocket { s.stack.append(name) }
+            if !s.overWebSocket { s.overLayers.append(name) }
             repeat { s.webSocketSubprotocols.append(try p.quoted("a subprotocol name")) } while p.accept(",")
         }
     }

@@ -31,7 +31,7 @@ final class WebSocketManagerState {
 extension ProtocolRuntime {
     /// The WebSocket layer's state for this protocol (nil: the protocol is not over WebSocket).
     var webSocketState: WebSocketProtocolState? {
-        layerStates[Int(WebSocketLayer.layer)].map { unsafeDowncast($0, to: WebSocketProtocolState.self) }
+        WebSocketLayer.state(of: self)
     }
 
     /// The WebSocket layer's counts, for the summary.
@@ -42,7 +42,7 @@ extension ProtocolRuntime {
 
 extension SessionManager {
     var webSocketLayer: WebSocketManagerState {
-        unsafeDowncast(layerStates[Int(WebSocketLayer.layer)]!, to: WebSocketManagerState.self)
+        WebSocketLayer.state(of: self)!
     }
 
     /// WebSocket messages no dissector claims: the built-in `websocket` dissector.

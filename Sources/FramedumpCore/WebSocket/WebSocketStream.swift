@@ -108,7 +108,7 @@ final class WebSocketStream: StreamLayer {
     @exclusivity(unchecked) var hunt: [UInt8] = []
     @exclusivity(unchecked) var huntOffset: UInt64 = 0
     @exclusivity(unchecked) var huntPacket = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
-    @exclusivity(unchecked) var skipped: (offset: UInt64, length: UInt64)?
+    @exclusivity(unchecked) var skipped = SkippedRun()
 
     init(owner: WebSocketConnection, direction: Direction, maxMessage: Int, mode: Mode) {
         ownerRef = Unmanaged.passUnretained(owner)
@@ -696,8 +696,6 @@ final class WebSocketStream: StreamLayer {
         return true
     }
 
-    enum Boundary { case found(Int), wait(Int), none }
-
     /// What follows a plausible header found while hunting, frame by frame through the bytes
     /// held: `links` more plausible headers in a valid order, then the last frame ends exactly at
     /// the end (`exact`), runs past it or has its header cut there (`open`), or an implausible
@@ -728,8 +726,8 @@ final class WebSocketStream: StreamLayer {
         }
     }
 
-    func findBoundary(final: Bool) -> Boundary {
-        hunt.withUnsafeBytes { b -> Boundary in
+    func findBoundary(final: Bool) -> ResyncBoundary {
+        hunt.withUnsafeBytes { b -> ResyncBoundary in
             var p = 0
             while b.count - p >= 2 {
                 // The first two bytes alone rule most positions out.
@@ -755,7 +753,7 @@ final class WebSocketStream: StreamLayer {
                     switch c {
                     case .broken: break
                     case .open(let links) where links >= Self.verifiedLinks: return .found(p)
-                    case .exact(let links) where links >= 1 || (p == 0 && skipped == nil):
+                    case .exact(let links) where links >= 1 || (p == 0 && skipped.isEmpty):
                         // (One frame alone is taken where the hunt began: right after the gap,
                         // or where the capture picked the stream up.)
                         return .found(p)
@@ -796,15 +794,7 @@ final class WebSocketStream: StreamLayer {
     }
 
     func skip(_ n: Int, packet: PacketRef) {
-        if let s = skipped, s.offset + s.length == huntOffset {
-            skipped!.length += UInt64(n)
-        } else {
-            flushSkipped(packet)
-            skipped = (huntOffset, UInt64(n))
-        }
-        if skippedSample.count < MalformedSample.limit {
-            skippedSample += hunt.prefix(min(n, MalformedSample.limit - skippedSample.count))
-        }
+        skipped.add(hunt.prefix(n), at: huntOffset, report: report(packet))
         hunt.removeFirst(n)
         huntOffset += UInt64(n)
         huntPacket = packet
@@ -813,26 +803,16 @@ final class WebSocketStream: StreamLayer {
     /// Reports the run of skipped bytes, dated by `packet`: the one that ended the run.
     /// Bytes passed over without hunting (the rest of a frame cut by a gap), reported as one run.
     func noteSkipped(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
-        if let s = skipped, s.offset + s.length == offset {
-            skipped!.length += UInt64(b.count)
-        } else {
-            flushSkipped(packet)
-            skipped = (offset, UInt64(b.count))
-        }
-        if skippedSample.count < MalformedSample.limit {
-            skippedSample += b.prefix(MalformedSample.limit - skippedSample.count)
-        }
+        skipped.add(b, at: offset, report: report(packet))
     }
 
     func flushSkipped(_ packet: PacketRef) {
-        guard let s = skipped else { return }
-        skipped = nil
-        skippedSample.withUnsafeBytes { b in
-            owner.malformed(dir, offset: s.offset, length: s.length, reason: .skipped, packet: packet, bytes: b)
-        }
-        skippedSample.removeAll(keepingCapacity: true)
+        guard !skipped.isEmpty else { return }
+        skipped.flush(report(packet))
     }
 
-    /// The first bytes of the skipped run, for `-x`.
-    @exclusivity(unchecked) var skippedSample: [UInt8] = []
+    /// How a run of skipped bytes is reported: as one malformed stretch dated by `packet`.
+    func report(_ packet: PacketRef) -> (UInt64, UInt64, UnsafeRawBufferPointer) -> Void {
+        { [owner, dir] o, l, b in owner.malformed(dir, offset: o, length: l, reason: .skipped, packet: packet, bytes: b) }
+    }
 }

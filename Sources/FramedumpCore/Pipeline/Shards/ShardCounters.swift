@@ -6,9 +6,7 @@ extension SessionManager {
         for (mine, theirs) in zip(protocols, shard.protocols) { mine.absorb(theirs) }
         undissectedConnections += shard.undissectedConnections
         undissectedBytes += shard.undissectedBytes
-        for (i, k) in LayerRegistry.kinds.enumerated() {
-            k.absorb(manager: layerStates[i], shard.layerStates[i])
-        }
+        for k in LayerRegistry.kinds { k.absorbStates(manager: self, shard) }
     }
 }
 
@@ -27,9 +25,7 @@ extension ProtocolRuntime {
         for (id, n) in o.unknownIDs { unknownIDs[id, default: 0] += n }
         limitHits = limitHits + o.limitHits
         if let t = decoder.transforms, let u = o.decoder.transforms { t.absorb(u) }
-        for (i, k) in LayerRegistry.kinds.enumerated() {
-            k.absorb(protocol: layerStates[i], o.layerStates[i])
-        }
+        for k in LayerRegistry.kinds { k.absorbStates(protocol: self, o) }
     }
 }
 
@@ -46,21 +42,18 @@ extension WebSocketCounters {
 }
 
 extension WebSocketLayer {
-    static func absorb(protocol mine: AnyObject?, _ theirs: AnyObject?) {
-        guard let m = mine as? WebSocketProtocolState, let t = theirs as? WebSocketProtocolState else { return }
+    static func absorb(protocol m: WebSocketProtocolState, _ t: WebSocketProtocolState) {
         m.counters.absorb(t.counters)
     }
 
-    static func absorb(manager mine: AnyObject?, _ theirs: AnyObject?) {
-        guard let m = mine as? WebSocketManagerState, let t = theirs as? WebSocketManagerState else { return }
+    static func absorb(manager m: WebSocketManagerState, _ t: WebSocketManagerState) {
         // (Its default protocol is one of the manager's, added with them.)
         m.httpPassedOver += t.httpPassedOver
     }
 }
 
 extension KCPLayer {
-    static func absorb(protocol mine: AnyObject?, _ theirs: AnyObject?) {
-        guard let m = mine as? KCPProtocolState, let t = theirs as? KCPProtocolState else { return }
+    static func absorb(protocol m: KCPProtocolState, _ t: KCPProtocolState) {
         m.conversations += t.conversations
         m.segments += t.segments
         m.acks += t.acks
@@ -75,17 +68,13 @@ extension KCPLayer {
     }
 
     /// `-z kcp`'s rows, put back in the run's order.
-    static func absorb(manager mine: AnyObject?, _ theirs: AnyObject?) {
-        guard let m = mine as? KCPManagerState, let t = theirs as? KCPManagerState else { return }
+    static func absorb(manager m: KCPManagerState, _ t: KCPManagerState) {
         m.absorb(t)
     }
 }
 
 extension TLSLayer {
-    static func absorb(protocol mine: AnyObject?, _ theirs: AnyObject?) {}
-
-    static func absorb(manager mine: AnyObject?, _ theirs: AnyObject?) {
-        guard let m = mine as? TLSManagerState, let t = theirs as? TLSManagerState else { return }
+    static func absorb(manager m: TLSManagerState, _ t: TLSManagerState) {
         m.handshakes += t.handshakes
         for (v, n) in t.versions { m.versions[v, default: 0] += n }
         m.records += t.records

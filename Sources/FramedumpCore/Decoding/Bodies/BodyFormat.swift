@@ -1,0 +1,75 @@
+/// A kind of message body a dissector declares (`body json;`), as every shared part sees it:
+/// the decoder runs it, the filter and `check` ask it, and none of them names it. A new kind is
+/// its file here (or a folder of its own) plus its line in `BodyRegistry` (docs/architecture.md).
+protocol BodyFormat {
+    /// The dissector keyword (`body NAME;`), shown by `framedump dissectors`.
+    static var name: String { get }
+    /// A layer's text messages may be read as this (`text NAME;`).
+    static var readsText: Bool { get }
+    /// Its field names come from the traffic (JSON keys, protobuf field numbers without a
+    /// schema), so `-Y` takes any name under the protocol and cannot check a value's type.
+    static var namesFromTraffic: Bool { get }
+    /// A message id no message declares means the frame cannot be right (the deframer's resync
+    /// then looks further): true when the ids select the fields the body is read with.
+    static var idsSelectLayout: Bool { get }
+    /// A body cut short (a snap length, a gap) is decoded as far as it goes; otherwise it is
+    /// shown raw.
+    static var decodesPart: Bool { get }
+    /// The `check -r` class of its own problems (`DecodeWarning.body`), if it reports any.
+    static var problemClass: String? { get }
+
+    /// Decodes `b[body...]` (the frame, header first; transforms already undone) into `m`, whose
+    /// header, id and message are set.
+    static func decode(_ d: MessageDecoder, _ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage)
+}
+
+extension BodyFormat {
+    static var readsText: Bool { false }
+    static var namesFromTraffic: Bool { false }
+    static var idsSelectLayout: Bool { false }
+    static var decodesPart: Bool { false }
+    static var problemClass: String? { nil }
+}
+
+/// Every kind of body a dissector can declare, one line each.
+enum BodyRegistry {
+    static let kinds: [any BodyFormat.Type] = [
+        FieldsBody.self,
+        JSONBody.self,
+        TextBody.self,
+        RawBody.self,
+        ProtobufBody.self,
+    ]
+
+    /// "fields, json, text, raw or protobuf": for a dissector error.
+    static func names(where keep: (any BodyFormat.Type) -> Bool = { _ in true }) -> String {
+        let n = kinds.filter(keep).map { $0.name }
+        return n.count < 2 ? n.joined() : n.dropLast().joined(separator: ", ") + " or " + n.last!
+    }
+}
+
+/// A protocol's body kind, as its schema holds it: a registered `BodyFormat`, by its place.
+public struct BodyEncoding: Sendable, Hashable {
+    let index: UInt8
+
+    init(_ kind: any BodyFormat.Type) {
+        index = UInt8(BodyRegistry.kinds.firstIndex { $0 == kind }!)
+    }
+
+    /// The kind named `name` in a dissector file (any case), if one is registered.
+    public init?(rawValue name: String) {
+        let n = name.lowercased()
+        guard let i = BodyRegistry.kinds.firstIndex(where: { $0.name == n }) else { return nil }
+        index = UInt8(i)
+    }
+
+    var kind: any BodyFormat.Type { BodyRegistry.kinds[Int(index)] }
+    /// Its dissector keyword.
+    public var rawValue: String { kind.name }
+
+    public static let fields = BodyEncoding(FieldsBody.self)
+    public static let json = BodyEncoding(JSONBody.self)
+    public static let text = BodyEncoding(TextBody.self)
+    public static let raw = BodyEncoding(RawBody.self)
+    public static let protobuf = BodyEncoding(ProtobufBody.self)
+}
