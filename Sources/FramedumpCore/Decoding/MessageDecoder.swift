@@ -56,6 +56,10 @@ public final class MessageDecoder {
         m.id = layout.messageID(b, at: 0)
         if let id = m.id { m.message = program.message(dir, id) }
         let body = layout.headerSize
+        // A framing kind's delimiter ends the frame and is no part of its body.
+        if layout.trailerSize > 0 && frame.missing == 0 && b.count - body >= layout.trailerSize {
+            b = UnsafeRawBufferPointer(rebasing: b[..<(b.count - layout.trailerSize)])
+        }
         // Cut: what fits is decoded; the warnings of a body too short are this one.
         defer { if frame.missing > 0 { Self.cutWarnings(frame, m) } }
         if frame.missing > 0 {

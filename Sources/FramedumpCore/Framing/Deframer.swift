@@ -256,7 +256,34 @@ public final class Deframer {
                 used += take
                 if buffer.count < layout.headerSize { return used }
             }
-            let check = buffer.withUnsafeBytes { layout.check($0, at: 0) }
+            var check = buffer.withUnsafeBytes { layout.check($0, at: 0, from: searched(bufferOffset, buffer.count)) }
+            if case .needMoreData = check {
+                // A framing that looks for its end (a delimiter): it is not in the bytes held.
+                // Take the rest of the chunk and look on from where the search stopped.
+                let before = buffer.count
+                searchedUpTo = (bufferOffset, before)
+                guard used < b.count else { return used }
+                buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[used...]))
+                check = buffer.withUnsafeBytes { layout.check($0, at: 0, from: before) }
+                switch check {
+                case .needMoreData:
+                    searchedUpTo = (bufferOffset, buffer.count)
+                    return b.count
+                case .ok(let n):
+                    // It ends in what was just taken: keep that frame, leave the rest in `b`.
+                    buffer.removeLast(buffer.count - n)
+                    used += n - before
+                    buffer.withUnsafeBytes { fb in
+                        consumer.frame(Frame(bytes: fb, offset: bufferOffset, firstPacket: bufferPacket.asFirst,
+                                             lastPacket: packet, coalesced: 1), dir)
+                    }
+                    buffer.removeAll(keepingCapacity: true)
+                    return used
+                default:
+                    // (No end within max_frame: the bad header below; what was taken stays to hunt in.)
+                    used = b.count
+                }
+            }
             guard case .ok(let n) = check else {
                 // A bad header that arrived in pieces: report its first byte and hunt in the rest.
                 flushSkipped(packet)
@@ -280,6 +307,16 @@ public final class Deframer {
             buffer.removeAll(keepingCapacity: true)
             return used
         }
+    }
+
+    /// How far a search for the frame's end in `buffer` got (its stream offset then, and the
+    /// bytes searched), so a long frame arriving in many segments is searched once.
+    @exclusivity(unchecked) var searchedUpTo: (offset: UInt64, count: Int) = (0, 0)
+
+    /// Where a search for the end of the frame at `offset` may resume in `count` bytes.
+    @inline(__always)
+    func searched(_ offset: UInt64, _ count: Int) -> Int {
+        searchedUpTo.offset == offset && searchedUpTo.count <= count ? searchedUpTo.count : 0
     }
 
     func reason(_ c: FrameLayout.Check) -> MalformedReason {
@@ -379,6 +416,11 @@ public final class Deframer {
     /// after it when the data reach that far; or the first position that needs more data.
     func findBoundary(final: Bool) -> ResyncBoundary {
         buffer.withUnsafeBytes { b -> ResyncBoundary in
+            // A framing that marks its ends (a delimiter) says where the next frame starts.
+            if let end = layout.end {
+                if let p = end.boundary(in: b, from: 0) { return .found(p) }
+                return final ? .none : .wait(max(0, b.count - (end.trailerSize - 1)))
+            }
             var p = 0
             while b.count - p >= layout.headerSize {
                 if let n = plausible(b, p) {

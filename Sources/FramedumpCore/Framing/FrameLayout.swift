@@ -29,6 +29,11 @@ public final class FrameLayout: @unchecked Sendable {
     public let headerSize: Int
     public let idField: Int?
     public let maxFrame: Int
+    /// Where a frame ends for a framing kind other than a stated length (`frame_end`); nil on
+    /// the length rule's fast path.
+    let end: (any FrameEnd)?
+    /// Bytes at a frame's end that are not its body (the kind's delimiter).
+    public let trailerSize: Int
     let countsWholeFrame: Bool
     let slots: UnsafeMutableBufferPointer<Slot>
     let terms: UnsafeMutableBufferPointer<Term>
@@ -40,6 +45,8 @@ public final class FrameLayout: @unchecked Sendable {
         headerSize = s.headerSize
         idField = s.idField
         maxFrame = max(s.maxFrame, s.headerSize)
+        end = FramingRegistry.kind(of: s)?.frameEnd(s)
+        trailerSize = end?.trailerSize ?? 0
         let length = s.length ?? LengthRule(terms: [], countsWholeFrame: true)
         countsWholeFrame = length.countsWholeFrame
         let sl = s.header.map {
@@ -95,8 +102,10 @@ public final class FrameLayout: @unchecked Sendable {
     }
 
     /// Reads the header at `base` and says how long its frame is, or what is wrong with it.
+    /// `from`: for a framing kind that searches for the frame's end, where a search on the same
+    /// bytes stopped before (the deframer passes it as a frame's bytes grow).
     @inline(__always)
-    public func check(_ b: UnsafeRawBufferPointer, at base: Int) -> Check {
+    public func check(_ b: UnsafeRawBufferPointer, at base: Int, from: Int = 0) -> Check {
         guard b.count - base >= headerSize else { return .needMoreData }
         var c = 0
         while c < constantCount {
@@ -105,6 +114,7 @@ public final class FrameLayout: @unchecked Sendable {
             if v != slots[i].constant { return .constantMismatch(field: i, value: v) }
             c += 1
         }
+        if let end { return end.check(b, at: base, from: max(from, base + headerSize), headerSize: headerSize, maxFrame: maxFrame) }
         var total: Int64 = 0
         var t = 0
         while t < termCount {

@@ -19,6 +19,7 @@ public enum DissectorDescription {
             }.joined()
             lines.append("  \(l.countsWholeFrame ? "frame_length" : "body_length") = \(expr); max_frame \(s.maxFrame)")
         }
+        if let k = FramingRegistry.kind(of: s) { lines += k.describe(s) }
         if let id = s.idField { lines.append("  message id: \(s.header[id].name)") }
         switch s.pairBy {
         case .messageID?: lines.append("  pair_by id (-z rtt: a response carries its request's id)")

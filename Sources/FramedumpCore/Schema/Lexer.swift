@@ -102,7 +102,25 @@ struct Lexer {
                 var j = i + 1
                 var text = ""
                 while j < s.count && s[j] != "\"" {
-                    if s[j] == "\\" && j + 1 < s.count { j += 1 }
+                    if s[j] == "\\" && j + 1 < s.count {
+                        // \r \n \t \0 and \xHH (ASCII) are control bytes (a `frame_end`); any other
+                        // escaped character stands for itself (\" and \\).
+                        j += 1
+                        switch s[j] {
+                        case "r": text.unicodeScalars.append("\r"); j += 1; continue
+                        case "n": text.unicodeScalars.append("\n"); j += 1; continue
+                        case "t": text.unicodeScalars.append("\t"); j += 1; continue
+                        case "0": text.unicodeScalars.append("\0"); j += 1; continue
+                        case "x" where j + 2 < s.count:
+                            if let v = UInt8(String(s[(j + 1)...(j + 2)].map(Character.init)), radix: 16), v < 0x80 {
+                                text.unicodeScalars.append(Unicode.Scalar(v))
+                                j += 3
+                                continue
+                            }
+                            record(error(line, col + (j - i), "\\x takes two hex digits of an ASCII byte (00 to 7f)"))
+                        default: break
+                        }
+                    }
                     text.unicodeScalars.append(s[j])
                     j += 1
                 }

@@ -58,6 +58,7 @@ struct Resolver {
         let at = p.token ?? Token(kind: .end, line: p.line, column: 1)
         if s.udp && s.anyPort { errors.add(err(at, "protocol '\(s.name)': UDP flows are chosen by port ('udp port N;'), not by any_port")) }
         for k in LayerRegistry.kinds { if let m = k.check(s) { errors.add(err(at, "protocol '\(s.name)': " + m)) } }
+        if let k = FramingRegistry.kind(of: s), let m = k.check(s) { errors.add(err(at, "protocol '\(s.name)': " + m)) }
         try errors.check()
         return s
     }
@@ -67,10 +68,12 @@ struct Resolver {
         // Over a layer that cuts messages a message is a frame already: a length rule
         // is only for a stream tunnelled inside them.
         if p.lengthToken == nil && !s.overLayers.isEmpty { return }
+        // Another framing kind says where a frame ends (checked with the protocol).
+        if p.lengthToken == nil && FramingRegistry.kind(of: s) != nil { return }
         guard let lt = p.lengthToken else {
             if p.hadErrors { return }
             throw err(p.token ?? Token(kind: .end, line: p.line, column: 1),
-                      "protocol '\(s.name)' needs 'frame_length = FIELD;' or 'body_length = FIELD;'")
+                      "protocol '\(s.name)' needs 'frame_length = FIELD;', 'body_length = FIELD;' or another way to end a frame (" + FramingRegistry.kinds.flatMap { $0.keywords }.joined(separator: ", ") + ")")
         }
         var terms: [(field: Int?, constant: Int64, negative: Bool)] = []
         for (name, c, neg, t) in p.lengthExpr {

@@ -187,6 +187,9 @@ public struct ProtocolSchema: Sendable {
     public var header: [HeaderField] = []
     public var headerSize: Int { header.last.map { $0.offset + $0.width } ?? 0 }
     public var length: LengthRule?
+    /// A framing kind's settings (`frame_end "\r\n";`), by the name it chooses; none: the
+    /// length rule cuts the frames. See `FramingRegistry`.
+    public var framingSettings: [String: [String]] = [:]
     public var idField: Int?
     public var maxFrame = 1 << 20
     public var body: BodyEncoding = .fields

@@ -14,6 +14,30 @@ final class FrameCollector: FrameConsumer {
         malformed.append((offset, length, reason))
     }
     var malformedBytes: UInt64 { malformed.map(\.1).reduce(0, +) }
+
+    /// `stream` cut at `cuts` through a deframer of `layout` (a gap of `gapsAt[c]` bytes before
+    /// the piece starting at `c`), then finished: what it emitted.
+    static func deframe(_ stream: [UInt8], layout: FrameLayout, cuts: [Int], startsAtBoundary: Bool = true,
+                        gapsAt: [Int: UInt64] = [:], knownID: ((UInt64) -> Bool)? = nil) -> FrameCollector {
+        let col = FrameCollector()
+        let d = Deframer(layout: layout, direction: .c2s, consumer: col, startsAtBoundary: startsAtBoundary, knownID: knownID)
+        var last = 0
+        var offset: UInt64 = 0
+        let p = PacketRef(number: 1, ts: Timestamp(seconds: 0, nanos: 0))
+        stream.withUnsafeBytes { b in
+            for c in cuts + [stream.count] {
+                if let g = gapsAt[last] {
+                    d.gap(offset: offset, length: g, packet: p)
+                    offset += g
+                }
+                d.data(b.slice(last, c - last), offset: offset, packet: p)
+                offset += UInt64(c - last)
+                last = c
+            }
+        }
+        d.finish(packet: p, captureEnded: false)
+        return col
+    }
 }
 
 /// The sticky-packet deframer: every way of cutting a stream gives the same frames, and
@@ -37,26 +61,9 @@ final class DeframerTests: XCTestCase {
 
     func deframe(_ stream: [UInt8], cuts: [Int], startsAtBoundary: Bool = true,
                  gapsAt: [Int: UInt64] = [:]) -> FrameCollector {
-        let col = FrameCollector()
         let known = Self.game.byID[.c2s]!
-        let d = Deframer(layout: layout, direction: .c2s, consumer: col, startsAtBoundary: startsAtBoundary,
-                         knownID: { known[$0] != nil })
-        var last = 0
-        var offset: UInt64 = 0
-        let p = PacketRef(number: 1, ts: Timestamp(seconds: 0, nanos: 0))
-        stream.withUnsafeBytes { b in
-            for c in cuts + [stream.count] {
-                if let g = gapsAt[last] {
-                    d.gap(offset: offset, length: g, packet: p)
-                    offset += g
-                }
-                d.data(b.slice(last, c - last), offset: offset, packet: p)
-                offset += UInt64(c - last)
-                last = c
-            }
-        }
-        d.finish(packet: p, captureEnded: false)
-        return col
+        return FrameCollector.deframe(stream, layout: layout, cuts: cuts, startsAtBoundary: startsAtBoundary,
+                                      gapsAt: gapsAt, knownID: { known[$0] != nil })
     }
 
     func testEverySplitOfTheStreamGivesTheSameFrames() {
