@@ -26,6 +26,7 @@ public final class MessageDecoder {
         protoTarget = .allocate(capacity: max(1, schema.messages.count))
         for (i, md) in schema.messages.enumerated() { protoTarget[i] = Int32(md.protoType ?? -1) }
         hasIDs = schema.hasMessageIDs
+        defaultMessage = schema.defaultMessage
         protoDefaults = schema.protoAddDefaults
     }
 
@@ -34,6 +35,8 @@ public final class MessageDecoder {
     /// Per schema message: the protobuf message its body is (-1: none).
     let protoTarget: UnsafeMutableBufferPointer<Int32>
     let hasIDs: Bool
+    /// The message every frame is, for a protocol whose frames carry no id.
+    let defaultMessage: Int?
     let protoDefaults: Bool
     /// The protobuf decoder for the DecodedMessage last decoded into (a session uses one).
     @exclusivity(unchecked) var protobuf: ProtobufDecoder?
@@ -54,7 +57,7 @@ public final class MessageDecoder {
         }
         m.bodyOffset = layout.headerSize
         m.id = layout.messageID(b, at: 0)
-        if let id = m.id { m.message = program.message(dir, id) }
+        if let id = m.id { m.message = program.message(dir, id) } else { m.message = defaultMessage }
         let body = layout.headerSize
         // A framing kind's delimiter ends the frame and is no part of its body.
         if layout.trailerSize > 0 && frame.missing == 0 && b.count - body >= layout.trailerSize {

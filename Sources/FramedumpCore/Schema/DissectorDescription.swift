@@ -11,7 +11,7 @@ public enum DissectorDescription {
             let bits = f.bits.isEmpty ? "" : " { " + f.bits.map { "\($0.name) = 0x\(String($0.mask, radix: 16))" }.joined(separator: ", ") + " }"
             return t + (f.constant.map { " == \($0)" } ?? "") + bits
         }
-        lines.append("  header (\(s.headerSize) bytes): " + header.joined(separator: "; "))
+        lines.append(header.isEmpty ? "  header: none" : "  header (\(s.headerSize) bytes): " + header.joined(separator: "; "))
         if let l = s.length {
             let expr = l.terms.enumerated().map { i, t -> String in
                 let v = t.field.map { s.header[$0].name } ?? String(t.constant)
@@ -21,6 +21,7 @@ public enum DissectorDescription {
         }
         if let k = FramingRegistry.kind(of: s) { lines += k.describe(s) }
         if let id = s.idField { lines.append("  message id: \(s.header[id].name)") }
+        if let d = s.defaultMessage { lines.append("  every frame is a \(s.messages[d].name) (no message id)") }
         switch s.pairBy {
         case .messageID?: lines.append("  pair_by id (-z rtt: a response carries its request's id)")
         case .field(let q, let r)? where q == r: lines.append("  pair_by \(q) (-z rtt: a response carries its request's \(q))")

@@ -182,6 +182,30 @@ struct Resolver {
         }
         for e in MessageCycles.find(in: s, fieldTokens: fieldTokens, error: err) { errors.add(e) }
         do throws(DissectorError) { try attachProto(p, to: &s) } catch { errors.add(error) }
+        resolveDefaultMessage(p, &s, &errors)
+    }
+
+    /// Frames without an id are all one message: with no `message_id`, the message declared
+    /// without an id that no field nests (`Message Envelope : pkg.Envelope;`, `Message Line { }`).
+    /// With ids, a protobuf binding without one would never apply: an error, not a quiet no-op.
+    func resolveDefaultMessage(_ p: PendingProtocol, _ s: inout ProtocolSchema, _ errors: inout Diagnostics) {
+        var nested = Set<Int>()
+        for m in s.messages { for f in m.fields { if case .message(let i) = f.type { nested.insert(i) } } }
+        let candidates = p.messages.indices.filter { p.messages[$0].id == nil && p.messages[$0].direction == nil && !nested.contains($0) }
+        if s.idField != nil || s.hasMessageIDs {
+            for i in candidates {
+                guard let (_, t) = p.messages[i].protoType else { continue }
+                errors.add(err(t, "'\(p.messages[i].name)' has no id, so no frame would be decoded with it: give it one (Message \(p.messages[i].name) = ID : ...), or leave out message_id so that every frame is one"))
+            }
+            return
+        }
+        guard !candidates.isEmpty else { return }
+        guard candidates.count == 1 else {
+            let names = candidates.map { "'\(p.messages[$0].name)'" }.joined(separator: ", ")
+            errors.add(err(p.messages[candidates[1]].token, "protocol '\(s.name)' has no message_id, so one message is every frame; \(names) are each declared without an id and nested in no other (nest the others in it, or give ids with a message_id)"))
+            return
+        }
+        s.defaultMessage = candidates[0]
     }
 
     func fieldType(_ pf: PendingField, schema s: ProtocolSchema, messages: [String: Int],

@@ -191,6 +191,9 @@ public struct ProtocolSchema: Sendable {
     /// length rule cuts the frames. See `FramingRegistry`.
     public var framingSettings: [String: [String]] = [:]
     public var idField: Int?
+    /// A protocol whose frames carry no id (no `message_id`): the one message declared without
+    /// an id that no field nests, which every frame is (see `Resolver.resolveDefaultMessage`).
+    public var defaultMessage: Int?
     public var maxFrame = 1 << 20
     public var body: BodyEncoding = .fields
     /// The layers the protocol's frames come through, bottom first, by name (`websocket`):

@@ -33,6 +33,7 @@ final class LinesSampleTests: XCTestCase {
                     let have = (m["fields"] as? NSDictionary) ?? [:]
                     XCTAssertEqual(have, want, text)
                     XCTAssertNil(m["warnings"], text)
+                    XCTAssertEqual(m["message"] as? String, "Line", "every line is the dissector's one message")
                     lines += 1
                 }
             }
