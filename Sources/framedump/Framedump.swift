@@ -70,9 +70,13 @@ struct Framedump: ParsableCommand {
     /// that is an option's value (`-r check`) is not one.
     static func subcommandAfterOptions(_ args: [String]) -> String? {
         guard let first = args.first, first.hasPrefix("-") else { return nil }
+        // A subcommand's name is a bare lowercase word: most lines have none after the first
+        // argument, and then the names (the parser's reflection) are not worked out.
+        guard args.dropFirst().contains(where: { $0.first.map { ("a"..."z").contains($0) } ?? false && $0.allSatisfy { ("a"..."z").contains($0) || $0 == "-" } }) else { return nil }
         let names = subcommandNames.union(["dump"])
         let takesValue: Set<String> = ["-r", "-w", "-i", "-c", "-C", "-G", "-W", "--old", "--new", "-s", "-B", "-Z", "-T", "-d", "-Y", "-z", "--filter", "--ignore",
-                                       "--color", "--streams", "--proto-path", "--key", "--decode-as", "--idle-timeout"]
+                                       "--color", "--streams", "--proto-path", "--key", "--decode-as", "--idle-timeout", "--tls-keylog",
+                                       "-e", "-E", "-O", "-j", "--allow", "--diff", "--listen", "--port", "--keep"]
         for (i, a) in args.enumerated() where i > 0 && names.contains(a) {
             if !takesValue.contains(args[i - 1]) && !args[i - 1].hasPrefix("--max") { return a }
         }
