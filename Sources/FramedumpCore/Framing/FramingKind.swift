@@ -1,6 +1,6 @@
 /// A way of finding where a frame ends other than a length its header states, as every shared
 /// part sees it: the parser hands it its keywords, the resolver asks whether the protocol is
-/// complete, `framework dissectors` prints its lines, and the deframer asks its compiled
+/// complete, `framedump dissectors` prints its lines, and the deframer asks its compiled
 /// `FrameEnd` once per frame. A new kind is its folder here plus its line in `FramingRegistry`.
 ///
 /// Length-prefixed headers (`frame_length = ...;`, `body_length = ...;`) are the built-in rule:

@@ -9,7 +9,7 @@ import Foundation
 /// One per run, shared by every shard's TLS connections (a lookup takes a lock: it happens once
 /// per handshake). Each file is opened once and kept open; a miss reads on only if the file grew
 /// (a live capture's app may have just written the line), so a capture whose key log lacks most
-/// connections costs one `fstat` a miss, not an open and a read.
+/// connections costs one seek to the file's end a miss, not an open and a read.
 public final class TLSKeyLog: @unchecked Sendable {
     /// The secrets logged for one connection.
     struct Secrets {
@@ -86,8 +86,6 @@ public final class TLSKeyLog: @unchecked Sendable {
     /// Reads file `i` on from where it ended, if it grew.
     private func readMore(_ i: Int) {
         guard let h = handles[i] else { return }
-        var st = stat()
-        guard fstat(h.fileDescriptor, &st) == 0, UInt64(st.st_size) > readTo[i] else { return }
         guard let end = try? h.seekToEnd(), end > readTo[i], end <= Self.maxFileBytes else { return }
         guard (try? h.seek(toOffset: readTo[i])) != nil, let data = try? h.readToEnd() else { return }
         readTo[i] += UInt64(data.count)
