@@ -1,9 +1,9 @@
 /// The schema's messages compiled into flat, trivially-copyable instructions, so decoding
 /// a message touches no reference counts and no Strings.
 struct DecodeOp {
-    enum Kind: UInt8 { case unsigned, signed, float32, float64, bool, string, bytes, message }
-    enum Rule: UInt8 { case prefixed, nul, rest, fixed }
-    enum Count: UInt8 { case single, fixed, prefixed, field }
+    enum Kind: UInt8 { case unsigned, signed, float32, float64, bool, string, bytes, message, varint, svarint }
+    enum Rule: UInt8 { case prefixed, nul, rest, fixed, varint }
+    enum Count: UInt8 { case single, fixed, prefixed, field, varint }
 
     var kind: Kind
     var width: Int32
@@ -39,6 +39,7 @@ final class DecodeProgram {
                 case .signed(let w, let o): op.kind = .signed; op.width = Int32(w); op.bigEndian = o == .big
                 case .enumeration(_, let b):
                     op.kind = b.signed ? .signed : .unsigned; op.width = Int32(b.width); op.bigEndian = b.order == .big
+                case .varint(let signed, let n): op.kind = signed ? .svarint : .varint; op.width = Int32(n)
                 case .float32(let o): op.kind = .float32; op.width = 4; op.bigEndian = o == .big
                 case .float64(let o): op.kind = .float64; op.width = 8; op.bigEndian = o == .big
                 case .bool: op.kind = .bool; op.width = 1
@@ -52,6 +53,7 @@ final class DecodeProgram {
                     case .nulTerminated: op.rule = .nul
                     case .rest: op.rule = .rest
                     case .fixed(let n): op.rule = .fixed; op.ruleParam = Int32(n)
+                    case .varint: op.rule = .varint
                     }
                 case .message(let t): op.kind = .message; op.target = Int32(t)
                 }
@@ -62,6 +64,7 @@ final class DecodeProgram {
                     op.count = .prefixed; op.countParam = Int32(w)
                     if let o { op.countBigEndian = o == .big }
                 case .field(let i)?: op.count = .field; op.countParam = Int32(i)
+                case .varint?: op.count = .varint
                 }
                 all.append(op)
             }

@@ -46,19 +46,21 @@ public final class MessageDecoder {
         m.frame = frame
         m.direction = dir
         var b = frame.bytes
-        var i = 0
-        while i < layout.fieldCount {
-            defer { i += 1 }
-            if layout.isPadding(i) { continue }
-            let v = layout.value(i, in: b, at: 0) ?? 0
-            m.headerFields.append(DecodedField(
-                name: .header(Int32(i)), value: layout.isSigned(i) ? .signed(Int64(bitPattern: v)) : .unsigned(v),
-                offset: Int32(layout.offset(i)), width: Int32(layout.width(i)), depth: 0))
+        let body = layout.variable ? variableHeader(b, into: m) : layout.headerSize
+        if !layout.variable {
+            var i = 0
+            while i < layout.fieldCount {
+                defer { i += 1 }
+                if layout.isPadding(i) { continue }
+                let v = layout.value(i, in: b, at: 0) ?? 0
+                m.headerFields.append(DecodedField(
+                    name: .header(Int32(i)), value: layout.isSigned(i) ? .signed(Int64(bitPattern: v)) : .unsigned(v),
+                    offset: Int32(layout.offset(i)), width: Int32(layout.width(i)), depth: 0))
+            }
         }
-        m.bodyOffset = layout.headerSize
+        m.bodyOffset = body
         m.id = layout.messageID(b, at: 0)
         if let id = m.id { m.message = program.message(dir, id) } else { m.message = defaultMessage }
-        let body = layout.headerSize
         // A framing kind's delimiter ends the frame and is no part of its body.
         if layout.trailerSize > 0 && frame.missing == 0 && b.count - body >= layout.trailerSize {
             b = UnsafeRawBufferPointer(rebasing: b[..<(b.count - layout.trailerSize)])
@@ -89,6 +91,25 @@ public final class MessageDecoder {
             }
         }
         bodyKind.decode(self, b, from: body, into: m)
+    }
+
+    /// A header with varints: each field read where the one before it ended. Returns where the
+    /// body starts (the end of the bytes when the header itself is cut, which is said).
+    func variableHeader(_ b: UnsafeRawBufferPointer, into m: DecodedMessage) -> Int {
+        var p = 0
+        for i in 0..<layout.fieldCount {
+            guard case .value(let v, let n) = layout.read(i, in: b, at: p) else {
+                m.warnings.append(.bodyTooShort(field: layout.fields[i].name, at: p))
+                return b.count
+            }
+            if !layout.isPadding(i) {
+                m.headerFields.append(DecodedField(
+                    name: .header(Int32(i)), value: layout.isSigned(i) ? .signed(Int64(bitPattern: v)) : .unsigned(v),
+                    offset: Int32(p), width: Int32(n), depth: 0))
+            }
+            p += n
+        }
+        return p
     }
 
     /// A protobuf body: the message type bound to the id, or schema-less when there is none.
@@ -136,11 +157,18 @@ public final class MessageDecoder {
                 }
                 count = v
                 pos += Int(op.countParam)
+            case .varint:
+                guard case .value(let v, let n) = b.varint(pos, maxBytes: 10) else {
+                    m.warnings.append(.bodyTooShort(field: fieldName(op), at: pos)); return false
+                }
+                count = v
+                pos += n
             default:
                 count = countValue(of: Int(op.countParam), in: m, depth: depth)
             }
             // Never trust a count beyond what the frame can hold.
-            let minWidth = op.kind == .message || op.kind == .string || op.kind == .bytes ? 0 : Int(op.width)
+            let minWidth = op.kind == .message || op.kind == .string || op.kind == .bytes ? 0
+                : op.kind == .varint || op.kind == .svarint ? 1 : Int(op.width)
             let room = UInt64(b.count - pos)
             let fits = !(minWidth > 0 && count > room / UInt64(minWidth))
             if count > maxArray || !fits || UInt64(m.fields.count) + count > UInt64(Self.maxFields) {
@@ -210,6 +238,9 @@ public final class MessageDecoder {
             guard let v = b.uint(pos, width: Int(op.width), bigEndian: op.bigEndian) else { return short(op, start, m) }
             let shift = UInt64(64 - op.width * 8)
             value = .signed(Int64(bitPattern: v << shift) >> Int64(shift)); pos += Int(op.width)
+        case .varint, .svarint:
+            guard case .value(let v, let n) = b.varint(pos, maxBytes: Int(op.width)) else { return short(op, start, m) }
+            value = op.kind == .varint ? .unsigned(v) : .signed(zigzagDecoded(v)); pos += n
         case .float32:
             guard let v = b.uint(pos, width: 4, bigEndian: op.bigEndian) else { return short(op, start, m) }
             value = .float(Double(Float(bitPattern: UInt32(truncatingIfNeeded: v)))); pos += 4
@@ -291,6 +322,9 @@ public final class MessageDecoder {
             let n = Int(op.ruleParam)
             guard b.count - pos >= n else { return nil }
             return (pos, n, pos + n)
+        case .varint:
+            guard case .value(let n, let w) = b.varint(pos, maxBytes: 10), n <= UInt64(b.count - pos - w) else { return nil }
+            return (pos + w, Int(n), pos + w + Int(n))
         }
     }
 }

@@ -269,6 +269,10 @@ public final class Deframer {
                 case .needMoreData:
                     searchedUpTo = (bufferOffset, buffer.count)
                     return b.count
+                case .ok(let n) where n > buffer.count:
+                    // A header that was still arriving (a varint): the frame is longer than what is held.
+                    used = b.count
+                    searchedUpTo = (0, 0)
                 case .ok(let n):
                     // It ends in what was just taken: keep that frame, leave the rest in `b`.
                     buffer.removeLast(buffer.count - n)
@@ -326,9 +330,10 @@ public final class Deframer {
         case .constantMismatch(let f, let v):
             let h = layout.fields[f]
             // A hex field's value is masked to its width, as the tree shows it.
-            let mask: UInt64 = h.width >= 8 ? .max : (1 << UInt64(h.width * 8)) - 1
+            let mask: UInt64 = h.width >= 8 || h.isVarint ? .max : (1 << UInt64(h.width * 8)) - 1
             return .constantMismatch(field: h.name, value: h.hex ? v & mask : v, expected: h.hex ? (h.constant ?? 0) & mask : h.constant ?? 0,
                                      hex: h.hex, signed: h.signed)
+        case .badVarint(let f): return .badVarint(field: layout.fields[f].name, maxBytes: layout.fields[f].varintMax)
         default: return .skipped
         }
     }
@@ -393,7 +398,7 @@ public final class Deframer {
                 if p > 0 { skip(p, packet: packet) }
                 return
             case .none:
-                let excess = final ? buffer.count : buffer.count - max(layout.headerSize - 1, 0)
+                let excess = final ? buffer.count : buffer.count - max(layout.maxHeaderSize - 1, 0)
                 if excess > 0 { skip(excess, packet: packet) }
                 return
             case .found(let p):
@@ -423,6 +428,9 @@ public final class Deframer {
             }
             var p = 0
             while b.count - p >= layout.headerSize {
+                if !final, layout.variable, case .needMoreData = layout.check(b, at: p) {
+                    return .wait(p)  // a varint of the header still arriving
+                }
                 if let n = plausible(b, p) {
                     let after = b.count - p - n
                     if after < 0 {

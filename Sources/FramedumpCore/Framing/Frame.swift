@@ -38,6 +38,8 @@ public enum MalformedReason: Sendable, Equatable {
     /// A frame ran past the end of the unit that carried it (a UDP datagram, a KCP message),
     /// which no frame crosses.
     case cutByUnitEnd(have: Int, need: Int?)
+    /// A varint header field ran past the bytes its type allows (`varint(4)`: 4), or past 64 bits.
+    case badVarint(field: String, maxBytes: Int)
     /// A layer of the stack could not read its own framing here (it says why).
     case layer(LayerProblem)
 
@@ -60,6 +62,7 @@ public enum MalformedReason: Sendable, Equatable {
             return "capture ended inside a frame (\(h)" + (n.map { " of \($0)" } ?? "") + " bytes)"
         case .cutByUnitEnd(let h, let n):
             return "frame runs past the end of the datagram or message carrying it (had \(h)" + (n.map { " of \($0)" } ?? "") + " bytes)"
+        case .badVarint(let f, let n): return "header field \(f) is a varint longer than \(n) bytes"
         case .layer(let l): return l.text
         }
     }
@@ -80,6 +83,7 @@ public enum MalformedReason: Sendable, Equatable {
         case .incompleteAtEnd: return "incomplete"
         case .cutByCaptureEnd: return "capture-ended"
         case .cutByUnitEnd: return "cut-by-datagram-end"
+        case .badVarint: return "bad-varint"
         case .layer(let l): return l.kind
         }
     }

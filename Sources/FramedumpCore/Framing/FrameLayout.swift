@@ -16,6 +16,8 @@ public final class FrameLayout: @unchecked Sendable {
         var padding: Bool
         var constant: UInt64
         var hasConstant: Bool
+        /// A varint of at most this many bytes (0: fixed width); zigzag-encoded when `signed`.
+        var varintMax: Int
     }
 
     struct Term {
@@ -26,8 +28,18 @@ public final class FrameLayout: @unchecked Sendable {
 
     /// The schema's header fields (names, for reports).
     public let fields: [HeaderField]
+    /// The header's size; with varints, its least size (see `headerEnd`).
     public let headerSize: Int
+    /// The most bytes a header takes (`headerSize` when it has no varint).
+    public let maxHeaderSize: Int
+    /// The header has varints: fields from `firstVariable` on are found by reading the ones
+    /// before them (the rare path; a fixed header's offsets are constants).
+    public let variable: Bool
+    let firstVariable: Int
     public let idField: Int?
+    /// `message_id = flags.type;`: the id is `(field & idMask) >> idShift`.
+    let idMask: UInt64
+    let idShift: UInt64
     public let maxFrame: Int
     /// Where a frame ends for a framing kind other than a stated length (`frame_end`); nil on
     /// the length rule's fast path.
@@ -43,7 +55,12 @@ public final class FrameLayout: @unchecked Sendable {
     public init(_ s: ProtocolSchema) {
         fields = s.header
         headerSize = s.headerSize
+        maxHeaderSize = s.maxHeaderSize
+        firstVariable = s.header.firstIndex(where: \.isVarint) ?? s.header.count
+        variable = firstVariable < s.header.count
         idField = s.idField
+        idMask = s.idBits?.mask ?? .max
+        idShift = s.idBits?.shift ?? 0
         maxFrame = max(s.maxFrame, s.headerSize)
         end = FramingRegistry.kind(of: s)?.frameEnd(s)
         trailerSize = end?.trailerSize ?? 0
@@ -51,7 +68,8 @@ public final class FrameLayout: @unchecked Sendable {
         countsWholeFrame = length.countsWholeFrame
         let sl = s.header.map {
             Slot(offset: $0.offset, width: $0.width, bigEndian: $0.order == .big, signed: $0.signed,
-                 padding: $0.isPadding, constant: $0.constant ?? 0, hasConstant: $0.constant != nil)
+                 padding: $0.isPadding, constant: $0.constant ?? 0, hasConstant: $0.constant != nil,
+                 varintMax: $0.varintMax)
         }
         slots = .allocate(capacity: max(1, sl.count))
         _ = slots.initialize(from: sl)
@@ -79,6 +97,7 @@ public final class FrameLayout: @unchecked Sendable {
     /// A header field's value as stored (signed values as their bit pattern).
     @inline(__always)
     public func value(_ i: Int, in b: UnsafeRawBufferPointer, at base: Int) -> UInt64? {
+        if i >= firstVariable { return located(i, in: b, at: base)?.value }
         let f = slots[i]
         guard let raw = b.uint(base + f.offset, width: f.width, bigEndian: f.bigEndian) else { return nil }
         if f.signed && f.width < 8 {
@@ -93,11 +112,78 @@ public final class FrameLayout: @unchecked Sendable {
     @inline(__always) func offset(_ i: Int) -> Int { slots[i].offset }
     @inline(__always) func width(_ i: Int) -> Int { slots[i].width }
 
+    /// Field `i` read at `p`: its value (signed values as their bit pattern) and size.
+    @inline(__always)
+    func read(_ i: Int, in b: UnsafeRawBufferPointer, at p: Int) -> VarintRead {
+        let f = slots[i]
+        if f.varintMax > 0 {
+            let r = b.varint(p, maxBytes: f.varintMax)
+            if f.signed, case .value(let v, let n) = r { return .value(UInt64(bitPattern: zigzagDecoded(v)), length: n) }
+            return r
+        }
+        guard let raw = b.uint(p, width: f.width, bigEndian: f.bigEndian) else { return .truncated }
+        if f.signed && f.width < 8 {
+            let shift = UInt64(64 - f.width * 8)
+            return .value(UInt64(bitPattern: Int64(bitPattern: raw << shift) >> Int64(shift)), length: f.width)
+        }
+        return .value(raw, length: f.width)
+    }
+
+    /// Where field `i` of the header at `base` lies in `b` and its value, reading the fields
+    /// before it when a varint precedes it; nil when they are not all there.
+    public func located(_ i: Int, in b: UnsafeRawBufferPointer, at base: Int) -> (offset: Int, width: Int, value: UInt64)? {
+        var j = min(i, firstVariable)
+        var p = base + slots[j].offset
+        while true {
+            guard case .value(let v, let n) = read(j, in: b, at: p) else { return nil }
+            if j == i { return (p - base, n, v) }
+            p += n
+            j += 1
+        }
+    }
+
+    public enum HeaderEnd: Equatable, Sendable {
+        case at(Int)
+        case needMoreData
+        /// A varint longer than its field allows.
+        case badVarint(field: Int)
+    }
+
+    /// Where the header at `base` ends in `b` (a stream offset in `b`).
+    @inline(__always)
+    public func headerEnd(_ b: UnsafeRawBufferPointer, at base: Int) -> HeaderEnd {
+        guard variable else { return b.count - base >= headerSize ? .at(base + headerSize) : .needMoreData }
+        var p = base + slots[firstVariable].offset
+        var j = firstVariable
+        while j < fieldCount {
+            switch read(j, in: b, at: p) {
+            case .value(_, let n): p += n
+            case .truncated: return .needMoreData
+            case .overlong: return .badVarint(field: j)
+            }
+            j += 1
+        }
+        return .at(p)
+    }
+
+    /// The size of the header `b` starts with; more than `b` holds (its most) when a varint
+    /// runs past its end.
+    @inline(__always)
+    public func headerLength(_ b: UnsafeRawBufferPointer) -> Int {
+        guard variable else { return headerSize }
+        switch headerEnd(b, at: 0) {
+        case .at(let e): return e
+        case .needMoreData: return maxHeaderSize
+        case .badVarint: return headerSize
+        }
+    }
+
     public enum Check: Equatable, Sendable {
         case ok(frameLength: Int)
         case tooShort(Int64)
         case tooLong(Int64)
         case constantMismatch(field: Int, value: UInt64)
+        case badVarint(field: Int)
         case needMoreData
     }
 
@@ -107,6 +193,14 @@ public final class FrameLayout: @unchecked Sendable {
     @inline(__always)
     public func check(_ b: UnsafeRawBufferPointer, at base: Int, from: Int = 0) -> Check {
         guard b.count - base >= headerSize else { return .needMoreData }
+        var header = headerSize
+        if variable {
+            switch headerEnd(b, at: base) {
+            case .at(let e): header = e - base
+            case .needMoreData: return .needMoreData
+            case .badVarint(let f): return .badVarint(field: f)
+            }
+        }
         var c = 0
         while c < constantCount {
             let i = constants[c]
@@ -114,7 +208,7 @@ public final class FrameLayout: @unchecked Sendable {
             if v != slots[i].constant { return .constantMismatch(field: i, value: v) }
             c += 1
         }
-        if let end { return end.check(b, at: base, from: max(from, base + headerSize), headerSize: headerSize, maxFrame: maxFrame) }
+        if let end { return end.check(b, at: base, from: max(from, base + header), headerSize: header, maxFrame: maxFrame) }
         var total: Int64 = 0
         var t = 0
         while t < termCount {
@@ -136,12 +230,12 @@ public final class FrameLayout: @unchecked Sendable {
             total = sum
         }
         if !countsWholeFrame {
-            let (sum, overflow) = total.addingReportingOverflow(Int64(headerSize))
+            let (sum, overflow) = total.addingReportingOverflow(Int64(header))
             if overflow { return .tooLong(Int64.max) }
             total = sum
         }
         // Every frame takes at least one byte, so the deframer always moves on.
-        if total < Int64(headerSize) || total < 1 { return .tooShort(total) }
+        if total < Int64(header) || total < 1 { return .tooShort(total) }
         if total > Int64(maxFrame) { return .tooLong(total) }
         return .ok(frameLength: Int(total))
     }
@@ -158,7 +252,7 @@ public final class FrameLayout: @unchecked Sendable {
 
     @inline(__always)
     public func messageID(_ b: UnsafeRawBufferPointer, at base: Int) -> UInt64? {
-        guard let i = idField else { return nil }
-        return value(i, in: b, at: base)
+        guard let i = idField, let v = value(i, in: b, at: base) else { return nil }
+        return (v & idMask) >> idShift
     }
 }

@@ -7,11 +7,13 @@ public enum DissectorDescription {
         lines.append((s.udp ? "  UDP ports: " : "  ports: ") + (ports.isEmpty ? "none" : ports) + (s.anyPort ? "; also tried on any port" : ""))
         for k in LayerRegistry.kinds { lines += k.describe(s) }
         let header = s.header.map { f -> String in
-            let t = f.isPadding ? "pad \(f.width)" : "\(f.signed ? "int" : "uint")\(f.width * 8)\(f.order == .little ? "le" : "") \(f.name)"
+            let type = f.isVarint ? "\(f.zigzag ? "s" : "")varint(\(f.varintMax))"
+                : "\(f.signed ? "int" : "uint")\(f.width * 8)\(f.order == .little ? "le" : "")"
+            let t = f.isPadding ? "pad \(f.width)" : "\(type) \(f.name)"
             let bits = f.bits.isEmpty ? "" : " { " + f.bits.map { "\($0.name) = 0x\(String($0.mask, radix: 16))" }.joined(separator: ", ") + " }"
             return t + (f.constant.map { " == \($0)" } ?? "") + bits
         }
-        lines.append(header.isEmpty ? "  header: none" : "  header (\(s.headerSize) bytes): " + header.joined(separator: "; "))
+        lines.append(header.isEmpty ? "  header: none" : "  header (\(s.maxHeaderSize == s.headerSize ? "\(s.headerSize)" : "\(s.headerSize)-\(s.maxHeaderSize)") bytes): " + header.joined(separator: "; "))
         if let l = s.length {
             let expr = l.terms.enumerated().map { i, t -> String in
                 let v = t.field.map { s.header[$0].name } ?? String(t.constant)
@@ -20,8 +22,8 @@ public enum DissectorDescription {
             lines.append("  \(l.countsWholeFrame ? "frame_length" : "body_length") = \(expr); max_frame \(s.maxFrame)")
         }
         if let k = FramingRegistry.kind(of: s) { lines += k.describe(s) }
-        if let id = s.idField { lines.append("  message id: \(s.header[id].name)") }
-        if let d = s.defaultMessage { lines.append("  every frame is a \(s.messages[d].name) (no message id)") }
+        if let id = s.idField { lines.append("  message id: \(s.header[id].name)" + (s.idBits.map { ".\($0.name) (bits 0x\(String($0.mask, radix: 16)))" } ?? "")) }
+        if let d = s.defaultMessage { lines.append("  every frame is message \(s.messages[d].name) (no message id)") }
         switch s.pairBy {
         case .messageID?: lines.append("  pair_by id (-z rtt: a response carries its request's id)")
         case .field(let q, let r)? where q == r: lines.append("  pair_by \(q) (-z rtt: a response carries its request's \(q))")

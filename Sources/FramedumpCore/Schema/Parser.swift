@@ -426,18 +426,23 @@ struct Parser {
             f = HeaderField(name: "pad", width: Int(n), signed: false, order: p.schema.order, constant: nil,
                             isPadding: true, offset: offset, nameBytes: Array("pad".utf8))
         } else {
-            guard let it = IntegerType.parse(tname, default: p.schema.order) else {
-                throw err(tt, "header fields are integers: uint8/16/24/32/64 or int8/16/32/64 (optionally le/be), or 'pad N'")
+            let varint = try varintType(tname, tt)
+            guard let it = varint?.type ?? IntegerType.parse(tname, default: p.schema.order) else {
+                throw err(tt, "header fields are integers: uint8/16/24/32/64 or int8/16/32/64 (optionally le/be), varint, svarint, varint(N), or 'pad N'")
             }
             let (name, _) = try ident("a header field name")
             f = HeaderField(name: name, width: it.width, signed: it.signed, order: it.order, constant: nil,
                             isPadding: false, offset: offset, nameBytes: Array(name.utf8))
+            if let varint {
+                f.varintMax = varint.maxBytes
+                f.zigzag = it.signed
+            }
             if accept("==") {
                 let vt = tok
                 let (v, negative) = try bits("the constant value")
                 f.constant = v
                 // A constant the field cannot hold would make every frame malformed.
-                let bitsWide = UInt64(it.width * 8)
+                let bitsWide = UInt64(f.isVarint ? min(64, varint!.maxBytes * 7) : it.width * 8)
                 if it.signed {
                     let s = Int64(bitPattern: v)
                     let lo: Int64 = bitsWide >= 64 ? .min : -(1 << (bitsWide - 1)), hi: Int64 = bitsWide >= 64 ? .max : (1 << (bitsWide - 1)) - 1
@@ -454,7 +459,10 @@ struct Parser {
                 _ = try displayAttribute()
                 f.hex = true
             }
-            if at("{") { f.bits = try bitFields(f, tname) }
+            if at("{") {
+                if f.isVarint { throw err(tok, "bit fields need a fixed-width integer ('\(name)' is a \(tname))") }
+                f.bits = try bitFields(f, tname)
+            }
             if p.schema.header.contains(where: { $0.name == name }) {
                 throw err(tt, "header field '\(name)' is declared twice")
             }
@@ -463,6 +471,29 @@ struct Parser {
         // A bit field block closes the statement itself, like a message's `}`.
         if f.bits.isEmpty { endStatement("header field '\(f.name)'") } else { _ = accept(";") }
         return f.width
+    }
+
+    /// `varint`, `svarint` (zigzag), `varint32`/`svarint32` (at most 5 bytes), `varint64` and
+    /// `varint(N)` (at most N bytes: 4 for MQTT's Remaining Length); nil for other types. The
+    /// type's width is the varint's least size, one byte.
+    mutating func varintType(_ name: String, _ t: Token) throws(DissectorError) -> (type: IntegerType, maxBytes: Int)? {
+        var l = name.lowercased()
+        let signed = l.hasPrefix("s")
+        if signed { l.removeFirst() }
+        if l.hasPrefix("u") { l.removeFirst() }
+        var maxBytes: Int
+        switch l {
+        case "varint", "varint64": maxBytes = 10
+        case "varint32": maxBytes = 5
+        default: return nil
+        }
+        if l == "varint" && accept("(") {
+            let n = try number("the most bytes the varint takes (1-10)")
+            guard (1...10).contains(n) else { throw err(tokens[pos - 1], "a varint takes 1 to 10 bytes, not \(n)") }
+            maxBytes = Int(n)
+            try expect(")")
+        }
+        return (IntegerType(width: 1, signed: signed, order: .big), maxBytes)
     }
 
     mutating func lengthExpr() throws(DissectorError) -> [(String?, Int64, Bool, Token)] {

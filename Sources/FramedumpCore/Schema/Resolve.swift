@@ -101,22 +101,38 @@ struct Resolver {
 
     /// The message id, enums and messages; each error is recorded and the next thing checked.
     func resolveRest(_ p: PendingProtocol, _ s: inout ProtocolSchema, _ errors: inout Diagnostics) {
-        if let (name, t) = p.idName {
+        if let (whole, t) = p.idName {
+            // `message_id = flags.type;`: a named bit group of a header field.
+            let parts = whole.split(separator: ".", maxSplits: 1).map(String.init)
+            let name = parts[0]
             if let i = s.header.firstIndex(where: { $0.name == name && !$0.isPadding }) {
                 s.idField = i
+                if parts.count == 2 {
+                    if let b = s.header[i].bits.first(where: { $0.name == parts[1] }) {
+                        s.idBits = b
+                    } else {
+                        let named = s.header[i].bits.map { "'\($0.name)'" }.joined(separator: ", ")
+                        errors.add(err(t, "header field '\(name)' has no bit field '\(parts[1])'" + (named.isEmpty ? " (it declares none: 'uint8 \(name) { \(parts[1]) = 0xf0; }')" : " (it has \(named))")))
+                    }
+                }
             } else {
                 errors.add(err(t, "'\(name)' is not a header field" + s.headerFieldHint(name)))
             }
         }
         s.enums = p.enums
         // An id the id field cannot hold is never on the wire: a message that never matches.
-        if let i = s.idField, s.header[i].width < 8 {
+        if let i = s.idField, s.idBits != nil || (s.header[i].isVarint ? s.header[i].varintMax * 7 : s.header[i].width * 8) < 64 {
             let h = s.header[i]
-            let bits = UInt64(h.width * 8)
-            let top: UInt64 = h.signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1
+            let bits = UInt64(min(64, h.isVarint ? h.varintMax * 7 : h.width * 8))
+            var top: UInt64 = bits >= 64 ? .max : h.signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1
+            var what = "the \(bits)-bit id field '\(h.name)'"
+            if let b = s.idBits {
+                top = b.mask >> b.shift
+                what = "the id bits '\(h.name).\(b.name)' (mask 0x\(String(b.mask, radix: 16)))"
+            }
             for m in p.messages {
                 guard let id = m.id, id > top else { continue }
-                errors.add(err(m.token, "message id \(id) does not fit in the \(h.width * 8)-bit id field '\(h.name)' (at most \(top))"))
+                errors.add(err(m.token, "message id \(id) does not fit in \(what) (at most \(top))"))
             }
         }
         // Messages first by name, so fields can refer to messages declared later.
@@ -223,6 +239,10 @@ struct Resolver {
         case "doublele", "float64le": return .float64(.little)
         case "doublebe", "float64be": return .float64(.big)
         case "bool", "boolean": return .bool
+        case "varint", "uvarint", "varint64", "uvarint64": return .varint(signed: false, maxBytes: 10)
+        case "varint32", "uvarint32": return .varint(signed: false, maxBytes: 5)
+        case "svarint", "svarint64", "sint": return .varint(signed: true, maxBytes: 10)
+        case "svarint32": return .varint(signed: true, maxBytes: 5)
         case "string": return .string(try rule(pf, default: s.strings))
         case "bytes", "binary": return .bytes(try rule(pf, default: .rest))
         default: break
@@ -243,13 +263,14 @@ struct Resolver {
         case .ident(let r):
             if let (w, o) = Self.prefix(r) { return .prefixed(width: w, order: o) }
             switch r.lowercased() {
+            case "varint": return .varint
             case "nul", "null", "cstring": return .nulTerminated
             case "rest": return .rest
             default: break
             }
         default: break
         }
-        throw err(t, "expected u8, u16, u32, nul, rest or a size")
+        throw err(t, "expected u8, u16, u32, varint, nul, rest or a size")
     }
 
     /// `u8`/`u16`/`u32` (or `uint8`...) as a length or count prefix width, with `le`/`be`
@@ -273,15 +294,16 @@ struct Resolver {
             return .fixed(Int(n))
         case .ident(let r):
             if let (w, o) = Self.prefix(r) { return .prefixed(width: w, order: o) }
+            if r.lowercased() == "varint" { return .varint }
             guard let i = earlier.firstIndex(where: { $0.name == r }) else {
-                throw err(t, "array count '\(r)' is not u8/u16/u32 or an earlier field of this message")
+                throw err(t, "array count '\(r)' is not u8/u16/u32/varint or an earlier field of this message")
             }
             guard earlier[i].type.isInteger, earlier[i].array == nil else {
                 throw err(t, "array count field '\(r)' must be a single integer")
             }
             return .field(i)
         default:
-            throw err(t, "expected an array count: a number, u8/u16/u32, or an earlier field")
+            throw err(t, "expected an array count: a number, u8/u16/u32, varint, or an earlier field")
         }
     }
 }
@@ -289,7 +311,7 @@ struct Resolver {
 extension FieldType {
     var isInteger: Bool {
         switch self {
-        case .unsigned, .signed, .enumeration: return true
+        case .unsigned, .signed, .enumeration, .varint: return true
         default: return false
         }
     }
@@ -355,6 +377,7 @@ struct MinimumWidths {
     mutating func of(_ t: FieldType) -> Int {
         switch t {
         case .unsigned(let w, _), .signed(let w, _): return w
+        case .varint: return 1
         case .float32: return 4
         case .float64: return 8
         case .bool: return 1
@@ -362,7 +385,7 @@ struct MinimumWidths {
         case .string(let r), .bytes(let r):
             switch r {
             case .prefixed(let w, _): return w
-            case .nulTerminated: return 1
+            case .nulTerminated, .varint: return 1
             case .rest: return 0
             case .fixed(let n): return n
             }
@@ -381,6 +404,7 @@ struct MinimumWidths {
             case nil: total += w
             case .fixed(let n): total += n * w
             case .prefixed(let pw, _): total += pw
+            case .varint: total += 1
             case .field: break
             }
         }

@@ -13,6 +13,8 @@ public enum StringRule: Sendable, Equatable {
     case rest
     /// A fixed number of bytes (trailing NULs trimmed).
     case fixed(Int)
+    /// `[varint length][bytes]` (`String(varint)`, protobuf's and MQTT 5's strings).
+    case varint
 }
 
 /// How many elements an array has.
@@ -23,11 +25,15 @@ public enum ArrayCount: Sendable, Equatable {
     case prefixed(width: Int, order: ByteOrder? = nil)
     /// The value of an earlier field of the same message (its index there).
     case field(Int)
+    /// A varint count before the elements (`Item[varint] items`).
+    case varint
 }
 
 public indirect enum FieldType: Sendable {
     case unsigned(width: Int, order: ByteOrder)
     case signed(width: Int, order: ByteOrder)
+    /// `Varint`, `Svarint` (zigzag, signed), at most `maxBytes` bytes (`Varint32`: 5).
+    case varint(signed: Bool, maxBytes: Int)
     case float32(ByteOrder)
     case float64(ByteOrder)
     case bool
@@ -125,6 +131,14 @@ public struct HeaderField: Sendable {
     public var hex = false
     /// `uint8 flags { compressed = 0x01; codec = 0x0c; }`: named bit fields of the value.
     public var bits: [BitField] = []
+    /// A varint (`varint len;`, `varint(4) remaining;`): at most this many bytes, read where
+    /// the field before it ended; `width` is then its least size, 1. 0: a fixed-width integer.
+    public var varintMax = 0
+    /// `svarint`: the varint is zigzag-encoded (protobuf's sint), a signed value.
+    public var zigzag = false
+    public var isVarint: Bool { varintMax > 0 }
+    /// The most bytes the field can take.
+    public var maxWidth: Int { isVarint ? varintMax : width }
 
     package init(name: String, width: Int, signed: Bool, order: ByteOrder, constant: UInt64?, isPadding: Bool,
                  offset: Int, nameBytes: [UInt8], hex: Bool = false, bits: [BitField] = []) {
@@ -185,7 +199,12 @@ public struct ProtocolSchema: Sendable {
     public var order: ByteOrder = .big
     public var strings: StringRule = .prefixed(width: 2)
     public var header: [HeaderField] = []
+    /// The header's size, or its least size when it has varints (each counted as one byte).
     public var headerSize: Int { header.last.map { $0.offset + $0.width } ?? 0 }
+    /// The most bytes the header can take (its size, when it has no varint).
+    public var maxHeaderSize: Int { header.reduce(0) { $0 + $1.maxWidth } }
+    /// `message_id = flags.type;`: the id is this named bit group of the id field.
+    public var idBits: BitField?
     public var length: LengthRule?
     /// A framing kind's settings (`frame_end "\r\n";`), by the name it chooses; none: the
     /// length rule cuts the frames. See `FramingRegistry`.

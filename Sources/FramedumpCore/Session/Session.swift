@@ -292,7 +292,7 @@ public final class SessionManager: StreamConsumer {
             return
         }
         // A try counts once the bytes kept could have held any of the headers.
-        let longest = anyPort.map(\.layout.headerSize).max() ?? 0
+        let longest = anyPort.map(\.layout.maxHeaderSize).max() ?? 0
         if !s.early[h].isEmpty && s.early[h].count < longest { return }
         s.detectTries += 1
         if s.detectTries >= Self.detectChunks || anyPort.isEmpty {

@@ -40,7 +40,7 @@ extension ProtocolSchema {
     /// The built-in type names, as the language doc writes them (for suggestions).
     static let builtinTypeNames = ["Uint8", "Uint16", "Uint24", "Uint32", "Uint64", "Int8", "Int16", "Int24", "Int32", "Int64",
                                    "uint16le", "uint32le", "uint64le", "uint16be", "uint32be", "uint64be",
-                                   "Float", "Double", "Bool", "String", "Bytes"]
+                                   "Varint", "Svarint", "Varint32", "Svarint32", "Float", "Double", "Bool", "String", "Bytes"]
 }
 
 /// An option that names something the loaded dissectors do not have (`-O nosuch`): said, exit 2.

@@ -6,7 +6,10 @@ final class WebSocketConnection {
     @exclusivity(unchecked) var streams: [WebSocketStream] = []
     /// The protocol that decodes the messages, and its decoding parts.
     var inner: ProtocolRuntime {
-        didSet { innerHeaderSize = inner.layout.headerSize; counters = inner.webSocketState!.counters }
+        didSet {
+            innerHeaderSize = inner.layout.headerSize; counters = inner.webSocketState!.counters
+            innerLayout = inner.layout; innerVariable = inner.layout.variable
+        }
     }
     /// Where `frames` has the messages decoded: the compression contexts of that side.
     @exclusivity(unchecked) var decoding: WebSocketDecoding
@@ -16,6 +19,9 @@ final class WebSocketConnection {
     /// What the per-message path needs of `inner` and `frames`, held apart so that it touches
     /// neither object (not even their reference counts): they are read for every message.
     @exclusivity(unchecked) private var innerHeaderSize: Int
+    /// A header with varints is as long as they say (`inner` holds the layout).
+    @exclusivity(unchecked) private var innerVariable: Bool
+    @exclusivity(unchecked) private unowned(unsafe) var innerLayout: FrameLayout
     @exclusivity(unchecked) private var counters: WebSocketCounters
     @exclusivity(unchecked) private var framesRef: Unmanaged<SessionFrames>
     /// Binary payloads as a stream, per direction (protocols with a length rule).
@@ -48,6 +54,8 @@ final class WebSocketConnection {
         decoding = dec
         frames = f
         innerHeaderSize = inner.layout.headerSize
+        innerVariable = inner.layout.variable
+        innerLayout = inner.layout
         counters = inner.webSocketState!.counters
         framesRef = Unmanaged.passUnretained(f)
         streams = Direction.allCases.map { WebSocketStream(owner: self, direction: $0, maxMessage: maxMessage, mode: .head) }
@@ -215,7 +223,8 @@ final class WebSocketConnection {
                 return
             }
             var info = info
-            let body = WebSocketBody(&info, count: payload.count, headerSize: innerHeaderSize)
+            let header = innerVariable ? innerLayout.headerLength(payload) : innerHeaderSize
+            let body = WebSocketBody(&info, count: payload.count, headerSize: header)
             out.layered(f, d, WebSocketLayer.note(info, body))
         }
     }

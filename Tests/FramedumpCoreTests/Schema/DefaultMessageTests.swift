@@ -31,7 +31,7 @@ final class DefaultMessageTests: XCTestCase {
             return nil
         }
         XCTAssertEqual(names, ["sender_seq", "code"])
-        XCTAssertTrue(DissectorDescription.text(s).contains("every frame is a Ack"), DissectorDescription.text(s))
+        XCTAssertTrue(DissectorDescription.text(s).contains("every frame is message Ack"), DissectorDescription.text(s))
     }
 
     func testFieldsBodyAndNestedTypesAreNoCandidates() throws {
