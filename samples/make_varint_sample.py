@@ -21,7 +21,8 @@ socket has a timeout and tcpdump is stopped by its own PID.
 
 varint.messages.json: {"protocol", "server_port", "connections": [{"client": N,
 "client_port": P, "c2s": [message, ...], "s2c": [message, ...]}]}: each Envelope as protobuf's
-MessageToDict gives it (field names as in the .proto), with "_length", its encoded size.
+MessageToDict gives it (lowerCamelCase names, as framedump's NDJSON writes protobuf fields), with
+"_length", its encoded size.
 """
 import asyncio, json, os, socket, subprocess, sys, tempfile
 
@@ -49,7 +50,7 @@ def frame(env):
 
 
 def logged(env):
-    d = MessageToDict(env, preserving_proto_field_name=True)
+    d = MessageToDict(env)  # (field names as protobuf's JSON mapping writes them: lowerCamelCase)
     d["_length"] = env.ByteSize()
     return d
 
