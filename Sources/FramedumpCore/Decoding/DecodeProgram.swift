@@ -3,7 +3,7 @@
 struct DecodeOp {
     enum Kind: UInt8 { case unsigned, signed, float32, float64, bool, string, bytes, message, varint, svarint }
     enum Rule: UInt8 { case prefixed, nul, rest, fixed, varint }
-    enum Count: UInt8 { case single, fixed, prefixed, field, varint }
+    enum Count: UInt8 { case single, fixed, prefixed, field, varint, rest }
 
     var kind: Kind
     var width: Int32
@@ -18,6 +18,8 @@ struct DecodeOp {
     var target: Int32
     var message: Int32
     var field: Int32
+    /// `when TEST`: index in `DecodeProgram.conditions` (-1: always there).
+    var condition: Int32 = -1
 }
 
 final class DecodeProgram {
@@ -28,6 +30,7 @@ final class DecodeProgram {
     init(_ s: ProtocolSchema) {
         var all: [DecodeOp] = []
         var r: [(Int32, Int32)] = []
+        var conds: [FieldCondition] = []
         for (mi, m) in s.messages.enumerated() {
             r.append((Int32(all.count), Int32(m.fields.count)))
             for (fi, f) in m.fields.enumerated() {
@@ -65,6 +68,11 @@ final class DecodeProgram {
                     if let o { op.countBigEndian = o == .big }
                 case .field(let i)?: op.count = .field; op.countParam = Int32(i)
                 case .varint?: op.count = .varint
+                case .rest?: op.count = .rest
+                }
+                if let c = f.condition {
+                    op.condition = Int32(conds.count)
+                    conds.append(c)
                 }
                 all.append(op)
             }
@@ -73,6 +81,7 @@ final class DecodeProgram {
         _ = ops.initialize(from: all)
         ranges = .allocate(capacity: max(1, r.count))
         _ = ranges.initialize(from: r)
+        conditions = conds
         byID = s.byID
         // Ids below 65536 by direct index, the table only as long as the largest such id needs
         // (a protocol with no ids costs one slot, not 256 KiB).
@@ -85,6 +94,9 @@ final class DecodeProgram {
             return t
         }
     }
+
+    /// The fields' `when` tests (rare: read only for a field that has one).
+    let conditions: [FieldCondition]
 
     /// Message index by id for ids below 65536 (-1: none), one table per direction;
     /// larger ids fall back to the schema's dictionary.

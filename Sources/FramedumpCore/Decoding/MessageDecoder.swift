@@ -142,6 +142,7 @@ public final class MessageDecoder {
         while k < end {
             let op = program.ops[k]
             k += 1
+            if op.condition >= 0 && !holds(program.conditions[Int(op.condition)], m, depth: depth) { continue }
             let name = FieldName.field(op.message, op.field)
             if op.count == .single {
                 if !decodeValue(op, name, b, &pos, depth: depth, into: m) { return false }
@@ -163,6 +164,9 @@ public final class MessageDecoder {
                 }
                 count = v
                 pos += n
+            case .rest:
+                // Elements until the body ends; every one takes a byte or the loop stops.
+                count = UInt64(max(0, b.count - pos))
             default:
                 count = countValue(of: Int(op.countParam), in: m, depth: depth)
             }
@@ -171,7 +175,7 @@ public final class MessageDecoder {
                 : op.kind == .varint || op.kind == .svarint ? 1 : Int(op.width)
             let room = UInt64(b.count - pos)
             let fits = !(minWidth > 0 && count > room / UInt64(minWidth))
-            if count > maxArray || !fits || UInt64(m.fields.count) + count > UInt64(Self.maxFields) {
+            if op.count != .rest && (count > maxArray || !fits || UInt64(m.fields.count) + count > UInt64(Self.maxFields)) {
                 m.warnings.append(fits && count > maxArray ? .arrayOverLimit(field: fieldName(op), count: count, limit: Int(maxArray))
                                   : .arrayTooLong(field: fieldName(op), count: count))
                 pos = start  // the count itself is shown in the undecoded rest
@@ -183,6 +187,12 @@ public final class MessageDecoder {
             var i: UInt64 = 0
             while i < count {
                 let before = pos
+                if op.count == .rest && (pos >= b.count || i >= maxArray) {
+                    if pos < b.count { m.warnings.append(.arrayOverLimit(field: fieldName(op), count: i + 1, limit: Int(maxArray))) }
+                    m.fields[headerIndex].width = Int32(pos - start)
+                    m.fields[headerIndex].value = .array(count: Int32(i))
+                    return pos >= b.count
+                }
                 if m.fields.count >= Self.maxFields {
                     m.warnings.append(.arrayTooLong(field: fieldName(op), count: count))
                     m.fields[headerIndex].width = Int32(pos - start)
@@ -199,7 +209,7 @@ public final class MessageDecoder {
                 }
                 i += 1
                 // Elements that take no bytes would let a huge count spin: stop at the frame's end.
-                if pos == before && pos >= b.count {
+                if pos == before && (pos >= b.count || op.count == .rest) {
                     m.fields[headerIndex].value = .array(count: Int32(i))
                     break
                 }
@@ -207,6 +217,33 @@ public final class MessageDecoder {
             m.fields[headerIndex].width = Int32(pos - start)
         }
         return true
+    }
+
+    /// Whether a field's `when` test holds for this message: on a header field's value, or on
+    /// an earlier field's at this depth (a field not decoded reads as 0).
+    func holds(_ c: FieldCondition, _ m: DecodedMessage, depth: Int) -> Bool {
+        var v: UInt64 = 0
+        if c.inHeader {
+            for i in 0..<m.headerFields.count {
+                guard case .header(let h) = m.headerFields[i].name, Int(h) == c.test.field else { continue }
+                switch m.headerFields[i].value {
+                case .unsigned(let x): v = x
+                case .signed(let x): v = UInt64(bitPattern: x)
+                default: break
+                }
+            }
+        } else {
+            for f in m.fields.reversed() where f.depth == depth {
+                guard case .field(_, let fi) = f.name, Int(fi) == c.test.field else { continue }
+                switch f.value {
+                case .unsigned(let x): v = x
+                case .signed(let x): v = UInt64(bitPattern: x)
+                default: break
+                }
+                break
+            }
+        }
+        return c.test.holds(v)
     }
 
     func fieldName(_ op: DecodeOp) -> String { schema.messages[Int(op.message)].fields[Int(op.field)].name }

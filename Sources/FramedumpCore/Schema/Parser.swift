@@ -591,6 +591,10 @@ struct Parser {
         f.name = name
         if accept("=") { f.tag = Int(try number("a field number")) }
         if at("[") { f.hex = try displayAttribute() }
+        if case .ident(let w) = tok.kind, w.lowercased() == "when" {
+            _ = next()
+            f.when = try condition()
+        }
         let lex = lexers[tt.file]
         f.description = lex.comments[tt.line].flatMap { $0.wholeLine ? nil : $0.text }
         return f

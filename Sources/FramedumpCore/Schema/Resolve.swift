@@ -9,6 +9,8 @@ struct PendingField {
     var description: String?
     /// `[hex]` after the field: where it was written, for an error on a field that is no integer.
     var hex: Token?
+    /// `when TEST`: the field is on the wire only when the test holds.
+    var when: PendingCondition?
 }
 
 struct PendingMessage {
@@ -162,6 +164,7 @@ struct Resolver {
                         fd.hex = true
                     }
                     if let a = pf.array { fd.array = try arrayCount(a, earlier: fields) }
+                    if let w = pf.when { fd.condition = try fieldCondition(w, s, earlier: fields) }
                     if s.labelsFromComments, fd.labels == nil, let d = pf.description, fd.type.isInteger {
                         let l = CommentLabels.parse(d)
                         if !l.isEmpty { fd.labels = l }
@@ -254,6 +257,22 @@ struct Resolver {
         throw err(pf.token, "unknown type '\(pf.typeName)'" + (hint.isEmpty ? " (not a built-in type, message or enum)" : hint))
     }
 
+    /// `when TEST` after a field: a header field or bit group (as a transform's `when`), or an
+    /// earlier integer field of the same message (`String(u16) user when flags & 0x80;`).
+    func fieldCondition(_ c: PendingCondition, _ s: ProtocolSchema, earlier: [FieldDef]) throws(DissectorError) -> FieldCondition {
+        if let i = earlier.firstIndex(where: { $0.name == c.field }) {
+            guard earlier[i].type.isInteger, earlier[i].array == nil else {
+                throw err(c.token, "'\(c.field)' is not a single integer field: a field's 'when' tests a header field or an earlier integer field")
+            }
+            return FieldCondition(inHeader: false, test: TransformCondition(field: i, mask: c.mask, test: c.test))
+        }
+        let known = s.header.contains { $0.name == c.field } || c.field.contains(".")
+        guard known else {
+            throw err(c.token, "'\(c.field)' is neither a header field nor an earlier field of this message" + s.headerFieldHint(c.field))
+        }
+        return FieldCondition(inHeader: true, test: try condition(c, s))
+    }
+
     func rule(_ pf: PendingField, default d: StringRule) throws(DissectorError) -> StringRule {
         guard let t = pf.param else { return d }
         switch t.kind {
@@ -295,15 +314,16 @@ struct Resolver {
         case .ident(let r):
             if let (w, o) = Self.prefix(r) { return .prefixed(width: w, order: o) }
             if r.lowercased() == "varint" { return .varint }
+            if r.lowercased() == "rest" { return .rest }
             guard let i = earlier.firstIndex(where: { $0.name == r }) else {
-                throw err(t, "array count '\(r)' is not u8/u16/u32/varint or an earlier field of this message")
+                throw err(t, "array count '\(r)' is not u8/u16/u32/varint, rest or an earlier field of this message")
             }
             guard earlier[i].type.isInteger, earlier[i].array == nil else {
                 throw err(t, "array count field '\(r)' must be a single integer")
             }
             return .field(i)
         default:
-            throw err(t, "expected an array count: a number, u8/u16/u32, varint, or an earlier field")
+            throw err(t, "expected an array count: a number, u8/u16/u32, varint, rest, or an earlier field")
         }
     }
 }
@@ -405,7 +425,7 @@ struct MinimumWidths {
             case .fixed(let n): total += n * w
             case .prefixed(let pw, _): total += pw
             case .varint: total += 1
-            case .field: break
+            case .field, .rest: break
             }
         }
         visiting.remove(mi)

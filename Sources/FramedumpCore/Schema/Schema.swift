@@ -27,6 +27,8 @@ public enum ArrayCount: Sendable, Equatable {
     case field(Int)
     /// A varint count before the elements (`Item[varint] items`).
     case varint
+    /// As many elements as the rest of the body holds (`Item[rest] items`).
+    case rest
 }
 
 public indirect enum FieldType: Sendable {
@@ -81,6 +83,16 @@ public struct FieldDef: Sendable {
     public var jsonEnumNames = false
     /// `[hex]`: the value is shown in hex (`magic: 0xbeef`; NDJSON `"0xbeef"`).
     public var hex = false
+    /// `when TEST`: the field is on the wire only when the test holds (else it is left out).
+    public var condition: FieldCondition? = nil
+}
+
+/// `Uint16 packet_id when fixed.qos;`: a test of a header field (or bit group), or of an
+/// earlier integer field of the same message, that says whether a field is there.
+public struct FieldCondition: Sendable {
+    /// A header field (`test.field` indexes the header) or an earlier field of the message.
+    public var inHeader: Bool
+    public var test: TransformCondition
 }
 
 public struct MessageDef: Sendable {
