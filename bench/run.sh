@@ -14,6 +14,7 @@
 #   ZLIB_MESSAGES=200000 (the zgame row: zlib/XOR bodies; 0 leaves it out)
 #   KCP_MESSAGES=500000 (the kcp row: the game protocol over KCP over UDP; 0 leaves it out)
 #   TLS_MESSAGES=200000 (the tls row: the game protocol in TLS 1.3, needs python3-cryptography; 0 leaves it out)
+#   VARINT_MESSAGES=1000000 (the varint row: protobuf behind varint lengths, needs python3-protobuf; 0 leaves it out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
@@ -152,5 +153,24 @@ if [ "$tls_n" != 0 ]; then
   if [ -z "${SKIP_TSHARK:-}" ]; then
     label="tshark + game.lua + tls_game.lua -V"
     row tshark -r "$cap" -o "tls.keylog_file:$keys" -d tcp.port==8000,tls -X lua_script:bench/game.lua -X lua_script:bench/tls_game.lua -V
+  fi
+fi
+
+# varint (bench/genvarint.py): protobuf messages each behind its length as a varint (Netty's
+# ProtobufVarint32 framing), decoded with Dissectors/chat.dissector as chat.Envelope, against
+# tshark with bench/chat.lua (the varint framing in Lua, the body to tshark's protobuf dissector).
+varint_n=${VARINT_MESSAGES:-1000000}
+if [ "$varint_n" != 0 ]; then
+  cap="$out/varint-$varint_n.pcap"
+  [ -f "$cap" ] || python3 bench/genvarint.py "$cap" "$varint_n" >/dev/null
+  n=$varint_n
+  row() { read -r w m < <(measure "$@"); printf '| %s varint msgs | `%s` | %s s | %s MiB |\n' "$n" "$label" "$w" "$m"; }
+  label="framedump -q (varint)"; row "$bin" -r "$cap" -q
+  label="framedump (tree, varint)"; row "$bin" -r "$cap"
+  label="framedump -T json (varint)"; row "$bin" -r "$cap" -T json
+  if [ -z "${SKIP_TSHARK:-}" ]; then
+    pb=(-X lua_script:bench/chat.lua -o "uat:protobuf_search_paths:\"$PWD/Dissectors\",\"TRUE\"")
+    label="tshark + chat.lua + protobuf -V"; row tshark -r "$cap" "${pb[@]}" -V
+    label="tshark + chat.lua + protobuf -T json"; row tshark -r "$cap" "${pb[@]}" -T json
   fi
 fi

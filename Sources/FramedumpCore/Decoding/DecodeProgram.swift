@@ -2,8 +2,8 @@
 /// a message touches no reference counts and no Strings.
 struct DecodeOp {
     enum Kind: UInt8 { case unsigned, signed, float32, float64, bool, string, bytes, message, varint, svarint }
-    enum Rule: UInt8 { case prefixed, nul, rest, fixed, varint }
-    enum Count: UInt8 { case single, fixed, prefixed, field, varint, rest }
+    enum Rule: UInt8 { case prefixed, nul, rest, fixed, varint, bodyField, headerField }
+    enum Count: UInt8 { case single, fixed, prefixed, field, varint, rest, headerField }
 
     var kind: Kind
     var width: Int32
@@ -57,6 +57,7 @@ final class DecodeProgram {
                     case .rest: op.rule = .rest
                     case .fixed(let n): op.rule = .fixed; op.ruleParam = Int32(n)
                     case .varint: op.rule = .varint
+                    case .sizedBy(let i, let inHeader): op.rule = inHeader ? .headerField : .bodyField; op.ruleParam = Int32(i)
                     }
                 case .message(let t): op.kind = .message; op.target = Int32(t)
                 }
@@ -69,6 +70,7 @@ final class DecodeProgram {
                 case .field(let i)?: op.count = .field; op.countParam = Int32(i)
                 case .varint?: op.count = .varint
                 case .rest?: op.count = .rest
+                case .headerField(let i)?: op.count = .headerField; op.countParam = Int32(i)
                 }
                 if let c = f.condition {
                     op.condition = Int32(conds.count)

@@ -168,7 +168,7 @@ public final class MessageDecoder {
                 // Elements until the body ends; every one takes a byte or the loop stops.
                 count = UInt64(max(0, b.count - pos))
             default:
-                count = countValue(of: Int(op.countParam), in: m, depth: depth)
+                count = countValue(of: Int(op.countParam), inHeader: op.count == .headerField, in: m, depth: depth)
             }
             // Never trust a count beyond what the frame can hold.
             let minWidth = op.kind == .message || op.kind == .string || op.kind == .bytes ? 0
@@ -219,47 +219,42 @@ public final class MessageDecoder {
         return true
     }
 
-    /// Whether a field's `when` test holds for this message: on a header field's value, or on
-    /// an earlier field's at this depth (a field not decoded reads as 0).
+    /// Whether a field's `when` test holds for this message.
     func holds(_ c: FieldCondition, _ m: DecodedMessage, depth: Int) -> Bool {
-        var v: UInt64 = 0
-        if c.inHeader {
-            for i in 0..<m.headerFields.count {
-                guard case .header(let h) = m.headerFields[i].name, Int(h) == c.test.field else { continue }
-                switch m.headerFields[i].value {
-                case .unsigned(let x): v = x
-                case .signed(let x): v = UInt64(bitPattern: x)
-                default: break
-                }
-            }
-        } else {
-            for f in m.fields.reversed() where f.depth == depth {
-                guard case .field(_, let fi) = f.name, Int(fi) == c.test.field else { continue }
-                switch f.value {
-                case .unsigned(let x): v = x
-                case .signed(let x): v = UInt64(bitPattern: x)
-                default: break
-                }
-                break
+        c.test.holds(valueOf(c.test.field, inHeader: c.inHeader, m, depth: depth).bits)
+    }
+
+    /// A header field's value (signed values as their bit pattern), or an earlier field's at
+    /// this depth; 0 for one not decoded.
+    func valueOf(_ field: Int, inHeader: Bool, _ m: DecodedMessage, depth: Int) -> (bits: UInt64, negative: Bool) {
+        func read(_ v: FieldValue) -> (UInt64, Bool) {
+            switch v {
+            case .unsigned(let x): return (x, false)
+            case .signed(let x): return (UInt64(bitPattern: x), x < 0)
+            default: return (0, false)
             }
         }
-        return c.test.holds(v)
+        if inHeader {
+            for i in 0..<m.headerFields.count {
+                guard case .header(let h) = m.headerFields[i].name, Int(h) == field else { continue }
+                return read(m.headerFields[i].value)
+            }
+            return (0, false)
+        }
+        for f in m.fields.reversed() where f.depth == depth {
+            guard case .field(_, let fi) = f.name, Int(fi) == field else { continue }
+            return read(f.value)
+        }
+        return (0, false)
     }
 
     func fieldName(_ op: DecodeOp) -> String { schema.messages[Int(op.message)].fields[Int(op.field)].name }
 
-    /// The value of an earlier field at this depth (for `Type[countField]` arrays).
-    func countValue(of idx: Int, in m: DecodedMessage, depth: Int) -> UInt64 {
-        for f in m.fields.reversed() where f.depth == depth {
-            if case .field(_, let fi) = f.name, Int(fi) == idx {
-                switch f.value {
-                case .unsigned(let v): return v
-                case .signed(let v): return v < 0 ? 0 : UInt64(v)
-                default: return 0
-                }
-            }
-        }
-        return 0
+    /// The value of an earlier field at this depth, or of a header field (for `Type[count]`
+    /// arrays and `String(length)`): a negative one counts as 0.
+    func countValue(of idx: Int, inHeader: Bool = false, in m: DecodedMessage, depth: Int) -> UInt64 {
+        let v = valueOf(idx, inHeader: inHeader, m, depth: depth)
+        return v.negative ? 0 : v.bits
     }
 
     @inline(__always)
@@ -288,7 +283,7 @@ public final class MessageDecoder {
             guard let v = b.u8(pos) else { return short(op, start, m) }
             value = .bool(v != 0); pos += 1
         case .string, .bytes:
-            guard let (s, n, next) = span(op, b, pos) else { return short(op, start, m) }
+            guard let (s, n, next) = span(op, b, pos, m, depth) else { return short(op, start, m) }
             var n2 = n
             if op.kind == .string && op.rule == .fixed {
                 // Fixed-size strings are NUL-padded.
@@ -341,7 +336,7 @@ public final class MessageDecoder {
 
     /// Where a string/bytes value lies: (start, length, position after it).
     @inline(__always)
-    func span(_ op: DecodeOp, _ b: UnsafeRawBufferPointer, _ pos: Int) -> (Int, Int, Int)? {
+    func span(_ op: DecodeOp, _ b: UnsafeRawBufferPointer, _ pos: Int, _ m: DecodedMessage, _ depth: Int) -> (Int, Int, Int)? {
         switch op.rule {
         case .prefixed:
             let w = Int(op.ruleParam)
@@ -362,6 +357,10 @@ public final class MessageDecoder {
         case .varint:
             guard case .value(let n, let w) = b.varint(pos, maxBytes: 10), n <= UInt64(b.count - pos - w) else { return nil }
             return (pos + w, Int(n), pos + w + Int(n))
+        case .bodyField, .headerField:
+            let n = countValue(of: Int(op.ruleParam), inHeader: op.rule == .headerField, in: m, depth: depth)
+            guard n <= UInt64(b.count - pos) else { return nil }
+            return (pos, Int(n), pos + Int(n))
         }
     }
 }

@@ -154,7 +154,7 @@ struct Resolver {
                 do throws(DissectorError) {
                     var fd = FieldDef(name: pf.name, type: .bool, array: nil, tag: pf.tag, description: pf.description,
                                       labels: nil, nameBytes: Array(pf.name.utf8))
-                    fd.type = try fieldType(pf, schema: s, messages: byName, enums: enumsByName,
+                    fd.type = try fieldType(pf, schema: s, messages: byName, enums: enumsByName, earlier: fields,
                                             names: { p.messages.map(\.name) + p.enums.map(\.name) })
                     if case .enumeration(let ei, _) = fd.type { fd.labels = s.enums[ei].labels }
                     if let h = pf.hex {
@@ -163,7 +163,7 @@ struct Resolver {
                         guard pf.array == nil else { throw err(h, "[hex] is for a single integer field; '\(pf.name)' is an array (its elements are shown in decimal)") }
                         fd.hex = true
                     }
-                    if let a = pf.array { fd.array = try arrayCount(a, earlier: fields) }
+                    if let a = pf.array { fd.array = try arrayCount(a, earlier: fields, schema: s) }
                     if let w = pf.when { fd.condition = try fieldCondition(w, s, earlier: fields) }
                     if s.labelsFromComments, fd.labels == nil, let d = pf.description, fd.type.isInteger {
                         let l = CommentLabels.parse(d)
@@ -228,7 +228,7 @@ struct Resolver {
     }
 
     func fieldType(_ pf: PendingField, schema s: ProtocolSchema, messages: [String: Int],
-                   enums: [String: Int], names: () -> [String] = { [] }) throws(DissectorError) -> FieldType {
+                   enums: [String: Int], earlier: [FieldDef] = [], names: () -> [String] = { [] }) throws(DissectorError) -> FieldType {
         let l = pf.typeName.lowercased()
         if let it = IntegerType.parse(pf.typeName, default: s.order) {
             return it.signed ? .signed(width: it.width, order: it.order) : .unsigned(width: it.width, order: it.order)
@@ -246,8 +246,8 @@ struct Resolver {
         case "varint32", "uvarint32": return .varint(signed: false, maxBytes: 5)
         case "svarint", "svarint64", "sint": return .varint(signed: true, maxBytes: 10)
         case "svarint32": return .varint(signed: true, maxBytes: 5)
-        case "string": return .string(try rule(pf, default: s.strings))
-        case "bytes", "binary": return .bytes(try rule(pf, default: .rest))
+        case "string": return .string(try rule(pf, default: s.strings, earlier: earlier, schema: s))
+        case "bytes", "binary": return .bytes(try rule(pf, default: .rest, earlier: earlier, schema: s))
         default: break
         }
         if let e = enums[l] { return .enumeration(e, base: s.enums[e].base) }
@@ -273,7 +273,7 @@ struct Resolver {
         return FieldCondition(inHeader: true, test: try condition(c, s))
     }
 
-    func rule(_ pf: PendingField, default d: StringRule) throws(DissectorError) -> StringRule {
+    func rule(_ pf: PendingField, default d: StringRule, earlier: [FieldDef], schema s: ProtocolSchema) throws(DissectorError) -> StringRule {
         guard let t = pf.param else { return d }
         switch t.kind {
         case .number(let n):
@@ -287,9 +287,18 @@ struct Resolver {
             case "rest": return .rest
             default: break
             }
+            // `String(key_length)`: sized by an earlier field of the message or a header field.
+            if let i = earlier.firstIndex(where: { $0.name == r }) {
+                guard earlier[i].type.isInteger, earlier[i].array == nil else {
+                    throw err(t, "size field '\(r)' must be a single integer")
+                }
+                return .sizedBy(field: i, inHeader: false)
+            }
+            if let i = s.header.firstIndex(where: { $0.name == r && !$0.isPadding }) { return .sizedBy(field: i, inHeader: true) }
+            throw err(t, "'\(r)' is not u8, u16, u32, varint, nul, rest, an earlier field of this message or a header field" + s.headerFieldHint(r))
         default: break
         }
-        throw err(t, "expected u8, u16, u32, varint, nul, rest or a size")
+        throw err(t, "expected u8, u16, u32, varint, nul, rest, a size or a field that holds it")
     }
 
     /// `u8`/`u16`/`u32` (or `uint8`...) as a length or count prefix width, with `le`/`be`
@@ -306,7 +315,7 @@ struct Resolver {
         }
     }
 
-    func arrayCount(_ t: Token, earlier: [FieldDef]) throws(DissectorError) -> ArrayCount {
+    func arrayCount(_ t: Token, earlier: [FieldDef], schema s: ProtocolSchema) throws(DissectorError) -> ArrayCount {
         switch t.kind {
         case .number(let n):
             guard n <= 1 << 16 else { throw err(t, "array size out of range 0-65536") }
@@ -316,14 +325,15 @@ struct Resolver {
             if r.lowercased() == "varint" { return .varint }
             if r.lowercased() == "rest" { return .rest }
             guard let i = earlier.firstIndex(where: { $0.name == r }) else {
-                throw err(t, "array count '\(r)' is not u8/u16/u32/varint, rest or an earlier field of this message")
+                if let h = s.header.firstIndex(where: { $0.name == r && !$0.isPadding }) { return .headerField(h) }
+                throw err(t, "array count '\(r)' is not u8/u16/u32/varint, rest, an earlier field of this message or a header field")
             }
             guard earlier[i].type.isInteger, earlier[i].array == nil else {
                 throw err(t, "array count field '\(r)' must be a single integer")
             }
             return .field(i)
         default:
-            throw err(t, "expected an array count: a number, u8/u16/u32, varint, rest, or an earlier field")
+            throw err(t, "expected an array count: a number, u8/u16/u32, varint, rest, an earlier field or a header field")
         }
     }
 }
@@ -406,6 +416,7 @@ struct MinimumWidths {
             switch r {
             case .prefixed(let w, _): return w
             case .nulTerminated, .varint: return 1
+            case .sizedBy: return 0
             case .rest: return 0
             case .fixed(let n): return n
             }
@@ -425,7 +436,7 @@ struct MinimumWidths {
             case .fixed(let n): total += n * w
             case .prefixed(let pw, _): total += pw
             case .varint: total += 1
-            case .field, .rest: break
+            case .field, .rest, .headerField: break
             }
         }
         visiting.remove(mi)

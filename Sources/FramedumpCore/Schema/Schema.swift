@@ -15,6 +15,9 @@ public enum StringRule: Sendable, Equatable {
     case fixed(Int)
     /// `[varint length][bytes]` (`String(varint)`, protobuf's and MQTT 5's strings).
     case varint
+    /// As many bytes as a field says: an earlier field of the message or a header field
+    /// (`String(key_length) key;`, `Bytes(extras_length) extras;`).
+    case sizedBy(field: Int, inHeader: Bool)
 }
 
 /// How many elements an array has.
@@ -29,6 +32,8 @@ public enum ArrayCount: Sendable, Equatable {
     case varint
     /// As many elements as the rest of the body holds (`Item[rest] items`).
     case rest
+    /// The value of a header field (`Item[count] items` with `count` in the header).
+    case headerField(Int)
 }
 
 public indirect enum FieldType: Sendable {

@@ -72,6 +72,38 @@ final class FieldConditionTests: XCTestCase {
         XCTAssertEqual(decode(frame(0x90, [0, 7]), .s2c).values[1], .array(count: 0))
     }
 
+    /// Sizes and counts from the header or an earlier field (memcached's binary protocol: the
+    /// header gives the key and extras lengths, the value is what remains).
+    func testSizesAndCountsFromTheHeaderAndEarlierFields() throws {
+        let s = try DissectorLoader.parse(text: """
+        protocol mc { port 11211; header { uint8 magic; uint8 opcode; uint16 key_length; uint8 extras_length; uint8 n; uint32 total; }
+            body_length = total; message_id = opcode; }
+        Message Set = 1 { Bytes(extras_length) extras; String(key_length) key; Uint8 k; Uint16[n] ids; String(k) tail; Bytes(rest) value; }
+        """, file: "mc.dissector")[0]
+        let body: [UInt8] = [0xde, 0xad, 0xbe, 0xef] + Array("key1".utf8) + [2] + [0, 1, 0, 2] + Array("ab".utf8) + Array("VALUE".utf8)
+        let frame: [UInt8] = [0x80, 1, 0, 4, 4, 2] + [0, 0, 0, UInt8(body.count)] + body
+        let m = DecodedMessage()
+        frame.withUnsafeBytes { b in
+            let p = PacketRef(number: 1, ts: Timestamp(seconds: 0, nanos: 0))
+            MessageDecoder(schema: s).decode(Frame(bytes: b, offset: 0, firstPacket: p, lastPacket: p, coalesced: 1), .c2s, into: m)
+        }
+        XCTAssertTrue(m.warnings.isEmpty, "\(m.warnings)")
+        let f = (0..<m.fields.count).map { m.fields[$0] }
+        XCTAssertEqual(f.map(\.width), [4, 4, 1, 4, 2, 2, 2, 5])
+        XCTAssertEqual(f[3].value, .array(count: 2))
+        // A size beyond the body is said, not read.
+        let short: [UInt8] = [0x80, 1, 0, 40, 0, 0] + [0, 0, 0, 3] + [1, 2, 3]
+        let w = DecodedMessage()
+        short.withUnsafeBytes { b in
+            let p = PacketRef(number: 1, ts: Timestamp(seconds: 0, nanos: 0))
+            MessageDecoder(schema: s).decode(Frame(bytes: b, offset: 0, firstPacket: p, lastPacket: p, coalesced: 1), .c2s, into: w)
+        }
+        XCTAssertEqual(w.warnings.count, 1, "\(w.warnings)")
+        XCTAssertThrowsError(try DissectorLoader.parse(text: "protocol z { port 1; header { uint8 len; } body_length = len; }\nMessage M { String(nosuch) x; }", file: "z.dissector")) { e in
+            XCTAssertTrue("\(e)".contains("'nosuch' is not u8, u16, u32, varint, nul, rest, an earlier field of this message or a header field"), "\(e)")
+        }
+    }
+
     func testTheLanguage() {
         let errors: [(String, String)] = [
             ("Message M = 1 { String(u16) t; Uint8 x when t; }", "'t' is not a single integer field"),
