@@ -20,6 +20,9 @@ public final class Deframer {
     unowned(unsafe) let consumer: FrameConsumer
     /// Plausibility of a message id while hunting (nil: any id goes).
     let knownID: ((UInt64) -> Bool)?
+    /// Plausibility of a whole frame's body while hunting, for a protocol whose headers alone
+    /// cannot tell frames from noise (nil: not asked).
+    let plausibleBody: ((UnsafeRawBufferPointer) -> Bool)?
 
     @exclusivity(unchecked) public private(set) var state: State
     /// Bytes of a frame that straddles segments, or of the stream while hunting.
@@ -30,11 +33,13 @@ public final class Deframer {
     @exclusivity(unchecked) var found: [(start: Int, length: Int)] = []
 
     public init(layout: FrameLayout, direction: Direction, consumer: FrameConsumer,
-                startsAtBoundary: Bool, knownID: ((UInt64) -> Bool)? = nil) {
+                startsAtBoundary: Bool, knownID: ((UInt64) -> Bool)? = nil,
+                plausibleBody: ((UnsafeRawBufferPointer) -> Bool)? = nil) {
         self.layout = layout
         self.dir = direction
         self.consumer = consumer
         self.knownID = knownID
+        self.plausibleBody = plausibleBody
         self.state = startsAtBoundary ? .synced : .hunting
     }
 
@@ -383,6 +388,8 @@ public final class Deframer {
     func plausible(_ b: UnsafeRawBufferPointer, _ i: Int) -> Int? {
         guard case .ok(let n) = layout.check(b, at: i) else { return nil }
         if let knownID, let id = layout.messageID(b, at: i), !knownID(id) { return nil }
+        // (A frame not all here yet is judged when it is.)
+        if let plausibleBody, n <= b.count - i, !plausibleBody(UnsafeRawBufferPointer(rebasing: b[i..<(i + n)])) { return nil }
         return n
     }
 

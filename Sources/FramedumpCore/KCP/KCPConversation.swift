@@ -52,7 +52,7 @@ final class KCPConversation: FrameConsumer {
         let p = connection.frames.runtime
         // Its frames come back here, to take the note of the segment or message they came in.
         if p.schema.length != nil {
-            deframer = Deframer(layout: p.layout, direction: dir, consumer: self, startsAtBoundary: true, knownID: p.knownID(dir))
+            deframer = Deframer(layout: p.layout, direction: dir, consumer: self, startsAtBoundary: true, knownID: p.knownID(dir), plausibleBody: p.plausibleBody(dir))
         }
     }
 

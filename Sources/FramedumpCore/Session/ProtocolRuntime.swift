@@ -37,6 +37,7 @@ public final class ProtocolRuntime {
     /// `--max-frame`: a frame refused at this length hit the flag; one refused below it, the
     /// dissector's own `max_frame` (a malformed frame, not a limit of the run).
     let maxFrameFlag: Int
+    let limits: Limits
     /// Strings of the message being printed that were cut (the printers add one warning).
     @exclusivity(unchecked) var stringsCutInMessage = 0
 
@@ -58,6 +59,7 @@ public final class ProtocolRuntime {
         decoder = MessageDecoder(schema: schema, limits: limits)
         maxString = limits.maxString
         maxFrameFlag = limits.maxFrame
+        self.limits = limits
         names = NameTable(schema)
         var shown = schema.header.map { !$0.isPadding }
         // The id is the message's "id"; a field whose id is some of its bits carries more (flags).
@@ -87,9 +89,41 @@ public final class ProtocolRuntime {
         return true
     }
 
+    /// Where the header alone says little (no constant, no id that selects a layout, no framing
+    /// kind that marks ends), the deframer's resync takes a frame only if its body decodes
+    /// without a warning (issue #39: resynchronising without a magic value). Nil elsewhere.
+    func plausibleBody(_ dir: Direction) -> ((UnsafeRawBufferPointer) -> Bool)? {
+        guard knownID(dir) == nil, layout.end == nil, !schema.header.contains(where: { $0.constant != nil }),
+              schema.body.kind.judgesFrames, schema.transforms.isEmpty else { return nil }
+        let judge = FrameJudge(schema, dir, limits)
+        return { judge.clean($0) }
+    }
+
     func knownID(_ dir: Direction) -> ((UInt64) -> Bool)? {
         guard schema.hasMessageIDs, schema.body.kind.idsSelectLayout else { return nil }
         let ids = schema.byID[dir] ?? [:]
         return { ids[$0] != nil }
+    }
+}
+
+/// Decodes a candidate frame while the deframer hunts: whether it decodes cleanly. Its own
+/// decoder, made on the first hunt (most connections never hunt).
+final class FrameJudge {
+    let schema: ProtocolSchema
+    let dir: Direction
+    let limits: Limits
+    lazy var decoder = MessageDecoder(schema: schema, limits: limits)
+    lazy var message = DecodedMessage()
+
+    init(_ schema: ProtocolSchema, _ dir: Direction, _ limits: Limits) {
+        self.schema = schema
+        self.dir = dir
+        self.limits = limits
+    }
+
+    func clean(_ frame: UnsafeRawBufferPointer) -> Bool {
+        let p = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
+        decoder.decode(Frame(bytes: frame, offset: 0, firstPacket: p, lastPacket: p, coalesced: 1), dir, into: message)
+        return message.warnings.isEmpty
     }
 }

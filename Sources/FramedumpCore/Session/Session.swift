@@ -59,7 +59,7 @@ final class Session {
         frames = f
         for d in Direction.allCases {
             let deframer = Deframer(layout: p.layout, direction: d, consumer: f,
-                                    startsAtBoundary: connection.startsAtSYN(d), knownID: p.knownID(d))
+                                    startsAtBoundary: connection.startsAtSYN(d), knownID: p.knownID(d), plausibleBody: p.plausibleBody(d))
             // A UDP flow's datagrams are each cut on their own.
             layers[d.rawValue] = connection.udp ? DatagramDeframer(deframer) : deframer
         }

@@ -66,7 +66,7 @@ final class WebSocketConnection {
         tunnelled = inner.schema.webSocketStream
         guard tunnelled else { tunnel = [nil, nil]; return }
         tunnel = Direction.allCases.map {
-            Deframer(layout: inner.layout, direction: $0, consumer: frames, startsAtBoundary: true, knownID: inner.knownID($0))
+            Deframer(layout: inner.layout, direction: $0, consumer: frames, startsAtBoundary: true, knownID: inner.knownID($0), plausibleBody: inner.plausibleBody($0))
         }
     }
 

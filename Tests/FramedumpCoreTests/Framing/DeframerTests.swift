@@ -18,9 +18,11 @@ final class FrameCollector: FrameConsumer {
     /// `stream` cut at `cuts` through a deframer of `layout` (a gap of `gapsAt[c]` bytes before
     /// the piece starting at `c`), then finished: what it emitted.
     static func deframe(_ stream: [UInt8], layout: FrameLayout, cuts: [Int], startsAtBoundary: Bool = true,
-                        gapsAt: [Int: UInt64] = [:], knownID: ((UInt64) -> Bool)? = nil) -> FrameCollector {
+                        gapsAt: [Int: UInt64] = [:], knownID: ((UInt64) -> Bool)? = nil,
+                        plausibleBody: ((UnsafeRawBufferPointer) -> Bool)? = nil) -> FrameCollector {
         let col = FrameCollector()
-        let d = Deframer(layout: layout, direction: .c2s, consumer: col, startsAtBoundary: startsAtBoundary, knownID: knownID)
+        let d = Deframer(layout: layout, direction: .c2s, consumer: col, startsAtBoundary: startsAtBoundary, knownID: knownID,
+                         plausibleBody: plausibleBody)
         var last = 0
         var offset: UInt64 = 0
         let p = PacketRef(number: 1, ts: Timestamp(seconds: 0, nanos: 0))

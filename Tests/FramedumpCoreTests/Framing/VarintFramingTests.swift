@@ -112,6 +112,32 @@ final class VarintFramingTests: XCTestCase {
         XCTAssertEqual(late.frames, Array(good.dropFirst()))
     }
 
+    /// A protocol with neither a constant nor message ids: after a lost segment (or a capture
+    /// that starts inside a frame) nothing in a header tells a frame from the text of a body, so
+    /// the resync takes a frame only if its body decodes cleanly (issue #39, item 5).
+    func testResyncWithoutAMagicValueAsksTheBody() throws {
+        let s = try schema("protocol t { port 7503; header { varint32 length; } body_length = length; }\nMessage Line { Uint8 kind; String(u8) text; }")
+        let runtime = ProtocolRuntime(s)
+        XCTAssertNotNil(runtime.plausibleBody(.c2s))
+        func line(_ kind: UInt8, _ text: String) -> [UInt8] {
+            let body = [kind, UInt8(text.utf8.count)] + Array(text.utf8)
+            return Self.varint(UInt64(body.count)) + body
+        }
+        let long = line(1, (0..<9).map { "line \($0) of a long text, " }.joined())
+        let rest = [line(2, "after"), line(3, "the long"), line(4, "one"), line(5, "")]
+        // The capture starts 40 bytes into the long line.
+        let stream = Array(long.dropFirst(40)) + rest.flatMap { $0 }
+        let judged = FrameCollector.deframe(stream, layout: runtime.layout, cuts: [7, 100, stream.count - 5], startsAtBoundary: false,
+                                            plausibleBody: runtime.plausibleBody(.c2s))
+        XCTAssertEqual(judged.frames, rest)
+        XCTAssertEqual(judged.malformedBytes, UInt64(long.count - 40))
+        // The header alone takes the text for frames.
+        let blind = FrameCollector.deframe(stream, layout: runtime.layout, cuts: [7, 100, stream.count - 5], startsAtBoundary: false)
+        XCTAssertNotEqual(blind.frames, rest)
+        // Where ids, a constant or a delimiter tell frames apart, the body is not asked.
+        XCTAssertNil(ProtocolRuntime(try schema(Self.chat + "\nMessage A = 1 { }")).plausibleBody(.c2s))
+    }
+
     /// The header's fields at the offsets this frame's varints give, a zigzag value, the body after them.
     func testHeaderFieldsAfterAVarintAndZigzag() throws {
         let s = try schema("""

@@ -17,6 +17,10 @@ protocol BodyFormat {
     static var decodesPart: Bool { get }
     /// The `check -r` class of its own problems (`DecodeWarning.body`), if it reports any.
     static var problemClass: String? { get }
+    /// A body that decodes with a warning cannot be a frame: where a protocol's headers alone
+    /// cannot tell frames from noise, the deframer's resync asks the body (a parser that rejects
+    /// most noise: a layout, JSON, protobuf; not text or raw bytes).
+    static var judgesFrames: Bool { get }
 
     /// Decodes `b[body...]` (the frame, header first; transforms already undone) into `m`, whose
     /// header, id and message are set.
@@ -29,6 +33,7 @@ extension BodyFormat {
     static var idsSelectLayout: Bool { false }
     static var decodesPart: Bool { false }
     static var problemClass: String? { nil }
+    static var judgesFrames: Bool { false }
 }
 
 /// Every kind of body a dissector can declare, one line each.

@@ -1,6 +1,7 @@
 /// `body json;` (and `text json;`): the body is one JSON value, flattened into fields named by
 /// its keys (see `JSONFlattener`); invalid JSON is shown as text with a warning.
 enum JSONBody: BodyFormat {
+    static var judgesFrames: Bool { true }
     static let name = "json"
     static var readsText: Bool { true }
     static var namesFromTraffic: Bool { true }

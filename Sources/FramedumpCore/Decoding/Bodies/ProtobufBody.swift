@@ -4,6 +4,7 @@ enum ProtobufBody: BodyFormat {
     static let name = "protobuf"
     static var namesFromTraffic: Bool { true }
     static var problemClass: String? { "protobuf" }
+    static var judgesFrames: Bool { true }
 
     static func decode(_ d: MessageDecoder, _ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage) {
         d.decodeProtobuf(b, from: body, into: m)
