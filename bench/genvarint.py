@@ -5,7 +5,7 @@ Dissectors/chat.dissector and Dissectors/chat.proto.
 
 Bodies are chat.Envelope messages encoded by Python's protobuf package (protoc generates the
 module into a temporary folder; needs python3-protobuf): logins, acks, short and long says
-(lengths of one, two and three varint bytes), saids, pings and pongs. Many connections on port
+(lengths of one and two varint bytes, and a few of three), saids, pings and pongs. Many connections on port
 7500, both directions, frames packed into 1448-byte TCP segments (so frames are coalesced and
 split, varints cut between segments too).
 
@@ -43,7 +43,7 @@ def envelope(kind, n):
     elif kind == "say":
         e.say.room = rng.choice(["lobby", "world", "guild-%d" % rng.randrange(100)])
         size = rng.random()
-        e.say.text = " ".join(rng.choice(WORDS) for _ in range(1 if size < 0.6 else 40 if size < 0.97 else 3000))
+        e.say.text = " ".join(rng.choice(WORDS) for _ in range(1 if size < 0.6 else 40 if size < 0.998 else 3000))
         e.say.mentions.extend(rng.randrange(1 << 20) for _ in range(rng.randrange(3)))
     elif kind == "said":
         e.said.echo = rng.randrange(1 << 20); e.said.length = rng.randrange(1 << 14)

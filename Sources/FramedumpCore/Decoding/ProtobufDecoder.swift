@@ -519,15 +519,8 @@ final class ProtobufDecoder {
     }
 
     func validUTF8(_ s: Int, _ e: Int) -> Bool {
-        let v = UnsafeRawBufferPointer(rebasing: b[s..<e])
-        var i = 0
-        while i < v.count {
-            if v[i] < 0x80 { i += 1; continue }
-            let l = UTF8Check.sequenceLength(v, i)
-            if l == 0 { return false }
-            i += l
-        }
-        return true
+        // (ASCII eight bytes at a time there.)
+        UTF8Check.isValid(UnsafeRawBufferPointer(rebasing: b[s..<e]))
     }
 
     /// Valid UTF-8 with no control characters but tab, newline and carriage return.
