@@ -44,7 +44,8 @@ protocol FrameEnd: AnyObject {
 
 /// Every framing kind besides the length rule, one line each.
 enum FramingRegistry {
-    static let kinds: [any FramingKind.Type] = [
+    // (Metatypes of stateless kinds, never written: safe to share.)
+    nonisolated(unsafe) static let kinds: [any FramingKind.Type] = [
         DelimitedFraming.self,
     ]
 

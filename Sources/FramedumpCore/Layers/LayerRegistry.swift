@@ -1,7 +1,8 @@
 /// Every kind of layer a dissector can stack, one line each. A new layer is its folder (its
 /// `StreamLayer`s, its `LayerKind`, its dissector keyword) plus its line here.
 public enum LayerRegistry {
-    static let kinds: [any LayerKind.Type] = [
+    // (Metatypes of stateless kinds, never written: safe to share.)
+    nonisolated(unsafe) static let kinds: [any LayerKind.Type] = [
         WebSocketLayer.self,
         KCPLayer.self,
         TLSLayer.self,

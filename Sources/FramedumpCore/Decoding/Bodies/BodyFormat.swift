@@ -38,7 +38,8 @@ extension BodyFormat {
 
 /// Every kind of body a dissector can declare, one line each.
 enum BodyRegistry {
-    static let kinds: [any BodyFormat.Type] = [
+    // (Metatypes of stateless kinds, never written: safe to share.)
+    nonisolated(unsafe) static let kinds: [any BodyFormat.Type] = [
         FieldsBody.self,
         JSONBody.self,
         TextBody.self,
