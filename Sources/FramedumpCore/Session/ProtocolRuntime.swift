@@ -92,7 +92,11 @@ public final class ProtocolRuntime {
     /// Where the header alone says little (no constant, no id that selects a layout, no framing
     /// kind that marks ends), the deframer's resync takes a frame only if its body decodes
     /// without a warning (issue #39: resynchronising without a magic value). Nil elsewhere.
-    func plausibleBody(_ dir: Direction) -> ((UnsafeRawBufferPointer) -> Bool)? {
+    /// (One per direction, made once: the deframers of a shard's connections share it, one at a
+    /// time, so a connection costs nothing for it.)
+    func plausibleBody(_ dir: Direction) -> ((UnsafeRawBufferPointer) -> Bool)? { bodyJudges[dir.rawValue] }
+
+    private lazy var bodyJudges: [((UnsafeRawBufferPointer) -> Bool)?] = Direction.allCases.map { dir in
         guard knownID(dir) == nil, layout.end == nil, !schema.header.contains(where: { $0.constant != nil }),
               schema.body.kind.judgesFrames, schema.transforms.isEmpty else { return nil }
         let judge = FrameJudge(schema, dir, limits)
