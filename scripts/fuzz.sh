@@ -189,6 +189,40 @@ PY
       for d in Dissectors/game.dissector Dissectors/svc.dissector Dissectors/bridge.dissector Dissectors/zgame.dissector; do
         { cat "$d"; printf '\000\020'; head -c 600 samples/game.pcap | tail -c 300; } > "$seeds/$(basename "$d").seed"
       done
+      # And dissectors with varints (header fields varint, svarint, varint(N), fields after one,
+      # an id from a bit field; body fields Varint, Svarint, String(varint), Bytes(varint), arrays
+      # with a varint count), each with frames of its protocol.
+      python3 - "$seeds" <<'PY'
+import sys
+out = sys.argv[1]
+def v(n):
+    b = bytearray()
+    while True:
+        if n < 0x80: return bytes(b + bytes([n]))
+        b.append(n & 0x7f | 0x80); n >>= 7
+zz = lambda n: v(n << 1 if n >= 0 else (-n << 1) - 1)
+body = v(300) + zz(-2) + v(5) + b"hello" + v(2) + b"\x01\x02" + v(2) + b"\x00\x05\x00\x06" + v(0xffffffff)
+items = v(2) + b"\x00\x01\x07" + b"\x00\x02\x08"
+seeds = {
+    "mqtt": ("protocol mqtt { header { uint8 fixed { type = 0xf0; flags = 0x0f; } varint(4) remaining; }\n"
+             "body_length = remaining; message_id = fixed.type; }\nMessage PINGREQ = 12 c2s { }\n"
+             "Message PUBLISH = 3 { String(u16) topic; Bytes(rest) payload; }\n"
+             "Message M = 5 { Varint a; Svarint b; String(varint) name; Bytes(varint) blob; Uint16[varint] ids; Varint32 c; }\n",
+             [b"\x30" + v(7) + b"\x00\x01tabcd", b"\xc0\x00", b"\x50" + v(len(body)) + body, b"\x52" + v(200) + bytes(200)]),
+    "zigzag": ("protocol z { header { uint8 magic == 0xa5; svarint delta; varint(4) length; uint16 id; }\n"
+               "body_length = length; message_id = id; }\nMessage Ping = 7 { Uint8 x; Varint32 y; }\n"
+               "Message Item { Uint16 a; Uint8 b; }\nMessage List = 8 { Item[varint] items; String(varint) s; }\n",
+               [b"\xa5" + zz(-300) + v(2) + b"\x00\x07\x2a\x01", b"\xa5" + zz(9) + v(len(items) + 3) + b"\x00\x08" + items + v(2) + b"hi"]),
+    "varint32": ("protocol c { header { varint32 length; uint8 kind; } body_length = length - 1; message_id = kind; max_frame 100000; }\n"
+                 "Message A = 1 { Varint n; Svarint s; Bytes(varint) b; }\nMessage B = 2 { Uint16[varint] ids; }\n",
+                 [v(len(body[:7]) + 1) + b"\x01" + body[:7], v(1 + 1 + 2 * 70) + b"\x02" + v(70) + bytes(140), v(1) + b"\x03"]),
+}
+for name, (text, frames) in seeds.items():
+    c2s = b"".join(frames)
+    # [split byte][client bytes][server bytes]: the same frames both ways.
+    traffic = bytes([len(c2s) % 256]) + c2s + c2s
+    open("%s/%s.seed" % (out, name), "wb").write(text.encode() + b"\0" + traffic)
+PY
       run dissector "$seeds" ;;
     reassembly)
       # Seeds: each sample's and fixture's TCP segments as the target's 8-byte records
@@ -253,8 +287,9 @@ PY
       # header that picks its protocol by port: [port index][piece][flags][u16 client length].
       seeds="$(mktemp -d)"
       trap 'rm -rf "$seeds"' RETURN
-      ports="$(sed -n 's/^ *port \([0-9]*\);.*/\1/p' Dissectors/*.dissector | sort -n | tr '\n' ' ')"
-      for s in game svc im bridge websocket-deflate game-latency zgame; do
+      # (UDP ports too: the target picks among every port, as the protocols list them.)
+      ports="$(sed -n 's/^ *\(udp \)\{0,1\}port \([0-9]*\);.*/\2/p' Dissectors/*.dissector | sort -n | tr '\n' ' ')"
+      for s in game svc im bridge websocket-deflate game-latency zgame varint; do
         framedump -r "samples/$s.pcap" --streams "$seeds/$s" -q >/dev/null 2>&1 || true
         c2s="$(ls "$seeds/$s"/*.c2s 2>/dev/null | head -1)"
         [ -n "$c2s" ] || continue

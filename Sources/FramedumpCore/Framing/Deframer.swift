@@ -443,12 +443,12 @@ public final class Deframer {
                     if after < 0 {
                         // Could be a frame still arriving: wait, unless nothing more will come.
                         if !final { return .wait(p) }
-                    } else if after >= layout.headerSize {
+                    } else if after >= layout.headerSize && !(layout.variable && layout.check(b, at: p + n) == .needMoreData) {
                         if plausible(b, p + n) != nil { return .found(p) }
                     } else if final || after == 0 {
                         return .found(p)
                     } else {
-                        return .wait(p)  // the next header is still arriving
+                        return .wait(p)  // the next header (or a varint of it) is still arriving
                     }
                 }
                 p += 1

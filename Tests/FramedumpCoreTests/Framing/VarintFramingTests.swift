@@ -138,6 +138,20 @@ final class VarintFramingTests: XCTestCase {
         XCTAssertNil(ProtocolRuntime(try schema(Self.chat + "\nMessage A = 1 { }")).plausibleBody(.c2s))
     }
 
+    /// While resynchronising, a frame whose next header has more bytes than the least header
+    /// size but a varint still arriving waits for it: the frame is not skipped.
+    func testResyncWaitsForTheNextHeadersVarint() throws {
+        let layout = FrameLayout(try schema(Self.chat))
+        let good = [frame(1, [9]), frame(2, Array(repeating: 0, count: 200)), frame(3, [7])]
+        let stream: [UInt8] = [0] + good.flatMap { $0 }
+        // Cut after the second frame's two length bytes, before its kind byte.
+        for cuts in [[], [1 + good[0].count + 2]] {
+            let col = FrameCollector.deframe(stream, layout: layout, cuts: cuts, startsAtBoundary: false, knownID: { (1...3).contains($0) })
+            XCTAssertEqual(col.frames, good, "\(cuts)")
+            XCTAssertEqual(col.malformedBytes, 1, "\(cuts)")
+        }
+    }
+
     /// The header's fields at the offsets this frame's varints give, a zigzag value, the body after them.
     func testHeaderFieldsAfterAVarintAndZigzag() throws {
         let s = try schema("""
