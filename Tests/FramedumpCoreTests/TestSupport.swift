@@ -61,6 +61,21 @@ enum TestSupport {
         try run(binary, args, cwd: cwd ?? root.path)
     }
 
+    /// A sample's NDJSON messages by flow, "SRCPORT>DSTPORT" in their stream order, and its other
+    /// lines (gaps, malformed frames, opens and closes).
+    static func messagesByFlow(_ sample: String) throws -> (flows: [String: [[String: Any]]], events: [[String: Any]]) {
+        let r = try framedump(["-r", self.sample(sample), "-T", "json"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        var flows: [String: [[String: Any]]] = [:], events: [[String: Any]] = []
+        for l in r.stdout.split(separator: "\n") {
+            let o = try JSONSerialization.jsonObject(with: Data(l.utf8)) as! [String: Any]
+            guard o["type"] == nil, let conn = o["conn"] as? String, let dir = o["dir"] as? String else { events.append(o); continue }
+            let ends = conn.split(separator: "-").map { $0.split(separator: ":").last! }
+            flows[dir == "c2s" ? "\(ends[0])>\(ends[1])" : "\(ends[1])>\(ends[0])", default: []].append(o)
+        }
+        return (flows, events)
+    }
+
     static func which(_ tool: String) -> String? {
         for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
             let p = "\(dir)/\(tool)"

@@ -8,20 +8,14 @@ import XCTest
 final class LinesSampleTests: XCTestCase {
     func testEveryLineThePeersWroteIsOneMessage() throws {
         let log = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: TestSupport.sample("lines.messages.json")))) as! [String: Any]
-        let r = try TestSupport.framedump(["-r", TestSupport.sample("lines.pcap"), "-T", "json"])
-        XCTAssertEqual(r.status, 0, r.stderr)
-        var decoded: [String: [[String: Any]]] = [:]
-        for l in r.stdout.split(separator: "\n") {
-            let o = try JSONSerialization.jsonObject(with: Data(l.utf8)) as! [String: Any]
-            guard o["type"] == nil, let conn = o["conn"] as? String, let dir = o["dir"] as? String else { continue }
-            let port = conn.split(separator: "-")[0].split(separator: ":").last!
-            decoded["\(port) \(dir)", default: []].append(o)
-        }
+        let decoded = try TestSupport.messagesByFlow("lines.pcap").flows
+        let server = log["server_port"] as! Int
         var lines = 0
         for c in log["connections"] as! [[String: Any]] {
             for dir in ["c2s", "s2c"] {
                 let sent = c[dir] as! [String]
-                let got = decoded["\(c["client_port"]!) \(dir)"] ?? []
+                let client = c["client_port"] as! Int
+                let got = decoded[dir == "c2s" ? "\(client)>\(server)" : "\(server)>\(client)"] ?? []
                 XCTAssertEqual(got.count, sent.count, "client \(c["client"]!) \(dir)")
                 var offset = 0
                 for (text, m) in zip(sent, got) {

@@ -35,14 +35,10 @@ final class MemcachedSampleTests: XCTestCase {
                 want["\(c[0][0])>\(c[1][0])", default: []].append(p)
             }
         }
-        let r = try TestSupport.framedump(["-r", TestSupport.sample("memcached.pcap"), "-T", "json"])
-        XCTAssertEqual(r.status, 0, r.stderr)
+        let (flows, events) = try TestSupport.messagesByFlow("memcached.pcap")
+        for e in events { XCTAssertFalse(["malformed", "gap"].contains(e["type"] as? String), "\(e)") }
         var got: [String: [Packet]] = [:]
-        for l in r.stdout.split(separator: "\n") {
-            let o = try JSONSerialization.jsonObject(with: Data(l.utf8)) as! [String: Any]
-            if let t = o["type"] as? String { XCTAssertFalse(["malformed", "gap"].contains(t), "\(o)"); continue }
-            let ends = (o["conn"] as! String).split(separator: "-").map { $0.split(separator: ":").last! }
-            let key = o["dir"] as? String == "c2s" ? "\(ends[0])>\(ends[1])" : "\(ends[1])>\(ends[0])"
+        for (key, o) in flows.flatMap({ k, ms in ms.map { (k, $0) } }) {
             let h = o["header"] as! [String: Any], f = o["fields"] as? [String: Any] ?? [:]
             func hex(_ k: String) -> Int { Int((h[k] as! String).dropFirst(2), radix: 16)! }
             var p = Packet(magic: hex("magic"), opcode: o["id"] as! Int, keyLength: h["key_length"] as! Int,
