@@ -242,10 +242,16 @@ struct Resolver {
         case "doublele", "float64le": return .float64(.little)
         case "doublebe", "float64be": return .float64(.big)
         case "bool", "boolean": return .bool
-        case "varint", "uvarint", "varint64", "uvarint64": return .varint(signed: false, maxBytes: 10)
-        case "varint32", "uvarint32": return .varint(signed: false, maxBytes: 5)
-        case "svarint", "svarint64", "sint": return .varint(signed: true, maxBytes: 10)
-        case "svarint32": return .varint(signed: true, maxBytes: 5)
+        case "varint", "uvarint", "varint64", "uvarint64", "varint32", "uvarint32", "svarint", "svarint64", "sint", "svarint32":
+            // `Varint(4)`: at most 4 bytes, as in a header.
+            var most = l.hasSuffix("32") ? 5 : 10
+            if let t = pf.param {
+                guard case .number(let n) = t.kind, (1...10).contains(n), !l.hasSuffix("32"), !l.hasSuffix("64") else {
+                    throw err(t, "\(pf.typeName)(N) takes the most bytes the varint may have, 1 to 10")
+                }
+                most = Int(n)
+            }
+            return .varint(signed: l.hasPrefix("s"), maxBytes: most)
         case "string": return .string(try rule(pf, default: s.strings, earlier: earlier, schema: s))
         case "bytes", "binary": return .bytes(try rule(pf, default: .rest, earlier: earlier, schema: s))
         default: break

@@ -233,6 +233,15 @@ final class VarintFramingTests: XCTestCase {
             ("header { uint8 k { t = 0xf0; } varint n; } body_length = n; message_id = k.nope;", "(it has 't')"),
             ("header { varint(2) n == 20000; } body_length = n;", "does not fit in varint"),
         ]
+        // A body varint's bound, as a header's.
+        let bounded = try schema("protocol b { port 7404; header { uint8 len; } body_length = len; }\nMessage M { Varint(2) a; Svarint(3) b; }")
+        guard case .varint(false, 2) = bounded.messages[0].fields[0].type, case .varint(true, 3) = bounded.messages[0].fields[1].type else {
+            return XCTFail("\(bounded.messages[0].fields.map(\.type))")
+        }
+        XCTAssertFalse(decode(bounded, [3, 0x80, 0x80, 0x01]).warnings.isEmpty, "three bytes where two at most are allowed")
+        XCTAssertThrowsError(try schema("protocol b { port 7404; header { uint8 len; } body_length = len; }\nMessage M { Varint(11) a; }")) { e in
+            XCTAssertTrue("\(e)".contains("Varint(N) takes the most bytes the varint may have, 1 to 10"), "\(e)")
+        }
         for (setting, message) in errors {
             XCTAssertThrowsError(try schema("protocol z { port 7401; \(setting) }"), setting) { e in
                 let d = (e as! DissectorError).description
