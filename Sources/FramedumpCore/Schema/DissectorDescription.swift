@@ -36,7 +36,7 @@ public enum DissectorDescription {
             var d = "    \(m.name)"
             if let id = m.id { d += " id \(id)" }
             if let dir = m.direction { d += " \(dir.name)" }
-            if let pt = m.protoType { d += ": protobuf \(s.messages[pt].name)" } else { d += ": \(m.fields.count) fields" }
+            if let pt = m.protoType { d += ": protobuf \(s.messages[pt].name)" } else { d += ": \(m.fields.count) field" + (m.fields.count == 1 ? "" : "s") }
             if let t = m.title { d += "  \"\(t)\"" }
             lines.append(d)
         }
