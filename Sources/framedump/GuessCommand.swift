@@ -30,7 +30,7 @@ struct Guess: ParsableCommand {
         if let output {
             print(report, terminator: "")
             guard let dissector else {
-                FileHandleErr.write("framedump guess: no dissector written: nothing in this capture could be framed by length\n")
+                FileHandleErr.write("framedump guess: no dissector written: nothing in this capture could be framed (by a length, a delimiter or WebSocket)\n")
                 throw ExitCode(1)
             }
             guard FileManager.default.createFile(atPath: output, contents: Data(dissector.utf8)) else {
@@ -41,7 +41,7 @@ struct Guess: ParsableCommand {
         } else {
             FileHandleErr.write(report)
             guard let dissector else {
-                FileHandleErr.write("framedump guess: no dissector written: nothing in this capture could be framed by length\n")
+                FileHandleErr.write("framedump guess: no dissector written: nothing in this capture could be framed (by a length, a delimiter or WebSocket)\n")
                 throw ExitCode(1)
             }
             print(dissector, terminator: "")

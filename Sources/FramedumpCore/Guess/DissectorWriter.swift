@@ -1,5 +1,6 @@
 /// Writes what was guessed as a `.dissector` file, in the language's existing constructs only
-/// (`protocol` block, `header`, `frame_length`/`body_length`, `message_id`, `body`, `Message`).
+/// (`protocol` block, `header` with a varint length, `frame_length`/`body_length`, `frame_end`,
+/// `message_id`, `body`, `Message`).
 public enum DissectorWriter {
     /// The file for every port whose framing the language can say; nil when there is none.
     public static func text(_ result: GuessResult, source: String) -> String? {
@@ -21,6 +22,17 @@ public enum DissectorWriter {
             line("    text text;")
             line("    body raw;")
             line("}")
+            return out
+        case .delimiter(let d):
+            let text = d.textRecords * 2 >= d.records
+            line("// Port \(g.port): records end with \(d.delimiter.rawValue) (\(d.records) records, \(d.textRecords) of them text).")
+            line("protocol guessed_\(g.port) {")
+            line("    port \(g.port);")
+            line("    frame_end \"\(d.delimiter == .nul ? "\\0" : d.delimiter.rawValue)\";")
+            line("    max_frame \(min(max(1 << 16, g.maxFrameSeen * 4), 1 << 30));")
+            line("    body \(text ? bodyLine(g.bodies) == "json" ? "json" : "text" : "raw");")
+            line("}")
+            line("Message record { }   // no id: every record is one")
             return out
         case .length(let c):
             let header = g.header ?? HeaderLayout(size: c.offset + c.width, fields: [])
@@ -50,8 +62,14 @@ public enum DissectorWriter {
                 at = f.offset + f.width
             }
             if header.size > at { line("        pad \(header.size - at);") }
+            if c.isVarint {
+                // The length is a varint right after the fields before it; it counts what follows it.
+                line("        varint length;   // counts the bytes after it" + (c.adjustment == 0 ? "" : " \(c.adjustment > 0 ? "+" : "-") \(abs(c.adjustment))"))
+            }
             line("    }")
-            if c.adjustment == 0 {
+            if c.isVarint {
+                line("    body_length = length" + (c.adjustment == 0 ? "" : " \(c.adjustment > 0 ? "+" : "-") \(abs(c.adjustment))") + ";")
+            } else if c.adjustment == 0 {
                 line("    frame_length = length;")
             } else if c.adjustment == header.size {
                 line("    body_length = length;")
@@ -62,6 +80,7 @@ public enum DissectorWriter {
             line("    max_frame \(maxFrame(g, c));")
             line("    body \(bodyLine(g.bodies));")
             line("}")
+            if header.id == nil { line("Message frame { }   // no id found: every frame is one") }
             if let id = header.id {
                 let limit = id.width >= 8 ? UInt64.max : (1 << UInt64(id.width * 8)) - 1
                 for b in g.bodies.prefix(256) {
@@ -74,7 +93,7 @@ public enum DissectorWriter {
                 }
             }
             return out
-        case .none, .delimiter:
+        case .none:
             return ""
         }
     }
@@ -94,7 +113,7 @@ public enum DissectorWriter {
     /// Room above the largest frame seen (the sample is only the streams' beginnings), within
     /// what the length field can hold.
     static func maxFrame(_ g: PortGuess, _ c: LengthCandidate) -> Int {
-        if c.width == 1 || c.width == 2 { return (1 << (c.width * 8)) - 1 + max(0, c.adjustment) }
+        if !c.isVarint && (c.width == 1 || c.width == 2) { return (1 << (c.width * 8)) - 1 + max(0, c.adjustment) }
         return min(max(1 << 20, g.maxFrameSeen * 4), 1 << 30)
     }
 

@@ -28,7 +28,6 @@ public enum GuessReport {
             case .delimiter(let d):
                 line("  framing: no length field explains the streams; records end with \(d.delimiter.rawValue) "
                      + "(\(d.records) records, \(d.textRecords) of them text; \(d.endingPieces) of \(d.endedPieces) finished streams end with it)")
-                line("  no dissector written: the dissector language has no delimiter framing")
                 noLength(g, line)
             case .none:
                 line("  framing: no length field found, and no delimiter: this protocol is not length-prefixed")
@@ -43,9 +42,6 @@ public enum GuessReport {
                          + (ru.share >= best.share - 0.05 ? " (close: check it)" : ""))
                 } else {
                     line("    runner-up: none within \(pct(100 * FramingSearch().runnerUpMargin)) points")
-                }
-                if c.isVarint {
-                    line("  no dissector written: the dissector language has no varint header field")
                 }
                 for (i, st) in g.streams.enumerated() where i < best.perStream.count {
                     let e = best.perStream[i]

@@ -82,12 +82,12 @@ public struct PortGuess: Sendable {
     public var bodies: [BodyGuess] = []
     public var maxFrameSeen = 0
 
-    /// Whether the dissector language can say this framing (it has no varint or delimiter).
+    /// Whether the dissector language can say this framing (a length, varint or not; a
+    /// delimiter; a WebSocket).
     public var writable: Bool {
         switch framing {
-        case .length(let c): return !c.isVarint
-        case .webSocket: return true
-        case .none, .delimiter: return false
+        case .length, .webSocket, .delimiter: return true
+        case .none: return false
         }
     }
 }

@@ -180,19 +180,43 @@ final class GuessTests: XCTestCase {
         XCTAssertEqual(wrong, [])
     }
 
-    /// Text lines: no length field is claimed; the delimiter is said, no dissector is written
-    /// (the language has no delimiter framing) and the command exits 1.
+    /// Text lines: no length field is claimed; the delimiter is said, and the dissector written
+    /// cuts the lines with `frame_end` (every record one message, none malformed).
     func testNoLengthFieldReportedAsSuch() throws {
         let dir = try generate(first: 2000, count: 1, ["--lines"])
         let result = try Guesser.run(capture: "\(dir)/proto-2000.pcap", port: nil)
         let port = try XCTUnwrap(result.ports.first)
         guard case .delimiter(let d) = port.framing else { return XCTFail("framing: \(port.framing)") }
         XCTAssertEqual(d.delimiter, .crlf)
-        XCTAssertFalse(result.producedDissector)
+        XCTAssertTrue(result.producedDissector)
         let r = try TestSupport.framedump(["guess", "\(dir)/proto-2000.pcap", "-o", "\(dir)/out.dissector"])
-        XCTAssertEqual(r.status, 1)
+        XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertTrue(r.stdout.contains("no length field explains the streams; records end with \\r\\n"), r.stdout)
-        XCTAssertTrue(r.stderr.contains("no dissector written"), r.stderr)
+        let text = try String(contentsOfFile: "\(dir)/out.dissector", encoding: .utf8)
+        XCTAssertTrue(text.contains("frame_end \"\\r\\n\";"), text)
+        let run = try TestSupport.framedump(["-r", "\(dir)/proto-2000.pcap", "-d", "\(dir)/out.dissector", "-q"])
+        XCTAssertEqual(run.status, 0, run.stderr)
+        XCTAssertTrue(run.stdout.contains(", 0 malformed (0 bytes)"), run.stdout)
+        XCTAssertTrue(run.stdout.contains("  record  "), run.stdout)
+    }
+
+    /// A varint length (protobuf behind its size, MQTT's Remaining Length after its first byte):
+    /// the dissector written says `varint length;` and cuts the real captures with no malformed frame.
+    func testVarintFramingsAreWritten() throws {
+        let dir = TestSupport.tempDir()
+        for (sample, before) in [("varint.pcap", 0), ("mqtt.pcap", 1)] {
+            let file = "\(dir)/\(sample).dissector"
+            let g = try TestSupport.framedump(["guess", TestSupport.sample(sample), "-o", file])
+            XCTAssertEqual(g.status, 0, sample + g.stderr)
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            XCTAssertTrue(text.contains("varint length;"), text)
+            XCTAssertTrue(text.contains("body_length = length;"), text)
+            XCTAssertEqual(text.components(separatedBy: "        uint").count - 1, before, text)
+            let run = try TestSupport.framedump(["-r", TestSupport.sample(sample), "-d", file, "-q"])
+            XCTAssertEqual(run.status, 0, run.stderr)
+            XCTAssertTrue(run.stdout.contains(", 0 malformed (0 bytes)"), sample + "\n" + run.stdout)
+            XCTAssertTrue(run.stdout.contains(sample == "varint.pcap" ? "69 messages" : "47 messages"), run.stdout)
+        }
     }
 
     /// Nothing to guess from: a capture without TCP payload, or a port without traffic.
