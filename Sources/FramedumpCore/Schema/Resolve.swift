@@ -196,7 +196,7 @@ struct Resolver {
         var widths = MinimumWidths(s)
         for (mi, m) in s.messages.enumerated() {
             for (fi, f) in m.fields.enumerated() where f.array != nil && widths.of(f.type) == 0 {
-                errors.add(err(fieldTokens[mi][fi], "array '\(f.name)' of elements that can take no bytes (an empty message, Bytes(0), rest): its count could make fields out of nothing"))
+                errors.add(err(fieldTokens[mi][fi], "array '\(f.name)' of elements that can take no bytes (an empty message, Bytes(0), rest, fields that are all under a when): its count could make fields out of nothing"))
             }
         }
         for e in MessageCycles.find(in: s, fieldTokens: fieldTokens, error: err) { errors.add(e) }
@@ -435,7 +435,8 @@ struct MinimumWidths {
         guard !visiting.contains(mi) else { return 0 }
         visiting.insert(mi)
         var total = 0
-        for f in schema.messages[mi].fields {
+        // (A field under a `when` may be absent: it adds nothing to the least size.)
+        for f in schema.messages[mi].fields where f.condition == nil {
             let w = of(f.type)
             switch f.array {
             case nil: total += w

@@ -110,6 +110,8 @@ final class FieldConditionTests: XCTestCase {
             ("Message M = 1 { Uint8 x when nosuch; }", "'nosuch' is neither a header field nor an earlier field"),
             ("Message M = 1 { Uint8 x when fixed.nope; }", "'nope' is not a bit field of 'fixed'"),
             ("Message M = 1 { Uint8 x when later; Uint8 later; }", "'later' is neither a header field nor an earlier field"),
+            // An element whose every field may be absent takes no bytes: a count could make fields from nothing.
+            ("Message E { Uint8 a when fixed.t; } Message M = 1 { E[u8] es; }", "array 'es' of elements that can take no bytes"),
         ]
         let head = "protocol z { port 1; header { uint8 fixed { t = 0xf0; } uint8 len; } body_length = len; message_id = fixed.t; }\n"
         for (text, message) in errors {
