@@ -91,6 +91,7 @@ public final class Deframer {
         if state == .hunting, let r = resumeAt, bufferOffset == r, buffer.count >= layout.headerSize,
            let n = buffer.withUnsafeBytes({ plausible($0, 0) }), n > buffer.count {
             state = .synced
+            judged = 0
         }
         resumeAt = nil
         if state == .hunting {
@@ -145,6 +146,7 @@ public final class Deframer {
         reportUnfinished(packet) { .cutByUnitEnd(have: $0, need: $1) }
         huntSpans.removeAll(keepingCapacity: true)
         state = .synced
+        judged = 0
     }
 
     /// A frame that will never complete: report what we had (and how long it said it was).
@@ -389,9 +391,18 @@ public final class Deframer {
         guard case .ok(let n) = layout.check(b, at: i) else { return nil }
         if let knownID, let id = layout.messageID(b, at: i), !knownID(id) { return nil }
         // (A frame not all here yet is judged when it is.)
-        if let plausibleBody, n <= b.count - i, !plausibleBody(UnsafeRawBufferPointer(rebasing: b[i..<(i + n)])) { return nil }
+        if let plausibleBody, n <= b.count - i {
+            // Bytes judged are bounded per hunt, so no input can make the hunt decode a long
+            // candidate at every offset; past the bound nothing more is taken for a frame.
+            judged += n
+            if judged > Self.judgeBudget || !plausibleBody(UnsafeRawBufferPointer(rebasing: b[i..<(i + n)])) { return nil }
+        }
         return n
     }
+
+    /// Bytes of candidate frames decoded since the last resync (see `plausibleBody`).
+    @exclusivity(unchecked) var judged = 0
+    static let judgeBudget = 64 << 20
 
     /// Looks for the next frame boundary in `buffer`; once found, reports what was skipped
     /// and goes back to the fast path with the rest.
@@ -412,6 +423,7 @@ public final class Deframer {
                 if p > 0 { skip(p, packet: packet) }
                 flushSkipped(packet)
                 state = .synced
+                judged = 0
                 let rest = buffer
                 let off = bufferOffset
                 let spans = huntSpans
