@@ -84,6 +84,7 @@ public final class Deframer {
 
     /// Bytes the stream lost: a frame in progress is cut, and we hunt afterwards.
     public func gap(offset: UInt64, length: UInt64, packet: PacketRef) {
+        judged = 0  // (a hunt after a gap is a new one)
         let gapEnd = offset.addingReportingOverflow(length)
         defer { if state == .hunting && !gapEnd.overflow { resumeAt = gapEnd.partialValue } }
         // Hunting since the last gap, the bytes right after it begin with a plausible header
