@@ -629,6 +629,48 @@ def ip_header_fixtures():
             pkts.append(p)
     write("many_fragments.pcap", pkts)
 
+    # Fragments after the packet clock jumps (issue 44, as PcapPlusPlus' ip-frag.pcap and
+    # ip6_fragments.pcap): one stale IPv4 fragment that never completes, then 45 s later a
+    # connection whose data segments come in 16-byte fragments a microsecond apart, then 13
+    # hours later an IPv6 connection whose 991-byte segment comes in 80-byte fragments. Every
+    # datagram is complete; none may be timed out.
+    stale = Ether() / IP(src="10.0.0.2", dst="10.0.0.1", id=0x99, flags="MF", frag=0, proto=6) / Raw(b"s" * 24)
+    stale.time = T0
+    pkts = [stale]
+    k = Talk(cport=40210, t0=T0 + 45)
+    k.handshake()
+    k.send(True, b"".join(C2S * 6))
+    k.send(False, b"".join(S2C * 4))
+    k.close()
+    for p in k.pkts:
+        if Raw in p:
+            q = p[IP].copy()
+            q.id = 0x100 + len(pkts)
+            for j, f in enumerate(fragment(q, fragsize=16)):
+                e = Ether() / f
+                e.time = p.time + j * 0.000001
+                pkts.append(e)
+        else:
+            pkts.append(p)
+    v6 = lambda c2s: Ether() / (IPv6(src="2001:db8::2", dst="2001:db8::1") if c2s else IPv6(src="2001:db8::1", dst="2001:db8::2"))
+    k = Talk(l3=v6, cport=40211, t0=T0 + 45 + 13 * 3600)
+    k.handshake()
+    k.send(True, (b"".join(C2S * 40))[:991])
+    k.send(False, b"".join(S2C))
+    k.close()
+    for p in k.pkts:
+        if Raw in p and len(p[Raw].load) > 500:
+            q = p[IPv6].copy()
+            q.remove_payload()
+            whole = q / IPv6ExtHdrFragment(id=0x5678) / p[TCP]
+            for j, f in enumerate(fragment6(whole, 80)):
+                e = Ether() / f
+                e.time = p.time + j * 0.000001
+                pkts.append(e)
+        else:
+            pkts.append(p)
+    write("fragments_clock_jump.pcap", pkts)
+
     # AH in transport mode (RFC 4302; IPv4 and IPv6): authenticated, not encrypted, so the TCP
     # segment follows the AH header (as in libpcap's AH-IPcomp test captures).
     from scapy.layers.ipsec import AH

@@ -107,7 +107,9 @@ public final class Defragmenter {
             d = existing
         } else {
             while table.count >= options.maxDatagrams, evictOldest() {}
-            d = Pending(key: key, firstSeen: clock)
+            // Aged from its own first fragment: fragments right after a jump the clock has
+            // not followed yet are not old (a stamp behind the clock counts from the clock).
+            d = Pending(key: key, firstSeen: max(ts, clock))
             table[key] = d
             order.append(d)
         }
@@ -263,6 +265,7 @@ public final class Defragmenter {
         if moved { expire() }
     }
 
+    /// Oldest first; a datagram stamped ahead of the clock (a jump not followed) waits.
     func expire() {
         while let d = oldestLive(), clock.seconds(since: d.firstSeen) > options.timeoutSeconds {
             if !d.abandoned { stats.timedOut += 1 }

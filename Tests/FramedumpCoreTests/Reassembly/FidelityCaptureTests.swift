@@ -10,7 +10,7 @@ final class FidelityCaptureTests: XCTestCase {
         "ack_before_data.pcap", "tso_len0.pcap", "ip_fragments.pcap", "rst_out_of_window.pcap", "after_fin.pcap",
         "ppp.pcap", "ppp_hdlc.pcap", "c_hdlc.pcap", "nflog.pcap", "mpls.pcap", "llc_snap.pcap", "ppi.pcap", "pktap.pcap",
         "timestamps.pcap", "tunnels.pcap", "ipoib.pcap", "pppoe_qinq.pcap", "fddi.pcap", "pbb.pcap",
-        "ip_options.pcap", "many_fragments.pcap", "ah.pcap",
+        "ip_options.pcap", "many_fragments.pcap", "ah.pcap", "fragments_clock_jump.pcap",
     ]
 
     func testStreamsMatchTsharkFollow() throws {
@@ -78,6 +78,12 @@ final class FidelityCaptureTests: XCTestCase {
         // (corpus: nDPI's ip_fragmented_garbage.pcap).
         s = try summary("many_fragments.pcap")
         XCTAssertTrue(s.contains("IP fragments: 701, 3 datagrams reassembled\n"), s)
+        // Complete datagrams after a jump of the packet clock (45 s, then 13 hours) are aged
+        // from their own first fragment: only the stale leftover times out (issue 44;
+        // corpus: PcapPlusPlus' ip-frag.pcap and ip6_fragments.pcap).
+        s = try summary("fragments_clock_jump.pcap")
+        XCTAssertTrue(s.contains("IP fragments: 59, 3 datagrams reassembled, 1 timed out (30 s)\n"), s)
+        XCTAssertTrue(s.contains("gaps: 0 (0 bytes)"), s)
         XCTAssertTrue(s.contains("gaps: 0 (0 bytes)"), s)
         s = try summary("ack_before_data.pcap")
         XCTAssertTrue(s.contains("gaps: 0 (0 bytes)"), s)
@@ -311,5 +317,24 @@ final class FidelityCaptureTests: XCTestCase {
         fragment([UInt8](repeating: 0, count: 16), offset: 0, more: true, id: 99) { _ = d.add($0, at: Timestamp(seconds: 7, nanos: 0)) }
         XCTAssertEqual(d.stats.timedOut, 3)  // the fourth was evicted to make room for id 98
         XCTAssertEqual(d.inProgress, 2)
+    }
+
+    /// A datagram whose fragments all come right after a jump of the packet clock completes,
+    /// though the clock follows the jump while its fragments arrive (after 8 agree); the stale
+    /// datagram from before the jump times out.
+    func testDatagramAfterAClockJumpIsNotTimedOut() {
+        let d = Defragmenter()
+        fragment([UInt8](repeating: 7, count: 16), offset: 0, more: true, id: 1) { _ = d.add($0, at: Timestamp(seconds: 100, nanos: 0)) }
+        var out: Defragmenter.Datagram?
+        for off in stride(from: 0, through: 160, by: 16) {
+            fragment([UInt8](repeating: UInt8(off / 16), count: 16), offset: off, more: off < 160, id: 2) {
+                out = d.add($0, at: Timestamp(seconds: 100 + 13 * 3600, nanos: UInt32(off))) ?? out
+            }
+        }
+        XCTAssertEqual(out?.bytes.count, 176)
+        XCTAssertEqual(out?.bytes[160], 10)
+        XCTAssertEqual(d.stats.timedOut, 1)
+        XCTAssertEqual(d.stats.reassembled, 1)
+        XCTAssertEqual(d.inProgress, 0)
     }
 }
