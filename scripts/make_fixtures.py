@@ -671,6 +671,19 @@ def ip_header_fixtures():
             pkts.append(p)
     write("fragments_clock_jump.pcap", pkts)
 
+    # A sequence number that jumps forward by more than 2^31 (the middle of a transfer of
+    # gigabytes left out of the capture, as zeek's ftp/bigtransfer.pcap): serial arithmetic
+    # reads it as 1.3 GB behind, further than any window lets a retransmission be.
+    k = Talk(cport=40212)
+    k.handshake()
+    k.game()
+    k.cs += 3_000_000_000
+    k.send(True, C2S[0])
+    k.send(True, C2S[1])
+    k.send(False, S2C[0])
+    k.close()
+    write("seq_jump.pcap", k.pkts)
+
     # AH in transport mode (RFC 4302; IPv4 and IPv6): authenticated, not encrypted, so the TCP
     # segment follows the AH header (as in libpcap's AH-IPcomp test captures).
     from scapy.layers.ipsec import AH

@@ -67,6 +67,7 @@ struct Summary {
         if r.continuedAfterClose > 0 { extra.append("\(r.continuedAfterClose) connections continued by new bytes after close") }
         if r.clockJumps > 0 { extra.append("\(r.clockJumps) packets with a timestamp jump not followed") }
         if r.retriedHandshakes > 0 { extra.append("\(r.retriedHandshakes) handshakes answered again with another ISN (the latest kept)") }
+        if r.sequenceJumps > 0 { extra.append("\(r.sequenceJumps) sequence jumps of over 2^31 (the bytes between are gaps)") }
         if r.implausibleAcks > 0 { extra.append("\(r.implausibleAcks) ACKs of bytes their sender could not have seen, ignored") }
         if !extra.isEmpty { line("reassembly: " + extra.joined(separator: ", ")) }
         if r.idleClosed > 0 { line("idle timeout (\(options.idleTimeoutSeconds) s): \(r.idleClosed) connections closed") }

@@ -436,7 +436,16 @@ public final class Reassembler {
     func accept(_ c: Connection, _ d: Direction, seq: UInt32, bytes: UnsafeRawBufferPointer,
                 announced: Int, packet: PacketRef) {
         let h = d.rawValue
-        let rel = Int64(Int32(bitPattern: seq &- c.halves[h].nextSeq))
+        var rel = Int64(Int32(bitPattern: seq &- c.halves[h].nextSeq))
+        if rel < -(1 << 17), rel < -inFlightBound(c, d) {
+            // Further behind than the receiver's window lets any byte be in flight: no
+            // retransmission, but a jump forward of over 2^31 (the middle of a long transfer
+            // left out of the capture). The bytes skipped are a gap.
+            flushPending(c, d, reason: .sequenceJump, packet: packet)
+            emitGap(c, d, length: UInt64(seq &- c.halves[h].nextSeq), reason: .sequenceJump, packet: packet)
+            stats.sequenceJumps += 1
+            rel = 0
+        }
         let present = bytes.count
         let total = Int64(announced)
         if rel + total <= 0 {
@@ -585,9 +594,7 @@ public final class Reassembler {
         var limit = c.halves[h].offsetOf(ack)
         // Bytes in flight are bounded by the window the acker advertised: an ACK further
         // ahead is stray (another connection's, or corrupt), not evidence of lost bytes.
-        let scale = Int64(min(acker.windowScale ?? (acker.startedAtSYN ? 0 : 14), 14))
-        let window = acker.window == .max ? Int64(1) << 30 : max(Int64(acker.window) << scale, 65_535)
-        if limit - Int64(c.halves[h].offset) > 2 * window + (1 << 20) {
+        if limit - Int64(c.halves[h].offset) > inFlightBound(c, d) {
             stats.implausibleAcks += 1
             return
         }
@@ -607,6 +614,15 @@ public final class Reassembler {
             c.inAckList = true
             ackList.append(c)
         }
+    }
+
+    /// The most bytes of direction `d` that can be in flight: twice the window its receiver
+    /// last advertised (scaled; 2^30 while unknown), and a megabyte of slack.
+    func inFlightBound(_ c: Connection, _ d: Direction) -> Int64 {
+        let acker = c.halves[d.opposite.rawValue]
+        let scale = Int64(min(acker.windowScale ?? (acker.startedAtSYN ? 0 : 14), 14))
+        let window = acker.window == .max ? Int64(1) << 30 : max(Int64(acker.window) << scale, 65_535)
+        return 2 * window + (1 << 20)
     }
 
     /// Declares the acknowledged holes whose grace has run out (or all of them: `force`).

@@ -71,5 +71,8 @@ public struct ReassemblyStats: Sendable {
     /// ACKs of bytes their sender could not have seen: a stray or stale ACK (before the
     /// acker's SYN, or beyond any window it advertised). Not taken as evidence of lost bytes.
     public var implausibleAcks: UInt64 = 0
+    /// Segments whose sequence number jumped forward by more than 2^31 (further behind, read
+    /// as serial numbers, than any retransmission can be): the bytes between are a gap.
+    public var sequenceJumps: UInt64 = 0
     public init() {}
 }

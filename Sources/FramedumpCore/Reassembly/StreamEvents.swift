@@ -19,6 +19,9 @@ public enum GapReason: String, Sendable, CaseIterable {
     case captureEnd = "capture-end"
     /// The snaplen cut the segment: its tail was never captured.
     case truncated = "truncated"
+    /// The sequence number jumped forward by more than 2^31: the bytes between were left
+    /// out of the capture.
+    case sequenceJump = "sequence-jump"
 }
 
 /// Why a connection's tracking ended.

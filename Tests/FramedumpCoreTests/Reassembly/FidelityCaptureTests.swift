@@ -319,6 +319,21 @@ final class FidelityCaptureTests: XCTestCase {
         XCTAssertEqual(d.inProgress, 2)
     }
 
+    /// A sequence number 3,000,000,000 ahead (zeek's ftp/bigtransfer.pcap has such a jump):
+    /// serial arithmetic reads it as 1.3 GB behind, further than a window of 512 lets any
+    /// retransmission be, so it is a gap of exactly the bytes skipped, and the bytes after it
+    /// are stream (tshark calls them retransmissions and its follow leaves them out).
+    func testSequenceJumpOverHalfTheSpaceIsAGap() throws {
+        let s = try summary("seq_jump.pcap")
+        XCTAssertTrue(s.contains("gaps: 1 (3000000000 bytes)"), s)
+        XCTAssertTrue(s.contains("reassembly: 1 sequence jumps of over 2^31"), s)
+        XCTAssertFalse(s.contains("retransmitted"), s)
+        XCTAssertTrue(s.contains("game: 1 connections, 7 messages"), s)
+        let follow = try TestSupport.framedump(["-r", TestSupport.fixture("seq_jump.pcap"), "--follow"])
+        XCTAssertTrue(follow.stdout.contains("c2s gap: 3000000000 bytes missing at offset 32 (sequence-jump)"), follow.stdout)
+        XCTAssertTrue(follow.stdout.contains("c2s offset 3000000032, 18 bytes, pkt 10"), follow.stdout)
+    }
+
     /// A datagram whose fragments all come right after a jump of the packet clock completes,
     /// though the clock follows the jump while its fragments arrive (after 8 agree); the stale
     /// datagram from before the jump times out.
