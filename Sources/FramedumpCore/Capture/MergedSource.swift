@@ -18,6 +18,7 @@ import Darwin
 public final class MergedSource: PacketInput {
     /// The files, in the order given (the order ties are broken in).
     public let files: [String]
+    public var captureFiles: [String] { files.filter { $0 != "-" } }
     public let linkType: Int32
     @exclusivity(unchecked) public private(set) var linkTypesSeen: [Int32] = []
     /// Per file that libpcap refused or cut part of: the file and libpcap's words.

@@ -14,4 +14,10 @@ public protocol PacketInput: AnyObject {
     func stop()
     /// libpcap's dumper for `-w`, writing this input's link type.
     func openDumper(_ path: String) throws(CaptureError) -> PacketDumper
+    /// The regular files read (none for a live capture or stdin).
+    var captureFiles: [String] { get }
+}
+
+extension PacketInput {
+    public var captureFiles: [String] { [] }
 }

@@ -37,6 +37,7 @@ public final class PacketSource: PacketInput {
     /// The first interface's link type (the only one, when libpcap reads the whole file).
     public let linkType: Int32
     public let isLive: Bool
+    public var captureFiles: [String] { isLive || name == "-" ? [] : [name] }
     let name: String
     @exclusivity(unchecked) private var packetCount: UInt64 = 0
     /// framedump's own reader (pcapng or pcap), once libpcap has refused or cut the file.

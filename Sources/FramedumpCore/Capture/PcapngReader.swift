@@ -64,6 +64,21 @@ package final class PcapngReader: RecordReader {
     @exclusivity(unchecked) package private(set) var interfaces: [Interface] = []
     /// Packet blocks ending before this file offset were read by libpcap already.
     private let resumeAt: UInt64
+    /// Whether Decryption Secrets Blocks are kept (`tlsSecrets(path:)`), and what they held.
+    private var collectSecrets = false
+    private(set) var tlsSecrets: [[UInt8]] = []
+    private var secretBytes = 0
+    /// All the secrets of one file together, at most (a real key log is kilobytes).
+    static let maxSecretBytes = 256 << 20
+
+    /// The TLS key logs of every Decryption Secrets Block in a pcapng file, read to its end
+    /// (or to the first damage, which the run itself reports); none for any other file.
+    static func tlsSecrets(path: String) -> [[UInt8]] {
+        guard isPcapng(path), let r = try? PcapngReader(path: path) else { return [] }
+        r.collectSecrets = true
+        while (try? r.next()) != nil {}
+        return r.tlsSecrets
+    }
 
     /// Reads the file at `path` (a regular file, opened here).
     init(path: String, resumeAt: UInt64 = 0) throws(CaptureError) {
@@ -154,6 +169,14 @@ package final class PcapngReader: RecordReader {
                 if first.snaplen != 0 { caplen = min(caplen, Int(first.snaplen)) }
                 if offset + UInt64(length) < resumeAt { continue }
                 return record(0, ts: Timestamp(seconds: 0, nanos: 0), at: 12, caplen: caplen, wire: wire)
+            case 10 where collectSecrets:
+                // A Decryption Secrets Block: secrets type, length, the secrets. "TLSK": the
+                // text of an NSS key log (what `editcap --inject-secrets tls,FILE` writes).
+                guard body >= 8 else { continue }
+                let kind = u32(8), count = Int(u32(12))
+                guard kind == 0x544C_534B, count <= body - 8, secretBytes + count <= Self.maxSecretBytes else { continue }
+                secretBytes += count
+                tlsSecrets.append(Array(UnsafeRawBufferPointer(start: file.next + 16, count: count)))
             default:
                 continue  // name resolution, statistics, custom, decryption secrets...: not packets
             }

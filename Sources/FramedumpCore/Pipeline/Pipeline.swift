@@ -16,6 +16,8 @@ public final class Pipeline {
     let filtering: FilteringSink?
     /// `--diffable`'s connections held to the end (a sharded run's shards' are merged into it).
     let collector: ConnectionCollector?
+    /// The run's TLS secrets, shared by the shards; it learns the capture files at `run`.
+    @exclusivity(unchecked) var keyLog: TLSKeyLog?
     /// Set when connections are sharded among threads (`PipelineOptions.jobs`).
     @exclusivity(unchecked) var shardPool: ShardPool?
     /// How many protocols the dissector files declared (none: only WebSocket is decoded, built in).
@@ -66,8 +68,10 @@ public final class Pipeline {
             sink = chain.head
             let m = SessionManager(protocols: schemas, sink: sink, limits: limits)
             // Read once for the run, shared by the shards (a miss reads on, under its lock).
-            let keyLog = options.tlsKeyLogs.isEmpty ? nil : try TLSKeyLog(paths: options.tlsKeyLogs)
-            if let keyLog { m.useTLSKeyLog(keyLog) }
+            // (Always one, with or without files: a pcapng capture may carry its secrets.)
+            let keyLog = try TLSKeyLog(paths: options.tlsKeyLogs)
+            self.keyLog = keyLog
+            m.useTLSKeyLog(keyLog)
             sessions = m
             chain.statistics?.tables?.layerTable = { [unowned m] in LayerRegistry.kind(named: $0)?.statistics(m) }
             // -j: the connections are sharded, each shard with a manager and sinks of its own
@@ -82,7 +86,7 @@ public final class Pipeline {
                     let c = Self.sinks(options, filter: filter, output: shardOut, messageSink: nil, columns: columns,
                                        printsMessages: printsMessages, shard: true)
                     let sm = SessionManager(protocols: schemas, sink: c.head, limits: limits)
-                    if let keyLog { sm.useTLSKeyLog(keyLog) }
+                    sm.useTLSKeyLog(keyLog)
                     shards.append(Shard(manager: sm, sinks: c, out: shardOut))
                 }
                 shardPool = ShardPool(shards: shards, output: output, statistics: chain.statistics?.tables,
@@ -191,6 +195,7 @@ public final class Pipeline {
 
     public func run(_ source: any PacketInput, limit: UInt64?, dumper: CaptureWriter?, lineBuffered: Bool,
                     dumperToStdout: Bool = false) throws(CaptureError) {
+        keyLog?.readCaptures(source.captureFiles)
         // Called with its concrete type, the loop is specialized for it: the per-packet closure
         // below is then inlined into the reader's own loop, as it was before there were two.
         if let one = source as? PacketSource {

@@ -60,6 +60,10 @@ struct TLSSuite: Sendable {
             TLSSuite(code: 0x0035, name: "TLS_RSA_WITH_AES_256_CBC_SHA", protection: .aesCBC, keyLength: 32, ivLength: 16, mac: .sha1, prf: .sha256, tls13: false),
             TLSSuite(code: 0x003C, name: "TLS_RSA_WITH_AES_128_CBC_SHA256", protection: .aesCBC, keyLength: 16, ivLength: 16, mac: .sha256, prf: .sha256, tls13: false),
             TLSSuite(code: 0x003D, name: "TLS_RSA_WITH_AES_256_CBC_SHA256", protection: .aesCBC, keyLength: 32, ivLength: 16, mac: .sha256, prf: .sha256, tls13: false),
+            TLSSuite(code: 0x0033, name: "TLS_DHE_RSA_WITH_AES_128_CBC_SHA", protection: .aesCBC, keyLength: 16, ivLength: 16, mac: .sha1, prf: .sha256, tls13: false),
+            TLSSuite(code: 0x0039, name: "TLS_DHE_RSA_WITH_AES_256_CBC_SHA", protection: .aesCBC, keyLength: 32, ivLength: 16, mac: .sha1, prf: .sha256, tls13: false),
+            TLSSuite(code: 0x0067, name: "TLS_DHE_RSA_WITH_AES_128_CBC_SHA256", protection: .aesCBC, keyLength: 16, ivLength: 16, mac: .sha256, prf: .sha256, tls13: false),
+            TLSSuite(code: 0x006B, name: "TLS_DHE_RSA_WITH_AES_256_CBC_SHA256", protection: .aesCBC, keyLength: 32, ivLength: 16, mac: .sha256, prf: .sha256, tls13: false),
         ]
         return Dictionary(uniqueKeysWithValues: list.map { ($0.code, $0) })
     }()
@@ -101,6 +105,37 @@ enum TLSKeySchedule {
         return Array(out.prefix(length))
     }
 
+    /// TLS 1.0 and 1.1's PRF (RFC 2246 §5, RFC 4346 §5): P_MD5 over the secret's first half
+    /// XOR P_SHA1 over its second half (the halves share the middle byte of an odd length).
+    static func prf10(secret: [UInt8], label: String, seed: [UInt8], length: Int) -> [UInt8] {
+        let s = Array(label.utf8) + seed
+        let half = (secret.count + 1) / 2
+        func p<H: HashFunction>(_: H.Type, _ key: ArraySlice<UInt8>) -> [UInt8] {
+            let k = SymmetricKey(data: Array(key))
+            var a = s, out: [UInt8] = []
+            while out.count < length {
+                a = Array(HMAC<H>.authenticationCode(for: a, using: k))
+                var m = HMAC<H>(key: k)
+                m.update(data: a)
+                m.update(data: s)
+                out += Array(m.finalize())
+            }
+            return Array(out.prefix(length))
+        }
+        let md5 = p(Insecure.MD5.self, secret.prefix(half)), sha1 = p(Insecure.SHA1.self, secret.suffix(half))
+        return zip(md5, sha1).map { $0 ^ $1 }
+    }
+
+    /// The key block of a TLS 1.0-1.2 connection (RFC 5246 §6.3): the version picks the PRF.
+    static func keyBlock(_ s: TLSSuite, version: UInt16, master: [UInt8], serverRandom: [UInt8],
+                         clientRandom: [UInt8]) -> [UInt8] {
+        let length = TLSRecordKeys.keyBlockLength(s, version: version)
+        if version >= 0x0303 {
+            return prf(s.prf, secret: master, label: "key expansion", seed: serverRandom + clientRandom, length: length)
+        }
+        return prf10(secret: master, label: "key expansion", seed: serverRandom + clientRandom, length: length)
+    }
+
     /// TLS 1.3's HKDF-Expand-Label (RFC 8446 §7.1) with an empty context.
     static func expandLabel(_ h: TLSSuite.Hash, secret: [UInt8], label: String, length: Int) -> [UInt8] {
         let full = Array(("tls13 " + label).utf8)
@@ -131,6 +166,9 @@ struct TLSRecordKeys {
     var sequence: UInt64 = 0
     /// TLS 1.2 CBC with the encrypt-then-MAC extension (RFC 7366).
     var encryptThenMAC = false
+    /// TLS 1.0 CBC: no IV in the record; each record's IV is the last ciphertext block of the
+    /// one before (the first's, the key block's IV).
+    var chainedIV: [UInt8]?
     /// TLS 1.3: the traffic secret these keys came from (for a KeyUpdate).
     var secret: [UInt8] = []
     /// The AEAD suites' kept context (nil for CBC, and where swift-crypto has none to lend).
@@ -146,21 +184,28 @@ struct TLSRecordKeys {
         context = TLSAEADContext(suite, key: key)
     }
 
-    /// TLS 1.2 keys for one side from the key block (RFC 5246 §6.3).
-    init(tls12 suite: TLSSuite, keyBlock k: [UInt8], client: Bool, encryptThenMAC: Bool) {
+    /// TLS 1.0-1.2 keys for one side from the key block (RFC 5246 §6.3).
+    init(tls12 suite: TLSSuite, version: UInt16, keyBlock k: [UInt8], client: Bool, encryptThenMAC: Bool) {
         self.suite = suite
-        let m = suite.macLength, e = suite.keyLength, v = suite.protection == .aesCBC ? 0 : suite.ivLength
+        let m = suite.macLength, e = suite.keyLength, v = Self.ivLength(suite, version: version)
         macKey = Array(k[(client ? 0 : m)..<(client ? m : 2 * m)])
         let ks = 2 * m + (client ? 0 : e)
         key = SymmetricKey(data: Array(k[ks..<(ks + e)]))
         let vs = 2 * m + 2 * e + (client ? 0 : v)
         iv = Array(k[vs..<(vs + v)])
+        if suite.protection == .aesCBC && version < 0x0302 { chainedIV = iv }
         self.encryptThenMAC = encryptThenMAC
         context = TLSAEADContext(suite, key: key)
     }
 
-    static func keyBlockLength(_ s: TLSSuite) -> Int {
-        2 * s.macLength + 2 * s.keyLength + (s.protection == .aesCBC ? 0 : 2 * s.ivLength)
+    /// The IV bytes each side takes from the key block: the AEAD salt or IV; for CBC, TLS
+    /// 1.0's first IV (TLS 1.1 and later send one in every record).
+    static func ivLength(_ s: TLSSuite, version: UInt16) -> Int {
+        s.protection != .aesCBC ? s.ivLength : version < 0x0302 ? 16 : 0
+    }
+
+    static func keyBlockLength(_ s: TLSSuite, version: UInt16) -> Int {
+        2 * s.macLength + 2 * s.keyLength + 2 * ivLength(s, version: version)
     }
 
     /// The next generation after a KeyUpdate (RFC 8446 §7.2).
@@ -193,6 +238,10 @@ struct TLSRecordKeys {
                 }
             }
         case .aesCBC:
+            guard chainedIV != nil else { return cbc(header: header, body: body).map { Data($0) } }
+            // TLS 1.0: the chain goes on from this record's last block, whether or not it opens.
+            let cipherEnd = body.count - (encryptThenMAC ? suite.macLength : 0)
+            defer { if cipherEnd >= 16 { chainedIV = Array(body[(cipherEnd - 16)..<cipherEnd]) } }
             return cbc(header: header, body: body).map { Data($0) }
         }
     }
@@ -239,15 +288,17 @@ struct TLSRecordKeys {
     private func cbc(header: UnsafeRawBufferPointer, body: UnsafeRawBufferPointer) -> [UInt8]? {
         let m = suite.macLength
         var cipher = body
+        // TLS 1.1 and later: the IV is the ciphertext's first block; TLS 1.0: the chain's.
+        let ivInRecord = chainedIV == nil ? 16 : 0
         if encryptThenMAC {
-            guard body.count >= 16 + 16 + m else { return nil }
+            guard body.count >= ivInRecord + 16 + m else { return nil }
             cipher = UnsafeRawBufferPointer(rebasing: body[0..<(body.count - m)])
             let expected = TLSKeySchedule.hmac(suite.mac!, key: macKey, [tls12AAD(header, length: cipher.count), Array(cipher)])
             guard expected.elementsEqual(body[(body.count - m)...]) else { return nil }
         }
-        guard cipher.count >= 32, cipher.count % 16 == 0,
-              let iv = try? AES._CBC.IV(ivBytes: Array(cipher[0..<16])),
-              let plain = try? AES._CBC.decrypt(Array(cipher[16...]), using: key, iv: iv, noPadding: true) else { return nil }
+        guard cipher.count >= ivInRecord + 16, cipher.count % 16 == 0,
+              let iv = try? AES._CBC.IV(ivBytes: chainedIV ?? Array(cipher[0..<16])),
+              let plain = try? AES._CBC.decrypt(Array(cipher[ivInRecord...]), using: key, iv: iv, noPadding: true) else { return nil }
         var p = Array(plain)
         let pad = Int(p.last!)
         guard pad + 1 <= p.count, p[(p.count - pad - 1)...].allSatisfy({ Int($0) == pad }) else { return nil }

@@ -54,8 +54,23 @@ final class TLSConnection: FrameNoter {
         let version = h.version
         if version == 0x0304 { for st in streams { st.protected = true } }
         manager.count(version: version)
+        if version < 0x0301 {
+            // Never claimed and then every record called forged: SSL 3.0 derives its keys and
+            // computes its MAC in its own way.
+            undecryptable = "\(TLSHello.versionName(version)) is not decrypted (only TLS 1.0 to 1.3 are)"
+            return handshakeDone(packet: packet)
+        }
         guard let s = TLSSuite.all[h.suite], s.tls13 == (version == 0x0304) else {
             undecryptable = "cipher suite \(TLSSuite.name(h.suite)) is not one framedump decrypts"
+            return handshakeDone(packet: packet)
+        }
+        // Before TLS 1.2 only HMAC-SHA1 CBC suites exist (the others need TLS 1.2's PRF).
+        guard version >= 0x0303 || (s.protection == .aesCBC && s.mac == .sha1) else {
+            undecryptable = "cipher suite \(s.name) cannot be used with \(TLSHello.versionName(version))"
+            return handshakeDone(packet: packet)
+        }
+        guard h.compression <= 1, h.compression == 0 || version < 0x0304 else {
+            undecryptable = "compression method \(h.compression) is not one framedump undoes (DEFLATE is)"
             return handshakeDone(packet: packet)
         }
         suite = s
@@ -63,12 +78,12 @@ final class TLSConnection: FrameNoter {
             undecryptable = "the ClientHello was not captured"
             return handshakeDone(packet: packet)
         }
-        guard let log = manager.keyLog else {
+        guard let log = manager.keyLog, log.hasSources else {
             undecryptable = "no key log given (--tls-keylog FILE)"
             return handshakeDone(packet: packet)
         }
         guard let sec = log.lookup(random) else {
-            undecryptable = "no keys for client random \(Self.hex(random)) in the key log"
+            undecryptable = "no keys for client random \(Self.hex(random)) \(log.searched)"
             return handshakeDone(packet: packet)
         }
         secrets = sec
@@ -87,8 +102,7 @@ final class TLSConnection: FrameNoter {
                 undecryptable = "the key log has no CLIENT_RANDOM line for client random \(Self.hex(random))"
                 return handshakeDone(packet: packet)
             }
-            keyBlock = TLSKeySchedule.prf(s.prf, secret: master, label: "key expansion", seed: h.random + random,
-                                          length: TLSRecordKeys.keyBlockLength(s))
+            keyBlock = TLSKeySchedule.keyBlock(s, version: version, master: master, serverRandom: h.random, clientRandom: random)
             handshakeDone(packet: packet)
         }
     }
@@ -97,9 +111,11 @@ final class TLSConnection: FrameNoter {
     func changeCipherSpec(_ d: Direction) {
         guard !tls13, server != nil else { return }
         streams[d.rawValue].protected = true
-        guard let s = suite, let k = keyBlock, k.count >= TLSRecordKeys.keyBlockLength(s) else { return }
-        streams[d.rawValue].keys = TLSRecordKeys(tls12: s, keyBlock: k, client: d == .c2s,
-                                                 encryptThenMAC: server?.encryptThenMAC ?? false)
+        guard let s = suite, let k = keyBlock, let h = server, k.count >= TLSRecordKeys.keyBlockLength(s, version: h.version) else { return }
+        streams[d.rawValue].keys = TLSRecordKeys(tls12: s, version: h.version, keyBlock: k, client: d == .c2s,
+                                                 encryptThenMAC: h.encryptThenMAC)
+        // RFC 3749: one DEFLATE stream per direction, from the first protected record on.
+        if h.compression == 1 { streams[d.rawValue].inflater = Inflater(scratch: Inflater.Scratch(), zlibHeader: true) }
     }
 
     /// TLS 1.3: the server's EncryptedExtensions (its ALPN).

@@ -24,6 +24,8 @@ struct TLSServerHello: Equatable {
     var alpn: String?
     var encryptThenMAC = false
     var extendedMasterSecret = false
+    /// The compression method chosen (0: none; 1: DEFLATE, RFC 3749).
+    var compression: UInt8 = 0
     /// A HelloRetryRequest (RFC 8446 §4.1.3): the client sends a second ClientHello.
     var helloRetry = false
 }
@@ -118,8 +120,9 @@ enum TLSHello {
         var r = TLSReader(body)
         var h = TLSServerHello()
         guard let legacy = r.u16(), let random = r.bytes(32), r.vector(lengthBytes: 1) != nil,
-              let suite = r.u16(), r.u8() != nil else { return nil }
+              let suite = r.u16(), let compression = r.u8() else { return nil }
         h.random = Array(random)
+        h.compression = compression
         h.version = legacy
         h.suite = suite
         h.helloRetry = h.random == helloRetryRandom

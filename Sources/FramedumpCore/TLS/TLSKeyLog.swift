@@ -34,6 +34,13 @@ public final class TLSKeyLog: @unchecked Sendable {
     private let lock = NSLock()
     /// A partial last line, kept until its newline arrives.
     private var partial: [[UInt8]]
+    /// The capture files read this run: a pcapng file may carry key logs in Decryption
+    /// Secrets Blocks. They are read at the first miss (a capture without TLS, or whose every
+    /// connection the key log files cover, is never read twice), each once.
+    private var captures: [String] = []
+    private var capturesRead = 0
+    /// Connections whose secrets came from the captures.
+    public private(set) var fromCaptures = 0
 
     /// A key log larger than this is refused (no real one comes near it).
     static let maxFileBytes: UInt64 = 256 << 20
@@ -66,13 +73,41 @@ public final class TLSKeyLog: @unchecked Sendable {
     }
 
     /// The secrets for `clientRandom`; on a miss, the files are read on from where they ended
-    /// (a live capture: the app may have written the line just now).
+    /// (a live capture: the app may have written the line just now), and the captures not yet
+    /// read are searched for secrets.
     func lookup(_ clientRandom: [UInt8]) -> Secrets? {
         lock.lock()
         defer { lock.unlock() }
         if let s = secrets[clientRandom] { return s }
         for i in paths.indices { readMore(i) }
+        while capturesRead < captures.count {
+            let before = secrets.count
+            for text in PcapngReader.tlsSecrets(path: captures[capturesRead]) {
+                for line in text.split(separator: 0x0a, omittingEmptySubsequences: true) { add(Array(line)) }
+            }
+            fromCaptures += secrets.count - before
+            capturesRead += 1
+        }
         return secrets[clientRandom]
+    }
+
+    /// The capture files of the run (regular files; pcapng ones may hold secrets).
+    public func readCaptures(_ files: [String]) {
+        lock.lock()
+        defer { lock.unlock() }
+        for f in files where !captures.contains(f) && PcapngReader.isPcapng(f) { captures.append(f) }
+    }
+
+    /// Where secrets can come from: a key log file, or a pcapng capture that may hold some.
+    var hasSources: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return !paths.isEmpty || !secrets.isEmpty || !captures.isEmpty
+    }
+
+    /// Where a client random was looked for, for the note on a connection not decrypted.
+    var searched: String {
+        paths.isEmpty ? "in the capture's Decryption Secrets Blocks (and no key log given: --tls-keylog FILE)" : "in the key log"
     }
 
     public var count: Int {
@@ -103,6 +138,9 @@ public final class TLSKeyLog: @unchecked Sendable {
         while let last = line.last, last == 0x0d || last == 0x20 || last == 0x09 { line.removeLast() }
         guard let first = line.first(where: { $0 != 0x20 && $0 != 0x09 }), first != 0x23 else { return }  // blank, '#'
         let parts = line.split(whereSeparator: { $0 == 0x20 || $0 == 0x09 })
+        // OpenSSL's RSA lines (an encrypted premaster's first 8 bytes, the premaster): the
+        // CLIENT_RANDOM line of the same connection is what decrypts it.
+        if parts.count == 3, parts[0].elementsEqual("RSA".utf8) { return }
         guard parts.count == 3, let random = Self.hex(parts[1]), random.count == 32,
               let secret = Self.hex(parts[2]), !secret.isEmpty, secret.count <= 64 else {
             unreadableLines += 1

@@ -137,8 +137,10 @@ enum TLSLayer: LayerKind {
         if t.keyUpdates > 0 { parts.append("\(t.keyUpdates) key updates") }
         if t.sessionTickets > 0 { parts.append("\(t.sessionTickets) session tickets") }
         if t.alerts > 0 { parts.append("\(t.alerts) alerts") }
-        if let log = t.keyLog {
-            parts.append("key log: \(log.count) connections' secrets" + (log.unreadableLines > 0 ? ", \(log.unreadableLines) unreadable lines" : ""))
+        if let log = t.keyLog, log.hasSources {
+            parts.append("key log: \(log.count) connections' secrets"
+                         + (log.fromCaptures > 0 ? " (\(log.fromCaptures) from the capture's Decryption Secrets Blocks)" : "")
+                         + (log.unreadableLines > 0 ? ", \(log.unreadableLines) unreadable lines" : ""))
         } else if t.handshakes > 0 {
             parts.append("no key log given (--tls-keylog FILE)")
         }

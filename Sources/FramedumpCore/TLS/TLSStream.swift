@@ -52,6 +52,10 @@ final class TLSStream: StreamLayer {
     /// Records from here on are protected (TLS 1.2: after ChangeCipherSpec; TLS 1.3: after
     /// the ServerHello), whether or not there are keys for them.
     @exclusivity(unchecked) var protected = false
+    /// TLS compression (RFC 3749 DEFLATE), from this side's ChangeCipherSpec on; the plaintext
+    /// of a record is inflated into `inflated` (at most 2^14 bytes, RFC 5246 §6.2.2).
+    @exclusivity(unchecked) var inflater: Inflater?
+    private lazy var inflated = ByteBlock(capacity: 1 << 14)
 
     init(owner: TLSConnection, dir: Direction) {
         self.owner = owner
@@ -293,6 +297,15 @@ final class TLSStream: StreamLayer {
                 }
                 content = p[end - 1]
                 p = UnsafeRawBufferPointer(rebasing: p[0..<(end - 1)])
+            } else if let inflater {
+                switch inflater.inflate(p, into: inflated, cap: (1 << 14) + 1) {
+                case .ok:
+                    p = inflated.bytes
+                case .tooLarge:
+                    return decompressionFailed("inflates past 2^14 bytes", compressed: p.count, packet: packet)
+                case .failed(let why):
+                    return decompressionFailed(why, compressed: p.count, packet: packet)
+                }
             }
             switch content {
             case 23:
@@ -323,6 +336,16 @@ final class TLSStream: StreamLayer {
             return p
         }
         return nil
+    }
+
+    /// A record that cannot be inflated: said, and its bytes lost. The DEFLATE stream goes on
+    /// (RFC 3749 ends the connection there; the records after may still inflate).
+    private func decompressionFailed(_ why: String, compressed: Int, packet: PacketRef) {
+        owner.manager.failed += 1
+        owner.emit(TLSProblemEvent(kind: "decompression-failed",
+                                   text: "record of \(compressed) compressed bytes could not be inflated (\(why)): not decoded"),
+                   dir, packet: packet)
+        owner.lose(dir, length: UInt64(compressed), packet: packet)
     }
 
     private func alert(_ b: UnsafeRawBufferPointer, packet: PacketRef) {

@@ -28,9 +28,14 @@ final class Inflater {
     private let shared: Scratch
     private var scratch: UnsafeMutablePointer<UInt8> { shared.bytes }
 
-    init(scratch: Scratch, contextTakeover: Bool = true) {
+    /// zlib's wrapper (RFC 1950) around the DEFLATE data: TLS compression (RFC 3749) has it,
+    /// permessage-deflate not.
+    private let zlibHeader: Bool
+
+    init(scratch: Scratch, contextTakeover: Bool = true, zlibHeader: Bool = false) {
         shared = scratch
         self.contextTakeover = contextTakeover
+        self.zlibHeader = zlibHeader
     }
 
     deinit { if ready { inflateEnd(&stream) } }
@@ -38,7 +43,7 @@ final class Inflater {
     private func start() {
         started = true
         // A 15-bit window reads data written with any smaller window as well.
-        ready = inflateInit2_(&stream, -15, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK
+        ready = inflateInit2_(&stream, zlibHeader ? 15 : -15, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK
     }
 
     /// An output block shared by the inflaters of one thread.
