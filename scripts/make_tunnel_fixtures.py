@@ -21,6 +21,16 @@ client port; the tests compare framedump's streams with tshark's TCP follow:
                       (IP in IP and GRE in GRE beyond four levels); not compared with tshark
                       (it follows the bombs as deep as they go).
 
+- tunnel-teredo.pcap  Teredo (UDP 3544): IPv6 directly, behind an origin indication, and
+                      behind an authentication indicator (issue 44);
+- tunnel-ayiya.pcap   AYIYA (UDP 5072): IPv6 and IPv4 forwarded with a 16-byte identity and a
+                      SHA-1 signature;
+- tunnel-pptp.pcap    PPTP's enhanced GRE (version 1, protocol 0x880B): PPP with and without
+                      address/control, with sequence and acknowledgement numbers and without;
+- tunnel-udp.pcap     UDP inside tunnels: the real datagrams of samples/udp.pcap (udpgame,
+                      port 8200) inside VXLAN, Geneve, GTP-U, GRE, IP in IP, Teredo, AYIYA and
+                      PPTP, each tunnel with its own inner client port (40101 to 40108).
+
 Usage: python3 scripts/make_tunnel_fixtures.py   (from the repository root)
 """
 import os, struct, sys
@@ -188,7 +198,98 @@ def malformed_fixture():
     print("wrote", path)
 
 
+def teredo(c2s, origin=False, auth=False):
+    h = b""
+    if auth:
+        h += struct.pack(">HBB", 1, 4, 0) + b"clnt" + bytes(range(8)) + b"\x00"
+    if origin:
+        h += struct.pack(">HH", 0, 0xffff ^ 3544) + bytes([0xff ^ 192, 0xff ^ 0, 0xff ^ 2, 0xff ^ 9])
+    port = (40200, 3544) if c2s else (3544, 40200)
+    return o4(c2s) / UDP(sport=port[0], dport=port[1]) / Raw(h)
+
+
+def teredo_fixture():
+    t = conversation(lambda c: eth() / teredo(c) / v6(c), cport=40080)
+    t += conversation(lambda c: eth() / teredo(c, origin=not c) / v6(c), cport=40081)
+    t += conversation(lambda c: eth() / teredo(c, auth=c, origin=not c) / v6(c), cport=40082)
+    write("tunnel-teredo.pcap", retime(t))
+
+
+def ayiya(c2s, nh):
+    # identity length 2^4 (type 1, integer), signature 5 words (SHA-1, hash 2), auth 2 with
+    # opcode 1 (forward), next header, epoch; identity; signature.
+    h = bytes([0x41, 0x52, 0x21, nh]) + struct.pack(">I", 1700000000) + bytes(16) + bytes(range(20))
+    return o4(c2s) / UDP(sport=5072, dport=5072) / Raw(h)
+
+
+def ayiya_fixture():
+    a = conversation(lambda c: eth() / ayiya(c, 41) / v6(c), cport=40090)
+    a += conversation(lambda c: eth() / ayiya(c, 4) / v4(c), cport=40091)
+    write("tunnel-ayiya.pcap", retime(a))
+
+
+def pptp(c2s, payload_len, seq=None, ack=None, acfc=False):
+    flags = 0x2001 | (0x1000 if seq is not None else 0) | (0x0080 if ack is not None else 0)
+    h = struct.pack(">HHHH", flags, 0x880B, payload_len, 7 if c2s else 9)
+    if seq is not None:
+        h += struct.pack(">I", seq)
+    if ack is not None:
+        h += struct.pack(">I", ack)
+    return h
+
+
+def pptp_fixture():
+    out = []
+    for n, (acfc, with_seq) in enumerate([(True, True), (False, False)]):
+        seq = iter(range(1, 1000))
+        for p in conversation(lambda c: v4(c), cport=40100 + n * 10):
+            inner = bytes(p)
+            ppp = (b"\xff\x03" if acfc else b"") + b"\x00\x21" + inner
+            c2s = p[IP].src == "10.0.0.2"
+            g = pptp(c2s, len(ppp), seq=next(seq) if with_seq else None, ack=5 if with_seq else None)
+            out.append(eth() / o4(c2s, proto=47) / Raw(g + ppp))
+    write("tunnel-pptp.pcap", retime(out))
+
+
+def udp_fixture():
+    from scapy.all import rdpcap
+    from scapy.contrib.gtp import GTP_U_Header
+    here = os.path.dirname(os.path.abspath(__file__))
+    datagrams = [p[IP] for p in rdpcap(os.path.join(here, "..", "samples", "udp.pcap")) if IP in p][:12]
+    wraps = [
+        lambda c, i: eth() / o4(c) / UDP(sport=40000, dport=4789) / VXLAN(vni=5) / eth() / i,
+        lambda c, i: eth() / o4(c) / UDP(sport=40000, dport=6081) / GENEVE(proto=0x0800) / i,
+        lambda c, i: eth() / o4(c) / UDP(sport=2152, dport=2152) / GTP_U_Header(teid=7) / i,
+        lambda c, i: eth() / o4(c) / GRE(proto=0x0800) / i,
+        lambda c, i: eth() / o4(c) / i,
+        lambda c, i: eth() / teredo(c) / i,
+        lambda c, i: eth() / ayiya(c, 4) / i,
+        lambda c, i: eth() / o4(c, proto=47) / Raw(pptp(c, len(bytes(i)) + 2) + b"\x00\x21" + bytes(i)),
+    ]
+    out = []
+    for n, wrap in enumerate(wraps):
+        for d in datagrams:
+            c2s = d[UDP].dport == 8200
+            i = d.copy()
+            if c2s:
+                i[UDP].sport = 40101 + n
+            else:
+                i[UDP].dport = 40101 + n
+            if n == 5:  # Teredo carries IPv6
+                i = (IPv6(src="2001:db8::2", dst="2001:db8::1") if c2s else IPv6(src="2001:db8::1", dst="2001:db8::2")) / i[UDP]
+            i[UDP].chksum = None
+            if IP in i:
+                i[IP].chksum = None
+                i[IP].len = None
+            out.append(wrap(c2s, i))
+    write("tunnel-udp.pcap", retime(out))
+
+
 if __name__ == "__main__":
+    teredo_fixture()
+    ayiya_fixture()
+    pptp_fixture()
+    udp_fixture()
     gre_fixture()
     erspan_fixture()
     ipip_fixture()

@@ -144,6 +144,7 @@ public struct LinkDecoder: Sendable {
     /// RFC 1661 PPP: optional address/control (FF 03), then a 1- or 2-byte protocol.
     func ppp(_ p: UnsafeRawBufferPointer, at start: Int, bounded: Bool = false) -> LinkResult {
         var at = start
+        if p.u8(at) == 0xff && p.u8(at + 1) == nil { return .truncated }  // address cut from control
         if p.u8(at) == 0xff && p.u8(at + 1) == 0x03 { at += 2 }
         guard let b0 = p.u8(at) else { return .truncated }
         let proto: UInt16
@@ -370,7 +371,50 @@ public struct LinkDecoder: Sendable {
             }
             return next.rawIP(inner.slice(off, inner.count), at: 0)
         }
+        if dport == 3544 || sport == 3544 {
+            switch Self.teredoPayload(inner) {
+            case .ip(let off, _): return next.ipv6(inner.slice(off, inner.count), at: 0)
+            case .cut where length > inner.count: return .truncated
+            default: break
+            }
+        }
+        if dport == 5072 || sport == 5072 {
+            switch Self.ayiyaPayload(inner) {
+            case .ip(let off, 41): return next.ipv6(inner.slice(off, inner.count), at: 0)
+            case .ip(let off, _): return next.ipv4(inner.slice(off, inner.count), at: 0)
+            case .cut where length > inner.count: return .truncated
+            default: break
+            }
+        }
         return udp(inner, ipPayloadLength: length, src: src, dst: dst, sport: sport, dport: dport)
+    }
+
+    /// Teredo (RFC 4380, UDP port 3544): an IPv6 packet after the UDP header, perhaps behind
+    /// an authentication indicator (0x0001: id and auth lengths, their bytes, a nonce and a
+    /// confirmation byte) and an origin indication (0x0000, 8 bytes). Nil when what follows
+    /// is not IPv6 (then the datagram is plain UDP).
+    static func teredoPayload(_ u: UnsafeRawBufferPointer) -> UDPTunnelPayload {
+        var off = 8
+        guard let first = u.u16be(off) else { return .cut }
+        if first == 0x0001 {
+            guard let idLength = u.u8(off + 2), let authLength = u.u8(off + 3) else { return .cut }
+            off += 4 + Int(idLength) + Int(authLength) + 8 + 1
+        }
+        guard let indicator = u.u16be(off) else { return .cut }
+        if indicator == 0x0000 { off += 8 }
+        guard let v = u.u8(off) else { return .cut }
+        return v >> 4 == 6 ? .ip(off, 41) : .none
+    }
+
+    /// AYIYA (UDP port 5072, SixXS's "anything in anything"): identity length and type,
+    /// signature length and hash, authentication method and opcode, next header, epoch time;
+    /// then the identity (2^n bytes), the signature (4-byte words), the packet. Only a
+    /// forwarded IPv6 or IPv4 packet is a tunnel; anything else is plain UDP.
+    static func ayiyaPayload(_ u: UnsafeRawBufferPointer) -> UDPTunnelPayload {
+        guard let ids = u.u8(8), let sig = u.u8(9), let op = u.u8(10), let next = u.u8(11) else { return .cut }
+        guard ids >> 4 <= 8, op & 0x0f == 1, next == 41 || next == 4 else { return .none }
+        let off = 8 + 8 + (1 << Int(ids >> 4)) + Int(sig >> 4) * 4
+        return off < u.count ? .ip(off, next) : .cut
     }
 
     /*
@@ -399,6 +443,7 @@ public struct LinkDecoder: Sendable {
     /// GRE (RFC 2784, RFC 2890's key and sequence number), on a decoder one level down.
     func gre(_ g: UnsafeRawBufferPointer, short: LinkResult) -> LinkResult {
         guard let flags = g.u16be(0), let type = g.u16be(2) else { return short }
+        if flags & 0x0007 == 1 && type == 0x880B { return pptp(g, flags: flags, short: short) }
         guard flags & 0x4007 == 0 else { return .unsupported }  // routing present, or not version 0
         var off = 4
         if flags & 0x8000 != 0 { off += 4 }
@@ -426,6 +471,20 @@ public struct LinkDecoder: Sendable {
             return ethernet(g.slice(off, g.count), at: 0)
         default: return network(g, etherType: type, at: off)
         }
+    }
+
+    /// PPTP's enhanced GRE (RFC 2637 §4.1, version 1): the key (payload length and call id)
+    /// always, a sequence number when S is set, an acknowledgement when A is; then PPP.
+    func pptp(_ g: UnsafeRawBufferPointer, flags: UInt16, short: LinkResult) -> LinkResult {
+        guard flags & 0x2000 != 0, flags & 0xC000 == 0 else { return .malformed }
+        var off = 8
+        if flags & 0x1000 != 0 { off += 4 }
+        if flags & 0x0080 != 0 { off += 4 }
+        // An acknowledgement alone (payload length 0) carries no packet.
+        guard let payload = g.u16be(4) else { return short }
+        guard payload > 0 else { return .notTCP }
+        guard off < g.count else { return short }
+        return ppp(g, at: off)
     }
 
     /// IPv6 with its extension header chain (hop-by-hop, routing, destination, AH, fragment).
@@ -533,4 +592,12 @@ public struct LinkDecoder: Sendable {
         }
         return nil
     }
+}
+
+/// Where a tunnel over UDP puts its packet: at an offset, with its IP protocol (41: IPv6,
+/// 4: IPv4); not this tunnel (plain UDP); or cut before that could be told.
+enum UDPTunnelPayload {
+    case ip(Int, UInt8)
+    case none
+    case cut
 }

@@ -9,7 +9,7 @@ import FramedumpFuzz
 final class TunnelTests: XCTestCase {
     static let fixtures = [
         "tunnel-gre.pcap", "tunnel-erspan.pcap", "tunnel-ipip.pcap", "tunnel-vxlan.pcap", "tunnel-geneve.pcap",
-        "tunnel-nested.pcap",
+        "tunnel-nested.pcap", "tunnel-teredo.pcap", "tunnel-ayiya.pcap", "tunnel-pptp.pcap",
     ]
 
     func testTunnelStreamsMatchTsharkFollow() throws {
@@ -25,7 +25,8 @@ final class TunnelTests: XCTestCase {
     /// Every packet is decoded (nothing skipped), and the game messages are all there.
     func testTunnelSummaryCounts() throws {
         for (name, connections) in [("tunnel-gre.pcap", 4), ("tunnel-erspan.pcap", 4), ("tunnel-ipip.pcap", 4),
-                                    ("tunnel-vxlan.pcap", 2), ("tunnel-geneve.pcap", 2), ("tunnel-nested.pcap", 1)] {
+                                    ("tunnel-vxlan.pcap", 2), ("tunnel-geneve.pcap", 2), ("tunnel-nested.pcap", 1),
+                                    ("tunnel-teredo.pcap", 3), ("tunnel-ayiya.pcap", 2), ("tunnel-pptp.pcap", 2)] {
             let s = try summary(name)
             XCTAssertTrue(s.contains("game: \(connections) connections, \(connections * 4) messages"), "\(name): \(s)")
             XCTAssertFalse(s.contains("skipped packets"), "\(name): \(s)")
@@ -34,6 +35,22 @@ final class TunnelTests: XCTestCase {
         // IPv4 in IPv4 with the inner datagrams fragmented; IPv6 in IPv4 with the outer ones.
         let s = try summary("tunnel-ipip.pcap")
         XCTAssertTrue(s.contains("IP fragments: 18, 6 datagrams reassembled"), s)
+    }
+
+    /// UDP inside every tunnel kind (issue 44: KCP and UDP game traffic captured on a mobile
+    /// core or an overlay network): each tunnel's inner flow is found, as tshark finds it, and
+    /// all of its messages decoded.
+    func testUDPInsideTunnels() throws {
+        let s = try summary("tunnel-udp.pcap")
+        XCTAssertTrue(s.contains("UDP flows: 8 (96 datagrams, 2632 bytes)"), s)
+        XCTAssertTrue(s.contains("udpgame: 8 connections, 112 messages"), s)
+        XCTAssertFalse(s.contains("skipped packets"), s)
+        let tshark = try TestSupport.oracle("tshark")
+        let conv = try TestSupport.run(tshark, ["-r", TestSupport.fixture("tunnel-udp.pcap"), "-q", "-z", "conv,udp"])
+        let inner = conv.stdout.split(separator: "\n").filter { $0.contains("<->") && $0.contains(":8200") }
+        XCTAssertEqual(inner.count, 8, conv.stdout)
+        let ports = Set(inner.compactMap { l in (40101...40108).first { l.contains(":\($0) ") } })
+        XCTAssertEqual(ports.count, 8, conv.stdout)
     }
 
     /// The connection is the innermost packet's: addresses and ports of the mirrored or
