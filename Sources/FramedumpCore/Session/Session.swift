@@ -248,6 +248,10 @@ public final class SessionManager: StreamConsumer {
             return
         default:
             guard let f = s.layers[d.rawValue] else {
+                // (A ClientHello after plaintext on a connection no dissector took: STARTTLS.)
+                if d == .c2s, TLSLayer.startTLSUndissected(s, d, bytes, offset: offset), let g = s.layers[0] {
+                    return feed(g, c, d, bytes, offset: offset, packet: packet)
+                }
                 undissectedBytes += UInt64(bytes.count)
                 return
             }

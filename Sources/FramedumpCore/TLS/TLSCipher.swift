@@ -130,10 +130,45 @@ enum TLSKeySchedule {
     static func keyBlock(_ s: TLSSuite, version: UInt16, master: [UInt8], serverRandom: [UInt8],
                          clientRandom: [UInt8]) -> [UInt8] {
         let length = TLSRecordKeys.keyBlockLength(s, version: version)
+        if version == 0x0300 { return ssl3KeyBlock(master: master, seed: serverRandom + clientRandom, length: length) }
         if version >= 0x0303 {
             return prf(s.prf, secret: master, label: "key expansion", seed: serverRandom + clientRandom, length: length)
         }
         return prf10(secret: master, label: "key expansion", seed: serverRandom + clientRandom, length: length)
+    }
+
+    /// SSL 3.0's key block (RFC 6101 §6.2.2): MD5(master + SHA1("A" + master + randoms)),
+    /// then with "BB", "CCC", ... until there are `length` bytes.
+    static func ssl3KeyBlock(master: [UInt8], seed: [UInt8], length: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        var n = 1
+        while out.count < length && n <= 26 {
+            var inner = Insecure.SHA1()
+            inner.update(data: [UInt8](repeating: 0x40 + UInt8(n), count: n))
+            inner.update(data: master)
+            inner.update(data: seed)
+            var outer = Insecure.MD5()
+            outer.update(data: master)
+            outer.update(data: Array(inner.finalize()))
+            out += Array(outer.finalize())
+            n += 1
+        }
+        return Array(out.prefix(length))
+    }
+
+    /// SSL 3.0's record MAC (RFC 6101 §5.2.3.1) with SHA-1: hash(secret + pad_2 +
+    /// hash(secret + pad_1 + sequence number + type + length + content)).
+    static func ssl3MAC(secret: [UInt8], sequence: UInt64, type: UInt8, content: [UInt8]) -> [UInt8] {
+        var inner = Insecure.SHA1()
+        inner.update(data: secret)
+        inner.update(data: [UInt8](repeating: 0x36, count: 40))
+        inner.update(data: withUnsafeBytes(of: sequence.bigEndian) { Array($0) } + [type, UInt8(content.count >> 8 & 0xff), UInt8(content.count & 0xff)])
+        inner.update(data: content)
+        var outer = Insecure.SHA1()
+        outer.update(data: secret)
+        outer.update(data: [UInt8](repeating: 0x5c, count: 40))
+        outer.update(data: Array(inner.finalize()))
+        return Array(outer.finalize())
     }
 
     /// TLS 1.3's HKDF-Expand-Label (RFC 8446 §7.1) with an empty context.
@@ -169,6 +204,8 @@ struct TLSRecordKeys {
     /// TLS 1.0 CBC: no IV in the record; each record's IV is the last ciphertext block of the
     /// one before (the first's, the key block's IV).
     var chainedIV: [UInt8]?
+    /// SSL 3.0: its own MAC, and padding of any bytes (only its length is given).
+    var ssl3 = false
     /// TLS 1.3: the traffic secret these keys came from (for a KeyUpdate).
     var secret: [UInt8] = []
     /// The AEAD suites' kept context (nil for CBC, and where swift-crypto has none to lend).
@@ -194,6 +231,7 @@ struct TLSRecordKeys {
         let vs = 2 * m + 2 * e + (client ? 0 : v)
         iv = Array(k[vs..<(vs + v)])
         if suite.protection == .aesCBC && version < 0x0302 { chainedIV = iv }
+        ssl3 = version == 0x0300
         self.encryptThenMAC = encryptThenMAC
         context = TLSAEADContext(suite, key: key)
     }
@@ -301,11 +339,19 @@ struct TLSRecordKeys {
               let plain = try? AES._CBC.decrypt(Array(cipher[ivInRecord...]), using: key, iv: iv, noPadding: true) else { return nil }
         var p = Array(plain)
         let pad = Int(p.last!)
-        guard pad + 1 <= p.count, p[(p.count - pad - 1)...].allSatisfy({ Int($0) == pad }) else { return nil }
+        if ssl3 {
+            guard pad < 16, pad + 1 <= p.count else { return nil }
+        } else {
+            guard pad + 1 <= p.count, p[(p.count - pad - 1)...].allSatisfy({ Int($0) == pad }) else { return nil }
+        }
         p.removeLast(pad + 1)
         if encryptThenMAC { return p }
         guard p.count >= m else { return nil }
         let content = Array(p[0..<(p.count - m)])
+        if ssl3 {
+            let expected = TLSKeySchedule.ssl3MAC(secret: macKey, sequence: sequence, type: header[0], content: content)
+            return expected.elementsEqual(p[(p.count - m)...]) ? content : nil
+        }
         let expected = TLSKeySchedule.hmac(suite.mac!, key: macKey, [tls12AAD(header, length: content.count), content])
         guard expected.elementsEqual(p[(p.count - m)...]) else { return nil }
         return content

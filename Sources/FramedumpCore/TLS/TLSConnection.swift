@@ -54,17 +54,16 @@ final class TLSConnection: FrameNoter {
         let version = h.version
         if version == 0x0304 { for st in streams { st.protected = true } }
         manager.count(version: version)
-        if version < 0x0301 {
-            // Never claimed and then every record called forged: SSL 3.0 derives its keys and
-            // computes its MAC in its own way.
-            undecryptable = "\(TLSHello.versionName(version)) is not decrypted (only TLS 1.0 to 1.3 are)"
+        if version < 0x0300 || version > 0x0304 {
+            undecryptable = "version \(TLSHello.versionName(version)) is not decrypted (SSL 3.0 to TLS 1.3 are)"
             return handshakeDone(packet: packet)
         }
         guard let s = TLSSuite.all[h.suite], s.tls13 == (version == 0x0304) else {
             undecryptable = "cipher suite \(TLSSuite.name(h.suite)) is not one framedump decrypts"
             return handshakeDone(packet: packet)
         }
-        // Before TLS 1.2 only HMAC-SHA1 CBC suites exist (the others need TLS 1.2's PRF).
+        // Before TLS 1.2 only HMAC-SHA1 CBC suites exist (the others need TLS 1.2's PRF);
+        // SSL 3.0's MAC is its own, with SHA-1 here.
         guard version >= 0x0303 || (s.protection == .aesCBC && s.mac == .sha1) else {
             undecryptable = "cipher suite \(s.name) cannot be used with \(TLSHello.versionName(version))"
             return handshakeDone(packet: packet)

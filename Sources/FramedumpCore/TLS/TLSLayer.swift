@@ -11,19 +11,26 @@ enum TLSLayer: LayerKind {
 
     // MARK: - Dissector files
 
-    static let keywords = ["tls"]
+    /// `tls;`: always inside TLS. `starttls;`: plaintext first, TLS from a ClientHello on.
+    static let keywords = ["tls", "starttls"]
+    static let startTLSSetting = "starttls"
 
     static func setting(_ keyword: String, _ p: inout Parser, _ s: inout ProtocolSchema) throws(DissectorError) {
-        s.layerSettings[setting] = ["1"]
+        s.layerSettings[keyword == "starttls" ? startTLSSetting : setting] = ["1"]
     }
 
     static func check(_ s: ProtocolSchema) -> String? {
-        guard s.layerSettings[setting] != nil else { return nil }
-        return s.udp ? "tls runs over TCP (DTLS is not decoded): drop 'udp' or 'tls'" : nil
+        let always = s.layerSettings[setting] != nil, later = s.layerSettings[startTLSSetting] != nil
+        if always && later { return "tls and starttls exclude each other: keep 'tls' (TLS from the first byte) or 'starttls' (after a plaintext exchange)" }
+        guard always || later else { return nil }
+        return s.udp ? "\(always ? "tls" : "starttls") runs over TCP (DTLS is not decoded): drop 'udp' or '\(always ? "tls" : "starttls")'" : nil
     }
 
     static func describe(_ s: ProtocolSchema) -> [String] {
-        s.layerSettings[setting] != nil ? ["  tls: always inside TLS (decrypted with --tls-keylog)"] : []
+        if s.layerSettings[startTLSSetting] != nil {
+            return ["  starttls: plaintext, then TLS from the client's ClientHello on (decrypted with --tls-keylog)"]
+        }
+        return s.layerSettings[setting] != nil ? ["  tls: always inside TLS (decrypted with --tls-keylog)"] : []
     }
 
     static func mayShare(_ port: UInt16, _ a: ProtocolSchema, _ b: ProtocolSchema) -> Bool { false }
@@ -43,8 +50,46 @@ enum TLSLayer: LayerKind {
     /// first bytes (`firstData`: nothing is made for the connections that are not TLS).
     static func below(_ s: Session, _ p: ProtocolRuntime) {
         guard !s.connection.udp else { return }
+        if p.schema.layerSettings[startTLSSetting] != nil {
+            s.layers = Direction.allCases.map { StartTLSGate(session: s, dir: $0, plain: s.layers[$0.rawValue]) }
+            return
+        }
         guard p.schema.layerSettings[setting] != nil else { return s.firstDataHook = Self.self }
         wrap(s)
+    }
+
+    /// A ClientHello after a plaintext exchange (`StartTLSGate`): the connection's TLS layer
+    /// is made, its plaintext going to fresh deframers of the protocol (on a connection no
+    /// dissector took, to what detection finds in it). Returns the client's record stream;
+    /// the server's waits in its gate for the server's first handshake record.
+    static func startTLS(_ s: Session, packet: PacketRef) -> TLSStream? {
+        guard s.lower == nil else { return nil }
+        var uppers: [StreamLayer?] = [nil, nil]
+        if let p = s.proto, let f = s.frames {
+            for d in Direction.allCases {
+                uppers[d.rawValue] = Deframer(layout: p.layout, direction: d, consumer: f, startsAtBoundary: true,
+                                              knownID: p.knownID(d), plausibleBody: p.plausibleBody(d))
+            }
+        }
+        let t = TLSConnection(session: s, manager: state(s.manager), uppers: uppers, upperChosen: s.proto != nil)
+        s.lower = t
+        if s.undissected {
+            s.undissected = false
+            s.manager.undissectedConnections -= 1
+        }
+        (s.layers[Direction.s2c.rawValue] as? StartTLSGate)?.awaited = t.streams[Direction.s2c.rawValue]
+        if s.proto != nil { t.noteFrames() }
+        state(s.manager).startTLS += 1
+        return t.streams[Direction.c2s.rawValue]
+    }
+
+    /// A connection no dissector took whose client sends a ClientHello after some plaintext:
+    /// gates on both directions, the client's taking this chunk.
+    static func startTLSUndissected(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64) -> Bool {
+        guard d == .c2s, s.lower == nil, !s.connection.udp, offset < StartTLSGate.watchLimit,
+              s.layers[0] == nil, s.layers[1] == nil, StartTLSGate.find(bytes, handshake: 1) != nil else { return false }
+        s.layers = Direction.allCases.map { StartTLSGate(session: s, dir: $0, plain: nil) }
+        return true
     }
 
     /// A ClientHello at the start, or TLS records where the protocol's header would be on a
@@ -134,6 +179,7 @@ enum TLSLayer: LayerKind {
         if t.undecryptable > 0 { parts.append("\(t.undecryptable) connections not decrypted (\(t.undecrypted) records, \(t.undecryptedBytes) bytes)") }
         if t.realigned > 0 { parts.append("\(t.realigned) times records found again after a gap") }
         if t.alignmentLost > 0 { parts.append("\(t.alignmentLost) directions whose records could not be read on") }
+        if t.startTLS > 0 { parts.append("\(t.startTLS) after a plaintext exchange (STARTTLS)") }
         if t.keyUpdates > 0 { parts.append("\(t.keyUpdates) key updates") }
         if t.sessionTickets > 0 { parts.append("\(t.sessionTickets) session tickets") }
         if t.alerts > 0 { parts.append("\(t.alerts) alerts") }
@@ -169,6 +215,8 @@ final class TLSManagerState {
     @exclusivity(unchecked) var sessionTickets: UInt64 = 0
     @exclusivity(unchecked) var alerts: UInt64 = 0
     @exclusivity(unchecked) var plaintextBytes: UInt64 = 0
+    /// Connections that turned to TLS after a plaintext exchange.
+    @exclusivity(unchecked) var startTLS: UInt64 = 0
 
     init() {
         var s = ProtocolSchema(name: "tls", file: "(built in)")

@@ -9,7 +9,7 @@ import XCTest
 final class TLSVersionsTests: XCTestCase {
     /// A dissector that cuts the fixtures' plaintext (text lines) into messages, raw bodies.
     static let lineDissector = """
-    protocol textlines { port 7601, 7602, 7603, 7604, 7611, 7612, 7613, 7614, 7615, 7620, 7630; frame_end "\\n"; max_frame 65536; body raw; }
+    protocol textlines { port 7601, 7602, 7603, 7604, 7605, 7606, 7611, 7612, 7613, 7614, 7615, 7620, 7630; frame_end "\\n"; max_frame 65536; body raw; }
     """
 
     static func hexBytes(_ hex: String) -> [UInt8] {
@@ -58,6 +58,60 @@ final class TLSVersionsTests: XCTestCase {
         XCTAssertEqual(follow.status, 0, follow.stderr)
         // tshark 4.0's TLS follow names node 0 only: the client, in these captures.
         return ReassemblyTests.parseFollow(follow.stdout).1
+    }
+
+    /// Every connection decrypts, byte for byte, to what tshark decrypts (`streams`: each
+    /// connection's server port and tshark stream, with the application bytes each way).
+    func checkLikeTshark(_ pcap: String, keys: String?, streams: [(port: Int, n: Int, sizes: (Int, Int))],
+                         file: StaticString = #filePath, line: UInt = #line) throws {
+        let (ours, all) = try plaintext(pcap, keys: keys)
+        for s in streams {
+            let tshark = try tsharkPlaintext(pcap, keys: keys, port: s.port, stream: s.n)
+            XCTAssertEqual(tshark.map(\.count), [s.sizes.0, s.sizes.1], "\(pcap) port \(s.port): tshark", file: file, line: line)
+            XCTAssertEqual(ours[s.port]?["c2s"] ?? [], tshark[0], "\(pcap) port \(s.port) c2s", file: file, line: line)
+            XCTAssertEqual(ours[s.port]?["s2c"] ?? [], tshark[1], "\(pcap) port \(s.port) s2c", file: file, line: line)
+        }
+        let handshakes = all.filter { $0["type"] as? String == "tls-handshake" }
+        XCTAssertEqual(handshakes.count, streams.count, file: file, line: line)
+        XCTAssertTrue(handshakes.allSatisfy { $0["decrypted"] as? Bool == true }, "\(handshakes)", file: file, line: line)
+        XCTAssertFalse(all.contains { ($0["type"] as? String ?? "").hasPrefix("tls-problem") }, file: file, line: line)
+        XCTAssertFalse(all.contains { $0["type"] as? String == "malformed" }, file: file, line: line)
+    }
+
+    /// TLS_DHE_RSA with AES-CBC, SHA-1 and SHA-256 (0x0033, 0x0039, 0x0067, 0x006B), once
+    /// refused as "not one framedump decrypts": real peers, encrypt-then-MAC.
+    func testDHESuitesWithAESCBCDecryptLikeTshark() throws {
+        try checkLikeTshark(TestSupport.fixture("tls12_dhe_cbc.pcap"), keys: TestSupport.fixture("tls12_dhe_cbc.keys"),
+                            streams: (0..<4).map { (7601 + $0, $0, (27, 35)) })
+    }
+
+    /// The same capture as pcapng with its key log in a Decryption Secrets Block
+    /// (`editcap --inject-secrets`): decrypted with no --tls-keylog, as tshark does.
+    func testSecretsInsideThePcapngDecrypt() throws {
+        try checkLikeTshark(TestSupport.fixture("tls_dsb.pcapng"), keys: nil, streams: (0..<4).map { (7601 + $0, $0, (27, 35)) })
+        let s = try TestSupport.framedump(["-r", TestSupport.fixture("tls_dsb.pcapng"), "-q"])
+        XCTAssertTrue(s.stdout.contains("key log: 4 connections' secrets (4 from the capture's Decryption Secrets Blocks)"), s.stdout)
+        // Without them, the pcap says so, naming the option.
+        let plain = try TestSupport.framedump(["-r", TestSupport.fixture("tls12_dhe_cbc.pcap"), "-q"])
+        XCTAssertTrue(plain.stdout.contains("4 connections not decrypted"), plain.stdout)
+        XCTAssertTrue(plain.stdout.contains("no key log given (--tls-keylog FILE)"), plain.stdout)
+    }
+
+    /// TLS 1.2 with DEFLATE (RFC 3749, crafted: OpenSSL 3 no longer compresses): records
+    /// inflated on one zlib stream a direction (the last record of each way is mostly a
+    /// back-reference into the one before), Finished and the close_notify alerts included.
+    func testDeflateCompressionIsInflated() throws {
+        let pcap = TestSupport.fixture("tls12_deflate.pcap"), keys = TestSupport.fixture("tls12_deflate.keys")
+        try checkLikeTshark(pcap, keys: keys, streams: [(7605, 0, (4398, 3358))])
+        let (_, all) = try plaintext(pcap, keys: keys)
+        let alerts = all.filter { $0["type"] as? String == "tls-alert" }.compactMap { $0["alert"] as? String }
+        XCTAssertEqual(alerts, ["close_notify", "close_notify"])
+    }
+
+    /// SSL 3.0 (crafted: its MD5/SHA-1 key block, its own MAC, padding of any bytes, chained
+    /// IVs), decrypted as tshark decrypts it, never claimed and then called forged.
+    func testSSL3DecryptsLikeTshark() throws {
+        try checkLikeTshark(TestSupport.fixture("ssl3.pcap"), keys: TestSupport.fixture("ssl3.keys"), streams: [(7606, 0, (92, 109))])
     }
 
     /// Every connection decrypts, byte for byte, to what tshark decrypts and to what was sent.
