@@ -73,7 +73,7 @@ package final class PcapngReader: RecordReader {
 
     /// The TLS key logs of every Decryption Secrets Block in a pcapng file, read to its end
     /// (or to the first damage, which the run itself reports); none for any other file.
-    static func tlsSecrets(path: String) -> [[UInt8]] {
+    package static func tlsSecrets(path: String) -> [[UInt8]] {
         guard isPcapng(path), let r = try? PcapngReader(path: path) else { return [] }
         r.collectSecrets = true
         while (try? r.next()) != nil {}
