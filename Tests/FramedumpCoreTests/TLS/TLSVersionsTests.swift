@@ -147,4 +147,33 @@ final class TLSVersionsTests: XCTestCase {
         // read and passed over, not called unreadable.
         XCTAssertTrue(s.stdout.contains("key log: 5 connections' secrets\n"), s.stdout)
     }
+
+    /// `starttls;` is a protocol setting, checked: not with `tls;`, not over UDP; and shown by
+    /// `dissectors`. Where a hello starts is found at any offset, and only a real hello's
+    /// eleven bytes match.
+    func testStartTLSSetting() throws {
+        let s = try DissectorLoader.parse(text: "protocol z { port 7401; frame_end \"\\n\"; starttls; }", file: "z.dissector")[0]
+        XCTAssertEqual(s.layerSettings["starttls"], ["1"])
+        XCTAssertTrue(DissectorDescription.text(s).contains("starttls: plaintext, then TLS"), DissectorDescription.text(s))
+        for (text, message) in [("port 7401; frame_end \"\\n\"; starttls; tls;", "tls and starttls exclude each other"),
+                                ("udp port 7401; frame_end \"\\n\"; starttls;", "starttls runs over TCP")] {
+            XCTAssertThrowsError(try DissectorLoader.parse(text: "protocol z { \(text) }", file: "z.dissector"), text) { e in
+                let d = (e as! DissectorError).description
+                XCTAssertTrue(d.hasPrefix("z.dissector:1:"), d)
+                XCTAssertTrue(d.contains(message), d)
+            }
+        }
+        let hello: [UInt8] = [22, 3, 1, 0, 200, 1, 0, 0, 196, 3, 3] + [UInt8](repeating: 0, count: 20)
+        for prefix in [[], Array("STARTTLS\r\n".utf8), [0, 0, 0, 8, 4, 210, 22, 47]] as [[UInt8]] {
+            (prefix + hello).withUnsafeBytes { XCTAssertEqual(StartTLSGate.find($0, handshake: 1), prefix.count) }
+            (prefix + hello).withUnsafeBytes { XCTAssertNil(StartTLSGate.find($0, handshake: 2)) }
+        }
+        // A record too short for a hello, or a hello of another version, is not one.
+        var short = hello
+        short[4] = 30
+        short.withUnsafeBytes { XCTAssertNil(StartTLSGate.find($0, handshake: 1)) }
+        var other = hello
+        other[9] = 2
+        other.withUnsafeBytes { XCTAssertNil(StartTLSGate.find($0, handshake: 1)) }
+    }
 }
