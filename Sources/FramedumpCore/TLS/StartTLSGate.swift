@@ -42,6 +42,9 @@ final class StartTLSGate: StreamLayer {
         }
         guard let at else { return feedPlain(bytes, offset: offset, packet: packet) }
         if at > 0 { feedPlain(UnsafeRawBufferPointer(rebasing: bytes[..<at]), offset: offset, packet: packet) }
+        // The plaintext ends here: a frame it left unfinished is reported now.
+        plain?.finish(packet: packet, captureEnded: false)
+        plain = nil
         if dir == .c2s { tls = TLSLayer.startTLS(session, packet: packet) }
         if let t = tls { feed(t, UnsafeRawBufferPointer(rebasing: bytes[at...]), offset: offset + UInt64(at), packet: packet) }
     }

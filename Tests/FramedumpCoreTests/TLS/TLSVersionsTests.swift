@@ -9,7 +9,7 @@ import XCTest
 final class TLSVersionsTests: XCTestCase {
     /// A dissector that cuts the fixtures' plaintext (text lines) into messages, raw bodies.
     static let lineDissector = """
-    protocol textlines { port 7601, 7602, 7603, 7604, 7605, 7606, 7611, 7612, 7613, 7614, 7615, 7620, 7630; frame_end "\\n"; max_frame 65536; body raw; }
+    protocol textlines { port 7601, 7602, 7603, 7604, 7605, 7606, 7611, 7612, 7613, 7614, 7615; frame_end "\\n"; max_frame 65536; body raw; }
     """
 
     static func hexBytes(_ hex: String) -> [UInt8] {
@@ -175,5 +175,70 @@ final class TLSVersionsTests: XCTestCase {
         var other = hello
         other[9] = 2
         other.withUnsafeBytes { XCTAssertNil(StartTLSGate.find($0, handshake: 1)) }
+    }
+
+    /// STARTTLS on real clients (smtplib, imaplib; a PostgreSQL-shaped SSL request, once with
+    /// the request and the ClientHello in one segment): with `starttls;` each side's frames are
+    /// the plaintext before, then the TLS plaintext, byte for byte as sent; tshark's follow,tls
+    /// gives the same TLS plaintext where it can find the switch (not in the one-segment case).
+    func testStartTLSDeclared() throws {
+        let dir = TestSupport.tempDir()
+        try """
+        protocol mail { port 7620, 7621; frame_end "\\n"; max_frame 65536; body raw; starttls; }
+        protocol sslreq { port 7622, 7623; byte_order big; header { uint32 length; } frame_length = length; max_frame 65536; body raw; starttls; }
+        """.write(toFile: dir + "/starttls.dissector", atomically: true, encoding: .utf8)
+        let pcap = TestSupport.fixture("starttls.pcap"), keys = TestSupport.fixture("starttls.keys")
+        let r = try TestSupport.framedump(["-d", dir, "-r", pcap, "--tls-keylog", keys, "-T", "json"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        // Per server port and direction: the bytes of the frames before TLS, and inside it.
+        var plain: [Int: [String: [UInt8]]] = [:], inside: [Int: [String: [UInt8]]] = [:]
+        var malformed: [(Int, String, Int)] = []
+        for line in r.stdout.split(separator: "\n") {
+            let o = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let port = Int((o["conn"] as! String).split(separator: "-")[1].split(separator: ":").last!)!
+            guard let dir = o["dir"] as? String else { continue }
+            if o["type"] as? String == "malformed" { malformed.append((port, dir, o["length"] as? Int ?? -1)) }
+            guard let body = (o["fields"] as? [String: Any])?["body"] as? String else { continue }
+            let length = o["length"] as! Int
+            let bytes = port < 7622 ? Self.hexBytes(body) + [0x0a]
+                : [UInt8(length >> 24 & 0xff), UInt8(length >> 16 & 0xff), UInt8(length >> 8 & 0xff), UInt8(length & 0xff)] + Self.hexBytes(body)
+            if o["tls"] != nil { inside[port, default: [:]][dir, default: []] += bytes } else { plain[port, default: [:]][dir, default: []] += bytes }
+        }
+        let expected = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: TestSupport.fixture("starttls.expected.json")))) as? [String: Any])
+        let connections = try XCTUnwrap(expected["connections"] as? [[String: Any]])
+        XCTAssertEqual(connections.count, 4)
+        for c in connections {
+            let port = c["server_port"] as! Int
+            XCTAssertEqual(inside[port]?["c2s"] ?? [], Self.hexBytes(c["tls_c2s_hex"] as! String), "\(port) c2s in TLS")
+            XCTAssertEqual(inside[port]?["s2c"] ?? [], Self.hexBytes(c["tls_s2c_hex"] as! String), "\(port) s2c in TLS")
+            XCTAssertEqual(plain[port]?["c2s"] ?? [], Self.hexBytes(c["plaintext_c2s_hex"] as! String), "\(port) c2s before TLS")
+            // (PostgreSQL's one-byte 'S' has no length: it is the one frame cut short, reported.)
+            if port != 7622 { XCTAssertEqual(plain[port]?["s2c"] ?? [], Self.hexBytes(c["plaintext_s2c_hex"] as! String), "\(port) s2c before TLS") }
+            if let decoder = c["tshark_decrypts_with"] as? String {
+                let tshark = try TestSupport.oracle("tshark")
+                let f = try TestSupport.run(tshark, ["-r", pcap, "-o", "tls.keylog_file:\(keys)", "-d", "tcp.port==\(port),\(decoder)",
+                                                     "-q", "-z", "follow,tls,raw,\(c["tcp_stream"] as! Int)"])
+                let (nodes, bytes) = ReassemblyTests.parseFollow(f.stdout)
+                let serverFirst = nodes.first?.hasSuffix(":\(port)") ?? false
+                XCTAssertEqual(serverFirst ? bytes[1] : bytes[0], inside[port]?["c2s"] ?? [], "\(port): tshark c2s")
+                XCTAssertEqual(serverFirst ? bytes[0] : bytes[1], inside[port]?["s2c"] ?? [], "\(port): tshark s2c")
+            }
+        }
+        XCTAssertEqual(malformed.map { "\($0.0) \($0.1) \($0.2)" }, ["7622 s2c 1"])
+    }
+
+    /// The same capture with no dissector for its ports: each ClientHello after plaintext is
+    /// found, and every connection decrypted (its plaintext detected as at a connection's
+    /// start, here nothing: counted undecoded).
+    func testStartTLSFoundOnConnectionsNoDissectorTakes() throws {
+        let pcap = TestSupport.fixture("starttls.pcap"), keys = TestSupport.fixture("starttls.keys")
+        for jobs in ["1", "2"] {
+            let r = try TestSupport.framedump(["-d", try dissectorDir(), "-r", pcap, "--tls-keylog", keys, "-q", "-j", jobs])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            XCTAssertTrue(r.stdout.contains("tls: 4 handshakes (TLS 1.3 1, TLS 1.2 3), 80 records, 49 decrypted (12455 bytes of application data); 4 after a plaintext exchange (STARTTLS)"), r.stdout)
+        }
+        // Without the key log: said, per connection, not decrypted.
+        let n = try TestSupport.framedump(["-d", try dissectorDir(), "-r", pcap, "-q"])
+        XCTAssertTrue(n.stdout.contains("4 connections not decrypted"), n.stdout)
     }
 }

@@ -87,6 +87,7 @@ extension TLSLayer {
         m.realigned += t.realigned
         m.keyUpdates += t.keyUpdates
         m.sessionTickets += t.sessionTickets
+        m.startTLS += t.startTLS
         m.alerts += t.alerts
         m.plaintextBytes += t.plaintextBytes
         m.defaultProtocol.absorb(t.defaultProtocol)
