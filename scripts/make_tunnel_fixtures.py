@@ -31,6 +31,17 @@ client port; the tests compare framedump's streams with tshark's TCP follow:
                       port 8200) inside VXLAN, Geneve, GTP-U, GRE, IP in IP, Teredo, AYIYA and
                       PPTP, each tunnel with its own inner client port (40101 to 40108).
 
+- tunnel-capwap.pcap  CAPWAP data (UDP 5247, RFC 5415): an 802.3 frame (T clear), and an IEEE
+                      802.11 QoS data frame with LLC/SNAP (T set, binding 1) whose frame
+                      control bytes are swapped, as Cisco access points send them (and tshark
+                      reads by default); tunnel-capwap-rfc.pcap: the 802.11 frame in RFC order;
+- tunnel-ipcomp.pcap  AH then IPComp with DEFLATE (RFC 3173/2394: CPI 2, raw DEFLATE, each
+                      datagram on its own) over IPv4 and IPv6, as libpcap's AH-IPComp captures;
+- link-arcnet.pcap    Linux ARCNET (link type 129): RFC 1201 IP;
+- link-arcnet-bsd.pcap  BSD ARCNET (link type 7): RFC 1051 IP;
+- link-ppp-chdlc.pcap  Cisco HDLC frames in a file that says PPP (link type 9), which tshark
+                      finds by a heuristic.
+
 Usage: python3 scripts/make_tunnel_fixtures.py   (from the repository root)
 """
 import os, struct, sys
@@ -249,6 +260,74 @@ def pptp_fixture():
             g = pptp(c2s, len(ppp), seq=next(seq) if with_seq else None, ack=5 if with_seq else None)
             out.append(eth() / o4(c2s, proto=47) / Raw(g + ppp))
     write("tunnel-pptp.pcap", retime(out))
+
+
+def capwap(c2s, native):
+    # Preamble 0; HLEN 2 words (8 bytes), RID 1, WBID 1, T; fragment id and offset 0.
+    word = (2 << 19) | (1 << 14) | (1 << 9) | ((1 if native else 0) << 8)
+    port = (40300, 5247) if c2s else (5247, 40300)
+    return o4(c2s) / UDP(sport=port[0], dport=port[1]) / Raw(struct.pack(">II", word, 0))
+
+
+def dot11(c2s, swapped=False):
+    # QoS data (type 2, subtype 8): frame control 0x88, to DS from the client, from DS back;
+    # duration, three addresses, sequence control, QoS control; LLC/SNAP for IPv4. Cisco
+    # access points send the frame control's two bytes swapped.
+    fc = bytes([0x88, 0x01 if c2s else 0x02])
+    if swapped:
+        fc = fc[::-1]
+    return Raw(fc + b"\0\0" + bytes(range(1, 19)) + b"\x10\x00" + b"\x00\x00" + b"\xaa\xaa\x03\x00\x00\x00\x08\x00")
+
+
+def capwap_fixture():
+    c = conversation(lambda c: eth() / capwap(c, False) / eth() / v4(c), cport=40310)
+    c += conversation(lambda c: eth() / capwap(c, True) / dot11(c, swapped=True) / v4(c), cport=40311)
+    write("tunnel-capwap.pcap", retime(c))
+    write("tunnel-capwap-rfc.pcap", retime(conversation(lambda c: eth() / capwap(c, True) / dot11(c) / v4(c), cport=40312)))
+
+
+def ipcomp_fixture():
+    import zlib
+    from scapy.layers.ipsec import AH
+    out = []
+    for n, (outer, inner_ip) in enumerate([(lambda c: o4(c, proto=51), v4), (lambda c: o6(c, nh=51), v6)]):
+        for p in conversation(lambda c, ip=inner_ip: ip(c), cport=40320 + n):
+            c2s = p[TCP].dport == 8000
+            seg = bytes(p[TCP])
+            d = zlib.compressobj(9, zlib.DEFLATED, -15)
+            body = d.compress(seg) + d.flush()
+            ipcomp = struct.pack(">BBH", 6, 0, 2) + body
+            ah = AH(nh=108, payloadlen=4, spi=0x2000 + n, seq=1, icv=b"\x22" * 12)
+            src = p[IP].src if IP in p else p[IPv6].src
+            pkt = eth() / outer(c2s) / ah / Raw(ipcomp)
+            out.append(pkt)
+    write("tunnel-ipcomp.pcap", retime(out))
+
+
+def raw_pcap(name, linktype, records):
+    path = os.path.join(OUT, name)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, linktype))
+        for i, b in enumerate(records):
+            t = int(T0 * 1000) + i
+            f.write(struct.pack("<IIII", t // 1000, (t % 1000) * 1000, len(b), len(b)) + b)
+    print("wrote", path)
+
+
+def arcnet_fixtures():
+    conv = conversation(lambda c: v4(c), cport=40330)
+    recs = []
+    for i, p in enumerate(conv):
+        src, dst = (2, 1) if p[TCP].dport == 8000 else (1, 2)
+        recs.append(bytes([src, dst, 0, 0, 0xD4, 0]) + struct.pack(">H", i) + bytes(p))
+    raw_pcap("link-arcnet.pcap", 129, recs)
+    conv = conversation(lambda c: v4(c), cport=40331)
+    raw_pcap("link-arcnet-bsd.pcap", 7, [bytes([2, 1, 0xF0]) + bytes(p) for p in conv])
+
+
+def ppp_chdlc_fixture():
+    conv = conversation(lambda c: v4(c), cport=40340)
+    raw_pcap("link-ppp-chdlc.pcap", 9, [b"\x0f\x00\x08\x00" + bytes(p) for p in conv])
 
 
 def udp_fixture():

@@ -17,6 +17,11 @@ public struct CaptureStats: Sendable {
     public var defragmentedSegments: UInt64 = 0
     /// Uncut frames whose IP length announced more than they held (the bytes present used).
     public var ipLengthBeyondFrame: UInt64 = 0
+    /// IPComp payloads (RFC 3173) seen, the TCP segments inflated out of them, and those that
+    /// would not inflate (another algorithm than DEFLATE, or damaged).
+    public var compressed: UInt64 = 0
+    public var ipcompSegments: UInt64 = 0
+    public var ipcompFailed: UInt64 = 0
     public init() {}
 
     public mutating func count(_ r: LinkResult) {
@@ -32,6 +37,7 @@ public struct CaptureStats: Sendable {
         case .truncated: truncatedHeaders += 1
         case .unsupported: unsupported += 1
         case .malformed: malformed += 1
+        case .compressed: compressed += 1
         }
     }
 }

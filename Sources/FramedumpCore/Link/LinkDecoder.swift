@@ -10,7 +10,7 @@ public struct LinkDecoder: Sendable {
         0: "BSD loopback (NULL)", 1: "Ethernet", 9: "PPP", 10: "FDDI", 12: "raw IP", 14: "raw IP",
         50: "PPP in HDLC-like framing", 51: "PPPoE", 104: "Cisco HDLC", 108: "OpenBSD loopback",
         113: "Linux cooked v1 (SLL)", 149: "Apple PKTAP", 166: "PPP (pppd)", 192: "PPI",
-        204: "PPP with direction", 228: "raw IPv4", 229: "raw IPv6", 239: "Linux NFLOG", 242: "IP over InfiniBand",
+        204: "PPP with direction", 7: "ARCNET", 129: "Linux ARCNET", 228: "raw IPv4", 229: "raw IPv6", 239: "Linux NFLOG", 242: "IP over InfiniBand",
         258: "Apple PKTAP", 276: "Linux cooked v2 (SLL2)",
     ]
 
@@ -71,6 +71,8 @@ public struct LinkDecoder: Sendable {
         case 242:  // IP over InfiniBand (RFC 4391): 40 bytes of addresses, type, 2 reserved
             guard let proto = p.u16be(40), p.count >= 44 else { return .truncated }
             return network(p, etherType: proto, at: 44)
+        case 7: return arcnet(p, at: 2)          // BSD: source, destination
+        case 129: return arcnet(p, at: 4)        // Linux: source, destination, a 2-byte offset
         case 192: return ppi(p, depth: depth)
         case 149, 258: return pktap(p, depth: depth)
         default: return .unsupported
@@ -141,9 +143,41 @@ public struct LinkDecoder: Sendable {
         }
     }
 
+    /// ARCNET (RFC 1051 and RFC 1201), after its addresses: a protocol id; RFC 1201's ids are
+    /// followed by a split flag and a sequence number. An exception packet (RFC 1201 §4.5: flag
+    /// 0xFF, two pad bytes, then id, flag and sequence again) is read past its padding, which
+    /// tshark 4.0 does not do. A packet split in fragments is not put back together.
+    func arcnet(_ p: UnsafeRawBufferPointer, at start: Int) -> LinkResult {
+        guard let id = p.u8(start) else { return .truncated }
+        switch id {
+        case 0xF0: return ipv4(p, at: start + 1)       // RFC 1051 IP
+        case 0xF1: return .unsupported                 // RFC 1051 ARP
+        default: break
+        }
+        guard var flag = p.u8(start + 1) else { return .truncated }
+        var at = start + 4
+        if flag == 0xFF {
+            guard let again = p.u8(start + 5) else { return .truncated }
+            flag = again
+            at = start + 8
+        }
+        guard flag == 0 else { return .unsupported }
+        switch id {
+        case 0xD4: return ipv4(p, at: at)              // RFC 1201 IP
+        case 0xC4: return ipv6(p, at: at)              // IPv6 (RFC 2497)
+        default: return .unsupported
+        }
+    }
+
     /// RFC 1661 PPP: optional address/control (FF 03), then a 1- or 2-byte protocol.
     func ppp(_ p: UnsafeRawBufferPointer, at start: Int, bounded: Bool = false) -> LinkResult {
         var at = start
+        // Cisco HDLC in a file that says PPP (address 0x0F unicast or 0x8F multicast, control
+        // 0, an EtherType), as tshark's heuristic finds it.
+        if let a = p.u8(at), a == 0x0f || a == 0x8f, p.u8(at + 1) == 0 {
+            guard let proto = p.u16be(at + 2) else { return .truncated }
+            return network(p, etherType: proto, at: at + 4)
+        }
         if p.u8(at) == 0xff && p.u8(at + 1) == nil { return .truncated }  // address cut from control
         if p.u8(at) == 0xff && p.u8(at + 1) == 0x03 { at += 2 }
         guard let b0 = p.u8(at) else { return .truncated }
@@ -278,6 +312,7 @@ public struct LinkDecoder: Sendable {
             proto = next
             start += size
         }
+        if proto == 108 { return Self.ipcomp(p, at: start, end: at + total, src: IPAddress(v4: src), dst: IPAddress(v4: dst)) }
         guard proto == 6 else {
             if proto == 17 || proto == 47 || proto == 4 || proto == 41 {
                 return tunnel(p, proto: proto, at: start, length: at + total - start, src: IPAddress(v4: src), dst: IPAddress(v4: dst))
@@ -286,6 +321,17 @@ public struct LinkDecoder: Sendable {
         }
         return tcp(p, at: start, ipPayloadLength: at + total - start, src: IPAddress(v4: src), dst: IPAddress(v4: dst),
                    lengthFromCapture: lengthFromCapture)
+    }
+
+    /// IPComp (RFC 3173): next header, flags, the compression algorithm (CPI 2: DEFLATE, RFC
+    /// 2394), then the compressed payload, which the pipeline inflates (`LinkResult.compressed`).
+    static func ipcomp(_ p: UnsafeRawBufferPointer, at: Int, end: Int, src: IPAddress, dst: IPAddress) -> LinkResult {
+        guard let next = p.u8(at), let cpi = p.u16be(at + 2) else { return end > p.count ? .truncated : .malformed }
+        guard end >= at + 4 else { return .malformed }
+        guard cpi == 2 else { return .unsupported }
+        // The whole payload is needed to inflate it: one the snaplen cut cannot be.
+        guard end <= p.count else { return .truncated }
+        return .compressed(IPCompPayload(src: src, dst: dst, next: next, data: p.slice(at + 4, end - at - 4)))
     }
 
     /// Whether the IPv4 options in `from..<to` parse: each a type byte, then (but for EOL and
@@ -371,6 +417,19 @@ public struct LinkDecoder: Sendable {
             }
             return next.rawIP(inner.slice(off, inner.count), at: 0)
         }
+        if dport == 5247 || sport == 5247 {
+            // CAPWAP data (RFC 5415 §4.3): preamble, HLEN (4-byte words, the whole header),
+            // radio and binding ids, T (the payload in the binding's own format), F (a fragment).
+            guard let b0 = inner.u8(8), let b1 = inner.u8(9), let b2 = inner.u8(10), let b3 = inner.u8(11) else { return short }
+            guard b0 == 0 else { return .unsupported }
+            let off = 8 + Int(b1 >> 3) * 4
+            guard off >= 16 else { return .malformed }
+            guard off <= inner.count else { return short }
+            if b3 & 0x80 != 0 { return .unsupported }  // a fragment: not put back together
+            let frame = inner.slice(off, inner.count)
+            if b2 & 1 == 0 { return next.ethernet(frame, at: 0) }
+            return (b2 >> 1) & 0x1f == 1 ? next.ieee80211(frame) : .unsupported
+        }
         if dport == 3544 || sport == 3544 {
             switch Self.teredoPayload(inner) {
             case .ip(let off, _): return next.ipv6(inner.slice(off, inner.count), at: 0)
@@ -387,6 +446,29 @@ public struct LinkDecoder: Sendable {
             }
         }
         return udp(inner, ipPayloadLength: length, src: src, dst: dst, sport: sport, dport: dport)
+    }
+
+    /// An IEEE 802.11 data frame (CAPWAP's native payload): frame control, duration, three
+    /// addresses and sequence control; a fourth address between access points; QoS control
+    /// (and HT control when the order bit is set) in QoS data; then LLC/SNAP and an EtherType.
+    /// Protected frames are encrypted: not decoded. Cisco access points send the two frame
+    /// control bytes swapped (tshark's `capwap.swap_fc`, on by default): read so when only
+    /// the swapped order is a data frame.
+    func ieee80211(_ f: UnsafeRawBufferPointer) -> LinkResult {
+        guard var fc = f.u8(0), var flags = f.u8(1) else { return .truncated }
+        if fc & 0x0c != 0x08 && flags & 0x0c == 0x08 { swap(&fc, &flags) }
+        guard fc & 0x0c == 0x08 else { return .unsupported }            // not a data frame
+        guard flags & 0x40 == 0 else { return .unsupported }            // protected
+        var at = 24
+        if flags & 0x03 == 0x03 { at += 6 }
+        if fc & 0x80 != 0 {
+            at += 2
+            if flags & 0x80 != 0 { at += 4 }
+        }
+        guard fc & 0x40 == 0 else { return .notTCP }                    // no data ("null")
+        guard let dsap = f.u8(at), let ssap = f.u8(at + 1), let ctl = f.u8(at + 2), let type = f.u16be(at + 6) else { return .truncated }
+        guard dsap == 0xaa, ssap == 0xaa, ctl == 0x03 else { return .unsupported }
+        return network(f, etherType: type, at: at + 8)
     }
 
     /// Teredo (RFC 4380, UDP port 3544): an IPv6 packet after the UDP header, perhaps behind
@@ -540,6 +622,8 @@ public struct LinkDecoder: Sendable {
                                             more: fo & 1 != 0, data: p.slice(off, remaining), dataLength: remaining))
             case 17, 47, 4, 41:  // UDP (VXLAN, Geneve, GTP-U), GRE, IPv4 or IPv6 inside
                 return tunnel(p, proto: next, at: off, length: remaining, src: src, dst: dst)
+            case 108:
+                return Self.ipcomp(p, at: off, end: off + remaining, src: src, dst: dst)
             default:
                 return .notTCP
             }

@@ -76,6 +76,18 @@ public enum LinkResult {
     case unsupported
     /// Headers that contradict themselves (bad IHL, data offset below 5, ...).
     case malformed
+    /// An IPComp payload (RFC 3173): decoded once inflated (`IPCompPayload`).
+    case compressed(IPCompPayload)
+}
+
+/// A datagram's payload compressed by IPComp (IP protocol 108, RFC 3173) with DEFLATE (CPI 2,
+/// RFC 2394: each datagram on its own). `data` borrows the packet's bytes; the pipeline
+/// inflates it and decodes `next` from the result, as for a reassembled datagram.
+public struct IPCompPayload {
+    public var src: IPAddress
+    public var dst: IPAddress
+    public var next: UInt8
+    public var data: UnsafeRawBufferPointer
 }
 
 /// A UDP datagram decoded from a packet. `payload` borrows the packet's bytes.

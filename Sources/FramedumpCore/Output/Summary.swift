@@ -22,6 +22,9 @@ struct Summary {
         if c.ipLengthBeyondFrame > 0 {
             line("IP length beyond an uncut frame (a lying or corrupt header), captured length used: \(c.ipLengthBeyondFrame) segments")
         }
+        if c.compressed > 0 {
+            line("IPComp: \(c.compressed) payloads, \(c.ipcompSegments) TCP segments inflated" + (c.ipcompFailed > 0 ? ", \(c.ipcompFailed) would not inflate" : ""))
+        }
         if c.ipLengthFromCapture > 0 {
             line("IP length 0 (segmentation offload), captured length used: \(c.ipLengthFromCapture) segments")
         }

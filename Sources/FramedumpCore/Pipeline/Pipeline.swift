@@ -277,22 +277,44 @@ public final class Pipeline {
             } else if case .fragment(let f) = r, let d = defragmenter.add(f, at: p.ref.ts) {
                 // The fragment that completes a datagram carries its segment.
                 d.bytes.withUnsafeBytes { b in
-                    switch link.datagram(b, d) {
-                    case .tcp(let s):
-                        capture.defragmentedSegments += 1
-                        if printSegments { seg.print(s, at: p.ref.ts, to: out) }
-                        reassembler?.add(s, packet: p.ref)
-                    case .udp(let u):
-                        capture.udpDatagrams += 1
-                        if flows?.add(u, packet: p.ref) != true { capture.notTCP += 1 }
-                    default: break
-                    }
+                    inner(link.datagram(b, d), link: link, packet: p.ref, print: printSegments ? seg : nil, defragmented: true)
                 }
+            } else if case .compressed = r {
+                inner(r, link: link, packet: p.ref, print: printSegments ? seg : nil, defragmented: false)
             }
             return true
         }
         if let unwritable { throw unwritable }
     }
+
+    /// A datagram put back together (fragments) or inflated (IPComp): its segment or UDP
+    /// datagram goes on as a packet's would. An IPComp payload is inflated here, into one
+    /// buffer for the run (at most 65,535 bytes: what IP can carry).
+    private func inner(_ r: LinkResult, link: LinkDecoder, packet: PacketRef, print seg: SegmentPrinter?, defragmented: Bool) {
+        switch r {
+        case .tcp(let s):
+            if defragmented { capture.defragmentedSegments += 1 } else { capture.ipcompSegments += 1 }
+            seg?.print(s, at: packet.ts, to: out)
+            reassembler?.add(s, packet: packet)
+        case .udp(let u):
+            capture.udpDatagrams += 1
+            if flows?.add(u, packet: packet) != true { capture.notTCP += 1 }
+        case .compressed(let c):
+            guard c.data.count > 0 else { return }
+            let block = ipcompBlock ?? ByteBlock(capacity: 1 << 16)
+            ipcompBlock = block
+            ipcompInflater = ipcompInflater ?? Inflater(scratch: Inflater.Scratch(), contextTakeover: false)
+            guard case .ok = ipcompInflater!.inflate(c.data, into: block, cap: 65_535) else {
+                capture.ipcompFailed += 1
+                return
+            }
+            let d = Defragmenter.Datagram(src: c.src, dst: c.dst, proto: c.next, bytes: [])
+            inner(link.datagram(block.bytes, d), link: link, packet: packet, print: seg, defragmented: defragmented)
+        default: break
+        }
+    }
+    @exclusivity(unchecked) private var ipcompBlock: ByteBlock?
+    @exclusivity(unchecked) private var ipcompInflater: Inflater?
 
     /// End of capture: close every connection (their holes become gaps) and write indexes.
     public func finish() {

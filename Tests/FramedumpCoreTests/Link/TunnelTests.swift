@@ -9,7 +9,7 @@ import FramedumpFuzz
 final class TunnelTests: XCTestCase {
     static let fixtures = [
         "tunnel-gre.pcap", "tunnel-erspan.pcap", "tunnel-ipip.pcap", "tunnel-vxlan.pcap", "tunnel-geneve.pcap",
-        "tunnel-nested.pcap", "tunnel-teredo.pcap", "tunnel-ayiya.pcap", "tunnel-pptp.pcap",
+        "tunnel-nested.pcap", "tunnel-teredo.pcap", "tunnel-ayiya.pcap", "tunnel-pptp.pcap", "tunnel-capwap.pcap",
     ]
 
     func testTunnelStreamsMatchTsharkFollow() throws {
@@ -26,7 +26,8 @@ final class TunnelTests: XCTestCase {
     func testTunnelSummaryCounts() throws {
         for (name, connections) in [("tunnel-gre.pcap", 4), ("tunnel-erspan.pcap", 4), ("tunnel-ipip.pcap", 4),
                                     ("tunnel-vxlan.pcap", 2), ("tunnel-geneve.pcap", 2), ("tunnel-nested.pcap", 1),
-                                    ("tunnel-teredo.pcap", 3), ("tunnel-ayiya.pcap", 2), ("tunnel-pptp.pcap", 2)] {
+                                    ("tunnel-teredo.pcap", 3), ("tunnel-ayiya.pcap", 2), ("tunnel-pptp.pcap", 2),
+                                    ("tunnel-capwap.pcap", 2), ("tunnel-capwap-rfc.pcap", 1), ("tunnel-ipcomp.pcap", 2)] {
             let s = try summary(name)
             XCTAssertTrue(s.contains("game: \(connections) connections, \(connections * 4) messages"), "\(name): \(s)")
             XCTAssertFalse(s.contains("skipped packets"), "\(name): \(s)")
@@ -35,6 +36,35 @@ final class TunnelTests: XCTestCase {
         // IPv4 in IPv4 with the inner datagrams fragmented; IPv6 in IPv4 with the outer ones.
         let s = try summary("tunnel-ipip.pcap")
         XCTAssertTrue(s.contains("IP fragments: 18, 6 datagrams reassembled"), s)
+    }
+
+    /// CAPWAP's 802.11 frames in RFC order (tshark swaps the frame control bytes by default,
+    /// as Cisco access points send them; told not to, it finds the same connection); and
+    /// IPComp's DEFLATE inflated behind AH (libpcap's AH-IPComp captures), as tshark does.
+    func testCAPWAPInRFCOrderAndIPComp() throws {
+        let tshark = try TestSupport.oracle("tshark")
+        let conv = try TestSupport.run(tshark, ["-r", TestSupport.fixture("tunnel-capwap-rfc.pcap"), "-o", "capwap.swap_fc:FALSE",
+                                                "-q", "-z", "conv,tcp"])
+        XCTAssertTrue(conv.stdout.contains("10.0.0.2:40312"), conv.stdout)
+        let s = try summary("tunnel-ipcomp.pcap")
+        XCTAssertTrue(s.contains("IPComp: 18 payloads, 18 TCP segments inflated\n"), s)
+        try FidelityCaptureTests.streamsMatchTsharkFollow(["tunnel-ipcomp.pcap"])
+    }
+
+    /// An ARCNET exception packet (RFC 1201 §4.5: flag 0xFF, two pad bytes, the header again)
+    /// is read past its padding; a split one (flag not 0) is not put together: unsupported.
+    func testARCNETExceptionPacket() throws {
+        let first = try Self.packets("link-arcnet.pcap")[0]  // src, dst, offset (2), D4, flag 0, seq (2), IPv4
+        let exception = Array(first[0..<5]) + [0xFF, 0xFF, 0xFF, 0xD4, 0] + Array(first[6...])
+        exception.withUnsafeBytes { b in
+            guard case .tcp(let s) = LinkDecoder(linkType: 129).decode(b) else { return XCTFail("not TCP") }
+            XCTAssertEqual(s.dst.port, 8000)
+        }
+        var split = first
+        split[5] = 1
+        split.withUnsafeBytes { b in
+            guard case .unsupported = LinkDecoder(linkType: 129).decode(b) else { return XCTFail("a fragment decoded") }
+        }
     }
 
     /// UDP inside every tunnel kind (issue 44: KCP and UDP game traffic captured on a mobile

@@ -11,6 +11,7 @@ final class FidelityCaptureTests: XCTestCase {
         "ppp.pcap", "ppp_hdlc.pcap", "c_hdlc.pcap", "nflog.pcap", "mpls.pcap", "llc_snap.pcap", "ppi.pcap", "pktap.pcap",
         "timestamps.pcap", "tunnels.pcap", "ipoib.pcap", "pppoe_qinq.pcap", "fddi.pcap", "pbb.pcap",
         "ip_options.pcap", "many_fragments.pcap", "ah.pcap", "fragments_clock_jump.pcap",
+        "link-arcnet.pcap", "link-arcnet-bsd.pcap", "link-ppp-chdlc.pcap",
     ]
 
     func testStreamsMatchTsharkFollow() throws {
