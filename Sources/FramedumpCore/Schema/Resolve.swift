@@ -230,18 +230,25 @@ struct Resolver {
     func fieldType(_ pf: PendingField, schema s: ProtocolSchema, messages: [String: Int],
                    enums: [String: Int], earlier: [FieldDef] = [], names: () -> [String] = { [] }) throws(DissectorError) -> FieldType {
         let l = pf.typeName.lowercased()
+        // A size on a type whose size is its own (`Uint8(3)`) would be ignored: refused.
+        func sized(_ t: FieldType) throws(DissectorError) -> FieldType {
+            if let p = pf.param {
+                throw err(p, "\(pf.typeName) has a size of its own: it takes no (...) (String(N), Bytes(N) and Varint(N) do)")
+            }
+            return t
+        }
         if let it = IntegerType.parse(pf.typeName, default: s.order) {
-            return it.signed ? .signed(width: it.width, order: it.order) : .unsigned(width: it.width, order: it.order)
+            return try sized(it.signed ? .signed(width: it.width, order: it.order) : .unsigned(width: it.width, order: it.order))
         }
         switch l {
         // The order suffix is matched whole: "double" itself ends in "le".
-        case "float", "float32": return .float32(s.order)
-        case "floatle", "float32le": return .float32(.little)
-        case "floatbe", "float32be": return .float32(.big)
-        case "double", "float64": return .float64(s.order)
-        case "doublele", "float64le": return .float64(.little)
-        case "doublebe", "float64be": return .float64(.big)
-        case "bool", "boolean": return .bool
+        case "float", "float32": return try sized(.float32(s.order))
+        case "floatle", "float32le": return try sized(.float32(.little))
+        case "floatbe", "float32be": return try sized(.float32(.big))
+        case "double", "float64": return try sized(.float64(s.order))
+        case "doublele", "float64le": return try sized(.float64(.little))
+        case "doublebe", "float64be": return try sized(.float64(.big))
+        case "bool", "boolean": return try sized(.bool)
         case "varint", "uvarint", "varint64", "uvarint64", "varint32", "uvarint32", "svarint", "svarint64", "sint", "svarint32":
             // `Varint(4)`: at most 4 bytes, as in a header.
             var most = l.hasSuffix("32") ? 5 : 10
@@ -256,8 +263,8 @@ struct Resolver {
         case "bytes", "binary": return .bytes(try rule(pf, default: .rest, earlier: earlier, schema: s))
         default: break
         }
-        if let e = enums[l] { return .enumeration(e, base: s.enums[e].base) }
-        if let m = messages[l] { return .message(m) }
+        if let e = enums[l] { return try sized(.enumeration(e, base: s.enums[e].base)) }
+        if let m = messages[l] { return try sized(.message(m)) }
         let known = ProtocolSchema.builtinTypeNames + names()
         let hint = DidYouMean.hint(pf.typeName, known)
         throw err(pf.token, "unknown type '\(pf.typeName)'" + (hint.isEmpty ? " (not a built-in type, message or enum)" : hint))

@@ -242,6 +242,13 @@ final class VarintFramingTests: XCTestCase {
         XCTAssertThrowsError(try schema("protocol b { port 7404; header { uint8 len; } body_length = len; }\nMessage M { Varint(11) a; }")) { e in
             XCTAssertTrue("\(e)".contains("Varint(N) takes the most bytes the varint may have, 1 to 10"), "\(e)")
         }
+        // A size on a type whose size is its own was once ignored: refused, at the size.
+        for field in ["Uint8(3) a;", "Int16(2) a;", "Float(4) a;", "Bool(1) a;", "M(2) a;"] {
+            XCTAssertThrowsError(try schema("protocol b { port 7404; header { uint8 len; } body_length = len; }\nMessage M { }\nMessage N { \(field) }"), field) { e in
+                let d = "\(e)"
+                XCTAssertTrue(d.contains("has a size of its own: it takes no (...)") && d.contains("v.dissector:3:"), d)
+            }
+        }
         for (setting, message) in errors {
             XCTAssertThrowsError(try schema("protocol z { port 7401; \(setting) }"), setting) { e in
                 let d = (e as! DissectorError).description
