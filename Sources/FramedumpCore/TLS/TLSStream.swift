@@ -199,32 +199,49 @@ final class TLSStream: StreamLayer {
     /// Where in `held` the candidates not yet tried start.
     @exclusivity(unchecked) private var scanFrom = 0
 
-    /// The offset in `held` where records resume after a gap: a plausible application-data
+    /// The offset in `held` where records resume after a gap: a plausible protected record's
     /// header whose record ends at the bytes' end or at another plausible header, and that
     /// decrypts with one of the next sequence numbers (which then is the sequence). Nil: none
     /// yet; bytes that can no longer start one are reported lost.
     private func realign(packet: PacketRef) -> Int? {
-        guard var k = keys else { return nil }
+        guard let start = keys else { return nil }
+        // The records' version byte: 3 (TLS 1.2, and TLS 1.3's legacy version), or the version
+        // chosen for SSL 3.0 (0), TLS 1.0 (1) and 1.1 (2).
+        let minor: UInt8 = owner.tls13 ? 3 : UInt8(truncatingIfNeeded: owner.server?.version ?? 0x0303)
         let found: Int? = held.withUnsafeBytes { b in
             var i = scanFrom
             while i + TLSRecordLayer.headerSize <= b.count {
                 let length = Int(b[i + 3]) << 8 | Int(b[i + 4])
-                guard b[i] == 23, b[i + 1] == 3, b[i + 2] == 3, length >= 17, length <= TLSRecordLayer.maxRecord else { i += 1; continue }
+                // (Application data, or an encrypted alert or handshake message: a close_notify
+                // may be all that follows a gap.)
+                guard (21...23).contains(b[i]), b[i + 1] == 3, b[i + 2] == minor, length >= 17, length <= TLSRecordLayer.maxRecord else { i += 1; continue }
                 let end = i + TLSRecordLayer.headerSize + length
                 // Not all here yet: tried when it is.
                 if end > b.count { break }
-                if end == b.count || (end + 3 <= b.count && Self.plausible(b[end], b[end + 1], 0) && b[end + 2] == 3) {
+                if end == b.count || (end + 3 <= b.count && Self.plausible(b[end], b[end + 1], 0) && b[end + 2] == minor) {
                     let header = UnsafeRawBufferPointer(rebasing: b[i..<(i + 5)])
                     let body = UnsafeRawBufferPointer(rebasing: b[(i + 5)..<end])
-                    let base = k.sequence
+                    // TLS 1.0 and SSL 3.0: this record's IV is the last ciphertext block of the
+                    // one before it, the bytes in front of its header (before that one's MAC with
+                    // encrypt-then-MAC). Without them here it cannot be known, and a record
+                    // opened with another IV would be garbled in its first block (unnoticed with
+                    // encrypt-then-MAC): not a candidate.
+                    var chain = start.chainedIV
+                    if chain != nil {
+                        let tail = i - (start.encryptThenMAC ? start.suite.macLength : 0)
+                        guard tail >= 16 else { i += 1; continue }
+                        chain = Array(b[(tail - 16)..<tail])
+                    }
                     for n in 0..<Self.realignTries {
-                        k.sequence = base &+ n
+                        var k = start
+                        k.sequence = start.sequence &+ n
+                        k.chainedIV = chain
                         if k.open(header: header, body: body, scratch: &scratch) != nil {
-                            keys!.sequence = base &+ n
+                            keys!.sequence = start.sequence &+ n
+                            keys!.chainedIV = chain
                             return i
                         }
                     }
-                    k.sequence = base
                 }
                 i += 1
             }

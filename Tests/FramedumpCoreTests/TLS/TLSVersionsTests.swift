@@ -241,4 +241,35 @@ final class TLSVersionsTests: XCTestCase {
         let n = try TestSupport.framedump(["-d", try dissectorDir(), "-r", pcap, "-q"])
         XCTAssertTrue(n.stdout.contains("4 connections not decrypted"), n.stdout)
     }
+
+    /// A fixture with packet `drop` (numbered from 1) left out, written through libpcap.
+    func dropping(_ drop: Int, from name: String) throws -> String {
+        let path = TestSupport.tempDir() + "/drop\(drop)-" + name
+        let source = try PacketSource(.file(TestSupport.fixture(name)))
+        let dumper = try source.openDumper(path)
+        var n = 0
+        try source.forEach { p in
+            n += 1
+            if n != drop { dumper.write(p) }
+            return true
+        }
+        dumper.flush()
+        return path
+    }
+
+    /// After a lost segment the records are found again in TLS 1.0 and 1.1 as in 1.2 (their
+    /// record version, TLS 1.0's IV taken from the ciphertext block before the record found);
+    /// an encrypted alert alone after the gap is found too. Only the lost records' bytes go.
+    func testRecordsFoundAgainAfterAGapInTLS10And11() throws {
+        let keys = TestSupport.fixture("tls10.keys")
+        // Frame 18: the server's second answer on 7611 (TLS 1.0, encrypt-then-MAC), an empty
+        // record and a data record; the next segment's data record follows an empty record whose
+        // ciphertext block is its IV. Frame 97: the server's second answer on 7614 (TLS 1.1).
+        // Frame 98: the client's last message on 7614; only its close_notify follows.
+        for (frame, lost) in [(18, 55), (97, 55), (98, 44)] {
+            let r = try TestSupport.framedump(["-r", try dropping(frame, from: "tls10.pcap"), "--tls-keylog", keys, "-q"])
+            XCTAssertTrue(r.stdout.contains("(\(16420 - lost) bytes of application data); 1 times records found again after a gap"), "frame \(frame): \(r.stdout)")
+            XCTAssertFalse(r.stdout.contains("could not be read on"), r.stdout)
+        }
+    }
 }
