@@ -128,17 +128,17 @@ final class TLSStream: StreamLayer {
         }
     }
 
-    /// Whether a chunk picked up mid-stream starts with TLS records: a TLS 1.2/1.3 header
+    /// Whether a chunk picked up mid-stream starts with TLS records: an SSL 3.0 to TLS 1.3 header
     /// (application data, handshake or alert) whose record ends at the chunk's end or at
     /// another such header, or an application-data record running past the chunk.
     static func looksLikeRecords(_ b: UnsafeRawBufferPointer) -> Bool {
-        guard b.count >= 5, (21...23).contains(b[0]), b[1] == 3, b[2] == 3 else { return false }
+        guard b.count >= 5, (21...23).contains(b[0]), b[1] == 3, b[2] <= 3 else { return false }
         let length = Int(b[3]) << 8 | Int(b[4])
         guard length > 0, length <= TLSRecordLayer.maxRecord else { return false }
         let end = 5 + length
         if end == b.count { return true }
         if end > b.count { return b[0] == 23 }
-        return end + 3 <= b.count && (20...23).contains(b[end]) && b[end + 1] == 3 && b[end + 2] == 3
+        return end + 3 <= b.count && (20...23).contains(b[end]) && b[end + 1] == 3 && b[end + 2] == b[2]
     }
 
     /// A record header framedump will read: a known content type, version 3.x, a length

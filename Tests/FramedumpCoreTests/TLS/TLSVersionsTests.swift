@@ -242,19 +242,30 @@ final class TLSVersionsTests: XCTestCase {
         XCTAssertTrue(n.stdout.contains("4 connections not decrypted"), n.stdout)
     }
 
-    /// A fixture with packet `drop` (numbered from 1) left out, written through libpcap.
-    func dropping(_ drop: Int, from name: String) throws -> String {
-        let path = TestSupport.tempDir() + "/drop\(drop)-" + name
+    /// A fixture with only the packets `keep` says (numbered from 1), written through libpcap.
+    func selecting(_ name: String, _ keep: (Int) -> Bool) throws -> String {
+        let path = TestSupport.tempDir() + "/part-" + name
         let source = try PacketSource(.file(TestSupport.fixture(name)))
         let dumper = try source.openDumper(path)
         var n = 0
         try source.forEach { p in
             n += 1
-            if n != drop { dumper.write(p) }
+            if keep(n) { dumper.write(p) }
             return true
         }
         dumper.flush()
         return path
+    }
+
+    func dropping(_ drop: Int, from name: String) throws -> String { try selecting(name) { $0 != drop } }
+
+    /// A TLS 1.0 connection picked up after its handshake, on a dissector's port: its records
+    /// are known for TLS records (version 3.1), said once, and never cut as the protocol's frames.
+    func testTLS10PickedUpMidStreamIsSaidNotDecodedAsGarbage() throws {
+        let r = try TestSupport.framedump(["-d", try dissectorDir(), "-r", try selecting("tls10.pcap") { (18...25).contains($0) }])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.contains("tls, the handshake not captured"), r.stdout)
+        XCTAssertFalse(r.stdout.contains("MALFORMED"), r.stdout)
     }
 
     /// After a lost segment the records are found again in TLS 1.0 and 1.1 as in 1.2 (their
