@@ -116,20 +116,20 @@ How it was checked (the script runs all of it and stops on any difference):
 import json
 import os
 import random
-import shutil
-import signal
 import smtplib
 import imaplib
-import socket
 import ssl
 import struct
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-HOST = "127.0.0.1"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tls_fixture_support import (HOST, BioPeer, accept, client_ports, listen,  # noqa: E402
+                                 record_in_tempdir, recv_exactly, server_hello, ssl_context,
+                                 stream_segments, tcp_connect, tcp_packets, tcpdump, tshark_fields,
+                                 tshark_follow)
+
 SSL_REQUEST = struct.pack(">II", 8, 80877103)      # 00000008 04d2162f
 
 SUITES = {
@@ -159,21 +159,6 @@ CONNECTIONS = [
 ]
 VERSION_NAMES = {"TLSv1_2": "TLS 1.2", "TLSv1_3": "TLS 1.3"}
 VERSION_CODES = {"TLS 1.2": 0x0303, "TLS 1.3": 0x0304}
-
-
-def context(server_side, version, cipher, certdir=None, keylog=None):
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER if server_side else ssl.PROTOCOL_TLS_CLIENT)
-    ctx.minimum_version = getattr(ssl.TLSVersion, version)
-    ctx.maximum_version = getattr(ssl.TLSVersion, version)
-    if cipher:
-        ctx.set_ciphers(cipher)
-    if server_side:
-        ctx.load_cert_chain(os.path.join(certdir, "cert.pem"), os.path.join(certdir, "key.pem"))
-    else:
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        ctx.keylog_filename = keylog
-    return ctx
 
 
 # ---------------------------------------------------------------- what the peers say
@@ -265,23 +250,6 @@ class LineConn:
             raise RuntimeError("data after the last command")
 
 
-def listen(port):
-    lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lsock.bind((HOST, port))
-    lsock.listen(1)
-    lsock.settimeout(20)
-    return lsock
-
-
-def accept(lsock):
-    sock, _ = lsock.accept()
-    lsock.close()
-    sock.settimeout(10)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
-
-
 def smtp_server(lsock, ctx, rec):
     sock = accept(lsock)
     conn = LineConn(sock, rec)
@@ -352,16 +320,6 @@ def imap_server(lsock, ctx, rec):
     conn.sock.close()
 
 
-def recv_exactly(sock, n):
-    got = b""
-    while len(got) < n:
-        part = sock.recv(n - len(got))
-        if not part:
-            raise RuntimeError("closed before %d bytes" % n)
-        got += part
-    return got
-
-
 def sslrequest_server(lsock, ctx, rec):
     """7622: 8-byte SSLRequest, 'S', then TLS with wrap_socket."""
     port = lsock.getsockname()[1]
@@ -390,45 +348,8 @@ def sslrequest_server(lsock, ctx, rec):
     rec.close_notify = True
 
 
-class BioPeer:
-    """An SSLObject driven through memory BIOs over a TCP socket."""
-
-    def __init__(self, ctx, sock, server_side):
-        self.sock = sock
-        self.inc = ssl.MemoryBIO()
-        self.out = ssl.MemoryBIO()
-        self.obj = ctx.wrap_bio(self.inc, self.out, server_side=server_side)
-
-    def flush(self):
-        data = self.out.read()
-        if data:
-            self.sock.sendall(data)
-
-    def pull(self):
-        data = self.sock.recv(65536)
-        if not data:
-            self.inc.write_eof()
-            raise ConnectionError("peer closed the TCP connection")
-        self.inc.write(data)
-
-    def run(self, call, *args):
-        while True:
-            try:
-                result = call(*args)
-                self.flush()
-                return result
-            except ssl.SSLWantReadError:
-                self.flush()
-                self.pull()
-
-    def read_exactly(self, n):
-        got = b""
-        while len(got) < n:
-            part = self.run(self.obj.read, n - len(got))
-            if not part:
-                raise ConnectionError("close_notify before the whole message")
-            got += part
-        return got
+class MessagePeer(BioPeer):
+    """A BioPeer that also reads one length-prefixed message."""
 
     def read_message(self):
         head = self.read_exactly(4)
@@ -448,7 +369,7 @@ def coalesced_server(lsock, ctx, rec):
     rec.plain_c2s, rest = got[:8], got[8:]
     if rec.plain_c2s != SSL_REQUEST:
         raise RuntimeError("not an SSLRequest: %r" % rec.plain_c2s)
-    peer = BioPeer(ctx, sock, server_side=True)
+    peer = MessagePeer(ctx, sock, server_side=True)
     peer.inc.write(rest)                     # what came with the SSLRequest
     rec.first_read_len = len(got)
     peer.run(peer.obj.do_handshake)
@@ -505,14 +426,6 @@ def imap_client(port, ctx):
     return info
 
 
-def tcp_connect(port):
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.settimeout(10)
-    sock.connect((HOST, port))
-    return sock
-
-
 def sslrequest_client(port, ctx):
     sock = tcp_connect(port)
     sock.sendall(SSL_REQUEST)
@@ -532,7 +445,7 @@ def sslrequest_client(port, ctx):
 
 def coalesced_client(port, ctx):
     sock = tcp_connect(port)
-    peer = BioPeer(ctx, sock, server_side=False)
+    peer = MessagePeer(ctx, sock, server_side=False)
     try:
         peer.obj.do_handshake()
         raise RuntimeError("handshake finished without the server")
@@ -559,7 +472,7 @@ CLIENTS = {"smtp": smtp_client, "imap": imap_client, "sslrequest": sslrequest_cl
 def run_connection(conf, certdir, keylog):
     port, proto, version, cipher, _ = conf
     rec = Recorder()
-    server_ctx = context(True, version, cipher, certdir=certdir)
+    server_ctx = ssl_context(True, version, cipher, certdir=certdir)
     lsock = listen(port)
 
     def serve():
@@ -571,7 +484,7 @@ def run_connection(conf, certdir, keylog):
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
-        info = CLIENTS[proto](port, context(False, version, cipher, keylog=keylog))
+        info = CLIENTS[proto](port, ssl_context(False, version, cipher, keylog=keylog))
     finally:
         thread.join(30)
     if thread.is_alive():
@@ -586,185 +499,23 @@ def run_connection(conf, certdir, keylog):
     return rec
 
 
-def make_certificate(certdir):
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256", "-days", "30",
-         "-subj", "/CN=starttls.example", "-keyout", os.path.join(certdir, "key.pem"),
-         "-out", os.path.join(certdir, "cert.pem")],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
 def capture(pcap, certdir, keylog):
-    dump = subprocess.Popen(
-        ["tcpdump", "-i", "lo", "-s", "0", "-U", "-Z", "root", "-w", pcap,
-         "tcp portrange 7620-7629"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     recs = []
-    try:
-        line = dump.stderr.readline()
-        if "listening" not in line:
-            raise SystemExit("tcpdump did not start: " + line)
-        time.sleep(0.5)
+    with tcpdump(pcap, "tcp portrange 7620-7629"):
         for conf in CONNECTIONS:
             recs.append(run_connection(conf, certdir, keylog))
             time.sleep(0.3)
-        time.sleep(1.0)
-    finally:
-        if dump.poll() is None:
-            os.kill(dump.pid, signal.SIGINT)
-            try:
-                dump.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.kill(dump.pid, signal.SIGKILL)
-                dump.wait()
-    print("tcpdump:", dump.stderr.read().strip().replace("\n", "; "))
     return recs
-
-
-# ---------------------------------------------------------------- reading the capture back
-
-def tcp_packets(pcap):
-    """(src port, dst port, seq, flags, payload) of every IPv4 TCP packet of a pcap."""
-    with open(pcap, "rb") as f:
-        data = f.read()
-    endian = {b"\xd4\xc3\xb2\xa1": "<", b"\x4d\x3c\xb2\xa1": "<",
-              b"\xa1\xb2\xc3\xd4": ">", b"\xa1\xb2\x3c\x4d": ">"}[data[:4]]
-    linktype = struct.unpack(endian + "I", data[20:24])[0]
-    pos, out = 24, []
-    while pos + 16 <= len(data):
-        incl = struct.unpack(endian + "I", data[pos + 8:pos + 12])[0]
-        frame_ = data[pos + 16:pos + 16 + incl]
-        pos += 16 + incl
-        if linktype == 1 and frame_[12:14] == b"\x08\x00":
-            ip = frame_[14:]
-        elif linktype == 113 and frame_[14:16] == b"\x08\x00":
-            ip = frame_[16:]
-        else:
-            continue
-        if ip[0] >> 4 != 4 or ip[9] != 6:
-            continue
-        ihl = (ip[0] & 15) * 4
-        tcp = ip[ihl:struct.unpack(">H", ip[2:4])[0]]
-        sport, dport, seq = struct.unpack(">HHI", tcp[:8])
-        out.append((sport, dport, seq, tcp[13], tcp[(tcp[12] >> 4) * 4:]))
-    return out
-
-
-def stream_segments(packets, sport, dport):
-    """[(stream offset, payload)] of one direction, in capture order; checks for holes,
-    retransmissions and RST."""
-    isn, segs, seen = None, [], set()
-    for s, d, seq, flags, payload in packets:
-        if (s, d) != (sport, dport):
-            continue
-        if flags & 0x04:
-            raise SystemExit("RST from port %d" % sport)
-        if flags & 0x02:
-            isn = seq + 1
-        elif payload:
-            off = (seq - isn) % 2**32
-            if off in seen:
-                raise SystemExit("retransmission from port %d" % sport)
-            seen.add(off)
-            segs.append((off, payload))
-    data = b""
-    for off, payload in sorted(segs):
-        if off != len(data):
-            raise SystemExit("gap or overlap from port %d" % sport)
-        data += payload
-    return segs, data
-
-
-def server_hello(stream, pos):
-    """(version, suite) of the ServerHello whose record starts at stream[pos]."""
-    ctype, _, length = struct.unpack(">BHH", stream[pos:pos + 5])
-    hs = stream[pos + 5:pos + 5 + length]
-    if ctype != 22 or hs[0] != 2:
-        raise SystemExit("no ServerHello at offset %d" % pos)
-    body = hs[4:4 + int.from_bytes(hs[1:4], "big")]
-    version = struct.unpack(">H", body[0:2])[0]
-    p = 34
-    p += 1 + body[p]
-    suite = struct.unpack(">H", body[p:p + 2])[0]
-    p += 3
-    if p + 2 <= len(body):
-        end = p + 2 + struct.unpack(">H", body[p:p + 2])[0]
-        p += 2
-        while p + 4 <= end:
-            etype, elen = struct.unpack(">HH", body[p:p + 4])
-            if etype == 43:                  # supported_versions
-                version = struct.unpack(">H", body[p + 4:p + 6])[0]
-            p += 4 + elen
-    return version, suite
-
-
-def client_ports(packets):
-    order, ports = [], {}
-    for s, d, _, flags, _ in packets:
-        if flags & 0x12 == 0x02 and d not in ports:
-            ports[d] = s
-            order.append(d)
-    return ports, order
-
-
-# ---------------------------------------------------------------- tshark
-
-def tshark_follow(args, kind, stream, client_port, server_port):
-    """(c2s bytes, s2c bytes, node 0 line) of `-z follow,KIND,raw,STREAM`. Lines without
-    indent are node 0's bytes, lines indented by a tab node 1's. Node 0 is whichever peer
-    sent the first packet the tap saw: the client for follow,tcp, but for follow,tls on a
-    TLS 1.3 connection the server (its NewSessionTicket is the first application-data
-    record), so the direction is read from the port on the "Node 0:" line."""
-    out = subprocess.run(["tshark"] + args + ["-q", "-z", "follow,%s,raw,%d" % (kind, stream)],
-                         check=True, capture_output=True, text=True).stdout
-    lines = out.splitlines()
-    node0 = next((l for l in lines if l.startswith("Node 0:")), "")
-    start = lines.index(node0) + 2 if node0 else len(lines)
-    a, b = "", ""
-    for line in lines[start:]:
-        if line.startswith("===="):
-            break
-        if line.startswith("\t"):
-            b += line.strip()
-        else:
-            a += line.strip()
-    a, b = bytes.fromhex(a), bytes.fromhex(b)
-    if node0.endswith(":%d" % server_port):
-        a, b = b, a
-    elif (a or b) and not node0.endswith(":%d" % client_port):
-        raise SystemExit("follow,%s,raw,%d is not this connection: %s" % (kind, stream, node0))
-    return a, b, node0
-
-
-def tshark_fields(args, fields):
-    cmd = ["tshark"] + args + ["-T", "fields"]
-    for f in fields:
-        cmd += ["-e", f]
-    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
 
 
 def main():
     outdir = sys.argv[1] if len(sys.argv) >= 2 else "Tests/FramedumpCoreTests/Fixtures"
     os.makedirs(outdir, exist_ok=True)
-    pcap = os.path.join(outdir, "starttls.pcap")
-    keys = os.path.join(outdir, "starttls.keys")
     expected = os.path.join(outdir, "starttls.expected.json")
-
-    workdir = tempfile.mkdtemp(prefix="starttls-")
-    try:
-        make_certificate(workdir)
-        keylog = os.path.join(workdir, "keys.txt")
-        tmp_pcap = os.path.join(workdir, "starttls.pcap")
-        recs = capture(tmp_pcap, workdir, keylog)
-        shutil.copyfile(tmp_pcap, pcap)
-        shutil.copyfile(keylog, keys)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    pcap, keys, recs = record_in_tempdir(outdir, "starttls", "starttls.example", capture)
 
     packets = tcp_packets(pcap)
-    ports, order = client_ports(packets)
-    if order != [c[0] for c in CONNECTIONS]:
-        raise SystemExit("unexpected connections in the capture: %r" % order)
+    ports = client_ports(packets, [c[0] for c in CONNECTIONS])
 
     result, failures = [], []
     for stream, (conf, rec) in enumerate(zip(CONNECTIONS, recs)):
@@ -781,7 +532,7 @@ def main():
             raise SystemExit("port %d: no TLS handshake record at the offsets" % port)
         if c2s[ch_off + 5] != 1:
             raise SystemExit("port %d: not a ClientHello" % port)
-        code, suite = server_hello(s2c, sh_off)
+        code, suite, _ = server_hello(s2c, sh_off)
         if code != VERSION_CODES[vname] or OPENSSL_NAMES[rec.info[1]] != suite:
             raise SystemExit("port %d: ServerHello %04x %04x, Python %r" % (port, code, suite, rec.info))
         ch_len = 5 + struct.unpack(">H", c2s[ch_off + 3:ch_off + 5])[0]
@@ -798,7 +549,7 @@ def main():
                          len(c2s), len(s2c), note))
 
         # tshark follow,tcp: the plaintext prefixes
-        t_c2s, t_s2c, _ = tshark_follow(["-r", pcap], "tcp", stream, cport, port)
+        t_c2s, t_s2c, _ = tshark_follow(["-r", pcap], "tcp", stream, port, cport)
         ok_tcp = (t_c2s == c2s and t_s2c == s2c
                   and t_c2s[:ch_off] == rec.plain_c2s and t_s2c[:sh_off] == rec.plain_s2c)
         print("  tshark follow,tcp,raw,%d: c2s %d bytes, s2c %d bytes; plaintext prefixes "
@@ -812,7 +563,7 @@ def main():
         for dis, must in dissectors:
             args = ["-r", pcap, "-o", "tls.keylog_file:" + keys, "-d",
                     "tcp.port==%d,%s" % (port, dis)]
-            t_c2s, t_s2c, node0 = tshark_follow(args, "tls", stream, cport, port)
+            t_c2s, t_s2c, node0 = tshark_follow(args, "tls", stream, port, cport)
             good = t_c2s == rec.tls_c2s and t_s2c == rec.tls_s2c
             if good and decrypted_with is None:
                 decrypted_with = dis

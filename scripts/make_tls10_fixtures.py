@@ -92,20 +92,20 @@ and encrypt_then_mac of the table.
 
 import json
 import os
-import shutil
 import signal
-import socket
 import ssl
-import struct
 import subprocess
 import sys
-import tempfile
 import time
 import warnings
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tls_fixture_support import (BioPeer, accept, client_ports, listen,  # noqa: E402
+                                 record_in_tempdir, server_hello, ssl_context, stream_segments,
+                                 tcp_connect, tcp_packets, tcpdump, tshark_follow)
+
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 
-HOST = "127.0.0.1"
 CHUNK = 1000          # most TLS bytes one send() carries (so one TCP segment)
 PAUSE = 0.02          # seconds between the pieces of one flight
 OP_NO_ENCRYPT_THEN_MAC = getattr(ssl, "OP_NO_ENCRYPT_THEN_MAC", 0x80000)
@@ -145,88 +145,16 @@ def messages(port):
     return client, server
 
 
-# ---------------------------------------------------------------- one TLS peer over a socket
-
-class Peer:
-    """An SSLObject driven through memory BIOs over a TCP socket; what OpenSSL wants sent is
-    written in pieces of at most CHUNK bytes."""
-
-    def __init__(self, ctx, sock, server_side):
-        self.sock = sock
-        self.inc = ssl.MemoryBIO()
-        self.out = ssl.MemoryBIO()
-        self.obj = ctx.wrap_bio(self.inc, self.out, server_side=server_side)
-
-    def flush(self):
-        data = self.out.read()
-        for i in range(0, len(data), CHUNK):
-            if i:
-                time.sleep(PAUSE)
-            self.sock.sendall(data[i:i + CHUNK])
-
-    def pull(self):
-        data = self.sock.recv(65536)
-        if not data:
-            self.inc.write_eof()
-            raise ConnectionError("peer closed the TCP connection")
-        self.inc.write(data)
-
-    def run(self, call, *args):
-        while True:
-            try:
-                result = call(*args)
-                self.flush()
-                return result
-            except ssl.SSLWantReadError:
-                self.flush()
-                self.pull()
-
-    def handshake(self):
-        self.run(self.obj.do_handshake)
-
-    def write(self, data):
-        self.run(self.obj.write, data)
-
-    def read_exactly(self, n):
-        got = b""
-        while len(got) < n:
-            part = self.run(self.obj.read, n - len(got))
-            if not part:
-                raise ConnectionError("close_notify before the whole message")
-            got += part
-        return got
-
-    def read_close_notify(self):
-        if self.run(self.obj.read, 1) != b"":
-            raise ConnectionError("data where close_notify was expected")
-
-    def unwrap(self):
-        self.run(self.obj.unwrap)
-
+# ---------------------------------------------------------------- TLS contexts
 
 def context(server_side, conf, certdir=None, keylog=None):
-    port, _, version, cipher, _, _, etm = conf
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER if server_side else ssl.PROTOCOL_TLS_CLIENT)
-    ctx.minimum_version = getattr(ssl.TLSVersion, version)
-    ctx.maximum_version = getattr(ssl.TLSVersion, version)
-    ctx.set_ciphers(cipher + ":@SECLEVEL=0")
+    _, _, version, cipher, _, _, etm = conf
+    ctx = ssl_context(server_side, version, cipher + ":@SECLEVEL=0", certdir=certdir,
+                      keylog=keylog, dh=True)
     ctx.options &= ~OP_DONT_INSERT_EMPTY_FRAGMENTS
     if not etm:
         ctx.options |= OP_NO_ENCRYPT_THEN_MAC
-    if server_side:
-        ctx.load_cert_chain(os.path.join(certdir, "cert.pem"), os.path.join(certdir, "key.pem"))
-        ctx.load_dh_params(os.path.join(certdir, "dh.pem"))
-    else:
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-        ctx.keylog_filename = keylog
     return ctx
-
-
-def tcp_socket():
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return s
 
 
 # ---------------------------------------------------------------- server child process
@@ -237,17 +165,10 @@ def serve(port, certdir):
     conf = next(c for c in CONNECTIONS if c[0] == port)
     ctx = context(True, conf, certdir=certdir)
     client_msgs, server_msgs = messages(port)
-    lsock = tcp_socket()
-    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lsock.bind((HOST, port))
-    lsock.listen(1)
-    lsock.settimeout(20)
+    lsock = listen(port)
     print("ready", flush=True)
-    sock, _ = lsock.accept()
-    lsock.close()
-    sock.settimeout(10)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    peer = Peer(ctx, sock, server_side=True)
+    sock = accept(lsock)
+    peer = BioPeer(ctx, sock, server_side=True, chunk=CHUNK, pause=PAUSE)
     peer.handshake()
     for want, answer in zip(client_msgs, server_msgs):
         got = peer.read_exactly(len(want))
@@ -271,10 +192,9 @@ def run_connection(conf, certdir, keylog):
         if server.stdout.readline().strip() != "ready":
             raise SystemExit("server %d did not start" % port)
         client_msgs, server_msgs = messages(port)
-        sock = tcp_socket()
-        sock.settimeout(10)
-        sock.connect((HOST, port))
-        peer = Peer(context(False, conf, keylog=keylog), sock, server_side=False)
+        sock = tcp_connect(port)
+        peer = BioPeer(context(False, conf, keylog=keylog), sock, server_side=False,
+                       chunk=CHUNK, pause=PAUSE)
         peer.handshake()
         for msg, want in zip(client_msgs, server_msgs):
             peer.write(msg)
@@ -294,164 +214,11 @@ def run_connection(conf, certdir, keylog):
             server.wait()
 
 
-def make_certificate(certdir):
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256", "-days", "30",
-         "-subj", "/CN=tls10.example", "-keyout", os.path.join(certdir, "key.pem"),
-         "-out", os.path.join(certdir, "cert.pem")],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    subprocess.run(
-        ["openssl", "genpkey", "-genparam", "-algorithm", "DH", "-pkeyopt",
-         "dh_param:ffdhe2048", "-out", os.path.join(certdir, "dh.pem")],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
 def capture(pcap, certdir, keylog):
-    dump = subprocess.Popen(
-        ["tcpdump", "-i", "lo", "-s", "0", "-U", "-Z", "root", "-w", pcap,
-         "tcp portrange 7611-7615"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        line = dump.stderr.readline()          # "tcpdump: listening on lo, ..."
-        if "listening" not in line:
-            raise SystemExit("tcpdump did not start: " + line)
-        time.sleep(0.5)
+    with tcpdump(pcap, "tcp portrange 7611-7615"):
         for conf in CONNECTIONS:
             run_connection(conf, certdir, keylog)
             time.sleep(0.3)
-        time.sleep(1.0)
-    finally:
-        if dump.poll() is None:
-            os.kill(dump.pid, signal.SIGINT)
-            try:
-                dump.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.kill(dump.pid, signal.SIGKILL)
-                dump.wait()
-    print("tcpdump:", dump.stderr.read().strip().replace("\n", "; "))
-
-
-# ---------------------------------------------------------------- reading the capture back
-
-def tcp_packets(pcap):
-    """(src port, dst port, seq, flags, payload) of every IPv4 TCP packet of a pcap."""
-    with open(pcap, "rb") as f:
-        data = f.read()
-    magic = data[:4]
-    endian = {b"\xd4\xc3\xb2\xa1": "<", b"\x4d\x3c\xb2\xa1": "<",
-              b"\xa1\xb2\xc3\xd4": ">", b"\xa1\xb2\x3c\x4d": ">"}[magic]
-    linktype = struct.unpack(endian + "I", data[20:24])[0]
-    pos, out = 24, []
-    while pos + 16 <= len(data):
-        incl = struct.unpack(endian + "I", data[pos + 8:pos + 12])[0]
-        frame = data[pos + 16:pos + 16 + incl]
-        pos += 16 + incl
-        if linktype == 1:                       # Ethernet
-            if frame[12:14] != b"\x08\x00":
-                continue
-            ip = frame[14:]
-        elif linktype == 113:                   # Linux cooked
-            if frame[14:16] != b"\x08\x00":
-                continue
-            ip = frame[16:]
-        else:
-            raise SystemExit("unexpected link type %d" % linktype)
-        if ip[0] >> 4 != 4 or ip[9] != 6:
-            continue
-        ihl = (ip[0] & 15) * 4
-        total = struct.unpack(">H", ip[2:4])[0]
-        tcp = ip[ihl:total]
-        sport, dport, seq = struct.unpack(">HHI", tcp[:8])
-        off = (tcp[12] >> 4) * 4
-        out.append((sport, dport, seq, tcp[13], tcp[off:]))
-    return out
-
-
-def stream_bytes(packets, sport, dport):
-    """The bytes one direction carried, by sequence number, retransmissions once."""
-    isn, pieces = None, {}
-    for s, d, seq, flags, payload in packets:
-        if (s, d) != (sport, dport):
-            continue
-        if flags & 0x02:                        # SYN
-            isn = seq + 1
-        elif payload:
-            if len(payload) > CHUNK or (seq - isn) % 2**32 in pieces:
-                raise SystemExit("a segment over %d bytes, or a retransmission" % CHUNK)
-            pieces[(seq - isn) % 2**32] = payload
-    out = b""
-    for off in sorted(pieces):
-        if off > len(out):
-            raise SystemExit("gap in the capture")
-        out += pieces[off][len(out) - off:]
-    return out
-
-
-def server_hello(stream):
-    """(version, cipher suite, extension types) of the ServerHello at the start of STREAM."""
-    hs, pos = b"", 0
-    while pos + 5 <= len(stream):
-        ctype, _, length = struct.unpack(">BHH", stream[pos:pos + 5])
-        if ctype == 22:
-            hs += stream[pos + 5:pos + 5 + length]
-        pos += 5 + length
-        if len(hs) >= 4:
-            break
-    while len(hs) >= 4 and hs[0] == 2 and len(hs) < 4 + int.from_bytes(hs[1:4], "big"):
-        ctype, _, length = struct.unpack(">BHH", stream[pos:pos + 5])
-        hs += stream[pos + 5:pos + 5 + length]
-        pos += 5 + length
-    if hs[0] != 2:
-        raise SystemExit("no ServerHello")
-    body = hs[4:4 + int.from_bytes(hs[1:4], "big")]
-    version = struct.unpack(">H", body[0:2])[0]
-    p = 34
-    p += 1 + body[p]                            # session id
-    suite = struct.unpack(">H", body[p:p + 2])[0]
-    p += 3                                      # suite, compression method
-    exts = []
-    if p + 2 <= len(body):
-        end = p + 2 + struct.unpack(">H", body[p:p + 2])[0]
-        p += 2
-        while p + 4 <= end:
-            etype, elen = struct.unpack(">HH", body[p:p + 4])
-            exts.append(etype)
-            p += 4 + elen
-    return version, suite, exts
-
-
-def client_ports(packets):
-    """Server port -> client port, and the server ports in the order of their SYNs."""
-    order, ports = [], {}
-    for s, d, _, flags, _ in packets:
-        if flags & 0x12 == 0x02 and d not in ports:
-            ports[d] = s
-            order.append(d)
-    return ports, order
-
-
-# ---------------------------------------------------------------- tshark check
-
-def tshark_follow(pcap, keys, port, client_port, stream):
-    out = subprocess.run(
-        ["tshark", "-r", pcap, "-o", "tls.keylog_file:" + keys, "-d",
-         "tcp.port==%d,tls" % port, "-q", "-z", "follow,tls,raw,%d" % stream],
-        check=True, capture_output=True, text=True).stdout
-    lines = out.splitlines()
-    # Node 0 is the client (tshark 4.0 prints "Node 1: :0" for follow,tls).
-    node0 = next(l for l in lines if l.startswith("Node 0:"))
-    if not node0.endswith(":%d" % client_port):
-        raise SystemExit("stream %d is not the one to port %d: %s" % (stream, port, node0))
-    start = lines.index(node0) + 2
-    c2s, s2c = "", ""
-    for line in lines[start:]:
-        if line.startswith("===="):
-            break
-        if line.startswith("\t"):
-            s2c += line.strip()
-        else:
-            c2s += line.strip()
-    return bytes.fromhex(c2s), bytes.fromhex(s2c)
 
 
 def main():
@@ -460,25 +227,11 @@ def main():
         return
     outdir = sys.argv[1] if len(sys.argv) >= 2 else "Tests/FramedumpCoreTests/Fixtures"
     os.makedirs(outdir, exist_ok=True)
-    pcap = os.path.join(outdir, "tls10.pcap")
-    keys = os.path.join(outdir, "tls10.keys")
     expected = os.path.join(outdir, "tls10.expected.json")
-
-    workdir = tempfile.mkdtemp(prefix="tls10-")
-    try:
-        make_certificate(workdir)
-        keylog = os.path.join(workdir, "keys.txt")
-        tmp_pcap = os.path.join(workdir, "tls10.pcap")
-        capture(tmp_pcap, workdir, keylog)
-        shutil.copyfile(tmp_pcap, pcap)
-        shutil.copyfile(keylog, keys)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    pcap, keys, _ = record_in_tempdir(outdir, "tls10", "tls10.example", capture, dh=True)
 
     packets = tcp_packets(pcap)
-    ports, order = client_ports(packets)
-    if order != [c[0] for c in CONNECTIONS]:
-        raise SystemExit("unexpected connections in the capture: %r" % order)
+    ports = client_ports(packets, [c[0] for c in CONNECTIONS])
     with open(keys) as f:
         keylines = [l for l in f.read().splitlines() if l]
     labels = [l.split()[0] for l in keylines if not l.startswith("#")]
@@ -493,7 +246,8 @@ def main():
     result, ok = [], True
     for stream, conf in enumerate(CONNECTIONS):
         port, vname, _, _, code, name, etm = conf
-        version, suite, exts = server_hello(stream_bytes(packets, port, ports[port]))
+        version, suite, exts = server_hello(
+            stream_segments(packets, port, ports[port], most=CHUNK)[1])
         if version != VERSION_CODES[vname] or suite != code or (22 in exts) != etm:
             raise SystemExit("port %d: ServerHello says %04x %04x %r" % (port, version, suite, exts))
         client_msgs, server_msgs = messages(port)
@@ -513,7 +267,9 @@ def main():
             "client_messages": [m.decode("ascii") for m in client_msgs],
             "server_messages": [m.decode("ascii") for m in server_msgs],
         })
-        got_c2s, got_s2c = tshark_follow(pcap, keys, port, ports[port], stream)
+        got_c2s, got_s2c, _ = tshark_follow(
+            ["-r", pcap, "-o", "tls.keylog_file:" + keys, "-d", "tcp.port==%d,tls" % port],
+            "tls", stream, port, ports[port])
         good = got_c2s == c2s and got_s2c == s2c
         ok = ok and good
         print("check port %d (%s, 0x%04X, ETM %s, EMS %s): tshark follow,tls,raw,%d "

@@ -140,13 +140,17 @@ What tshark 4.0.17 does with these is printed: the compressed sizes, each connec
 encrypt_then_mac and extended_master_secret, its record content types, and the byte counts
 tshark gives back.
 """
-import datetime, hashlib, hmac, os, random, re, shutil, signal, socket, struct, subprocess, sys, tempfile, threading, time, zlib
+import datetime, hashlib, hmac, os, random, shutil, socket, struct, subprocess, sys, tempfile, threading, time, zlib
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.x509.oid import NameOID
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tls_fixture_support import (listen, recv_exactly, ssl_context, tcpdump, tshark, tshark_fields,  # noqa: E402
+                                 tshark_follow)
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join("Tests", "FramedumpCoreTests", "Fixtures")
 T0_US = 1700000000 * 1000000        # the crafted captures' first timestamp, in microseconds
@@ -378,6 +382,32 @@ class Ssl3CbcWriter:
         return record(ctype, 0x0300, ct)
 
 
+def crafted_flights(conn, version, hello, cw, sw, cfin, sfin, messages):
+    """The crafted connection's TLS flights on CONN, each one segment: the client's and server's
+    handshake messages HELLO = (ClientHello, ServerHello, Certificate, ServerHelloDone,
+    ClientKeyExchange), ChangeCipherSpec and Finished each way (CFIN, SFIN protected by the
+    writers CW and SW), the MESSAGES (client's, server's) alternating, a close_notify each way;
+    then the FINs. Returns the number of records each way."""
+    ch, sh, cert, shd, cke = hello
+    counts = [0, 0]
+
+    def send(d, *recs):
+        counts[d] += len(recs)
+        conn.send(d, b"".join(recs))
+    ccs = record(20, version, b"\x01")
+    send(0, record(22, version, ch))
+    send(1, record(22, version, sh), record(22, version, cert), record(22, version, shd))
+    send(0, record(22, version, cke), ccs, cw.protect(22, cfin))
+    send(1, ccs, sw.protect(22, sfin))
+    for a, b in zip(*messages):
+        send(0, cw.protect(23, a))
+        send(1, sw.protect(23, b))
+    send(0, cw.protect(21, b"\x01\x00"))                             # close_notify (warning, 0)
+    send(1, sw.protect(21, b"\x01\x00"))
+    conn.close()
+    return counts
+
+
 # ---------------------------------------------------------------------------------------------
 # Fixture 2: TLS 1.2 with DEFLATE compression (crafted)
 # ---------------------------------------------------------------------------------------------
@@ -418,23 +448,7 @@ def make_deflate(cert_der, key):
     sfin = handshake(20, tls12_prf(master, b"server finished", hashlib.sha256(transcript + cfin).digest(), 12))
 
     conn = TcpConn(DEFLATE_CPORT, DEFLATE_PORT, 0x10000000, 0x20000000)
-    counts = [0, 0]
-
-    def send(d, *recs):
-        counts[d] += len(recs)
-        conn.send(d, b"".join(recs))
-    ccs = record(20, V, b"\x01")
-    send(0, record(22, V, ch))
-    send(1, record(22, V, sh), record(22, V, cert), record(22, V, shd))
-    send(0, record(22, V, cke), ccs, cw.protect(22, cfin))
-    send(1, ccs, sw.protect(22, sfin))
-    c, s = deflate_messages()
-    for a, b in zip(c, s):
-        send(0, cw.protect(23, a))
-        send(1, sw.protect(23, b))
-    send(0, cw.protect(21, b"\x01\x00"))                             # close_notify (warning, 0)
-    send(1, sw.protect(21, b"\x01\x00"))
-    conn.close()
+    counts = crafted_flights(conn, V, (ch, sh, cert, shd, cke), cw, sw, cfin, sfin, deflate_messages())
     keys = "CLIENT_RANDOM %s %s\n" % (client_random.hex(), master.hex())
     return conn.frames, keys, {"client": cw.sizes, "server": sw.sizes, "records": counts,
                                "client_random": client_random.hex(), "master": master.hex()}
@@ -476,23 +490,7 @@ def make_ssl3(cert_der, key):
     sfin = handshake(20, ssl3_finished(master, transcript + cfin, b"SRVR"))
 
     conn = TcpConn(SSL3_CPORT, SSL3_PORT, 0x30000000, 0x40000000)
-    counts = [0, 0]
-
-    def send(d, *recs):
-        counts[d] += len(recs)
-        conn.send(d, b"".join(recs))
-    ccs = record(20, V, b"\x01")
-    send(0, record(22, V, ch))
-    send(1, record(22, V, sh), record(22, V, cert), record(22, V, shd))
-    send(0, record(22, V, cke), ccs, cw.protect(22, cfin))
-    send(1, ccs, sw.protect(22, sfin))
-    c, s = ssl3_messages()
-    for a, b in zip(c, s):
-        send(0, cw.protect(23, a))
-        send(1, sw.protect(23, b))
-    send(0, cw.protect(21, b"\x01\x00"))
-    send(1, sw.protect(21, b"\x01\x00"))
-    conn.close()
+    counts = crafted_flights(conn, V, (ch, sh, cert, shd, cke), cw, sw, cfin, sfin, ssl3_messages())
     keys = "CLIENT_RANDOM %s %s\n" % (client_random.hex(), master.hex())
     return conn.frames, keys, {"records": counts, "client_random": client_random.hex(), "master": master.hex()}
 
@@ -502,65 +500,38 @@ def make_ssl3(cert_der, key):
 # ---------------------------------------------------------------------------------------------
 
 def record_dhe(pcap_path, keys_path):
-    import ssl
     tmp = tempfile.mkdtemp(prefix="tls12fix")
     try:
         key = rsa.generate_private_key(65537, 2048)
         cert = make_cert(key, "dhe.example")
-        pem = os.path.join(tmp, "server.pem")
-        with open(pem, "wb") as f:
-            f.write(cert.public_bytes(serialization.Encoding.PEM) + key.private_bytes(
-                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-        dh = os.path.join(tmp, "dh.pem")
+        with open(os.path.join(tmp, "cert.pem"), "wb") as f:
+            f.write(cert.public_bytes(serialization.Encoding.PEM))
+        with open(os.path.join(tmp, "key.pem"), "wb") as f:
+            f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
         subprocess.run(["openssl", "genpkey", "-genparam", "-algorithm", "DH", "-pkeyopt", "group:ffdhe2048",
-                        "-out", dh], check=True, timeout=60)
+                        "-out", os.path.join(tmp, "dh.pem")], check=True, timeout=60)
         keylog = os.path.join(tmp, "client.keys")
         raw = os.path.join(tmp, "raw.pcap")
         ports = [p for p, _, _ in DHE_SUITES]
-        dump = subprocess.Popen(["timeout", "120", "tcpdump", "-i", "lo", "-U", "-n", "-w", raw,
-                                 "tcp and portrange %d-%d" % (min(ports), max(ports))],
-                                stderr=subprocess.PIPE, text=True)
-        try:
-            line = dump.stderr.readline()                          # "listening on lo, ..."
-            if "listening" not in line:
-                raise SystemExit("tcpdump did not start: " + line)
-            time.sleep(0.5)
+        with tcpdump(raw, "tcp and portrange %d-%d" % (min(ports), max(ports)),
+                     command=("timeout", "120", "tcpdump", "-i", "lo", "-U", "-n"), wait=20, report=False):
             for port, name, _ in DHE_SUITES:
-                one_dhe_connection(ssl, port, name, pem, dh, keylog)
+                one_dhe_connection(port, name, tmp, keylog)
                 time.sleep(0.2)
-            time.sleep(1.0)
-        finally:
-            dump.send_signal(signal.SIGINT)     # to `timeout`, which passes it on to tcpdump
-            try:
-                dump.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                dump.kill()
-                dump.wait()
         shutil.copyfile(raw, pcap_path)
         shutil.copyfile(keylog, keys_path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def one_dhe_connection(ssl, port, suite, pem, dh, keylog):
+def one_dhe_connection(port, suite, certdir, keylog):
     """One connection on `port`: the client writes each of its messages and reads the server's
     answer; then close_notify from the client, close_notify from the server, FIN from the client."""
     cmsgs, smsgs = dhe_messages(port)
-    sctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    sctx.load_cert_chain(pem)
-    sctx.load_dh_params(dh)
-    sctx.minimum_version = sctx.maximum_version = ssl.TLSVersion.TLSv1_2
-    sctx.set_ciphers(suite + ":@SECLEVEL=0")
-    cctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    cctx.check_hostname, cctx.verify_mode = False, ssl.CERT_NONE
-    cctx.minimum_version = cctx.maximum_version = ssl.TLSVersion.TLSv1_2
-    cctx.set_ciphers(suite + ":@SECLEVEL=0")
-    cctx.keylog_filename = keylog
-    lsock = socket.socket()
-    lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    lsock.bind(("127.0.0.1", port))
-    lsock.listen(1)
-    lsock.settimeout(10)
+    sctx = ssl_context(True, "TLSv1_2", suite + ":@SECLEVEL=0", certdir=certdir, dh=True)
+    cctx = ssl_context(False, "TLSv1_2", suite + ":@SECLEVEL=0", keylog=keylog)
+    lsock = listen(port, timeout=10)
     errors = []
 
     def serve():
@@ -569,12 +540,7 @@ def one_dhe_connection(ssl, port, suite, pem, dh, keylog):
             a.settimeout(10)
             s = sctx.wrap_socket(a, server_side=True)
             for want, answer in zip(cmsgs, smsgs):
-                got = b""
-                while len(got) < len(want):
-                    chunk = s.recv(4096)
-                    if not chunk:
-                        raise RuntimeError("client closed early")
-                    got += chunk
+                got = recv_exactly(s, len(want))
                 if got != want:
                     raise RuntimeError("server read %r" % got)
                 s.sendall(answer)
@@ -596,12 +562,7 @@ def one_dhe_connection(ssl, port, suite, pem, dh, keylog):
         raise SystemExit("port %d negotiated %s %s" % (port, c.version(), c.cipher()))
     for msg, answer in zip(cmsgs, smsgs):
         c.sendall(msg)
-        got = b""
-        while len(got) < len(answer):
-            chunk = c.recv(4096)
-            if not chunk:
-                raise SystemExit("server closed early")
-            got += chunk
+        got = recv_exactly(c, len(answer))
         if got != answer:
             raise SystemExit("client read %r" % got)
     c.unwrap().close()
@@ -614,13 +575,6 @@ def one_dhe_connection(ssl, port, suite, pem, dh, keylog):
 # Checks with tshark
 # ---------------------------------------------------------------------------------------------
 
-def tshark(args):
-    out = subprocess.run(["tshark"] + args, capture_output=True, text=True, timeout=300)
-    if out.returncode != 0:
-        raise SystemExit("tshark %s failed: %s" % (" ".join(args), out.stderr))
-    return out.stdout
-
-
 def decode_as(ports):
     out = []
     for p in ports:
@@ -630,39 +584,15 @@ def decode_as(ports):
 
 def follow(pcap, keys, ports, stream, server_port):
     """The decrypted bytes of TCP stream `stream` as tshark's follow,tls,raw gives them:
-    (client's, server's). Lines not indented are node 0's, indented ones node 1's; a node tshark
-    leaves unnamed (":0") is told apart by the other node's port."""
+    (client's, server's)."""
     opts = ["-o", "tls.keylog_file:" + keys] if keys else []
-    text = tshark(["-r", pcap] + opts + decode_as(ports) + ["-q", "-z", "follow,tls,raw,%d" % stream])
-    return parse_follow(text, server_port)
-
-
-def parse_follow(text, server_port):
-    nodes, chunks = {}, []
-    for line in text.splitlines():
-        m = re.match(r"Node (\d): .*:(\d+)$", line)
-        if m:
-            nodes[int(m.group(1))] = int(m.group(2))
-            continue
-        if len(nodes) < 2 or line.startswith("=") or not line.strip():
-            continue
-        chunks.append((line.startswith("\t"), bytes.fromhex(line.strip())))
-    if nodes.get(0) not in (0, None):
-        server_indented = nodes[0] != server_port
-    else:
-        server_indented = nodes.get(1) == server_port
-    data = [bytearray(), bytearray()]
-    for indented, chunk in chunks:
-        data[1 if indented == server_indented else 0] += chunk
-    return bytes(data[0]), bytes(data[1])
+    return tshark_follow(["-r", pcap] + opts + decode_as(ports), "tls", stream, server_port)[:2]
 
 
 def tls_fields(pcap, keys, ports, filt, fields):
     opts = ["-o", "tls.keylog_file:" + keys] if keys else []
-    args = ["-r", pcap] + opts + decode_as(ports) + ["-Y", filt, "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,"]
-    for f in fields:
-        args += ["-e", f]
-    return [l.split("\t") for l in tshark(args).splitlines() if l.strip()]
+    args = ["-r", pcap] + opts + decode_as(ports) + ["-Y", filt, "-E", "occurrence=a", "-E", "aggregator=,"]
+    return [l.split("\t") for l in tshark_fields(args, fields).splitlines() if l.strip()]
 
 
 def expert_problems(pcap, keys, ports):
@@ -686,11 +616,10 @@ def follow_with_rsa_key(pcap, key, port):
         with open(pem, "wb") as f:
             f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                       serialization.NoEncryption()))
-        text = tshark(["-r", pcap, "-o", 'uat:rsa_keys:"%s",""' % pem] + decode_as([port]) +
-                      ["-q", "-z", "follow,tls,raw,0"])
+        return tshark_follow(["-r", pcap, "-o", 'uat:rsa_keys:"%s",""' % pem] + decode_as([port]),
+                             "tls", 0, port)[:2]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return parse_follow(text, port)
 
 
 def check_crafted(name, pcap, keys, port, want_c, want_s, stats, key):
