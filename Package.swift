@@ -79,7 +79,9 @@ let package = Package(
         // library: they reach it through `package` access. Also the tests' strict JSON checker.
         .target(
             name: "FramedumpFuzz",
-            dependencies: ["FramedumpCore", "FramedumpUI"]
+            dependencies: ["FramedumpCore", "FramedumpUI",
+                           .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "_CryptoExtras", package: "swift-crypto")]
         ),
         // scripts/fuzz.sh: an in-process mutation fuzzer running the harnesses.
         .executableTarget(

@@ -13,6 +13,9 @@
 #   tls             a TCP connection to a TLS port (after a fixed ClientHello) with a key log that
 #                   has its secrets: the record layer, the handshake parser, the key schedules,
 #                   decryption, the svc deframer and the tree printer; and key log lines
+#   tls-sealed      records the harness seals with the connection's keys (SSL 3.0 to TLS 1.2,
+#                   AES-CBC, with and without encrypt-then-MAC and DEFLATE): what lies past the
+#                   records' authentication, which `tls` cannot forge its way to
 #   kcp             datagrams of UDP flows to KCP ports: the flow table, the KCP layer (message and
 #                   stream mode), the game deframer and the tree printer
 #   link            link/IP/TCP decoding, defragmenting, reassembly
@@ -134,6 +137,31 @@ for i, c2s in enumerate(sorted(glob.glob(out + "/*/*.c2s"))):
     open("%s/conn%d.seed" % (out, i), "wb").write(bytes([min(255, len(a) * 255 // max(1, total)), 1]) + a + b)
 PY
       rm -rf "$seeds"/tls13 "$seeds"/tls12
+      run "$1" "$seeds" ;;
+    tls-sealed)
+      # Seeds: each version with and without encrypt-then-MAC and DEFLATE (zlib streams flushed
+      # per record, as OpenSSL compressed): a Finished each way, then svc messages both ways.
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      python3 - "$seeds" <<'PY'
+import struct, sys, zlib
+out = sys.argv[1]
+finished = bytes([20, 0, 0, 12]) + bytes(12)
+svc = lambda sid, body: struct.pack(">II", sid, len(body)) + body
+for version in range(4):
+    for etm in ([0] if version == 0 else [0, 8]):
+        for deflate in (0, 4):
+            z = [zlib.compressobj(), zlib.compressobj()]
+            def rec(server, kind, body):
+                if deflate:
+                    c = z[server]
+                    body = c.compress(body) + c.flush(zlib.Z_SYNC_FLUSH)
+                return bytes([kind << 1 | server, len(body)]) + body
+            data = bytes([version | etm | deflate | 0x20])
+            data += rec(0, 2, finished) + rec(1, 2, finished)
+            data += rec(0, 3, svc(7, b"login please")) + rec(1, 3, svc(8, b"ok " * 20)) + rec(0, 1, b"\x01\x00")
+            open("%s/v%d-e%d-d%d.seed" % (out, version, etm, deflate), "wb").write(data)
+PY
       run "$1" "$seeds" ;;
     kcp)
       # Seeds: the KCP sample's datagrams per server port, as [port and flows byte] then
@@ -406,12 +434,12 @@ for i, b in enumerate(bodies):
 PY
       run "$1" "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, tls, kcp, link, reassembly, dissector, deframer, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, tls, tls-sealed, kcp, link, reassembly, dissector, deframer, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire websocket http-head tls kcp link reassembly dissector deframer guess pipeline ui pcapng pcap display-filter ndjson-line \
+  for t in proto-parser protobuf-wire websocket http-head tls tls-sealed kcp link reassembly dissector deframer guess pipeline ui pcapng pcap display-filter ndjson-line \
            transform-zlib transform-gzip transform-deflate transform-lz4 transform-lz4-block transform-xor transform-base64 transform-aes transform-chain; do
     fuzz_one "$t"
   done

@@ -33,4 +33,33 @@ package enum FuzzStreams {
         r.finish()
         sessions.sink?.finish()
     }
+
+    /// One connection's bytes in the order given (each run the client's, `true`, or the
+    /// server's), each run cut into segments of `piece` bytes, after a handshake.
+    package static func feed(_ sessions: SessionManager, runs: [(client: Bool, bytes: [UInt8])], piece: Int, port: UInt16) {
+        var options = ReassemblyOptions()
+        options.maxConnections = 4
+        let r = Reassembler(options: options, consumer: sessions, isServerPort: { $0 == port })
+        let client = Endpoint(IPAddress(v4: 0x0A00_0001), 40000), server = Endpoint(IPAddress(v4: 0x0A00_0002), port)
+        let p = PacketRef(number: 1, ts: Timestamp(seconds: 1, nanos: 0))
+        var next: [UInt32] = [100, 500]
+        func add(_ up: Bool, _ flags: TCPFlags, _ b: UnsafeRawBufferPointer) {
+            r.add(TCPSegment(src: up ? client : server, dst: up ? server : client, seq: next[up ? 0 : 1] &- (flags.contains(.syn) ? 1 : 0),
+                             ack: 0, flags: flags, window: 65535, payload: b, payloadLength: b.count), packet: p)
+            next[up ? 0 : 1] &+= UInt32(truncatingIfNeeded: b.count)
+        }
+        let none = UnsafeRawBufferPointer(start: nil, count: 0)
+        add(true, .syn, none)
+        add(false, [.syn, .ack], none)
+        for run in runs {
+            var i = 0
+            while i < run.bytes.count {
+                let n = min(max(1, piece), run.bytes.count - i)
+                run.bytes[i..<(i + n)].withUnsafeBytes { add(run.client, [.psh, .ack], $0) }
+                i += n
+            }
+        }
+        r.finish()
+        sessions.sink?.finish()
+    }
 }

@@ -25,6 +25,7 @@ public enum FuzzTargets {
             "http-head": FuzzWebSocket.httpHead,
             "kcp": FuzzKCP.run,
             "tls": FuzzTLS.run,
+            "tls-sealed": FuzzTLSSealed.run,
         ]
         for name in FuzzTransform.names { t["transform-" + name] = FuzzTransform.single(name) }
         return t

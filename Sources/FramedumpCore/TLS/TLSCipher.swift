@@ -11,9 +11,9 @@ import CryptoBoringWrapper
 /// A cipher suite as the record layer needs it: how records are protected, with which key
 /// sizes, and which hash drives the key schedule. Only what framedump can decrypt is listed;
 /// any other suite is shown by name or number and its records are left encrypted.
-struct TLSSuite: Sendable {
+package struct TLSSuite: Sendable {
     enum Protection: Sendable { case aesGCM, chaCha20Poly1305, aesCBC }
-    enum Hash: Sendable { case sha1, sha256, sha384 }
+    package enum Hash: Sendable { case sha1, sha256, sha384 }
 
     let code: UInt16
     let name: String
@@ -32,7 +32,7 @@ struct TLSSuite: Sendable {
         switch mac { case .sha1?: 20; case .sha256?: 32; case .sha384?: 48; case nil: 0 }
     }
 
-    static let all: [UInt16: TLSSuite] = {
+    package static let all: [UInt16: TLSSuite] = {
         let list = [
             TLSSuite(code: 0x1301, name: "TLS_AES_128_GCM_SHA256", protection: .aesGCM, keyLength: 16, ivLength: 12, mac: nil, prf: .sha256, tls13: true),
             TLSSuite(code: 0x1302, name: "TLS_AES_256_GCM_SHA384", protection: .aesGCM, keyLength: 32, ivLength: 12, mac: nil, prf: .sha384, tls13: true),
@@ -79,9 +79,9 @@ extension String {
 }
 
 /// The key schedules, through swift-crypto's HMAC and HKDF (no primitive is written here).
-enum TLSKeySchedule {
+package enum TLSKeySchedule {
     /// HMAC with the suite's hash.
-    static func hmac(_ h: TLSSuite.Hash, key: [UInt8], _ parts: [[UInt8]]) -> [UInt8] {
+    package static func hmac(_ h: TLSSuite.Hash, key: [UInt8], _ parts: [[UInt8]]) -> [UInt8] {
         func run<H: HashFunction>(_: H.Type) -> [UInt8] {
             var m = HMAC<H>(key: SymmetricKey(data: key))
             for p in parts { m.update(data: p) }
@@ -127,7 +127,7 @@ enum TLSKeySchedule {
     }
 
     /// The key block of a TLS 1.0-1.2 connection (RFC 5246 §6.3): the version picks the PRF.
-    static func keyBlock(_ s: TLSSuite, version: UInt16, master: [UInt8], serverRandom: [UInt8],
+    package static func keyBlock(_ s: TLSSuite, version: UInt16, master: [UInt8], serverRandom: [UInt8],
                          clientRandom: [UInt8]) -> [UInt8] {
         let length = TLSRecordKeys.keyBlockLength(s, version: version)
         if version == 0x0300 { return ssl3KeyBlock(master: master, seed: serverRandom + clientRandom, length: length) }
@@ -158,7 +158,7 @@ enum TLSKeySchedule {
 
     /// SSL 3.0's record MAC (RFC 6101 §5.2.3.1) with SHA-1: hash(secret + pad_2 +
     /// hash(secret + pad_1 + sequence number + type + length + content)).
-    static func ssl3MAC(secret: [UInt8], sequence: UInt64, type: UInt8, content: [UInt8]) -> [UInt8] {
+    package static func ssl3MAC(secret: [UInt8], sequence: UInt64, type: UInt8, content: [UInt8]) -> [UInt8] {
         var inner = Insecure.SHA1()
         inner.update(data: secret)
         inner.update(data: [UInt8](repeating: 0x36, count: 40))

@@ -355,9 +355,12 @@ final class TLSStream: StreamLayer {
         return nil
     }
 
-    /// A record that cannot be inflated: said, and its bytes lost. The DEFLATE stream goes on
-    /// (RFC 3749 ends the connection there; the records after may still inflate).
+    /// A record that cannot be inflated: said, and its bytes lost. The sender's DEFLATE stream
+    /// goes on (RFC 3749 would end the connection here): the records after are inflated from
+    /// where they start, without the window lost with this one, so one that refers back into
+    /// it fails too (zlib says so) and one that does not is read.
     private func decompressionFailed(_ why: String, compressed: Int, packet: PacketRef) {
+        inflater = Inflater(scratch: Inflater.Scratch(), zlibHeader: false)
         owner.manager.failed += 1
         owner.emit(TLSProblemEvent(kind: "decompression-failed",
                                    text: "record of \(compressed) compressed bytes could not be inflated (\(why)): not decoded"),

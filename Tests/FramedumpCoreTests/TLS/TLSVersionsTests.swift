@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import FramedumpCore
+import FramedumpFuzz
 
 /// TLS as Wireshark reads it (issue #44): TLS 1.0 and 1.1 (their PRF, TLS 1.0's chained IV,
 /// encrypt-then-MAC or not), the DHE suites with AES-CBC, DEFLATE compression, secrets carried
@@ -281,6 +282,37 @@ final class TLSVersionsTests: XCTestCase {
             let r = try TestSupport.framedump(["-r", try dropping(frame, from: "tls10.pcap"), "--tls-keylog", keys, "-q"])
             XCTAssertTrue(r.stdout.contains("(\(16420 - lost) bytes of application data); 1 times records found again after a gap"), "frame \(frame): \(r.stdout)")
             XCTAssertFalse(r.stdout.contains("could not be read on"), r.stdout)
+        }
+    }
+
+    /// The `tls-sealed` fuzz target seals what it is given with the connection's keys, so its
+    /// inputs reach past authentication: in every version, with and without encrypt-then-MAC
+    /// and DEFLATE (stored blocks here), a Finished each way and an svc message come out
+    /// decoded; a record whose DEFLATE data is damaged is said, and the next one still read.
+    func testSealedFuzzTargetReachesThePlaintext() {
+        func stored(_ b: [UInt8], first: Bool) -> [UInt8] {
+            (first ? [0x78, 0x01] : []) + [0, UInt8(b.count & 0xff), UInt8(b.count >> 8), ~UInt8(b.count & 0xff), ~UInt8(b.count >> 8)] + b
+        }
+        let finished: [UInt8] = [20, 0, 0, 12] + [UInt8](repeating: 9, count: 12)
+        let svc: [UInt8] = [0, 0, 0, 7, 0, 0, 0, 3] + Array("abc".utf8)
+        for version: UInt8 in 0...3 {
+            for etm in version == 0 ? [false] : [false, true] {
+                for deflate in [false, true] {
+                    let head = version | (deflate ? 4 : 0) | (etm ? 8 : 0) | 0x30
+                    func rec(_ kind: UInt8, _ b: [UInt8]) -> [UInt8] { [kind, UInt8(b.count)] + b }
+                    var input: [UInt8] = [head]
+                    input += rec(4, deflate ? stored(finished, first: true) : finished)
+                    input += rec(5, deflate ? stored(finished, first: true) : finished)
+                    input += rec(6, deflate ? stored(svc, first: false) : svc)
+                    if deflate { input += rec(6, [0x07, 0x07, 0x07]) + rec(6, stored(svc, first: false)) }
+                    let out = input.withUnsafeBytes { FuzzTLSSealed.output($0) }
+                    let what = "version \(version) etm \(etm) deflate \(deflate)"
+                    XCTAssertTrue(out.contains("decrypted with the key log"), "\(what): \(out)")
+                    XCTAssertFalse(out.contains("failed authentication"), "\(what): \(out)")
+                    XCTAssertEqual(out.components(separatedBy: "61 62 63").count - 1, deflate ? 2 : 1, "\(what): \(out)")
+                    if deflate { XCTAssertTrue(out.contains("could not be inflated"), "\(what): \(out)") }
+                }
+            }
         }
     }
 }
