@@ -366,7 +366,9 @@ struct TLSRecordKeys {
 /// before a record gets here).
 final class TLSAEADContext {
     private let context: BoringSSLAEAD.AEADContext
-    @exclusivity(unchecked) private var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 16)
+    // (Allocated once the init cannot fail: an init that returns nil runs no deinit, and a
+    // buffer allocated before it was lost for every CBC direction, 256 bytes each.)
+    @exclusivity(unchecked) private var buffer: UnsafeMutableRawBufferPointer
     @exclusivity(unchecked) private var sealed: Data
 
     init?(_ suite: TLSSuite, key: SymmetricKey) {
@@ -379,6 +381,7 @@ final class TLSAEADContext {
         }
         guard let c = try? BoringSSLAEAD.AEADContext(cipher: cipher, key: key) else { return nil }
         context = c
+        buffer = .allocate(byteCount: 256, alignment: 16)
         sealed = Data(bytesNoCopy: buffer.baseAddress!, count: buffer.count, deallocator: .none)
     }
 

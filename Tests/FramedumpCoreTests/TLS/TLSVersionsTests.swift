@@ -315,4 +315,20 @@ final class TLSVersionsTests: XCTestCase {
             }
         }
     }
+
+    /// A CBC connection's keys leave nothing behind when the connection ends: the AEAD
+    /// context's buffer was allocated before its init gave up on CBC, so every CBC direction
+    /// lost 256 bytes (found as the `tls-sealed` campaign's memory grew). 10,000 connections
+    /// set up and torn down grow the process by far less than the 5 MB they leaked.
+    func testCBCConnectionsLeaveNothingBehind() {
+        func resident() -> Int {
+            let s = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? "0 0"
+            return (Int(s.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 4096
+        }
+        let hello: [UInt8] = [0x33]  // TLS 1.2, no records: the hellos and ChangeCipherSpecs
+        for _ in 0..<1000 { _ = hello.withUnsafeBytes { FuzzTLSSealed.output($0) } }
+        let before = resident()
+        for _ in 0..<10000 { _ = hello.withUnsafeBytes { FuzzTLSSealed.output($0) } }
+        XCTAssertLessThan(resident() - before, 1 << 20)
+    }
 }
