@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which="${1:-all}"
-filter="${2:-ShardPoolTests|LargeMessageTests|GoldenTests|OutputEventsTests|OutputPipesTests|StatisticsTests|JSONTextTests|TransformTests|TransformSampleTests|WebSocketTests|TLSTests|KCPTests|DeframerTests}"
+filter="${2:-ShardPoolTests|LargeMessageTests|GoldenTests|OutputEventsTests|OutputPipesTests|StatisticsTests|JSONTextTests|TransformTests|TransformSampleTests|WebSocketTests|TLSTests|TLSVersionsTests|KCPTests|DeframerTests}"
 
 run() {
   local sanitizer="$1" scratch="$2" marker="$3" options="$4"
