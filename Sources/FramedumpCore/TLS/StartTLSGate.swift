@@ -69,8 +69,7 @@ final class StartTLSGate: StreamLayer {
             session.manager.undissectedBytes += UInt64(b.count)
             return
         }
-        if !p.started { p.start(atBoundary: session.connection.startsAtSYN(dir) && offset == 0) }
-        p.data(b, offset: offset, packet: packet)
+        p.feed(session.connection, dir, b, offset: offset, packet: packet)
     }
 
     private func feed(_ t: TLSStream, _ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {

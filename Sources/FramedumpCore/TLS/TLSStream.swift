@@ -360,7 +360,7 @@ final class TLSStream: StreamLayer {
     /// where they start, without the window lost with this one, so one that refers back into
     /// it fails too (zlib says so) and one that does not is read.
     private func decompressionFailed(_ why: String, compressed: Int, packet: PacketRef) {
-        inflater = Inflater(scratch: Inflater.Scratch(), zlibHeader: false)
+        inflater?.restartRaw()
         owner.manager.failed += 1
         owner.emit(TLSProblemEvent(kind: "decompression-failed",
                                    text: "record of \(compressed) compressed bytes could not be inflated (\(why)): not decoded"),

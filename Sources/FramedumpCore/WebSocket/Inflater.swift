@@ -30,7 +30,7 @@ final class Inflater {
 
     /// zlib's wrapper (RFC 1950) around the DEFLATE data: TLS compression (RFC 3749) has it,
     /// permessage-deflate not.
-    private let zlibHeader: Bool
+    @exclusivity(unchecked) private var zlibHeader: Bool
 
     init(scratch: Scratch, contextTakeover: Bool = true, zlibHeader: Bool = false) {
         shared = scratch
@@ -53,6 +53,15 @@ final class Inflater {
     }
 
     func reset() { if ready { inflateReset(&stream) } }
+
+    /// Starts again on raw DEFLATE, its window empty (TLS compression after a record that
+    /// would not inflate: the sender's stream goes on without a header).
+    func restartRaw() {
+        if ready { inflateEnd(&stream) }
+        ready = false
+        started = false
+        zlibHeader = false
+    }
 
     /// A gap in the stream: back-references into the lost bytes cannot be resolved any more.
     /// (`negotiated`: the handshake was seen, so whether the window carried over is known.)
