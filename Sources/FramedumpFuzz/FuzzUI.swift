@@ -34,10 +34,11 @@ public enum FuzzUI {
         _ = views.connections()
         for n in indexer.index.range.prefix(2000) {
             guard let e = indexer.index.entry(n) else { preconditionFailure("message \(n) held but not found") }
-            let text = indexer.spill.read(offset: e.spillOffset, count: Int(e.textLength))
-            precondition(text.count == Int(e.textLength), "the spill gave back \(text.count) of \(e.textLength) bytes")
+            let stored = indexer.spill.read(offset: e.spillOffset, count: Int(e.treeLength))
+            precondition(stored.count == Int(e.treeLength), "the spill gave back \(stored.count) of \(e.treeLength) bytes")
+            guard let tree = StoredTree(stored) else { preconditionFailure("message \(n): its stored tree does not read back") }
             let bytes = Int(e.transformedLength > 0 ? e.transformedLength : e.frameLength)
-            for case .field(_, let off, let width, _) in TreeText(text).lines {
+            for case .field(_, let off, let width, _) in tree.lines {
                 precondition(off >= 0 && width >= 0 && off + width <= bytes, "field [\(off)+\(width)] beyond \(bytes) bytes")
             }
             _ = views.message(n)

@@ -20,6 +20,8 @@ public final class OutputBuffer {
     @exclusivity(unchecked) public private(set) var closed = false
     /// Bytes written to `fd` so far: with `count`, where the next byte will land in the file.
     @exclusivity(unchecked) public private(set) var flushed: UInt64 = 0
+    /// Where the next byte written will land in the file.
+    public var position: UInt64 { flushed &+ UInt64(count) }
     /// The digit tables, looked up once per buffer rather than through globals per number.
     let pairs = UnsafePointer(OutputBuffer.pairTable)
     let hexDigitsPointer = OutputBuffer.hexDigits.utf8Start

@@ -68,10 +68,26 @@ public final class TreePrinter: MessageSink {
     }
 
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
+        var none = NoTreeLines()
+        render(m, c, p, lines: &none)
+    }
+
+    /// The message's tree, each line told to `lines` as it is written (the page's index).
+    package func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime, lines: inout TreeLineTable) {
+        lines.removeAll(startingAt: out.position)
+        render(m, c, p, lines: &lines)
+    }
+
+    /// Where the cursor's next byte will land in the output.
+    @inline(__always)
+    func position(_ k: Cursor) -> UInt64 { out.flushed &+ UInt64(k.p - out.base) }
+
+    func render<L: TreeLineObserver>(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime, lines: inout L) {
         let f = m.frame!
         let names = p.names.view
         let ft = FieldText(p, frame: m.fieldBytes)
         let out = self.out
+        let start = L.records ? out.position : 0
         // Room for a usual record at once; the cursor makes more as it writes, if needed.
         if timeText != nil { timeText!.write(f.lastPacket.ts, to: out) }
         var k = out.cursor(reserving: 1024 + 96 * (m.fields.count + m.headerFields.count))
@@ -101,6 +117,7 @@ public final class TreePrinter: MessageSink {
             k.write(" [coalesced "); k.decimal(UInt64(f.coalesced)); k.write(" in pkt ")
             k.decimal(f.lastPacket.number); k.byte(0x5d)
         }
+        if L.records { lines.line(.summary, depth: 0, offset: 0, width: 0, text: start, end: position(k)) }
         k.byte(0x0a)
         if let only = detailsOf, !only.contains(p.schema.name.lowercased()) {
             // tshark's -O: another protocol's message is its summary line alone.
@@ -108,17 +125,21 @@ public final class TreePrinter: MessageSink {
             out.endOfRecord()
             return
         }
-        if !m.layerNotes.isEmpty { layerLines(m.layerNotes, f, &k) }
-        if !m.transforms.isEmpty { transformLine(m.transforms, &k) }
+        if !m.layerNotes.isEmpty { layerLines(m.layerNotes, f, &k, &lines) }
+        if !m.transforms.isEmpty {
+            let at = L.records ? position(k) : 0
+            transformLine(m.transforms, &k)
+            if L.records { lines.line(.note, depth: 0, offset: 0, width: 0, text: at + 4, end: position(k) - 1) }
+        }
         m.headerFields.withUnsafeBufferPointer { hs in
-            for h in hs { field(h, ft, depth: 0, &k, out) }
+            for h in hs { field(h, ft, depth: 0, header: true, &k, out, &lines) }
         }
         m.fields.withUnsafeBufferPointer { fs in
-            for x in fs { field(x, ft, depth: Int(x.depth), &k, out) }
+            for x in fs { field(x, ft, depth: Int(x.depth), header: false, &k, out, &lines) }
         }
         out.commit(k)
-        for w in m.warnings { warning(w.text) }
-        if let cut = p.takeCutWarning() { warning(cut) }
+        for w in m.warnings { warning(w.text, &lines) }
+        if let cut = p.takeCutWarning() { warning(cut, &lines) }
         if asciiDump { AsciiDump.write(f.bytes, indent: 4, to: out) }
         if hexDump {
             HexDump.write(f.bytes, base: 0, indent: 4, to: out)
@@ -143,20 +164,27 @@ public final class TreePrinter: MessageSink {
         k.byte(0x0a)
     }
 
-    func warning(_ text: String) {
+    func warning<L: TreeLineObserver>(_ text: String, _ lines: inout L) {
         out.write("    ")
         paint("\u{1b}[1;31m")
         out.write("warning: ")
+        let at = L.records ? out.position : 0
         out.write(text)
+        if L.records { lines.line(.warning, depth: 0, offset: 0, width: 0, text: at, end: out.position) }
         reset()
         out.newline()
     }
 
     /// A line per layer the message came through (`websocket: binary, FIN, masked`), above its
     /// own fields, each in its layer's words.
-    func layerLines(_ notes: LayerNotes, _ f: Frame, _ k: inout Cursor) {
+    func layerLines<L: TreeLineObserver>(_ notes: LayerNotes, _ f: Frame, _ k: inout Cursor, _ lines: inout L) {
         let color = self.color, kinds = layerKinds
-        notes.forEach { n in kinds[Int(n.layer)].writeTree(n, f, color: color, &k) }
+        notes.forEach { n in
+            let at = L.records ? position(k) : 0
+            kinds[Int(n.layer)].writeTree(n, f, color: color, &k)
+            // A layer's line is indented by four spaces and ends with its newline.
+            if L.records { lines.line(.note, depth: 0, offset: 0, width: 0, text: at + 4, end: position(k) - 1) }
+        }
     }
 
     /// A layer's event (a handshake): the common start, then the layer's own lines.
@@ -168,8 +196,11 @@ public final class TreePrinter: MessageSink {
     }
 
     @inline(__always)
-    func field(_ x: DecodedField, _ ft: FieldText, depth: Int, _ k: inout Cursor, _ out: OutputBuffer) {
-        fieldStart(x, ft, depth: depth, &k)
+    func field<L: TreeLineObserver>(_ x: DecodedField, _ ft: FieldText, depth: Int, header: Bool, _ k: inout Cursor,
+                                    _ out: OutputBuffer, _ lines: inout L) {
+        fieldColumn(x, depth: depth, &k)
+        let at = L.records ? position(k) : 0
+        fieldName(x, ft, &k)
         switch x.value {
         case .object(let n):
             k.write(" {"); k.decimal(n); k.write(n == 1 ? " field}" : " fields}")
@@ -207,17 +238,25 @@ public final class TreePrinter: MessageSink {
             reset()
             k = out.cursor()
         }
+        if L.records {
+            lines.line(header ? .header : .field, depth: depth, offset: x.offset, width: x.width, text: at, end: position(k))
+        }
         k.byte(0x0a)
     }
 
-    /// A field line's start: indentation, the byte range in its column, the name.
+    /// A field line's start: indentation, the byte range in its column.
     @inline(__always)
-    func fieldStart(_ x: DecodedField, _ ft: FieldText, depth: Int, _ k: inout Cursor) {
+    func fieldColumn(_ x: DecodedField, depth: Int, _ k: inout Cursor) {
         k.spaces(4 &+ depth &* 2)
         if color { k.write("\u{1b}[2m") }
         // Byte ranges in a column of their own, so names line up.
         k.byteRange(x.offset, x.width)
         if color { k.write("\u{1b}[0m") }
+    }
+
+    /// A field's name, after its column.
+    @inline(__always)
+    func fieldName(_ x: DecodedField, _ ft: FieldText, _ k: inout Cursor) {
         switch x.name {
         case .field(let mi, let fi): k.write(ft.names.field(mi, fi))
         case .header(let i): k.write(ft.names.header(i))

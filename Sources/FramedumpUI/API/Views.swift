@@ -1,7 +1,7 @@
 import FramedumpCore
 
 /// The API's answers, one function a view of the page, each read from the index (and, for
-/// what a message says, the spill file).
+/// what a message says, the spill file: the tree's text and its table of lines).
 package struct Views {
     let indexer: CaptureIndexer
 
@@ -73,7 +73,7 @@ package struct Views {
     }
 
     func row(_ o: Int, _ e: IndexEntry, _ names: [String]) -> String {
-        let tree = TreeText(indexer.spill.read(offset: e.spillOffset, count: Int(e.textLength)))
+        let tree = StoredTree(indexer.spill.read(offset: e.spillOffset, count: Int(e.treeLength)))
         return JSONOut.object([
             ("n", String(o)),
             ("t", JSONOut.number(e.time)),
@@ -84,7 +84,7 @@ package struct Views {
             ("len", String(e.frameLength)),
             ("warn", e.flags & IndexEntry.hasWarnings != 0 ? "true" : "false"),
             ("pair", pairJSON(o, e)),
-            ("summary", JSONOut.quoted(tree.oneLine(skippingHeader: Int(e.headerLines)))),
+            ("summary", JSONOut.quoted(tree?.oneLine() ?? "")),
         ])
     }
 
@@ -99,11 +99,11 @@ package struct Views {
     package func message(_ o: Int) -> String? {
         guard let e = index.entry(o) else { return nil }
         let conn = index.connection(Int(e.connection))
-        let textBytes = indexer.spill.read(offset: e.spillOffset, count: Int(e.textLength))
-        let frame = indexer.spill.read(offset: e.spillOffset + UInt64(e.textLength), count: Int(e.frameLength))
+        let stored = indexer.spill.read(offset: e.spillOffset, count: Int(e.treeLength))
+        let frame = indexer.spill.read(offset: e.spillOffset + UInt64(e.treeLength), count: Int(e.frameLength))
         let transformed = e.transformedLength == 0 ? nil
-            : indexer.spill.read(offset: e.spillOffset + UInt64(e.textLength) + UInt64(e.frameLength), count: Int(e.transformedLength))
-        let tree = TreeText(textBytes)
+            : indexer.spill.read(offset: e.spillOffset + UInt64(e.treeLength) + UInt64(e.frameLength), count: Int(e.transformedLength))
+        guard let tree = StoredTree(stored) else { return nil }
         let lines = tree.lines.map { l -> String in
             switch l {
             case .field(let d, let off, let w, let text):

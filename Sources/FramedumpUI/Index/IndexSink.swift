@@ -1,12 +1,15 @@
 import FramedumpCore
 
 /// Takes a run's decoded stream: each message's tree (the terminal's own rendering, so the
-/// page says what `framedump -r` says) and bytes go to the spill file, a 56-byte entry to the
-/// index, and the connection's counts and problems to its record. Entries are handed over in
+/// page says what `framedump -r` says, with the printer's table of its lines: fields, byte
+/// ranges, notes, warnings) and bytes go to the spill file, a 64-byte entry to the index, and
+/// the connection's counts and problems to its record. Entries are handed over in
 /// batches (one at a time live, so messages show as they come).
 final class IndexSink: MessageSink {
     let spill: Spill
     let printer: TreePrinter
+    /// The lines of the message being written, reused from message to message.
+    var lines = TreeLineTable()
     let index: MessageIndex
     let filters: FilterResults
     let batch: Int
@@ -90,17 +93,18 @@ final class IndexSink: MessageSink {
         let ordinal = next
         next += 1
         let start = spill.position
-        printer.message(m, c, p)
-        let textEnd = spill.position
+        printer.message(m, c, p, lines: &lines)
+        lines.encoded().withUnsafeBytes { spill.out.write($0) }
+        let treeEnd = spill.position
         spill.out.write(f.bytes)
         if let t = m.transformed { spill.out.write(t) }
         let ts = f.lastPacket.ts
         var e = IndexEntry(
-            spillOffset: start, textLength: UInt32(clamping: textEnd - start), frameLength: UInt32(clamping: f.bytes.count),
+            spillOffset: start, treeLength: UInt32(clamping: treeEnd - start), frameLength: UInt32(clamping: f.bytes.count),
             transformedLength: UInt32(clamping: m.transformed?.count ?? 0), nanos: ts.nanos, seconds: ts.seconds,
             firstPacket: UInt32(clamping: f.firstPacket.number), lastPacket: UInt32(clamping: f.lastPacket.number),
             id: m.id ?? 0, connection: UInt32(ci), name: nameOf(m, p), pair: IndexEntry.noPair,
-            direction: UInt8(m.direction.rawValue), flags: 0, headerLines: UInt8(clamping: m.headerFields.count))
+            direction: UInt8(m.direction.rawValue), flags: 0)
         if m.id != nil { e.flags |= IndexEntry.hasID }
         if !m.warnings.isEmpty { e.flags |= IndexEntry.hasWarnings }
         if let rule = p.schema.pairBy, let key = StatisticsSink.pairKey(m, p, rule) {

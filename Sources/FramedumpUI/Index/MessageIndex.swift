@@ -2,12 +2,12 @@ import Foundation
 import FramedumpCore
 
 /// One message of the list: where its rendering is in the spill file, and what the list and
-/// the plots show without reading it. 56 bytes, so a million messages take 56 MB.
+/// the plots show without reading it. 64 bytes, so a million messages take 64 MB.
 package struct IndexEntry: Sendable {
-    /// The message's tree text, then its frame bytes, then (when transforms ran) the bytes
-    /// its fields count in.
+    /// The message's tree (its text, then the table of its lines: `TreeLineTable`), then its
+    /// frame bytes, then (when transforms ran) the bytes its fields count in.
     package var spillOffset: UInt64
-    package var textLength: UInt32
+    package var treeLength: UInt32
     package var frameLength: UInt32
     package var transformedLength: UInt32
     var nanos: UInt32
@@ -27,8 +27,6 @@ package struct IndexEntry: Sendable {
     var pair: UInt32
     var direction: UInt8
     var flags: UInt8
-    /// Lines of the tree that are the framing header's fields (the list's summary skips them).
-    var headerLines: UInt8
 
     static let noPair = UInt32.max
     static let hasID: UInt8 = 1

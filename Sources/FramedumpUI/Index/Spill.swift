@@ -6,7 +6,7 @@ import Darwin
 import Foundation
 import FramedumpCore
 
-/// The decoded messages, on disk: each message's tree text and bytes, written once by the
+/// The decoded messages, on disk: each message's tree (text and table of lines) and bytes, written once by the
 /// decoding thread and read back by offset when the page opens a message. The file is
 /// unlinked as soon as it is made, so it goes when framedump does, however it ends.
 package final class Spill: @unchecked Sendable {
@@ -27,7 +27,7 @@ package final class Spill: @unchecked Sendable {
     deinit { close(fd) }
 
     /// Where the next byte written will land.
-    var position: UInt64 { out.flushed + UInt64(out.count) }
+    var position: UInt64 { out.position }
 
     /// Bytes written earlier (and flushed), read back.
     package func read(offset: UInt64, count: Int) -> [UInt8] {

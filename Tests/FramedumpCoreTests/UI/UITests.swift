@@ -149,16 +149,47 @@ final class UITests: XCTestCase {
         XCTAssertEqual(field["new"] as? Int, 3)
     }
 
-    /// The tree text read back: ranges, depths, notes and warnings.
-    func testTreeTextLines() {
-        let t = TreeText(Array("ts a > b p M, 3 bytes\n    websocket: binary\n    [0+4]     length: 3\n      [2+1]     x: \"a\"\n    warning: body ends inside field 'y' at byte 3\n".utf8))
-        XCTAssertEqual(t.summary, "ts a > b p M, 3 bytes")
-        guard t.lines.count == 4, case .note("websocket: binary") = t.lines[0], case .field(0, 0, 4, "length: 3") = t.lines[1],
-              case .field(1, 2, 1, "x: \"a\"") = t.lines[2], case .warning("body ends inside field 'y' at byte 3") = t.lines[3] else {
-            return XCTFail("\(t.lines)")
+    /// The tree as stored: the text and the printer's table of its lines, read back; a table
+    /// that does not fit its bytes is refused, not read past.
+    func testStoredTreeLines() throws {
+        let text = Array("ts a > b p M, 3 bytes\n    websocket: binary\n    [0+4]     length: 3\n      [2+1]     x: \"a\"\n    warning: no\n".utf8)
+        var t = TreeLineTable()
+        t.removeAll(startingAt: 100)
+        t.line(.summary, depth: 0, offset: 0, width: 0, text: 100, end: 121)
+        t.line(.note, depth: 0, offset: 0, width: 0, text: 126, end: 143)
+        t.line(.header, depth: 0, offset: 0, width: 4, text: 158, end: 167)
+        t.line(.field, depth: 1, offset: 2, width: 1, text: 184, end: 190)
+        t.line(.warning, depth: 0, offset: 0, width: 0, text: 204, end: 206)
+        let tree = try XCTUnwrap(StoredTree(text + t.encoded()))
+        XCTAssertEqual(tree.summary, "ts a > b p M, 3 bytes")
+        XCTAssertEqual(tree.lines, [.note("websocket: binary"), .field(depth: 0, offset: 0, width: 4, text: "length: 3"),
+                                    .field(depth: 1, offset: 2, width: 1, text: "x: \"a\""), .warning("no")])
+        // The header's field is left out of the list's line; a body field at depth 1 too.
+        XCTAssertEqual(tree.oneLine(), "")
+        var bad = text + t.encoded()
+        bad[bad.count - 4] = 200  // more lines than the bytes hold
+        XCTAssertNil(StoredTree(bad))
+        var past = TreeLineTable()
+        past.line(.field, depth: 0, offset: 0, width: 1, text: 0, end: UInt64(text.count + 1))
+        XCTAssertNil(StoredTree(text + past.encoded()))
+        XCTAssertNil(StoredTree([1, 2]))
+    }
+
+    /// A delimited protocol's message on the page: every line a field with its byte range
+    /// inside the message (JSON lines: the body's keys at depth 0 and below).
+    func testPageFieldRangesFitTheirMessage() throws {
+        let i = try indexer("lines.pcap")
+        let v = Views(indexer: i)
+        let m = try json(try XCTUnwrap(v.message(0)))
+        let lines = try XCTUnwrap(m["lines"] as? [[String: Any]])
+        XCTAssertFalse(lines.isEmpty)
+        let fields = lines.filter { $0["offset"] != nil }
+        XCTAssertEqual(fields.count, lines.filter { $0["note"] == nil && $0["warning"] == nil }.count)
+        let len = try XCTUnwrap(m["len"] as? Int)
+        for f in fields {
+            let o = try XCTUnwrap(f["offset"] as? Int), w = try XCTUnwrap(f["width"] as? Int)
+            XCTAssert(o >= 0 && o + w <= len, "\(f)")
         }
-        XCTAssertEqual(t.oneLine(skippingHeader: 1), "")
-        XCTAssertEqual(t.oneLine(skippingHeader: 0), "length: 3")
     }
 
     /// On loopback, a page of another name is refused (DNS rebinding); elsewhere, a token.
