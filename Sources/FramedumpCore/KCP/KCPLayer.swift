@@ -91,27 +91,20 @@ enum KCPLayer: LayerKind {
         k.byte(0x0a)
     }
 
-    static func writeJSON(_ n: LayerNote, _ k: inout Cursor) {
+    static func visitFields<V: LayerFieldVisitor>(_ n: LayerNote, _ v: inout V) {
         let i = info(n)
-        k.write("{\"conv\":"); k.decimal(UInt64(i.conv))
-        k.write(",\"sn\":"); k.decimal(UInt64(i.sn))
-        k.write(",\"ts\":"); k.decimal(UInt64(i.ts))
-        k.write(",\"fragments\":"); k.decimal(UInt64(i.fragments))
-        k.write(",\"retransmitted\":"); k.decimal(UInt64(i.retransmitted))
-        k.write(",\"delayed\":"); k.write(i.delayed ? "true" : "false"); k.byte(0x7d)
+        v.unsigned("conv", UInt64(i.conv))
+        v.unsigned("sn", UInt64(i.sn))
+        v.unsigned("ts", UInt64(i.ts))
+        v.unsigned("fragments", UInt64(i.fragments))
+        v.unsigned("retransmitted", UInt64(i.retransmitted))
+        v.bool("delayed", i.delayed)
     }
 
     static let fieldKinds: [(name: String, kind: LayerFieldKind)] = [
         ("conv", .unsigned), ("sn", .unsigned), ("ts", .unsigned), ("fragments", .unsigned),
         ("retransmitted", .unsigned), ("delayed", .bool),
     ]
-
-    static func fields(_ n: LayerNote) -> [(name: String, value: LayerFieldValue)] {
-        let i = info(n)
-        return [("conv", .unsigned(UInt64(i.conv))), ("sn", .unsigned(UInt64(i.sn))), ("ts", .unsigned(UInt64(i.ts))),
-                ("fragments", .unsigned(UInt64(i.fragments))), ("retransmitted", .unsigned(UInt64(i.retransmitted))),
-                ("delayed", .bool(i.delayed))]
-    }
 
     // MARK: - The summary
 

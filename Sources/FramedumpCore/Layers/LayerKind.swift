@@ -15,12 +15,17 @@ protocol LayerKind {
     /// What to call a message the layer shows itself (no message of the protocol's): a
     /// control frame's opcode.
     static func messageName(_ n: LayerNote) -> StaticString
-    /// Its line of the tree, above the message's fields (`f`: the message as decoded).
+    /// Its line of the tree, above the message's fields (`f`: the message as decoded): its
+    /// summary in words, indented by four spaces, ending with a newline.
     static func writeTree(_ n: LayerNote, _ f: Frame, color: Bool, _ k: inout Cursor)
-    /// Its NDJSON object, written after `,"KEY":`. The same members as `fields`, written
-    /// without building them (this is on the per-message path).
+    /// Its fields, in order, told to `v`: the one description NDJSON's object (`writeJSON`)
+    /// and `-Y KEY.FIELD` (`fields`) are both written from.
+    static func visitFields<V: LayerFieldVisitor>(_ n: LayerNote, _ v: inout V)
+    /// Its NDJSON object, written after `,"KEY":` (given: from `visitFields`, compiled for
+    /// each layer, so the per-message path builds nothing).
     static func writeJSON(_ n: LayerNote, _ k: inout Cursor)
-    /// Its fields by name, in NDJSON's order, for `-Y KEY.FIELD` and tests (the rare path).
+    /// Its fields by name, in NDJSON's order, for `-Y KEY.FIELD` and tests (given: from
+    /// `visitFields`; the rare path).
     static func fields(_ n: LayerNote) -> [(name: String, value: LayerFieldValue)]
     /// The fields `fields` gives (and, for a layer below the stack, its `ConnectionLayerInfo`),
     /// with what each holds: `-Y` refuses a value a field can never equal and suggests names.
@@ -142,4 +147,76 @@ extension LayerKind {
 
 extension LayerKind {
     static var fieldNames: [String] { fieldKinds.map(\.name) }
+
+    static func writeJSON(_ n: LayerNote, _ k: inout Cursor) {
+        var w = JSONLayerFields(k)
+        visitFields(n, &w)
+        k = w.close()
+    }
+
+    static func fields(_ n: LayerNote) -> [(name: String, value: LayerFieldValue)] {
+        var list = LayerFieldList()
+        visitFields(n, &list)
+        return list.fields
+    }
+}
+
+/// What a layer's fields are told to: the NDJSON writer or `-Y`'s list. Names and text values
+/// are the layer's own constants (plain ASCII words, written without escaping).
+protocol LayerFieldVisitor {
+    mutating func text(_ name: StaticString, _ value: StaticString)
+    mutating func bool(_ name: StaticString, _ value: Bool)
+    mutating func unsigned(_ name: StaticString, _ value: UInt64)
+    /// Two numbers from `first` to `last` (a frame's TLS records): an array in NDJSON, two
+    /// fields for `-Y` (`last` under the plain name, since most spans are one).
+    mutating func span(_ name: StaticString, _ first: UInt64, _ last: UInt64, filterNames: (first: StaticString, last: StaticString))
+}
+
+/// A layer's NDJSON object: `{"opcode":"binary","fin":true,...}`.
+struct JSONLayerFields: LayerFieldVisitor {
+    var k: Cursor
+    var opened = false
+
+    @inline(__always) init(_ k: Cursor) { self.k = k }
+
+    @inline(__always) mutating func name(_ n: StaticString) {
+        k.write(opened ? ",\"" : "{\"")
+        opened = true
+        k.write(n); k.write("\":")
+    }
+
+    @inline(__always) mutating func text(_ name: StaticString, _ value: StaticString) {
+        self.name(name); k.byte(0x22); k.write(value); k.byte(0x22)
+    }
+
+    @inline(__always) mutating func bool(_ name: StaticString, _ value: Bool) {
+        self.name(name); k.write(value ? "true" : "false")
+    }
+
+    @inline(__always) mutating func unsigned(_ name: StaticString, _ value: UInt64) {
+        self.name(name); k.decimal(value)
+    }
+
+    @inline(__always) mutating func span(_ name: StaticString, _ first: UInt64, _ last: UInt64,
+                                         filterNames: (first: StaticString, last: StaticString)) {
+        self.name(name); k.byte(0x5b); k.decimal(first); k.byte(0x2c); k.decimal(last); k.byte(0x5d)
+    }
+
+    @inline(__always) mutating func close() -> Cursor {
+        k.write(opened ? "}" : "{}")
+        return k
+    }
+}
+
+/// A layer's fields as `-Y` reads them.
+struct LayerFieldList: LayerFieldVisitor {
+    var fields: [(name: String, value: LayerFieldValue)] = []
+
+    mutating func text(_ name: StaticString, _ value: StaticString) { fields.append(("\(name)", .text("\(value)"))) }
+    mutating func bool(_ name: StaticString, _ value: Bool) { fields.append(("\(name)", .bool(value))) }
+    mutating func unsigned(_ name: StaticString, _ value: UInt64) { fields.append(("\(name)", .unsigned(value))) }
+    mutating func span(_ name: StaticString, _ first: UInt64, _ last: UInt64, filterNames: (first: StaticString, last: StaticString)) {
+        fields.append(("\(filterNames.last)", .unsigned(last)))
+        fields.append(("\(filterNames.first)", .unsigned(first)))
+    }
 }

@@ -145,16 +145,12 @@ enum TLSLayer: LayerKind {
         k.byte(0x0a)
     }
 
-    /// `{"records":[11,12]}` (0 for a first record no longer known).
-    static func writeJSON(_ n: LayerNote, _ k: inout Cursor) {
+    /// `{"records":[11,12]}` (0 for a first record no longer known); `-Y tls.record` is the
+    /// last, `tls.first_record` the first. Version, suite, SNI and ALPN come from the
+    /// connection (`TLSInfo`).
+    static func visitFields<V: LayerFieldVisitor>(_ n: LayerNote, _ v: inout V) {
         let r = info(n)
-        k.write("{\"records\":["); k.decimal(r.firstRecord); k.byte(0x2c); k.decimal(r.lastRecord); k.write("]}")
-    }
-
-    /// The record fields by note; version, suite, SNI and ALPN come from the connection (`TLSInfo`).
-    static func fields(_ n: LayerNote) -> [(name: String, value: LayerFieldValue)] {
-        let r = info(n)
-        return [("record", .unsigned(r.lastRecord)), ("first_record", .unsigned(r.firstRecord))]
+        v.span("records", r.firstRecord, r.lastRecord, filterNames: ("first_record", "record"))
     }
 
     static let fieldKinds: [(name: String, kind: LayerFieldKind)] = [

@@ -73,27 +73,20 @@ enum WebSocketLayer: LayerKind {
         k.byte(0x0a)
     }
 
-    static func writeJSON(_ n: LayerNote, _ k: inout Cursor) {
+    static func visitFields<V: LayerFieldVisitor>(_ n: LayerNote, _ v: inout V) {
         let ws = info(n)
-        k.write("{\"opcode\":\""); k.write(ws.opcode.name)
-        k.write("\",\"fin\":"); k.write(ws.fin ? "true" : "false")
-        k.write(",\"masked\":"); k.write(ws.masked ? "true" : "false")
-        k.write(",\"compressed\":"); k.write(ws.compressed ? "true" : "false")
-        k.write(",\"frames\":"); k.decimal(UInt64(ws.frames))
-        k.write(",\"wire_length\":"); k.decimal(ws.wireLength); k.byte(0x7d)
+        v.text("opcode", ws.opcode.name)
+        v.bool("fin", ws.fin)
+        v.bool("masked", ws.masked)
+        v.bool("compressed", ws.compressed)
+        v.unsigned("frames", UInt64(ws.frames))
+        v.unsigned("wire_length", ws.wireLength)
     }
 
     static let fieldKinds: [(name: String, kind: LayerFieldKind)] = [
         ("opcode", .text(values: ([0, 1, 2, 8, 9, 10, 3, 11] as [UInt8]).map { "\(WebSocketOpcode(rawValue: $0).name)" })),
         ("fin", .bool), ("masked", .bool), ("compressed", .bool), ("frames", .unsigned), ("wire_length", .unsigned),
     ]
-
-    static func fields(_ n: LayerNote) -> [(name: String, value: LayerFieldValue)] {
-        let ws = info(n)
-        return [("opcode", .text(String(describing: ws.opcode.name))), ("fin", .bool(ws.fin)),
-                ("masked", .bool(ws.masked)), ("compressed", .bool(ws.compressed)),
-                ("frames", .unsigned(UInt64(ws.frames))), ("wire_length", .unsigned(ws.wireLength))]
-    }
 
     /// `  websocket: 2 handshakes; 10 text, 8 binary, 1 ping, ...; 5 compressed (300 → 900 bytes)`
     static func summary(_ p: ProtocolRuntime) -> [String] {
