@@ -1,21 +1,7 @@
-/// What the tree printer tells an observer about each line of a message as it writes it:
-/// what the line is (a field with its byte range, a layer's note, a warning) and where its
-/// text lies in the output. The page's index keeps these (`TreeLineTable`), so it shows
-/// fields with their byte ranges without reading the text back; the terminal's observer
-/// (`NoTreeLines`) records nothing and is compiled away.
-protocol TreeLineObserver {
-    /// False for an observer that keeps nothing: the printer then works out no positions.
-    static var records: Bool { get }
-    /// A line whose text runs from output position `text` to `end` (its newline excluded).
-    mutating func line(_ kind: TreeLineKind, depth: Int, offset: Int32, width: Int32, text: UInt64, end: UInt64)
-}
-
-/// The terminal's observer: nothing kept.
-struct NoTreeLines: TreeLineObserver {
-    static var records: Bool { false }
-    @inline(__always) func line(_ kind: TreeLineKind, depth: Int, offset: Int32, width: Int32, text: UInt64, end: UInt64) {}
-}
-
+/// What the tree printer tells the page's index about each line of a message as it writes it
+/// (`TreePrinter.lines`): what the line is (a field with its byte range, a layer's note, a
+/// warning) and where its text lies in the output. So the page shows fields with their byte
+/// ranges without reading the text back.
 public enum TreeLineKind: UInt8, Sendable {
     /// The first line: time, endpoints, protocol, message name and size.
     case summary
@@ -54,15 +40,14 @@ public struct TreeLine: Sendable, Equatable {
 }
 
 /// The lines of one message, for an index: positions relative to where its text begins.
-public struct TreeLineTable: TreeLineObserver {
+public struct TreeLineTable {
     /// The output position of the message's first byte.
     public var start: UInt64 = 0
     public private(set) var lines: [TreeLine] = []
 
     public init() {}
 
-    static var records: Bool { true }
-
+    /// A line whose text runs from output position `text` to `end` (its newline excluded).
     mutating func line(_ kind: TreeLineKind, depth: Int, offset: Int32, width: Int32, text: UInt64, end: UInt64) {
         lines.append(TreeLine(kind: kind, depth: UInt16(clamping: depth), offset: offset, width: width,
                               textStart: UInt32(clamping: text &- start), textEnd: UInt32(clamping: max(text, end) &- start)))

@@ -14,6 +14,15 @@ public final class TreePrinter: MessageSink {
     let asciiDump: Bool
     /// `-O`: the fields only of these protocols' messages (lowercased); the others a line each.
     let detailsOf: Set<String>?
+    /// Told of each line of a message as it is written (the page's index); nil for the
+    /// terminal, where each line then costs one test.
+    @exclusivity(unchecked) package var lines: TreeLineTable?
+    /// Where the field line being written has its text (after its byte range), for `lines`.
+    @exclusivity(unchecked) var fieldTextStart: UInt64 = 0
+
+    /// Where the cursor's next byte will land in the output.
+    @inline(__always)
+    func position(_ k: Cursor) -> UInt64 { out.flushed &+ UInt64(k.p - out.base) }
 
     public init(output: OutputBuffer, hexDump: Bool, verbose: Bool, color: Bool, time: TimeFormat = .epoch,
                 asciiDump: Bool = false, detailsOf: Set<String>? = nil) {
@@ -68,26 +77,12 @@ public final class TreePrinter: MessageSink {
     }
 
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
-        var none = NoTreeLines()
-        render(m, c, p, lines: &none)
-    }
-
-    /// The message's tree, each line told to `lines` as it is written (the page's index).
-    package func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime, lines: inout TreeLineTable) {
-        lines.removeAll(startingAt: out.position)
-        render(m, c, p, lines: &lines)
-    }
-
-    /// Where the cursor's next byte will land in the output.
-    @inline(__always)
-    func position(_ k: Cursor) -> UInt64 { out.flushed &+ UInt64(k.p - out.base) }
-
-    func render<L: TreeLineObserver>(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime, lines: inout L) {
         let f = m.frame!
         let names = p.names.view
         let ft = FieldText(p, frame: m.fieldBytes)
         let out = self.out
-        let start = L.records ? out.position : 0
+        let start = out.position
+        lines?.removeAll(startingAt: start)
         // Room for a usual record at once; the cursor makes more as it writes, if needed.
         if timeText != nil { timeText!.write(f.lastPacket.ts, to: out) }
         var k = out.cursor(reserving: 1024 + 96 * (m.fields.count + m.headerFields.count))
@@ -117,7 +112,7 @@ public final class TreePrinter: MessageSink {
             k.write(" [coalesced "); k.decimal(UInt64(f.coalesced)); k.write(" in pkt ")
             k.decimal(f.lastPacket.number); k.byte(0x5d)
         }
-        if L.records { lines.line(.summary, depth: 0, offset: 0, width: 0, text: start, end: position(k)) }
+        lines?.line(.summary, depth: 0, offset: 0, width: 0, text: start, end: position(k))
         k.byte(0x0a)
         if let only = detailsOf, !only.contains(p.schema.name.lowercased()) {
             // tshark's -O: another protocol's message is its summary line alone.
@@ -125,21 +120,21 @@ public final class TreePrinter: MessageSink {
             out.endOfRecord()
             return
         }
-        if !m.layerNotes.isEmpty { layerLines(m.layerNotes, f, &k, &lines) }
+        if !m.layerNotes.isEmpty { layerLines(m.layerNotes, f, &k) }
         if !m.transforms.isEmpty {
-            let at = L.records ? position(k) : 0
+            let at = position(k)
             transformLine(m.transforms, &k)
-            if L.records { lines.line(.note, depth: 0, offset: 0, width: 0, text: at + 4, end: position(k) - 1) }
+            lines?.line(.note, depth: 0, offset: 0, width: 0, text: at + 4, end: position(k) - 1)
         }
         m.headerFields.withUnsafeBufferPointer { hs in
-            for h in hs { field(h, ft, depth: 0, header: true, &k, out, &lines) }
+            for h in hs { field(h, ft, depth: 0, header: true, &k, out) }
         }
         m.fields.withUnsafeBufferPointer { fs in
-            for x in fs { field(x, ft, depth: Int(x.depth), header: false, &k, out, &lines) }
+            for x in fs { field(x, ft, depth: Int(x.depth), header: false, &k, out) }
         }
         out.commit(k)
-        for w in m.warnings { warning(w.text, &lines) }
-        if let cut = p.takeCutWarning() { warning(cut, &lines) }
+        for w in m.warnings { warning(w.text) }
+        if let cut = p.takeCutWarning() { warning(cut) }
         if asciiDump { AsciiDump.write(f.bytes, indent: 4, to: out) }
         if hexDump {
             HexDump.write(f.bytes, base: 0, indent: 4, to: out)
@@ -164,26 +159,26 @@ public final class TreePrinter: MessageSink {
         k.byte(0x0a)
     }
 
-    func warning<L: TreeLineObserver>(_ text: String, _ lines: inout L) {
+    func warning(_ text: String) {
         out.write("    ")
         paint("\u{1b}[1;31m")
         out.write("warning: ")
-        let at = L.records ? out.position : 0
+        let at = out.position
         out.write(text)
-        if L.records { lines.line(.warning, depth: 0, offset: 0, width: 0, text: at, end: out.position) }
+        lines?.line(.warning, depth: 0, offset: 0, width: 0, text: at, end: out.position)
         reset()
         out.newline()
     }
 
     /// A line per layer the message came through (`websocket: binary, FIN, masked`), above its
     /// own fields, each in its layer's words.
-    func layerLines<L: TreeLineObserver>(_ notes: LayerNotes, _ f: Frame, _ k: inout Cursor, _ lines: inout L) {
+    func layerLines(_ notes: LayerNotes, _ f: Frame, _ k: inout Cursor) {
         let color = self.color, kinds = layerKinds
         notes.forEach { n in
-            let at = L.records ? position(k) : 0
+            let at = position(k)
             kinds[Int(n.layer)].writeTree(n, f, color: color, &k)
             // A layer's line is indented by four spaces and ends with its newline.
-            if L.records { lines.line(.note, depth: 0, offset: 0, width: 0, text: at + 4, end: position(k) - 1) }
+            lines?.line(.note, depth: 0, offset: 0, width: 0, text: at + 4, end: position(k) - 1)
         }
     }
 
@@ -196,11 +191,8 @@ public final class TreePrinter: MessageSink {
     }
 
     @inline(__always)
-    func field<L: TreeLineObserver>(_ x: DecodedField, _ ft: FieldText, depth: Int, header: Bool, _ k: inout Cursor,
-                                    _ out: OutputBuffer, _ lines: inout L) {
-        fieldColumn(x, depth: depth, &k)
-        let at = L.records ? position(k) : 0
-        fieldName(x, ft, &k)
+    func field(_ x: DecodedField, _ ft: FieldText, depth: Int, header: Bool, _ k: inout Cursor, _ out: OutputBuffer) {
+        fieldStart(x, ft, depth: depth, &k)
         switch x.value {
         case .object(let n):
             k.write(" {"); k.decimal(n); k.write(n == 1 ? " field}" : " fields}")
@@ -238,25 +230,26 @@ public final class TreePrinter: MessageSink {
             reset()
             k = out.cursor()
         }
-        if L.records {
-            lines.line(header ? .header : .field, depth: depth, offset: x.offset, width: x.width, text: at, end: position(k))
-        }
+        if lines != nil { noteField(x, depth: depth, header: header, k) }
         k.byte(0x0a)
     }
 
-    /// A field line's start: indentation, the byte range in its column.
+    /// The page's index: a field's line, its text from the end of the byte range column.
+    @inline(never)
+    func noteField(_ x: DecodedField, depth: Int, header: Bool, _ k: Cursor) {
+        lines?.line(header ? .header : .field, depth: depth, offset: x.offset, width: x.width,
+                    text: fieldTextStart, end: position(k))
+    }
+
+    /// A field line's start: indentation, the byte range in its column, the name.
     @inline(__always)
-    func fieldColumn(_ x: DecodedField, depth: Int, _ k: inout Cursor) {
+    func fieldStart(_ x: DecodedField, _ ft: FieldText, depth: Int, _ k: inout Cursor) {
         k.spaces(4 &+ depth &* 2)
         if color { k.write("\u{1b}[2m") }
         // Byte ranges in a column of their own, so names line up.
         k.byteRange(x.offset, x.width)
         if color { k.write("\u{1b}[0m") }
-    }
-
-    /// A field's name, after its column.
-    @inline(__always)
-    func fieldName(_ x: DecodedField, _ ft: FieldText, _ k: inout Cursor) {
+        if lines != nil { fieldTextStart = position(k) }
         switch x.name {
         case .field(let mi, let fi): k.write(ft.names.field(mi, fi))
         case .header(let i): k.write(ft.names.header(i))

@@ -8,8 +8,6 @@ import FramedumpCore
 final class IndexSink: MessageSink {
     let spill: Spill
     let printer: TreePrinter
-    /// The lines of the message being written, reused from message to message.
-    var lines = TreeLineTable()
     let index: MessageIndex
     let filters: FilterResults
     let batch: Int
@@ -37,6 +35,8 @@ final class IndexSink: MessageSink {
         self.index = index
         self.filters = filters
         printer = TreePrinter(output: spill.out, hexDump: false, verbose: false, color: false)
+        // Each message's lines, stored after its text: the page's fields and byte ranges.
+        printer.lines = TreeLineTable()
         self.live = live
         batch = live ? 1 : 4096
         pending.reserveCapacity(batch)
@@ -93,8 +93,8 @@ final class IndexSink: MessageSink {
         let ordinal = next
         next += 1
         let start = spill.position
-        printer.message(m, c, p, lines: &lines)
-        lines.encoded().withUnsafeBytes { spill.out.write($0) }
+        printer.message(m, c, p)
+        (printer.lines?.encoded() ?? []).withUnsafeBytes { spill.out.write($0) }
         let treeEnd = spill.position
         spill.out.write(f.bytes)
         if let t = m.transformed { spill.out.write(t) }
