@@ -46,6 +46,7 @@ protocol FrameEnd: AnyObject {
 enum FramingRegistry {
     // (Metatypes of stateless kinds, never written: safe to share.)
     nonisolated(unsafe) static let kinds: [any FramingKind.Type] = [
+        CountedPayloadFraming.self,
         DelimitedFraming.self,
     ]
 

@@ -379,7 +379,7 @@ struct Parser {
                 try k.setting(key.lowercased(), &self, &p.schema)
                 return endStatement("'\(key)'")
             }
-            throw err(kt, "unknown protocol setting '\(key)' (expected port, udp port, any_port, byte_order, strings, header, frame_length, body_length, frame_end, message_id, max_frame, body, labels_from_comments, pair_by, websocket, subprotocol, text, proto, proto_descriptor, key, transform, cipher)")
+            throw err(kt, "unknown protocol setting '\(key)' (expected port, udp port, any_port, byte_order, strings, header, frame_length, body_length, frame_end, payload, message_id, max_frame, body, labels_from_comments, pair_by, websocket, subprotocol, text, proto, proto_descriptor, key, transform, cipher)")
         }
         endStatement("'\(key)'")
     }

@@ -1,0 +1,159 @@
+/// `payload "VALUE" word 4;`: a text line that announces a payload (memcached's `VALUE key flags
+/// bytes`, `set key flags exptime bytes`; NATS's `MSG subject sid bytes`) is followed by as many
+/// bytes as one of its words says in ASCII decimal, then the line delimiter again; the frame is
+/// the line, the payload and that delimiter. Lines that start with another word are frames of
+/// their own, cut at `frame_end` as usual. The verb is word 1; `last` is the line's last word
+/// (NATS's `PUB subject [reply-to] bytes`, whose word count varies).
+enum CountedPayloadFraming: FramingKind {
+    static let name = "payload"
+    static let keywords = ["payload"]
+
+    /// One rule: the verb, and which word counts the bytes (0: the last).
+    struct Rule: Equatable {
+        var verb: [UInt8]
+        var word: Int
+    }
+
+    /// `payload "VERB"[, "VERB"...] (word N | last);`
+    static func setting(_ keyword: String, _ p: inout Parser, _ s: inout ProtocolSchema) throws(DissectorError) {
+        var verbs: [(String, Token)] = []
+        repeat {
+            let t = p.tok
+            let v: String = try p.quoted("the first word of a line that a payload follows (\"VALUE\", \"set\", \"MSG\")")
+            guard !v.isEmpty, v.utf8.count <= 32, !v.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7f }) else {
+                throw p.err(t, "a payload's verb is one word of 1 to 32 printable ASCII characters, without spaces")
+            }
+            verbs.append((v, t))
+        } while p.accept(",")
+        let (which, wt) = try p.ident("'word N' (the verb is word 1) or 'last'")
+        let word: Int
+        switch which {
+        case "last": word = 0
+        case "word":
+            let nt = p.tok
+            let n = try p.number("the number of the word that counts the payload's bytes")
+            guard n >= 2 && n <= 64 else { throw p.err(nt, "the word that counts the bytes is word 2 to 64 (the verb is word 1)") }
+            word = Int(n)
+        default: throw p.err(wt, "expected 'word N' (the verb is word 1) or 'last', found '\(which)'")
+        }
+        var rules = s.framingSettings[name] ?? []
+        for (v, t) in verbs {
+            guard !rules.contains(where: { decode($0)?.verb == Array(v.utf8) }) else { throw p.err(t, "payload \"\(v)\" is given twice") }
+            rules.append(encode(Rule(verb: Array(v.utf8), word: word)))
+        }
+        s.framingSettings[name] = rules
+    }
+
+    static func chosen(by s: ProtocolSchema) -> Bool { s.framingSettings[name] != nil }
+
+    static func check(_ s: ProtocolSchema) -> String? {
+        if DelimitedFraming.delimiter(s) == nil {
+            return "payload needs frame_end (the line that announces a payload ends with it, and so does the payload)"
+        }
+        return DelimitedFraming.check(s)
+    }
+
+    static func describe(_ s: ProtocolSchema) -> [String] {
+        DelimitedFraming.describe(s) + rules(s).map { r in
+            "  payload \"\(String(decoding: r.verb, as: UTF8.self))\" \(r.word == 0 ? "last" : "word \(r.word)") (that word counts the bytes after the line, then frame_end)"
+        }
+    }
+
+    static func frameEnd(_ s: ProtocolSchema) -> any FrameEnd {
+        CountedPayloadEnd(delimiter: DelimitedFraming.delimiter(s) ?? [0x0a], rules: rules(s))
+    }
+
+    static func rules(_ s: ProtocolSchema) -> [Rule] { (s.framingSettings[name] ?? []).compactMap(decode) }
+
+    /// A rule as the schema keeps framing settings (strings): the word number, a space, the verb.
+    static func encode(_ r: Rule) -> String { "\(r.word) " + String(decoding: r.verb, as: UTF8.self) }
+
+    static func decode(_ t: String) -> Rule? {
+        guard let sp = t.firstIndex(of: " "), let w = Int(t[..<sp]) else { return nil }
+        return Rule(verb: Array(t[t.index(after: sp)...].utf8), word: w)
+    }
+}
+
+/// Finds where a line ends and, for a line whose verb announces a payload, where the payload and
+/// its delimiter end. The payload is never searched (it may hold the delimiter); only its count
+/// is read, and a count past `max_frame` is refused before any byte of it is kept.
+final class CountedPayloadEnd: FrameEnd {
+    let line: DelimiterEnd
+    let rules: [CountedPayloadFraming.Rule]
+
+    init(delimiter: [UInt8], rules: [CountedPayloadFraming.Rule]) {
+        line = DelimiterEnd(delimiter)
+        self.rules = rules
+    }
+
+    var trailerSize: Int { line.trailerSize }
+
+    /// The longest line that announces a payload: past it, a line is a plain line.
+    static let maxAnnouncement = 4096
+
+    func check(_ b: UnsafeRawBufferPointer, at base: Int, from: Int, headerSize: Int, maxFrame: Int) -> FrameLayout.Check {
+        let s = base + headerSize
+        if announces(b, from: s) {
+            // The line is found again on each call (it is short), never from `from`, which may
+            // lie inside a payload that has not all arrived (a payload may hold the delimiter).
+            let window = min(b.count, s + Self.maxAnnouncement + line.trailerSize)
+            if let lineEnd = line.find(b, from: s, to: window) {
+                let textEnd = lineEnd - line.trailerSize
+                guard let count = payloadCount(b, from: s, to: textEnd) else { return .ok(frameLength: lineEnd - base) }
+                let total = Int64(lineEnd - base) + count + Int64(line.trailerSize)
+                guard total <= Int64(maxFrame) else { return .tooLong(total) }
+                guard b.count - base >= Int(total) else { return .needMoreData }
+                return .ok(frameLength: Int(total))
+            }
+            if window < s + Self.maxAnnouncement + line.trailerSize { return .needMoreData }
+            // Too long to announce a payload: a plain line.
+        }
+        return line.check(b, at: base, from: from, headerSize: headerSize, maxFrame: maxFrame)
+    }
+
+    /// Whether the line at `s` starts with a verb that announces a payload (a verb is known once
+    /// a space or the delimiter follows it; until then a line cannot have ended either).
+    func announces(_ b: UnsafeRawBufferPointer, from s: Int) -> Bool {
+        let stop = line.first, limit = min(b.count, s + 33)
+        var e = s
+        while e < limit && b[e] != 0x20 && b[e] != stop { e += 1 }
+        guard e < limit else { return false }
+        return rules.contains { r in r.verb.count == e - s && r.verb.indices.allSatisfy { b[s + $0] == r.verb[$0] } }
+    }
+
+    /// The payload's size the line `b[start..<end]` announces, nil when its verb announces none
+    /// (or the counting word is not a decimal number: the line is then a frame of its own, and
+    /// what follows it is read as lines).
+    func payloadCount(_ b: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Int64? {
+        var verbEnd = start
+        while verbEnd < end && b[verbEnd] != 0x20 { verbEnd += 1 }
+        guard let rule = rules.first(where: { r in
+            r.verb.count == verbEnd - start && r.verb.indices.allSatisfy { b[start + $0] == r.verb[$0] }
+        }) else { return nil }
+        // The words, separated by one space or more.
+        var words: [(Int, Int)] = []
+        var i = start
+        while i < end && words.count < 65 {
+            while i < end && b[i] == 0x20 { i += 1 }
+            guard i < end else { break }
+            let s = i
+            while i < end && b[i] != 0x20 { i += 1 }
+            words.append((s, i))
+        }
+        let index = rule.word == 0 ? words.count - 1 : rule.word - 1
+        guard index >= 1, index < words.count else { return nil }
+        let (s, e) = words[index]
+        guard e - s >= 1, e - s <= 18 else { return nil }
+        var v: Int64 = 0
+        for j in s..<e {
+            let d = b[j] &- 0x30
+            guard d <= 9 else { return nil }
+            v = v * 10 + Int64(d)
+        }
+        return v
+    }
+
+    func boundary(in b: UnsafeRawBufferPointer, from p: Int) -> Int? {
+        line.boundary(in: b, from: p)
+    }
+}
