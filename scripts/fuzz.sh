@@ -245,6 +245,10 @@ seeds = {
                  "Message A = 1 { Varint n; Svarint s; Bytes(varint) b; }\nMessage B = 2 { Uint16[varint] ids; }\n",
                  [v(len(body[:7]) + 1) + b"\x01" + body[:7], v(1 + 1 + 2 * 70) + b"\x02" + v(70) + bytes(140), v(1) + b"\x03"]),
 }
+# A text protocol whose lines announce counted payloads (`payload`), one holding CR LF.
+seeds["counted"] = ("protocol t { frame_end \"\\r\\n\"; payload \"set\" word 5; payload \"MSG\" last; max_frame 4096; body text; }\n",
+                    [b"set a 0 0 5\r\nhello\r\n", b"STORED\r\n", b"set b 0 0 4 noreply\r\n\r\nx\r\r\n",
+                     b"MSG s 1 r 3\r\nabc\r\n", b"set c 0 0 99999\r\n", b"END\r\n"])
 for name, (text, frames) in seeds.items():
     c2s = b"".join(frames)
     # [split byte][client bytes][server bytes]: the same frames both ways.
@@ -317,7 +321,7 @@ PY
       trap 'rm -rf "$seeds"' RETURN
       # (UDP ports too: the target picks among every port, as the protocols list them.)
       ports="$(sed -n 's/^ *\(udp \)\{0,1\}port \([0-9]*\);.*/\2/p' Dissectors/*.dissector | sort -n | tr '\n' ' ')"
-      for s in game svc im bridge websocket-deflate game-latency zgame varint; do
+      for s in game svc im bridge websocket-deflate game-latency zgame varint memcached-text; do
         framedump -r "samples/$s.pcap" --streams "$seeds/$s" -q >/dev/null 2>&1 || true
         c2s="$(ls "$seeds/$s"/*.c2s 2>/dev/null | head -1)"
         [ -n "$c2s" ] || continue
