@@ -5,7 +5,7 @@
 # Everything it needs is in this folder: floor.c (the floor), gengame.py and genws.py (the
 # captures), game.lua (the Lua dissector), genz.py, zgame.lua and zgame-bench.dissector (the
 # zgame row: bodies compressed and XORed under header flags), genkcp.py and kcp.lua (the kcp row),
-# gentls.py and tls_game.lua (the tls row).
+# gentls.py and tls_game.lua (the tls row), genmctext.py and mctext.lua (the mctext row).
 #
 # Usage: bench/run.sh [YARDSTICK_DIR]   (optional: another folder's pcapread.c, genbench.py and
 #                                        game.lua to use instead, for comparison with them)
@@ -15,6 +15,7 @@
 #   KCP_MESSAGES=500000 (the kcp row: the game protocol over KCP over UDP; 0 leaves it out)
 #   TLS_MESSAGES=200000 (the tls row: the game protocol in TLS 1.3, needs python3-cryptography; 0 leaves it out)
 #   VARINT_MESSAGES=1000000 (the varint row: protobuf behind varint lengths, needs python3-protobuf; 0 leaves it out)
+#   MCTEXT_MESSAGES=1000000 (the mctext row: memcached's text protocol, lines with counted data blocks; 0 leaves it out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
@@ -172,5 +173,24 @@ if [ "$varint_n" != 0 ]; then
     pb=(-X lua_script:bench/chat.lua -o "uat:protobuf_search_paths:\"$PWD/Dissectors\",\"TRUE\"")
     label="tshark + chat.lua + protobuf -V"; row tshark -r "$cap" "${pb[@]}" -V
     label="tshark + chat.lua + protobuf -T json"; row tshark -r "$cap" "${pb[@]}" -T json
+  fi
+fi
+
+# mctext (bench/genmctext.py): memcached's text protocol, CR LF lines and the data blocks their
+# words count (`payload`), decoded with Dissectors/memcached-text.dissector, against tshark with
+# bench/mctext.lua (the same cut in Lua; tshark's own memcache dissector reads only the first
+# command of a segment).
+mctext_n=${MCTEXT_MESSAGES:-1000000}
+if [ "$mctext_n" != 0 ]; then
+  cap="$out/mctext-$mctext_n.pcap"
+  [ -f "$cap" ] || python3 bench/genmctext.py "$cap" "$mctext_n" >/dev/null
+  n=$mctext_n
+  row() { read -r w m < <(measure "$@"); printf '| %s mctext msgs | `%s` | %s s | %s MiB |\n' "$n" "$label" "$w" "$m"; }
+  label="framedump -q (mctext)"; row "$bin" -r "$cap" -q
+  label="framedump (tree, mctext)"; row "$bin" -r "$cap"
+  label="framedump -T json (mctext)"; row "$bin" -r "$cap" -T json
+  if [ -z "${SKIP_TSHARK:-}" ]; then
+    label="tshark + mctext.lua -V"; row tshark -r "$cap" -X lua_script:bench/mctext.lua -V
+    label="tshark + mctext.lua -T json"; row tshark -r "$cap" -X lua_script:bench/mctext.lua -T json
   fi
 fi

@@ -76,14 +76,39 @@ enum CountedPayloadFraming: FramingKind {
 
 /// Finds where a line ends and, for a line whose verb announces a payload, where the payload and
 /// its delimiter end. The payload is never searched (it may hold the delimiter); only its count
-/// is read, and a count past `max_frame` is refused before any byte of it is kept.
+/// is read, and a count past `max_frame` is refused before any byte of it is kept. Checked for
+/// every frame: the rules are flat memory (verbs packed in one block), looked up with no
+/// allocation or reference count.
 final class CountedPayloadEnd: FrameEnd {
     let line: DelimiterEnd
-    let rules: [CountedPayloadFraming.Rule]
+    /// Each rule: where its verb is in `verbs`, its length, the word that counts (0: the last).
+    let rules: UnsafeMutableBufferPointer<(start: Int, length: Int, word: Int)>
+    let verbs: UnsafeMutableBufferPointer<UInt8>
+    /// Bytes that can start a verb, for the common line that names none.
+    let firstBytes: UnsafeMutableBufferPointer<Bool>
 
-    init(delimiter: [UInt8], rules: [CountedPayloadFraming.Rule]) {
+    init(delimiter: [UInt8], rules rs: [CountedPayloadFraming.Rule]) {
         line = DelimiterEnd(delimiter)
-        self.rules = rules
+        rules = .allocate(capacity: max(1, rs.count))
+        verbs = .allocate(capacity: max(1, rs.reduce(0) { $0 + $1.verb.count }))
+        firstBytes = .allocate(capacity: 256)
+        firstBytes.initialize(repeating: false)
+        var at = 0
+        for (i, r) in rs.enumerated() {
+            rules[i] = (at, r.verb.count, r.word)
+            for (j, c) in r.verb.enumerated() { verbs[at + j] = c }
+            at += r.verb.count
+            if let c = r.verb.first { firstBytes[Int(c)] = true }
+        }
+        ruleCount = rs.count
+    }
+
+    let ruleCount: Int
+
+    deinit {
+        rules.deallocate()
+        verbs.deallocate()
+        firstBytes.deallocate()
     }
 
     var trailerSize: Int { line.trailerSize }
@@ -93,13 +118,14 @@ final class CountedPayloadEnd: FrameEnd {
 
     func check(_ b: UnsafeRawBufferPointer, at base: Int, from: Int, headerSize: Int, maxFrame: Int) -> FrameLayout.Check {
         let s = base + headerSize
-        if announces(b, from: s) {
+        if let rule = announcing(b, from: s) {
             // The line is found again on each call (it is short), never from `from`, which may
             // lie inside a payload that has not all arrived (a payload may hold the delimiter).
             let window = min(b.count, s + Self.maxAnnouncement + line.trailerSize)
             if let lineEnd = line.find(b, from: s, to: window) {
-                let textEnd = lineEnd - line.trailerSize
-                guard let count = payloadCount(b, from: s, to: textEnd) else { return .ok(frameLength: lineEnd - base) }
+                guard let count = payloadCount(b, from: s, to: lineEnd - line.trailerSize, word: rules[rule].word) else {
+                    return .ok(frameLength: lineEnd - base)
+                }
                 let total = Int64(lineEnd - base) + count + Int64(line.trailerSize)
                 guard total <= Int64(maxFrame) else { return .tooLong(total) }
                 guard b.count - base >= Int(total) else { return .needMoreData }
@@ -111,44 +137,60 @@ final class CountedPayloadEnd: FrameEnd {
         return line.check(b, at: base, from: from, headerSize: headerSize, maxFrame: maxFrame)
     }
 
-    /// Whether the line at `s` starts with a verb that announces a payload (a verb is known once
-    /// a space or the delimiter follows it; until then a line cannot have ended either).
-    func announces(_ b: UnsafeRawBufferPointer, from s: Int) -> Bool {
+    /// The rule whose verb starts the line at `s` (a verb is known once a space or the
+    /// delimiter follows it; until then a line cannot have ended either), nil for none.
+    @inline(__always)
+    func announcing(_ b: UnsafeRawBufferPointer, from s: Int) -> Int? {
+        guard s < b.count, firstBytes[Int(b[s])] else { return nil }
         let stop = line.first, limit = min(b.count, s + 33)
         var e = s
         while e < limit && b[e] != 0x20 && b[e] != stop { e += 1 }
-        guard e < limit else { return false }
-        return rules.contains { r in r.verb.count == e - s && r.verb.indices.allSatisfy { b[s + $0] == r.verb[$0] } }
+        guard e < limit else { return nil }
+        let n = e - s
+        var i = 0
+        while i < ruleCount {
+            let r = rules[i]
+            if r.length == n {
+                var j = 0
+                while j < n && b[s + j] == verbs[r.start + j] { j += 1 }
+                if j == n { return i }
+            }
+            i += 1
+        }
+        return nil
     }
 
-    /// The payload's size the line `b[start..<end]` announces, nil when its verb announces none
-    /// (or the counting word is not a decimal number: the line is then a frame of its own, and
-    /// what follows it is read as lines).
-    func payloadCount(_ b: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Int64? {
-        var verbEnd = start
-        while verbEnd < end && b[verbEnd] != 0x20 { verbEnd += 1 }
-        guard let rule = rules.first(where: { r in
-            r.verb.count == verbEnd - start && r.verb.indices.allSatisfy { b[start + $0] == r.verb[$0] }
-        }) else { return nil }
-        // The words, separated by one space or more.
-        var words: [(Int, Int)] = []
-        var i = start
-        while i < end && words.count < 65 {
-            while i < end && b[i] == 0x20 { i += 1 }
-            guard i < end else { break }
-            let s = i
-            while i < end && b[i] != 0x20 { i += 1 }
-            words.append((s, i))
+    /// The payload's size that word `word` (0: the last) of the line `b[start..<end]` says, nil
+    /// when there is no such word or it is not a decimal number (the line is then a frame of its
+    /// own, and what follows it is read as lines).
+    func payloadCount(_ b: UnsafeRawBufferPointer, from start: Int, to end: Int, word: Int) -> Int64? {
+        var ws = -1, we = -1
+        if word == 0 {
+            // The last word: back from the line's end, past trailing spaces.
+            var e = end
+            while e > start && b[e - 1] == 0x20 { e -= 1 }
+            var s = e
+            while s > start && b[s - 1] != 0x20 { s -= 1 }
+            // The verb alone is not a count.
+            guard s > start else { return nil }
+            (ws, we) = (s, e)
+        } else {
+            var i = start, n = 0
+            while i < end {
+                while i < end && b[i] == 0x20 { i += 1 }
+                guard i < end else { break }
+                let s = i
+                while i < end && b[i] != 0x20 { i += 1 }
+                n += 1
+                if n == word { (ws, we) = (s, i); break }
+            }
         }
-        let index = rule.word == 0 ? words.count - 1 : rule.word - 1
-        guard index >= 1, index < words.count else { return nil }
-        let (s, e) = words[index]
-        guard e - s >= 1, e - s <= 18 else { return nil }
+        guard ws >= 0, we - ws >= 1, we - ws <= 18 else { return nil }
         var v: Int64 = 0
-        for j in s..<e {
+        for j in ws..<we {
             let d = b[j] &- 0x30
             guard d <= 9 else { return nil }
-            v = v * 10 + Int64(d)
+            v = v &* 10 &+ Int64(d)
         }
         return v
     }
