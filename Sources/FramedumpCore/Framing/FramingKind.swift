@@ -40,6 +40,13 @@ protocol FrameEnd: AnyObject {
     /// starts (just after a delimiter), nil when `b` holds none. A kind that cannot say uses
     /// the deframer's own search (a plausible frame followed by another).
     func boundary(in b: UnsafeRawBufferPointer, from p: Int) -> Int?
+    /// For a frame whose body is a line followed by a block the line announced (`payload`):
+    /// where the block starts in `b`, the frame's body from `body` on; nil for a frame without one.
+    func payloadStart(_ b: UnsafeRawBufferPointer, body: Int) -> Int?
+}
+
+extension FrameEnd {
+    func payloadStart(_ b: UnsafeRawBufferPointer, body: Int) -> Int? { nil }
 }
 
 /// Every framing kind besides the length rule, one line each.

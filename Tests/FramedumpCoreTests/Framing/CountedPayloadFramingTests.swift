@@ -60,7 +60,7 @@ final class CountedPayloadFramingTests: XCTestCase {
         XCTAssertEqual(gapped.frames, [a, c])
     }
 
-    func testTheBodyIsTheLineAndThePayload() {
+    func testTheBodyIsTheLineThenThePayload() {
         let d = MessageDecoder(schema: schema)
         let m = DecodedMessage()
         let frame = Array("VALUE k 0 4\r\nab\r\n\r\n".utf8)
@@ -69,8 +69,25 @@ final class CountedPayloadFramingTests: XCTestCase {
             d.decode(Frame(bytes: b, offset: 0, firstPacket: p, lastPacket: p, coalesced: 1), .c2s, into: m)
         }
         XCTAssertTrue(m.warnings.isEmpty, "\(m.warnings)")
-        XCTAssertEqual(m.fields.count, 1)
-        XCTAssertEqual(Int(m.fields[0].width), frame.count - 2, "the last delimiter is the frame's, not the body's")
+        // The line as `text`, the block (with the delimiter it holds) as `payload`; the last
+        // delimiter is the frame's, not the body's.
+        XCTAssertEqual(m.fields.count, 2)
+        XCTAssertEqual(m.fields[0].name, .builtin(.text))
+        XCTAssertEqual([m.fields[0].offset, m.fields[0].width], [0, 11])
+        XCTAssertEqual(m.fields[1].name, .builtin(.payload))
+        XCTAssertEqual([m.fields[1].offset, m.fields[1].width], [13, 4])
+        XCTAssertEqual(m.fields[1].value, .validString)
+        // A plain line is one `text`; a block that is not UTF-8 is bytes.
+        for (text, fields, last) in [("STORED\r\n", 1, FieldValue.string), ("set k 0 0 2\r\n\u{ff}\u{fe}\r\n", 2, .bytes)] {
+            var bytes = Array(text.utf8)
+            if fields == 2 { bytes = Array("set k 0 0 2\r\n".utf8) + [0xff, 0xfe, 13, 10] }
+            bytes.withUnsafeBytes { b in
+                let p = PacketRef(number: 1, ts: Timestamp(seconds: 0, nanos: 0))
+                d.decode(Frame(bytes: b, offset: 0, firstPacket: p, lastPacket: p, coalesced: 1), .c2s, into: m)
+            }
+            XCTAssertEqual(m.fields.count, fields, text)
+            XCTAssertEqual(m.fields[fields - 1].value, last, text)
+        }
     }
 
     func testTheLanguage() throws {

@@ -43,9 +43,12 @@ final class MemcachedTextSampleTests: XCTestCase {
                 guard offset + length <= stream.count else { return XCTFail("\(key): a message past the stream's end") }
                 let bytes = Array(stream[offset..<(offset + length)])
                 XCTAssertEqual(Array(bytes.suffix(2)), [13, 10], "every message ends with CR LF")
-                let text = try XCTUnwrap((m["fields"] as? [String: Any])?["text"] as? String)
-                if text.utf8.count == length - 2 { XCTAssertEqual(Array(text.utf8), Array(bytes.dropLast(2)), key) }
-                else { XCTAssertTrue(bytes.starts(with: Array(text.utf8.prefix(1000))), "a long text is shown cut, from its start") }
+                let fields = try XCTUnwrap(m["fields"] as? [String: Any])
+                let text = try XCTUnwrap(fields["text"] as? String)
+                // The line as `text`, the block after it (if the line announced one) as `payload`.
+                let shown = Array(text.utf8) + ((fields["payload"] as? String).map { [13, 10] + Array($0.utf8) } ?? [])
+                if shown.count == length - 2 { XCTAssertEqual(shown, Array(bytes.dropLast(2)), key) }
+                else { XCTAssertTrue(bytes.starts(with: Array(shown.prefix(1000))), "a long payload is shown cut, from its start") }
                 // A line that announces a data block holds it: the count of its word, then CR LF.
                 let line = bytes.prefix { $0 != 13 }
                 let words = line.split(separator: 0x20).map { String(decoding: $0, as: UTF8.self) }
@@ -53,6 +56,7 @@ final class MemcachedTextSampleTests: XCTestCase {
                 if let w = words.first.flatMap({ counted[$0] }) {
                     let n = try XCTUnwrap(Int(words[w]), "\(words)")
                     XCTAssertEqual(length, line.count + 2 + n + 2, "\(words)")
+                    XCTAssertNotNil(fields["payload"], "\(words)")
                     withData += 1
                 } else {
                     XCTAssertFalse(bytes.dropLast(2).contains(13), "a plain line is one line: \(words)")

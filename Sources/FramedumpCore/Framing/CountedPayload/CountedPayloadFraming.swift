@@ -198,4 +198,12 @@ final class CountedPayloadEnd: FrameEnd {
     func boundary(in b: UnsafeRawBufferPointer, from p: Int) -> Int? {
         line.boundary(in: b, from: p)
     }
+
+    /// Just past the announcing line's delimiter, for a body that starts with one and goes on.
+    func payloadStart(_ b: UnsafeRawBufferPointer, body: Int) -> Int? {
+        // (A body holds a delimiter only after a line that announced a block: the frame's last
+        // delimiter is not the body's.)
+        guard announcing(b, from: body) != nil else { return nil }
+        return line.find(b, from: body, to: min(b.count, body + Self.maxAnnouncement + line.trailerSize))
+    }
 }
