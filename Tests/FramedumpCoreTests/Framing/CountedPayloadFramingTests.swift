@@ -47,6 +47,24 @@ final class CountedPayloadFramingTests: XCTestCase {
         }
     }
 
+    /// `payload prefix "$";` (RESP's bulk strings): the count follows the prefix on its line;
+    /// `$-1` (a null) and every other line are lines of their own.
+    func testAPrefixedCountUnderEverySplit() throws {
+        let s = try DissectorLoader.parse(text: "protocol r { port 6379; frame_end \"\\r\\n\"; payload prefix \"$\", \"=\"; max_frame 64; body text; }",
+                                          file: "r.dissector")[0]
+        let l = FrameLayout(s)
+        let elements = frames(["*3\r\n", "$3\r\nSET\r\n", "$1\r\nk\r\n", "$6\r\na\r\nb\r\n\r\n", "+OK\r\n", "$-1\r\n",
+                               "$0\r\n\r\n", ":12\r\n", "=7\r\ntxt:abc\r\n", "-ERR no\r\n"])
+        let stream = elements.flatMap { $0 }
+        for i in 1..<stream.count {
+            for j in i..<stream.count {
+                let col = FrameCollector.deframe(stream, layout: l, cuts: i == j ? [i] : [i, j], startsAtBoundary: true, gapsAt: [:])
+                XCTAssertEqual(col.frames, elements, "cuts at \(i), \(j)")
+            }
+        }
+        XCTAssertTrue(DissectorDescription.text(s).contains("payload prefix \"$\""), DissectorDescription.text(s))
+    }
+
     /// A count past max_frame is refused as soon as the line is read (nothing of the payload is
     /// held); a line after a gap is found again.
     func testAnOverlongCountAndAGap() {
@@ -106,6 +124,8 @@ final class CountedPayloadFramingTests: XCTestCase {
             ("frame_end \"\\n\"; payload \"a b\" last;", "one word of 1 to 32 printable ASCII characters"),
             ("frame_end \"\\n\"; payload \"set\" first;", "expected 'word N' (the verb is word 1) or 'last'"),
             ("frame_end \"\\n\"; payload set last;", "in double quotes"),
+            ("frame_end \"\\n\"; payload prefix \"$1\";", "without spaces or digits"),
+            ("frame_end \"\\n\"; payload prefix \"$\"; payload prefix \"$\";", "payload \"$\" is given twice"),
         ]
         for (setting, message) in errors {
             XCTAssertThrowsError(try DissectorLoader.parse(text: "protocol z { port 7401; \(setting) }", file: "z.dissector"), setting) { e in

@@ -3,19 +3,36 @@
 /// bytes as one of its words says in ASCII decimal, then the line delimiter again; the frame is
 /// the line, the payload and that delimiter. Lines that start with another word are frames of
 /// their own, cut at `frame_end` as usual. The verb is word 1; `last` is the line's last word
-/// (NATS's `PUB subject [reply-to] bytes`, whose word count varies).
+/// (NATS's `PUB subject [reply-to] bytes`, whose word count varies). `payload prefix "$";`: a
+/// line that starts with `$` and goes on with the count alone (RESP's bulk string `$5`).
 enum CountedPayloadFraming: FramingKind {
     static let name = "payload"
     static let keywords = ["payload"]
 
-    /// One rule: the verb, and which word counts the bytes (0: the last).
+    /// One rule: the verb, and which word counts the bytes (0: the last; `prefix`: the rest of
+    /// the line after the verb).
     struct Rule: Equatable {
         var verb: [UInt8]
         var word: Int
+
+        static let prefix = -1
     }
 
-    /// `payload "VERB"[, "VERB"...] (word N | last);`
+    /// `payload "VERB"[, "VERB"...] (word N | last);` or `payload prefix "P"[, "P"...];`
     static func setting(_ keyword: String, _ p: inout Parser, _ s: inout ProtocolSchema) throws(DissectorError) {
+        if case .ident("prefix") = p.tok.kind {
+            _ = p.next()
+            var prefixes: [(String, Token)] = []
+            repeat {
+                let t = p.tok
+                let v: String = try p.quoted("the bytes a line starts with, the count following them (\"$\")")
+                guard !v.isEmpty, v.utf8.count <= 8, !v.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7f || ($0 >= 0x30 && $0 <= 0x39) }) else {
+                    throw p.err(t, "a payload's prefix is 1 to 8 printable ASCII characters, without spaces or digits")
+                }
+                prefixes.append((v, t))
+            } while p.accept(",")
+            return try add(prefixes, word: Rule.prefix, p, &s)
+        }
         var verbs: [(String, Token)] = []
         repeat {
             let t = p.tok
@@ -36,6 +53,10 @@ enum CountedPayloadFraming: FramingKind {
             word = Int(n)
         default: throw p.err(wt, "expected 'word N' (the verb is word 1) or 'last', found '\(which)'")
         }
+        try add(verbs, word: word, p, &s)
+    }
+
+    static func add(_ verbs: [(String, Token)], word: Int, _ p: Parser, _ s: inout ProtocolSchema) throws(DissectorError) {
         var rules = s.framingSettings[name] ?? []
         for (v, t) in verbs {
             guard !rules.contains(where: { decode($0)?.verb == Array(v.utf8) }) else { throw p.err(t, "payload \"\(v)\" is given twice") }
@@ -55,7 +76,9 @@ enum CountedPayloadFraming: FramingKind {
 
     static func describe(_ s: ProtocolSchema) -> [String] {
         DelimitedFraming.describe(s) + rules(s).map { r in
-            "  payload \"\(String(decoding: r.verb, as: UTF8.self))\" \(r.word == 0 ? "last" : "word \(r.word)") (that word counts the bytes after the line, then frame_end)"
+            let v = String(decoding: r.verb, as: UTF8.self)
+            if r.word == Rule.prefix { return "  payload prefix \"\(v)\" (the number after it counts the bytes after the line, then frame_end)" }
+            return "  payload \"\(v)\" \(r.word == 0 ? "last" : "word \(r.word)") (that word counts the bytes after the line, then frame_end)"
         }
     }
 
@@ -123,7 +146,11 @@ final class CountedPayloadEnd: FrameEnd {
             // lie inside a payload that has not all arrived (a payload may hold the delimiter).
             let window = min(b.count, s + Self.maxAnnouncement + line.trailerSize)
             if let lineEnd = line.find(b, from: s, to: window) {
-                guard let count = payloadCount(b, from: s, to: lineEnd - line.trailerSize, word: rules[rule].word) else {
+                let r = rules[rule]
+                let count = r.word == CountedPayloadFraming.Rule.prefix
+                    ? number(b, from: s + r.length, to: lineEnd - line.trailerSize)
+                    : payloadCount(b, from: s, to: lineEnd - line.trailerSize, word: r.word)
+                guard let count else {
                     return .ok(frameLength: lineEnd - base)
                 }
                 let total = Int64(lineEnd - base) + count + Int64(line.trailerSize)
@@ -150,10 +177,11 @@ final class CountedPayloadEnd: FrameEnd {
         var i = 0
         while i < ruleCount {
             let r = rules[i]
-            if r.length == n {
+            // A verb is the whole first word; a prefix its start (the count follows it).
+            if r.word == CountedPayloadFraming.Rule.prefix ? r.length <= n : r.length == n {
                 var j = 0
-                while j < n && b[s + j] == verbs[r.start + j] { j += 1 }
-                if j == n { return i }
+                while j < r.length && b[s + j] == verbs[r.start + j] { j += 1 }
+                if j == r.length { return i }
             }
             i += 1
         }
@@ -185,9 +213,16 @@ final class CountedPayloadEnd: FrameEnd {
                 if n == word { (ws, we) = (s, i); break }
             }
         }
-        guard ws >= 0, we - ws >= 1, we - ws <= 18 else { return nil }
+        guard ws >= 0 else { return nil }
+        return number(b, from: ws, to: we)
+    }
+
+    /// `b[start..<end]` as a decimal number of 1 to 18 digits, nil for anything else (`-1`).
+    @inline(__always)
+    func number(_ b: UnsafeRawBufferPointer, from start: Int, to end: Int) -> Int64? {
+        guard end - start >= 1, end - start <= 18 else { return nil }
         var v: Int64 = 0
-        for j in ws..<we {
+        for j in start..<end {
             let d = b[j] &- 0x30
             guard d <= 9 else { return nil }
             v = v &* 10 &+ Int64(d)
