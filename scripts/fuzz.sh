@@ -321,7 +321,7 @@ PY
       trap 'rm -rf "$seeds"' RETURN
       # (UDP ports too: the target picks among every port, as the protocols list them.)
       ports="$(sed -n 's/^ *\(udp \)\{0,1\}port \([0-9]*\);.*/\2/p' Dissectors/*.dissector | sort -n | tr '\n' ' ')"
-      for s in game svc im bridge websocket-deflate game-latency zgame varint memcached-text; do
+      for s in game svc im bridge websocket-deflate game-latency zgame varint memcached-text redis; do
         framedump -r "samples/$s.pcap" --streams "$seeds/$s" -q >/dev/null 2>&1 || true
         c2s="$(ls "$seeds/$s"/*.c2s 2>/dev/null | head -1)"
         [ -n "$c2s" ] || continue
