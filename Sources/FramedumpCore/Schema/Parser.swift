@@ -473,27 +473,18 @@ struct Parser {
         return f.width
     }
 
-    /// `varint`, `svarint` (zigzag), `varint32`/`svarint32` (at most 5 bytes), `varint64` and
-    /// `varint(N)` (at most N bytes: 4 for MQTT's Remaining Length); nil for other types. The
-    /// type's width is the varint's least size, one byte.
+    /// A header varint (`VarintName`: `varint`, `svarint`, `varint32`, ...) and its `(N)`, at
+    /// most N bytes (4 for MQTT's Remaining Length); nil for other types. The type's width is
+    /// the varint's least size, one byte.
     mutating func varintType(_ name: String, _ t: Token) throws(DissectorError) -> (type: IntegerType, maxBytes: Int)? {
-        var l = name.lowercased()
-        let signed = l.hasPrefix("s")
-        if signed { l.removeFirst() }
-        if l.hasPrefix("u") { l.removeFirst() }
-        var maxBytes: Int
-        switch l {
-        case "varint", "varint64": maxBytes = 10
-        case "varint32": maxBytes = 5
-        default: return nil
-        }
-        if l == "varint" && accept("(") {
+        guard var v = VarintName(name) else { return nil }
+        if v.takesSize && accept("(") {
             let n = try number("the most bytes the varint takes (1-10)")
-            guard (1...10).contains(n) else { throw err(tokens[pos - 1], "a varint takes 1 to 10 bytes, not \(n)") }
-            maxBytes = Int(n)
+            guard VarintName.sizes.contains(Int(clamping: n)) else { throw err(tokens[pos - 1], "a varint takes 1 to 10 bytes, not \(n)") }
+            v.maxBytes = Int(n)
             try expect(")")
         }
-        return (IntegerType(width: 1, signed: signed, order: .big), maxBytes)
+        return (IntegerType(width: 1, signed: v.signed, order: .big), v.maxBytes)
     }
 
     mutating func lengthExpr() throws(DissectorError) -> [(String?, Int64, Bool, Token)] {

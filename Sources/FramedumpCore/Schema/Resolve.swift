@@ -249,16 +249,16 @@ struct Resolver {
         case "doublele", "float64le": return try sized(.float64(.little))
         case "doublebe", "float64be": return try sized(.float64(.big))
         case "bool", "boolean": return try sized(.bool)
-        case "varint", "uvarint", "varint64", "uvarint64", "varint32", "uvarint32", "svarint", "svarint64", "sint", "svarint32":
-            // `Varint(4)`: at most 4 bytes, as in a header.
-            var most = l.hasSuffix("32") ? 5 : 10
+        case _ where VarintName(l) != nil:
+            // `Varint(4)`: at most 4 bytes, as in a header (the one list of names: VarintName).
+            var v = VarintName(l)!
             if let t = pf.param {
-                guard case .number(let n) = t.kind, (1...10).contains(n), !l.hasSuffix("32"), !l.hasSuffix("64") else {
+                guard case .number(let n) = t.kind, VarintName.sizes.contains(Int(clamping: n)), v.takesSize else {
                     throw err(t, "\(pf.typeName)(N) takes the most bytes the varint may have, 1 to 10")
                 }
-                most = Int(n)
+                v.maxBytes = Int(n)
             }
-            return .varint(signed: l.hasPrefix("s"), maxBytes: most)
+            return .varint(signed: v.signed, maxBytes: v.maxBytes)
         case "string": return .string(try rule(pf, default: s.strings, earlier: earlier, schema: s))
         case "bytes", "binary": return .bytes(try rule(pf, default: .rest, earlier: earlier, schema: s))
         default: break

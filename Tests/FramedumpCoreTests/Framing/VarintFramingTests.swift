@@ -225,6 +225,24 @@ final class VarintFramingTests: XCTestCase {
         XCTAssertFalse(decode(s, [UInt8(tooLong.count)] + tooLong).warnings.isEmpty)
     }
 
+    /// One list of varint names for headers and bodies: each name reads the same in both, with
+    /// the same bound; a nonsense name is refused in both.
+    func testHeaderAndBodyTakeTheSameVarintNames() throws {
+        let names: [(String, Bool, Int)] = [("varint", false, 10), ("uvarint", false, 10), ("varint32", false, 5), ("uvarint32", false, 5),
+                                            ("varint64", false, 10), ("uvarint64", false, 10), ("svarint", true, 10), ("sint", true, 10),
+                                            ("svarint32", true, 5), ("svarint64", true, 10), ("Varint(4)", false, 4), ("svarint(3)", true, 3)]
+        for (name, signed, most) in names {
+            let s = try schema("protocol b { port 7404; header { \(name) len; } body_length = len; }\nMessage M { \(name) a; }")
+            XCTAssertEqual(s.header[0].signed, signed, name)
+            XCTAssertEqual(s.header[0].varintMax, most, name)
+            guard case .varint(signed, most) = s.messages[0].fields[0].type else { return XCTFail("\(name): \(s.messages[0].fields[0].type)") }
+        }
+        for bad in ["suvarint", "varint32(4)", "svarint64(2)"] {
+            XCTAssertThrowsError(try schema("protocol b { port 7404; header { \(bad) len; } body_length = len; }"), bad)
+            XCTAssertThrowsError(try schema("protocol b { port 7404; header { uint8 len; } body_length = len; }\nMessage M { \(bad) a; }"), bad)
+        }
+    }
+
     func testTheLanguage() throws {
         let errors: [(String, String)] = [
             ("header { varint(11) n; } body_length = n;", "a varint takes 1 to 10 bytes, not 11"),
