@@ -43,3 +43,17 @@ class Capture:
         os.remove(self.log)
         print("wrote", self.out)
         return False
+
+
+def record_with_server(out, port, server, scenario):
+    """Records `out` on `port` while `server` (an argv: the real server, its own process) runs
+    and `scenario()` talks to it; the server is stopped by its PID, within `TIMEOUT`."""
+    with Capture(out, port):
+        proc = subprocess.Popen(server, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.5)
+            scenario()
+            time.sleep(0.3)
+        finally:
+            proc.terminate()
+            proc.wait(TIMEOUT)

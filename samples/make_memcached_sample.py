@@ -17,11 +17,11 @@ missing key, refused), delete, gets (with a CAS) and cas, get_multi and set_mult
 commands ended by a no-op), stats, flush_all. tshark's memcache dissector is the oracle the
 tests compare with.
 """
-import os, subprocess, time
+import os
 
 import bmemcached
 
-from capture import Capture
+from capture import record_with_server
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PORT = 11211
@@ -60,17 +60,9 @@ def scenario():
 
 
 def main():
-    out = os.path.join(HERE, "memcached.pcap")
-    with Capture(out, PORT):
-        server = subprocess.Popen(["memcached", "-u", "root", "-l", "127.0.0.1", "-p", str(PORT), "-U", "0", "-m", "64"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            time.sleep(0.5)
-            scenario()
-            time.sleep(0.3)
-        finally:
-            server.terminate()
-            server.wait(TIMEOUT)
+    record_with_server(os.path.join(HERE, "memcached.pcap"), PORT,
+                       ["memcached", "-u", "root", "-l", "127.0.0.1", "-p", str(PORT), "-U", "0", "-m", "64"],
+                       scenario)
 
 
 if __name__ == "__main__":

@@ -21,11 +21,11 @@ whose bytes hold "\r\n", an empty value (0 bytes), a 100,000-byte value (sent an
 many segments), a set with noreply (no answer), stats, version, flush_all. Every key and value is
 fixed, so a new recording differs only in timestamps, ports, CAS values and stats.
 """
-import os, subprocess, time
+import os
 
 from pymemcache.client.base import Client
 
-from capture import Capture
+from capture import record_with_server
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PORT = 11311
@@ -81,17 +81,9 @@ def scenario():
 
 
 def main():
-    out = os.path.join(HERE, "memcached-text.pcap")
-    with Capture(out, PORT):
-        server = subprocess.Popen(["memcached", "-u", "root", "-l", "127.0.0.1", "-p", str(PORT), "-U", "0", "-m", "64"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            time.sleep(0.5)
-            scenario()
-            time.sleep(0.3)
-        finally:
-            server.terminate()
-            server.wait(TIMEOUT)
+    record_with_server(os.path.join(HERE, "memcached-text.pcap"), PORT,
+                       ["memcached", "-u", "root", "-l", "127.0.0.1", "-p", str(PORT), "-U", "0", "-m", "64"],
+                       scenario)
 
 
 if __name__ == "__main__":

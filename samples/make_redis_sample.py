@@ -24,12 +24,12 @@ commands in one write, five replies in one), PING, and PUBLISH to a channel nobo
 Every key and value is fixed, so a new recording differs only in timestamps, ports, where TCP
 cuts the 100,000-byte value, and the server's version in the HELLO reply.
 """
-import os, subprocess, time
+import os
 
 import redis
 from redis.maint_notifications import MaintNotificationsConfig
 
-from capture import Capture
+from capture import record_with_server
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PORT = 6379
@@ -103,18 +103,10 @@ def scenario():
 
 
 def main():
-    out = os.path.join(HERE, "redis.pcap")
-    with Capture(out, PORT):
-        server = subprocess.Popen(["redis-server", "--port", str(PORT), "--bind", "127.0.0.1", "--save", "",
-                                   "--appendonly", "no", "--daemonize", "no"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            time.sleep(0.5)
-            scenario()
-            time.sleep(0.3)
-        finally:
-            server.terminate()
-            server.wait(TIMEOUT)
+    record_with_server(os.path.join(HERE, "redis.pcap"), PORT,
+                       ["redis-server", "--port", str(PORT), "--bind", "127.0.0.1", "--save", "",
+                        "--appendonly", "no", "--daemonize", "no"],
+                       scenario)
 
 
 if __name__ == "__main__":
