@@ -29,6 +29,7 @@ public enum DissectorWriter {
             line("protocol guessed_\(g.port) {")
             line("    port \(g.port);")
             line("    frame_end \"\(d.delimiter == .nul ? "\\0" : d.delimiter.rawValue)\";")
+            for p in d.payloads { line("    \(p.setting)   // the count held on \(p.held) of \(p.lines) lines") }
             line("    max_frame \(min(max(1 << 16, g.maxFrameSeen * 4), 1 << 30));")
             line("    body \(text ? bodyLine(g.bodies) == "json" ? "json" : "text" : "raw");")
             line("}")

@@ -26,9 +26,16 @@ public enum GuessReport {
             case .webSocket:
                 line("  framing: WebSocket (the clients open with an HTTP Upgrade handshake)")
             case .delimiter(let d):
-                line("  framing: no length field explains the streams; records end with \(d.delimiter.rawValue) "
-                     + "(\(d.records) records, \(d.textRecords) of them text; \(d.endingPieces) of \(d.endedPieces) finished streams end with it)")
-                noLength(g, line)
+                let counts = "(\(d.records) records, \(d.textRecords) of them text; \(d.endingPieces) of \(d.endedPieces) finished streams end with it)"
+                if g.textFirst {
+                    line("  framing: text lines; records end with \(d.delimiter.rawValue) " + counts + ", so no length field was looked for")
+                } else {
+                    line("  framing: no length field explains the streams; records end with \(d.delimiter.rawValue) " + counts)
+                    noLength(g, line)
+                }
+                for p in d.payloads {
+                    line("    \(p.setting) the count held on \(p.held) of \(p.lines) lines: the line, that many bytes, then \(d.delimiter.rawValue)")
+                }
             case .none:
                 line("  framing: no length field found, and no delimiter: this protocol is not length-prefixed")
                 noLength(g, line)

@@ -23,6 +23,15 @@ public enum Guesser {
             g.framing = .webSocket
             return g
         }
+        // Text lines before any length field: in text, some byte's value plus a constant can
+        // be made to walk from line to line, and a long repeated value explains "100%".
+        if let d = NonLengthFraming.textLines(streams) {
+            g.framing = .delimiter(d)
+            g.textFirst = true
+            // A record (a line with its counted block) is at most a stream's sampled bytes.
+            g.maxFrameSeen = streams.map(\.byteCount).max() ?? 0
+            return g
+        }
         let result = search.run(streams)
         g.search = result
         guard result.accepted, let best = result.best else {
@@ -77,6 +86,8 @@ public struct PortGuess: Sendable {
     public var port: UInt16
     public var streams: [StreamSummary]
     public var framing: GuessedFraming = .none
+    /// The streams read as text lines, so no length field was looked for.
+    public var textFirst = false
     public var search: FramingSearch.Result?
     public var header: HeaderLayout?
     public var bodies: [BodyGuess] = []

@@ -191,7 +191,7 @@ final class GuessTests: XCTestCase {
         XCTAssertTrue(result.producedDissector)
         let r = try TestSupport.framedump(["guess", "\(dir)/proto-2000.pcap", "-o", "\(dir)/out.dissector"])
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertTrue(r.stdout.contains("no length field explains the streams; records end with \\r\\n"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("framing: text lines; records end with \\r\\n"), r.stdout)
         let text = try String(contentsOfFile: "\(dir)/out.dissector", encoding: .utf8)
         XCTAssertTrue(text.contains("frame_end \"\\r\\n\";"), text)
         let run = try TestSupport.framedump(["-r", "\(dir)/proto-2000.pcap", "-d", "\(dir)/out.dissector", "-q"])
