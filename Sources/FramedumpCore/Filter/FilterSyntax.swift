@@ -323,7 +323,8 @@ struct FilterNames {
         // not (their names are in the traffic), so any name goes under such a protocol.
         // A message's own fields are named from the top; a nested type's fields only through
         // the field that holds them (`game.items.count`, not `game.count`).
-        let fieldNames = Set(s.header.map(\.name) + Self.topLevel(s).flatMap { s.messages[$0].fields.map(\.name) })
+        let fieldNames = Set(s.header.map(\.name) + Self.topLevel(s).flatMap { s.messages[$0].fields.map(\.name) }
+                             + s.builtinFieldNames)
         let open = s.namesFromTraffic
         if !open && !fieldNames.contains(parts[1]) {
             var hint = Self.suggest(parts[1], Array(fieldNames), prefix: s.name + ".")

@@ -273,6 +273,10 @@ public struct ProtocolSchema: Sendable {
     /// Field names under the protocol come from the traffic (its body kind, or its text
     /// messages' kind, says so): `-Y` takes any.
     var namesFromTraffic: Bool { body.kind.namesFromTraffic || textBody.kind.namesFromTraffic }
+    /// The body kinds' own field names (`text`, `payload`), as `-Y` names them.
+    var builtinFieldNames: [String] {
+        (body.kind.builtinFields + (overWebSocket ? textBody.kind.builtinFields : [])).map { String(describing: $0.text) }
+    }
 
     public var hasMessageIDs: Bool { !(byID[.c2s]?.isEmpty ?? true) || !(byID[.s2c]?.isEmpty ?? true) }
 }

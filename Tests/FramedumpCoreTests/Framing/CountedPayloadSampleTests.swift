@@ -30,6 +30,19 @@ final class CountedPayloadSampleTests: XCTestCase {
         XCTAssertGreaterThan(blocks, 60)
     }
 
+    /// `-Y` names a text body's own fields: the line (`text`) and the block (`payload`).
+    func testFiltersOnTheLineAndTheBlock() throws {
+        let values = try TestSupport.framedump(["-r", "samples/memcached-text.pcap", "-q", "-Y", "memcache_text.text contains \"VALUE\""])
+        XCTAssertEqual(values.status, 0, values.stderr)
+        XCTAssertTrue(values.stdout.contains("11 messages matched"), values.stdout)
+        let big = try TestSupport.framedump(["-r", "samples/redis.pcap", "-Y", "redis.payload == \"big\""])
+        XCTAssertEqual(big.status, 0, big.stderr)
+        XCTAssertEqual(big.stdout.components(separatedBy: "payload: \"big\"").count - 1, 2, "SET big and GET big: \(big.stdout)")
+        let typo = try TestSupport.framedump(["-r", "samples/redis.pcap", "-Y", "redis.paylod == \"x\""])
+        XCTAssertNotEqual(typo.status, 0)
+        XCTAssertTrue(typo.stderr.contains("did you mean redis.payload?"), typo.stderr)
+    }
+
     /// Checks `sample`'s messages against tshark's follow of its `streams` TCP streams; `count`
     /// says how many bytes of data a line announces (nil: none). The messages and blocks seen.
     func tile(_ sample: String, streams n: Int, count: ([UInt8]) -> Int?) throws -> (Int, Int) {

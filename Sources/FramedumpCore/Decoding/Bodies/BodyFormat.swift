@@ -9,6 +9,8 @@ protocol BodyFormat {
     /// Its field names come from the traffic (JSON keys, protobuf field numbers without a
     /// schema), so `-Y` takes any name under the protocol and cannot check a value's type.
     static var namesFromTraffic: Bool { get }
+    /// The names of its own fields (`text`, `payload`), which `-Y` takes under the protocol.
+    static var builtinFields: [BuiltinName] { get }
     /// A message id no message declares means the frame cannot be right (the deframer's resync
     /// then looks further): true when the ids select the fields the body is read with.
     static var idsSelectLayout: Bool { get }
@@ -30,6 +32,7 @@ protocol BodyFormat {
 extension BodyFormat {
     static var readsText: Bool { false }
     static var namesFromTraffic: Bool { false }
+    static var builtinFields: [BuiltinName] { [] }
     static var idsSelectLayout: Bool { false }
     static var decodesPart: Bool { false }
     static var problemClass: String? { nil }

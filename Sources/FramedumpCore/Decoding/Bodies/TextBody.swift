@@ -4,6 +4,7 @@
 enum TextBody: BodyFormat {
     static let name = "text"
     static var readsText: Bool { true }
+    static var builtinFields: [BuiltinName] { [.text, .payload] }
 
     static func decode(_ d: MessageDecoder, _ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage) {
         if let end = d.layout.end, let p = end.payloadStart(b, body: body), p <= b.count {
