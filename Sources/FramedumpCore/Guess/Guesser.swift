@@ -25,7 +25,8 @@ public enum Guesser {
         }
         // Text lines before any length field: in text, some byte's value plus a constant can
         // be made to walk from line to line, and a long repeated value explains "100%".
-        if let d = NonLengthFraming.textLines(streams) {
+        let delimited = NonLengthFraming.delimiter(streams)
+        if let d = delimited, NonLengthFraming.isTextLines(d) {
             g.framing = .delimiter(d)
             g.textFirst = true
             // A record (a line with its counted block) is at most a stream's sampled bytes.
@@ -35,7 +36,7 @@ public enum Guesser {
         let result = search.run(streams)
         g.search = result
         guard result.accepted, let best = result.best else {
-            g.framing = NonLengthFraming.delimiter(streams).map { .delimiter($0) } ?? .none
+            g.framing = delimited.map { .delimiter($0) } ?? .none
             return g
         }
         g.framing = .length(best.candidate)

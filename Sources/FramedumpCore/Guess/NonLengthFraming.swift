@@ -94,12 +94,10 @@ enum NonLengthFraming {
         return best
     }
 
-    /// Whether the streams are text lines, to be taken before any length field: records ended
-    /// by CR LF or LF, nearly all text (a repeated text value reads as a length field's frames).
-    static func textLines(_ streams: [SampledStream]) -> DelimiterGuess? {
-        guard let d = delimiter(streams), d.delimiter != .nul, d.records >= 4 else { return nil }
-        return d
-    }
+    /// Whether the streams' delimited records (`delimiter`) are text lines, to be taken before
+    /// any length field: ended by CR LF or LF, nearly all text (a repeated text value reads as a
+    /// length field's frames).
+    static func isTextLines(_ d: DelimiterGuess) -> Bool { d.delimiter != .nul && d.records >= 4 }
 
     /// The lines that announce a counted block: for each first word (a verb of letters, or one
     /// punctuation byte glued to a number: RESP's `$5`) and each word that holds a number, how

@@ -179,38 +179,13 @@ struct JSONLayerFields: LayerFieldVisitor {
 
     @inline(__always) init(_ k: Cursor) { self.k = k }
 
-    /// `{"NAME":` or `,"NAME":`, with one check for room (this runs for every field of every
-    /// message of a layer).
     @inline(__always) mutating func name(_ n: StaticString) {
-        let c = n.utf8CodeUnitCount
-        k.room(c &+ 4)
-        let d = UnsafeMutableRawPointer(k.p), s = n.utf8Start
-        d.storeBytes(of: opened ? 0x222c as UInt16 : 0x227b as UInt16, as: UInt16.self)
-        let src = UnsafeRawPointer(s), dst = d + 2
-        // Names are short: two overlapping moves of 8 (or 4) bytes, as the cursor copies.
-        if c >= 8 && c <= 16 {
-            dst.storeBytes(of: src.loadUnaligned(as: UInt64.self), as: UInt64.self)
-            dst.storeBytes(of: src.loadUnaligned(fromByteOffset: c - 8, as: UInt64.self), toByteOffset: c - 8, as: UInt64.self)
-        } else if c >= 4 && c < 8 {
-            dst.storeBytes(of: src.loadUnaligned(as: UInt32.self), as: UInt32.self)
-            dst.storeBytes(of: src.loadUnaligned(fromByteOffset: c - 4, as: UInt32.self), toByteOffset: c - 4, as: UInt32.self)
-        } else {
-            var i = 0
-            while i < c { dst.storeBytes(of: s[i], toByteOffset: i, as: UInt8.self); i &+= 1 }
-        }
-        d.storeBytes(of: 0x3a22 as UInt16, toByteOffset: 2 &+ c, as: UInt16.self)
-        k.p += c &+ 4
+        k.jsonMemberName(n, first: !opened)
         opened = true
     }
 
     @inline(__always) mutating func text(_ name: StaticString, _ value: StaticString) {
-        self.name(name)
-        let c = value.utf8CodeUnitCount
-        k.room(c &+ 2)
-        k.p.pointee = 0x22
-        UnsafeMutableRawPointer(k.p + 1).copyMemory(from: value.utf8Start, byteCount: c)
-        k.p[c &+ 1] = 0x22
-        k.p += c &+ 2
+        self.name(name); k.jsonQuoted(value)
     }
 
     @inline(__always) mutating func bool(_ name: StaticString, _ value: Bool) {

@@ -195,6 +195,25 @@ struct Cursor {
     }
 
     /// NDJSON's `,"ts":"seconds.nanos"`: one check for what it writes.
+    /// `{"NAME":` (`first`) or `,"NAME":`, with one check for room (a layer's NDJSON object
+    /// writes one for each field of each message).
+    @inline(__always) mutating func jsonMemberName(_ n: StaticString, first: Bool) {
+        let c = n.utf8CodeUnitCount
+        room(c &+ 4)
+        p[0] = first ? 0x7b : 0x2c; p[1] = 0x22; p += 2
+        putBytes(UnsafeRawBufferPointer(start: n.utf8Start, count: c))
+        p[0] = 0x22; p[1] = 0x3a; p += 2
+    }
+
+    /// `"TEXT"` for a constant that needs no escaping, with one check for room.
+    @inline(__always) mutating func jsonQuoted(_ s: StaticString) {
+        let c = s.utf8CodeUnitCount
+        room(c &+ 2)
+        p.pointee = 0x22; p += 1
+        putBytes(UnsafeRawBufferPointer(start: s.utf8Start, count: c))
+        p.pointee = 0x22; p += 1
+    }
+
     @inline(__always) mutating func jsonTime(_ seconds: UnsafeRawBufferPointer, nanos: UInt32) {
         room(seconds.count &+ 18)
         putBytes(UnsafeRawBufferPointer(start: Self.tsKey.utf8Start, count: Self.tsKey.utf8CodeUnitCount))

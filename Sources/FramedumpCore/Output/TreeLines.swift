@@ -58,19 +58,24 @@ public struct TreeLineTable {
         lines.removeAll(keepingCapacity: true)
     }
 
-    /// The table as stored after the text: its lines, then their count (little-endian).
-    public func encoded() -> [UInt8] {
-        var b: [UInt8] = []
-        b.reserveCapacity(lines.count * TreeLine.stride + 4)
-        func put32(_ v: UInt32) { for i in 0..<4 { b.append(UInt8(truncatingIfNeeded: v >> (8 * UInt32(i)))) } }
+    /// The table as stored after the text: its lines, then their count (little-endian),
+    /// written into `out` (the page's spill file) with no array per message.
+    public func write(to out: OutputBuffer) {
+        func put32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { out.write($0) } }
         for l in lines {
-            b.append(l.kind.rawValue); b.append(0)
-            b.append(UInt8(truncatingIfNeeded: l.depth)); b.append(UInt8(truncatingIfNeeded: l.depth >> 8))
+            out.byte(l.kind.rawValue); out.byte(0)
+            withUnsafeBytes(of: l.depth.littleEndian) { out.write($0) }
             put32(UInt32(bitPattern: l.offset)); put32(UInt32(bitPattern: l.width))
             put32(l.textStart); put32(l.textEnd)
         }
         put32(UInt32(truncatingIfNeeded: lines.count))
-        return b
+    }
+
+    /// The same bytes as an array (tests).
+    public func encoded() -> [UInt8] {
+        let out = OutputBuffer(fd: nil)
+        write(to: out)
+        return out.bytes
     }
 
     /// A stored message tree split back into its text and lines (nil: not a table this wrote,

@@ -94,7 +94,7 @@ final class IndexSink: MessageSink {
         next += 1
         let start = spill.position
         printer.message(m, c, p)
-        (printer.lines?.encoded() ?? []).withUnsafeBytes { spill.out.write($0) }
+        printer.lines?.write(to: spill.out)
         let treeEnd = spill.position
         spill.out.write(f.bytes)
         if let t = m.transformed { spill.out.write(t) }
