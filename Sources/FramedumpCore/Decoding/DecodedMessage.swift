@@ -19,6 +19,8 @@ public enum FieldName: Sendable, Equatable {
     case intKey(Int64)
     case uintKey(UInt64)
     case boolKey(Bool)
+    /// A map key that is text, by its bytes in the frame (no escapes: MessagePack's).
+    case textKey(Int32, Int32)
 }
 
 /// The decoder's own field names (a byte each, so a decoded field stays small).
@@ -58,6 +60,11 @@ public enum FieldValue: Sendable, Equatable {
     case array(count: Int32)
     /// A JSON number, string (raw, escapes kept) or literal, by its bytes in the frame.
     case jsonNumber, jsonString, jsonLiteral
+    /// No value (MessagePack's nil).
+    case null
+    /// MessagePack extension data of this type, by its bytes in the frame (type -1, a
+    /// timestamp, is shown as a date).
+    case ext(Int8)
 }
 
 public struct DecodedField: Sendable {

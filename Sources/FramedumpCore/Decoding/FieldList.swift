@@ -36,6 +36,14 @@ public final class FieldList: RandomAccessCollection {
         count += 1
     }
 
+    /// Takes back the last field (a value a decoder read before it knew it was a name).
+    @inline(__always)
+    func removeLast() {
+        precondition(count > 0)
+        count -= 1
+        (base + count).deinitialize(count: 1)
+    }
+
     func grow() {
         let nb = UnsafeMutablePointer<DecodedField>.allocate(capacity: capacity * 2)
         nb.moveInitialize(from: base, count: count)

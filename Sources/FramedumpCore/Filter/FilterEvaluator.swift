@@ -414,6 +414,11 @@ public struct FilterEvaluator {
             let t = String(decoding: b.slice(Int(f.offset), Int(f.width)), as: UTF8.self)
             if t == "true" || t == "false" { return .integer(negative: false, magnitude: t == "true" ? 1 : 0, label: t) }
             return .text(t)
+        case .null: return .text("null")
+        case .ext(let type):
+            let d = b.slice(Int(f.offset), Int(f.width))
+            if type == MessagePackTimestamp.type, let t = MessagePackTimestamp.text(d) { return .text(t) }
+            return .bytes(Array(d))
         case .object, .array: return nil
         }
     }
@@ -588,7 +593,7 @@ final class CompiledPath: @unchecked Sendable {
             if key.count == n && key.elementsEqual(want) { return true }
             // A key written with escapes: compared by its text (the rare path).
             return key.contains(0x5c) && Array(JSONText.unescaped(key).utf8).elementsEqual(want)
-        case .stringKey(let o, let l):
+        case .stringKey(let o, let l), .textKey(let o, let l):
             let (s, n) = keyRange[i]
             let key = frame.slice(Int(o), Int(l))
             return key.count == n && key.elementsEqual(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(keys)[s..<(s + n)]))

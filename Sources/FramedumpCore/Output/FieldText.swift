@@ -44,6 +44,13 @@ struct FieldText {
             // Already a valid JSON string's content (checked by the flattener): written as is.
             k.byte(0x22); k.write(frame.slice(Int(x.offset), Int(x.width))); k.byte(0x22)
         case .jsonNumber, .jsonLiteral: k.write(frame.slice(Int(x.offset), Int(x.width)))
+        case .null: k.write("null")
+        case .ext(let type):
+            guard type == MessagePackTimestamp.type,
+                  let (s, n) = MessagePackTimestamp.decode(frame.slice(Int(x.offset), Int(x.width))) else { return false }
+            if json { k.byte(0x22) }
+            MessagePackTimestamp.write(s, n, &k)
+            if json { k.byte(0x22) }
         case .bytes, .object, .array: return false
         }
         return true

@@ -143,6 +143,7 @@ public final class JSONPrinter: MessageSink {
             case .intKey(let v): k.byte(0x22); k.decimal(v); k.write("\":")
             case .uintKey(let v): k.byte(0x22); k.decimal(v); k.write("\":")
             case .boolKey(let v): k.write(v ? "\"true\":" : "\"false\":")
+            case .textKey(let s, let l): k.jsonString(ft.frame.slice(Int(s), Int(l))); k.byte(0x3a)
             }
         }
         switch x.value {
@@ -198,6 +199,12 @@ public final class JSONPrinter: MessageSink {
             let s = ft.frame.slice(Int(x.offset), Int(x.width))
             for i in 0..<s.count { k.hex(s[i]) }
             k.byte(0x22)
+        case .ext(let type):
+            // {"ext":5,"hex":"010203"} (a timestamp is written by sharedScalar).
+            k.write("{\"ext\":"); k.decimal(Int64(type)); k.write(",\"hex\":\"")
+            let s = ft.frame.slice(Int(x.offset), Int(x.width))
+            for i in 0..<s.count { k.hex(s[i]) }
+            k.write("\"}")
         default: k.write("null")  // objects and arrays are written by member()
         }
     }

@@ -262,13 +262,41 @@ public final class TreePrinter: MessageSink {
         case .intKey(let v): k.byte(0x5b); k.decimal(v); k.byte(0x5d)
         case .uintKey(let v): k.byte(0x5b); k.decimal(v); k.byte(0x5d)
         case .boolKey(let v): k.write(v ? "[true]" : "[false]")
+        case .textKey(let s, let l):
+            // As it is when it reads as a name; quoted and escaped otherwise.
+            let key = ft.frame.slice(Int(s), Int(l))
+            if Self.plainKey(key) { k.write(key) } else { k.jsonString(key) }
         }
+    }
+
+    /// A key that needs no quotes in the tree: printable, no quote or backslash, valid UTF-8.
+    static func plainKey(_ key: UnsafeRawBufferPointer) -> Bool {
+        guard !key.isEmpty else { return false }
+        var ascii = true
+        for c in key {
+            if c < 0x20 || c == 0x7f || c == 0x22 || c == 0x5c || c == 0x20 && key.count == 1 { return false }
+            if c >= 0x80 { ascii = false }
+        }
+        return ascii || UTF8Check.isValid(key)
     }
 
     @inline(__always)
     func value(_ x: DecodedField, _ ft: FieldText, _ k: inout Cursor, _ out: OutputBuffer) {
         if ft.sharedScalar(x, &k, json: false, out: out) { return }
+        if case .ext(let type) = x.value { return ext(type, x, ft, &k) }
         guard case .bytes = x.value else { return }  // objects and arrays have no value
+        let s = ft.frame.slice(Int(x.offset), Int(x.width))
+        k.decimal(UInt64(s.count)); k.write(s.count == 1 ? " byte" : " bytes")
+        if !s.isEmpty {
+            k.byte(0x20)
+            for i in 0..<Swift.min(s.count, 32) { k.hex(s[i]) }
+            if s.count > 32 { k.write("…") }
+        }
+    }
+
+    /// `ext 5: 3 bytes 010203` (a timestamp is written by `sharedScalar`).
+    func ext(_ type: Int8, _ x: DecodedField, _ ft: FieldText, _ k: inout Cursor) {
+        k.write("ext "); k.decimal(Int64(type)); k.write(": ")
         let s = ft.frame.slice(Int(x.offset), Int(x.width))
         k.decimal(UInt64(s.count)); k.write(s.count == 1 ? " byte" : " bytes")
         if !s.isEmpty {

@@ -8,7 +8,7 @@ final class BodyRegistryTests: XCTestCase {
     let head = "protocol z { port 7301; header { uint16 id; uint32 len; } body_length = len; message_id = id; "
 
     func testEveryKindIsDeclaredByItsNameAndNamedInTheErrors() throws {
-        XCTAssertEqual(BodyRegistry.kinds.map { $0.name }, ["fields", "json", "text", "raw", "protobuf"])
+        XCTAssertEqual(BodyRegistry.kinds.map { $0.name }, ["fields", "json", "text", "raw", "protobuf", "msgpack"])
         for k in BodyRegistry.kinds {
             let s = try DissectorLoader.parse(text: head + "body \(k.name.uppercased()); }", file: "z.dissector")[0]
             XCTAssertEqual(s.body.rawValue, k.name)
@@ -28,7 +28,7 @@ final class BodyRegistryTests: XCTestCase {
         XCTAssertThrowsError(try DissectorLoader.parse(text: head + "body yaml; }", file: "z.dissector")) { e in
             let d = (e as! DissectorError).description
             XCTAssertTrue(d.hasPrefix("z.dissector:1:"), d)
-            XCTAssertTrue(d.contains("body must be one of fields, json, text, raw, protobuf"), d)
+            XCTAssertTrue(d.contains("body must be one of fields, json, text, raw, protobuf, msgpack"), d)
         }
     }
 

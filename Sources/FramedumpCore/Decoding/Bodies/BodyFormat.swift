@@ -48,6 +48,7 @@ enum BodyRegistry {
         TextBody.self,
         RawBody.self,
         ProtobufBody.self,
+        MessagePackBody.self,
     ]
 
     /// "fields, json, text, raw or protobuf": for a dissector error.

@@ -1,0 +1,34 @@
+/// `body msgpack;`: the body is one MessagePack value. A map's members are fields named by
+/// their keys, an array's by their place, or, for a message that declares fields (objects
+/// written as arrays, MessagePack-CSharp's `[Key(0)]`), by the declared names in order.
+enum MessagePackBody: BodyFormat {
+    static let name = "msgpack"
+    static var namesFromTraffic: Bool { true }
+    static var problemClass: String? { "msgpack" }
+    static var judgesFrames: Bool { true }
+
+    static let kindIndex = BodyEncoding(MessagePackBody.self).index
+
+    static func decode(_ d: MessageDecoder, _ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage) {
+        guard b.count > body else { return }
+        var r = MessagePackReader(bytes: b, start: body, schema: d.schema, into: m, maxDepth: d.maxDepth,
+                                  maxFields: MessageDecoder.maxFields)
+        var naming = MessagePackReader.Naming.none
+        if let mi = m.message, !d.schema.messages[mi].fields.isEmpty { naming = .fields(Int32(mi)) }
+        if !r.value(name: .builtin(.body), depth: 0, naming: naming) {
+            let at = r.failedAt ?? r.pos
+            m.warnings.append(.body(kind: kindIndex, text: r.problem?.text(at: at) ?? "MessagePack value not decoded at byte \(at)"))
+            if at < b.count {
+                m.fields.append(DecodedField(name: .builtin(.undecoded), value: .bytes, offset: Int32(at),
+                                             width: Int32(b.count - at), depth: 0))
+            }
+            return
+        }
+        if r.pos < b.count {
+            m.warnings.append(.body(kind: kindIndex, text: "\(b.count - r.pos) bytes after the MessagePack value at byte \(r.pos)"))
+            m.fields.append(DecodedField(name: .builtin(.trailing), value: .bytes, offset: Int32(r.pos),
+                                         width: Int32(b.count - r.pos), depth: 0))
+        }
+        for note in r.notes { m.warnings.append(.body(kind: kindIndex, text: note)) }
+    }
+}
