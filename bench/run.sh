@@ -5,7 +5,8 @@
 # Everything it needs is in this folder: floor.c (the floor), gengame.py and genws.py (the
 # captures), game.lua (the Lua dissector), genz.py, zgame.lua and zgame-bench.dissector (the
 # zgame row: bodies compressed and XORed under header flags), genkcp.py and kcp.lua (the kcp row),
-# gentls.py and tls_game.lua (the tls row), genmctext.py and mctext.lua (the mctext row).
+# gentls.py and tls_game.lua (the tls row), genmctext.py and mctext.lua (the mctext row),
+# genmsgpack.py and msgpack.lua (the msgpack row).
 #
 # Usage: bench/run.sh [YARDSTICK_DIR]   (optional: another folder's pcapread.c, genbench.py and
 #                                        game.lua to use instead, for comparison with them)
@@ -16,6 +17,7 @@
 #   TLS_MESSAGES=200000 (the tls row: the game protocol in TLS 1.3, needs python3-cryptography; 0 leaves it out)
 #   VARINT_MESSAGES=1000000 (the varint row: protobuf behind varint lengths, needs python3-protobuf; 0 leaves it out)
 #   MCTEXT_MESSAGES=1000000 (the mctext row: memcached's text protocol, lines with counted data blocks; 0 leaves it out)
+#   MSGPACK_MESSAGES=1000000 (the msgpack row: MessagePack bodies; 0 leaves it out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
@@ -192,5 +194,24 @@ if [ "$mctext_n" != 0 ]; then
   if [ -z "${SKIP_TSHARK:-}" ]; then
     label="tshark + mctext.lua -V"; row tshark -r "$cap" -X lua_script:bench/mctext.lua -V
     label="tshark + mctext.lua -T json"; row tshark -r "$cap" -X lua_script:bench/mctext.lua -T json
+  fi
+fi
+
+# msgpack (bench/genmsgpack.py): a game protocol with MessagePack bodies on port 7600 (maps,
+# objects written as arrays, timestamps, binary, int-keyed maps), decoded with
+# Dissectors/mpgame.dissector, against tshark with bench/msgpack.lua (Wireshark has no
+# MessagePack dissector: the Lua one a team writes, every type of the format).
+msgpack_n=${MSGPACK_MESSAGES:-1000000}
+if [ "$msgpack_n" != 0 ]; then
+  cap="$out/msgpack-$msgpack_n.pcap"
+  [ -f "$cap" ] || python3 bench/genmsgpack.py "$cap" "$msgpack_n" >/dev/null
+  n=$msgpack_n
+  row() { read -r w m < <(measure "$@"); printf '| %s msgpack msgs | `%s` | %s s | %s MiB |\n' "$n" "$label" "$w" "$m"; }
+  label="framedump -q (msgpack)"; row "$bin" -r "$cap" -q
+  label="framedump (tree, msgpack)"; row "$bin" -r "$cap"
+  label="framedump -T json (msgpack)"; row "$bin" -r "$cap" -T json
+  if [ -z "${SKIP_TSHARK:-}" ]; then
+    label="tshark + msgpack.lua -V"; row tshark -r "$cap" -X lua_script:bench/msgpack.lua -V
+    label="tshark + msgpack.lua -T json"; row tshark -r "$cap" -X lua_script:bench/msgpack.lua -T json
   fi
 fi

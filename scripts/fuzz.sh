@@ -7,6 +7,8 @@
 # Targets:
 #   proto-parser    .proto text
 #   protobuf-wire   protobuf bodies, typed and schema-less
+#   msgpack         MessagePack bodies, schema-less and objects written as arrays, through the
+#                   tree and NDJSON printers and a -Y filter over keys, elements and timestamps
 #   websocket       a WebSocket connection (handshake, frames, with and without
 #                   permessage-deflate, mid-stream), through the tree printer
 #   http-head       WebSocket handshake heads
@@ -108,6 +110,26 @@ fuzz_one() {
         { printf '\001'; cat "$seeds/kinds.bin"; } > "$seeds/typed.bin"
       fi
       run protobuf-wire "$seeds" ;;
+    msgpack)
+      # Seeds: every body of samples/msgpack.pcap (u32 length, u16 cmd, body), behind the
+      # choice byte (2: an object written as an array, cmd 3).
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      framedump -r samples/msgpack.pcap -d Dissectors --streams "$seeds/s" -q >/dev/null 2>&1 || true
+      python3 - "$seeds" <<'PY'
+import glob, sys
+out = sys.argv[1]
+n = 0
+for f in sorted(glob.glob(out + "/s/*")):
+    b = open(f, "rb").read()
+    while len(b) >= 6:
+        size, cmd = int.from_bytes(b[0:4], "big"), int.from_bytes(b[4:6], "big")
+        open("%s/body%d" % (out, n), "wb").write(bytes([2 if cmd == 3 else 0]) + b[6:6 + size])
+        n += 1
+        b = b[6 + size:]
+PY
+      rm -rf "$seeds"/s
+      run msgpack "$seeds" ;;
     websocket|http-head)
       # Seeds: the WebSocket samples' reassembled streams, behind the 3 choice bytes.
       seeds="$(mktemp -d)"
@@ -438,12 +460,12 @@ for i, b in enumerate(bodies):
 PY
       run "$1" "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, websocket, http-head, tls, tls-sealed, kcp, link, reassembly, dissector, deframer, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, msgpack, websocket, http-head, tls, tls-sealed, kcp, link, reassembly, dissector, deframer, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire websocket http-head tls tls-sealed kcp link reassembly dissector deframer guess pipeline ui pcapng pcap display-filter ndjson-line \
+  for t in proto-parser protobuf-wire msgpack websocket http-head tls tls-sealed kcp link reassembly dissector deframer guess pipeline ui pcapng pcap display-filter ndjson-line \
            transform-zlib transform-gzip transform-deflate transform-lz4 transform-lz4-block transform-xor transform-base64 transform-aes transform-chain; do
     fuzz_one "$t"
   done

@@ -8,6 +8,7 @@ public enum FuzzTargets {
         var t: [String: @Sendable (UnsafeRawBufferPointer) -> Void] = [
             "proto-parser": FuzzProtobuf.protoParser,
             "protobuf-wire": FuzzProtobuf.protobufWire,
+            "msgpack": FuzzMessagePack.run,
             "link": FuzzLink.run,
             "dissector": FuzzDissector.fileAndTraffic,
             "display-filter": FuzzDissector.displayFilter,

@@ -67,6 +67,8 @@ struct FieldText {
 
     static func float(_ d: Double, to out: OutputBuffer, json: Bool) {
         if d.isNaN || d.isInfinite { out.write(json ? "null" : d.description); return }
+        // (Int64(-0.0) is 0: the sign would be lost.)
+        if d == 0 && d.sign == .minus { out.write(json ? "-0" : "-0.0"); return }
         if d == d.rounded(.towardZero) && abs(d) < 1e15 {
             out.decimal(Int64(d))
             if !json { out.write(".0") }
