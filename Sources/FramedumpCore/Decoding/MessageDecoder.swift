@@ -13,6 +13,8 @@ public final class MessageDecoder {
     let transforms: TransformChain?
     /// How the body after the header is read (`body ...;`).
     let bodyKind: any BodyFormat.Type
+    /// The body kind's own tables of the schema (`BodyFormat.tables`), made once.
+    let bodyTables: AnyObject?
 
     public init(schema: ProtocolSchema, limits: Limits = Limits()) {
         self.schema = schema
@@ -20,6 +22,7 @@ public final class MessageDecoder {
         maxArray = UInt64(limits.maxArray)
         layout = FrameLayout(schema)
         bodyKind = schema.body.kind
+        bodyTables = bodyKind.tables(schema)
         program = DecodeProgram(schema)
         transforms = schema.transforms.isEmpty ? nil
             : TransformChain(schema.transforms, layout: layout, limit: limits.maxInflate)

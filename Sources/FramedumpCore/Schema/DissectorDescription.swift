@@ -30,6 +30,14 @@ public enum DissectorDescription {
         case .field(let q, let r)?: lines.append("  pair_by \(q) = \(r) (-z rtt: a response's \(r) carries its request's \(q))")
         case nil: break
         }
+        for pr in s.pairs {
+            let (q, r) = (s.messages[pr.request].name, s.messages[pr.response].name)
+            switch (pr.requestField, pr.responseField) {
+            case (let f?, let g?) where f == g: lines.append("  pair \(q) -> \(r) by \(f) (a \(r) answers the \(q) with its \(f))")
+            case (let f?, let g?): lines.append("  pair \(q) -> \(r) by \(f) = \(g) (a \(r)'s \(g) carries its \(q)'s \(f))")
+            default: lines.append("  pair \(q) -> \(r) (a \(r) answers the oldest unanswered \(q))")
+            }
+        }
         lines.append("  body: \(s.body.rawValue)")
         let protoBase = s.proto?.base ?? s.messages.count
         for m in s.messages.prefix(protoBase) {

@@ -356,6 +356,19 @@ struct Parser {
             } else {
                 p.schema.pairBy = what.lowercased() == "id" ? .messageID : .field(request: what, response: what)
             }
+        case "pair":
+            // `pair LoginReq -> LoginResp;`, `... by seq;`, `... by seq = ackSeq;`: a response
+            // of another message type than its request (names resolved once all are read).
+            let request = try ident("the request's message name")
+            guard accept("-"), accept(">") else { throw err(tok, "expected '->' between the request and the response, found \(describe(tok))") }
+            let response = try ident("the response's message name")
+            var pair = PendingPair(request: request, response: response)
+            if case .ident(let w) = tok.kind, w.lowercased() == "by" {
+                _ = next()
+                pair.by = try ident("the request's field that the response carries")
+                if accept("=") { pair.answer = try ident("the response's field that carries the request's \(pair.by!.0)") }
+            }
+            p.pairs.append(pair)
         case "labels_from_comments":
             p.schema.labelsFromComments = true
         case "text":
@@ -379,7 +392,7 @@ struct Parser {
                 try k.setting(key.lowercased(), &self, &p.schema)
                 return endStatement("'\(key)'")
             }
-            throw err(kt, "unknown protocol setting '\(key)' (expected port, udp port, any_port, byte_order, strings, header, frame_length, body_length, frame_end, payload, message_id, max_frame, body, labels_from_comments, pair_by, websocket, subprotocol, text, proto, proto_descriptor, key, transform, cipher)")
+            throw err(kt, "unknown protocol setting '\(key)' (expected port, udp port, any_port, byte_order, strings, header, frame_length, body_length, frame_end, payload, message_id, max_frame, body, labels_from_comments, pair_by, pair, websocket, subprotocol, text, proto, proto_descriptor, key, transform, cipher)")
         }
         endStatement("'\(key)'")
     }

@@ -39,6 +39,15 @@ struct PendingProtocol {
     var enums: [EnumDef] = []
     /// Protobuf bodies and encryption (see ProtoBinding.swift).
     var proto = PendingProto()
+    /// `pair A -> B [by F [= G]];`, names still text.
+    var pairs: [PendingPair] = []
+}
+
+struct PendingPair {
+    var request: (String, Token)
+    var response: (String, Token)
+    var by: (String, Token)?
+    var answer: (String, Token)?
 }
 
 /// Turns names into indices and checks that everything refers to something real.
@@ -200,8 +209,64 @@ struct Resolver {
             }
         }
         for e in MessageCycles.find(in: s, fieldTokens: fieldTokens, error: err) { errors.add(e) }
+        resolvePairs(p, &s, byName: byName, &errors)
         do throws(DissectorError) { try attachProto(p, to: &s) } catch { errors.add(error) }
         resolveDefaultMessage(p, &s, &errors)
+    }
+
+    /// `pair A -> B [by F [= G]];`: both messages declared, each in one pair at most, the fields
+    /// named in the header or among the message's own (top-level) fields.
+    func resolvePairs(_ p: PendingProtocol, _ s: inout ProtocolSchema, byName: [String: Int], _ errors: inout Diagnostics) {
+        var taken: [Int: Token] = [:]
+        for pp in p.pairs {
+            var ok = true
+            var ends: [Int] = []
+            for (name, t) in [pp.request, pp.response] {
+                guard let mi = byName[name.lowercased()] else {
+                    errors.add(err(t, "unknown message '\(name)' in pair" + Self.suggestion(name, p.messages.map(\.name))))
+                    ok = false
+                    continue
+                }
+                if taken[mi] != nil {
+                    errors.add(err(t, "message '\(s.messages[mi].name)' is already in a pair (a message is the request or the response of one pair)"))
+                    ok = false
+                }
+                ends.append(mi)
+            }
+            guard ok, ends.count == 2 else { continue }
+            if ends[0] == ends[1] && pp.by == nil {
+                errors.add(err(pp.response.1, "'\(pp.request.0)' cannot answer itself in order (pair it by a field: 'by seq = ackSeq')"))
+                continue
+            }
+            var spec = PairSpec(request: ends[0], response: ends[1])
+            if let (f, ft) = pp.by {
+                let g = pp.answer ?? (f, ft)
+                for (mi, (name, t)) in [(ends[0], (f, ft)), (ends[1], g)] {
+                    let m = s.messages[mi]
+                    if !s.header.contains(where: { $0.name == name && !$0.isPadding }) && !m.fields.contains(where: { $0.name == name }) {
+                        let names = s.header.filter { !$0.isPadding }.map(\.name) + m.fields.map(\.name)
+                        errors.add(err(t, "'\(name)' is neither a header field nor a field of '\(m.name)'" + Self.suggestion(name, names)))
+                        ok = false
+                    }
+                }
+                spec.requestField = f
+                spec.responseField = g.0
+            }
+            guard ok else { continue }
+            taken[ends[0]] = pp.request.1
+            taken[ends[1]] = pp.response.1
+            s.pairs.append(spec)
+        }
+    }
+
+    /// `: did you mean 'X'?` for a close name, else nothing.
+    static func suggestion(_ name: String, _ names: [String]) -> String {
+        let lower = name.lowercased()
+        let close = names.filter { n in
+            let l = n.lowercased()
+            return l.hasPrefix(lower.prefix(3)) || lower.hasPrefix(l.prefix(3)) && abs(l.count - lower.count) <= 2
+        }
+        return close.isEmpty ? "" : " (did you mean '\(close[0])'?)"
     }
 
     /// Frames without an id are all one message: with no `message_id`, the message declared

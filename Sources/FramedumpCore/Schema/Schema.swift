@@ -203,6 +203,19 @@ public enum PairRule: Sendable, Equatable {
     case field(request: String, response: String)
 }
 
+/// `pair LoginReq -> LoginResp;`: a message that answers a request of another message type
+/// (another id), paired in order on the connection, or by a field: `by seq;` (the same field in
+/// both), `by seq = ackSeq;` (the response's `ackSeq` carries the request's `seq`).
+public struct PairSpec: Sendable, Equatable {
+    /// The request's and the response's messages (indices in `messages`).
+    public var request: Int
+    public var response: Int
+    /// The request's header or top-level field whose value the response carries in
+    /// `responseField`; nil: the oldest request not yet answered is the one.
+    public var requestField: String?
+    public var responseField: String?
+}
+
 public struct ProtocolSchema: Sendable {
     public var name: String
     public var file: String
@@ -243,6 +256,8 @@ public struct ProtocolSchema: Sendable {
     public var labelsFromComments = false
     /// How a response is paired with its request, for `-z rtt`.
     public var pairBy: PairRule?
+    /// Requests answered by messages of another type (`pair A -> B ...;`), for `-z rtt` and the page.
+    public var pairs: [PairSpec] = []
     public var messages: [MessageDef] = []
     public var enums: [EnumDef] = []
     /// (direction, id) → message index; direction-less messages are entered for both.

@@ -24,6 +24,10 @@ protocol BodyFormat {
     /// most noise: a layout, JSON, protobuf; not text or raw bytes).
     static var judgesFrames: Bool { get }
 
+    /// What the kind reads of the schema on every message, laid out once per decoder (nil:
+    /// nothing); `decode` finds it in `MessageDecoder.bodyTables`.
+    static func tables(_ s: ProtocolSchema) -> AnyObject?
+
     /// Decodes `b[body...]` (the frame, header first; transforms already undone) into `m`, whose
     /// header, id and message are set.
     static func decode(_ d: MessageDecoder, _ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage)
@@ -37,6 +41,7 @@ extension BodyFormat {
     static var decodesPart: Bool { false }
     static var problemClass: String? { nil }
     static var judgesFrames: Bool { false }
+    static func tables(_ s: ProtocolSchema) -> AnyObject? { nil }
 }
 
 /// Every kind of body a dissector can declare, one line each.

@@ -9,12 +9,15 @@ enum MessagePackBody: BodyFormat {
 
     static let kindIndex = BodyEncoding(MessagePackBody.self).index
 
+    static func tables(_ s: ProtocolSchema) -> AnyObject? { MessagePackNames(s) }
+
     static func decode(_ d: MessageDecoder, _ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage) {
         guard b.count > body else { return }
-        var r = MessagePackReader(bytes: b, start: body, schema: d.schema, into: m, maxDepth: d.maxDepth,
-                                  maxFields: MessageDecoder.maxFields)
+        let tables = unsafeDowncast(d.bodyTables!, to: MessagePackNames.self)
+        let r = tables.reader(for: m, maxDepth: d.maxDepth)
+        r.reset(b, start: body)
         var naming = MessagePackReader.Naming.none
-        if let mi = m.message, !d.schema.messages[mi].fields.isEmpty { naming = .fields(Int32(mi)) }
+        if let mi = m.message, tables.count[mi] > 0 { naming = .fields(Int32(mi)) }
         if !r.value(name: .builtin(.body), depth: 0, naming: naming) {
             let at = r.failedAt ?? r.pos
             m.warnings.append(.body(kind: kindIndex, text: r.problem?.text(at: at) ?? "MessagePack value not decoded at byte \(at)"))

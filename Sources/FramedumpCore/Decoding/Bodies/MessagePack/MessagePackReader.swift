@@ -2,17 +2,26 @@
 /// bytes: nothing is copied, and nothing is allocated for what a count announces (a count is
 /// checked against the bytes left before any element is read). Maps and arrays become groups;
 /// strings, binaries and extension data keep their byte ranges; numbers are decoded.
-struct MessagePackReader {
-    let b: UnsafeRawBufferPointer
-    var pos: Int
-    let m: DecodedMessage
-    /// The protocol's messages, whose declared fields name the elements of array-encoded objects.
-    let schema: ProtocolSchema
+///
+/// One reader per decoder and message object, kept by the decoder's tables and reused for every
+/// frame: its references are constants (`let`), so the per-value path touches no reference count.
+final class MessagePackReader {
+    /// The message's fields, written per value.
+    let fields: FieldList
+    /// The declared names of array-encoded objects (`MessagePackNames`' tables, which own them
+    /// and this reader).
+    let first: UnsafeMutableBufferPointer<Int32>
+    let declared: UnsafeMutableBufferPointer<Int32>
+    let children: UnsafeMutableBufferPointer<Int32>
     let maxDepth: Int
     let maxFields: Int
-    var problem: Problem?
+    @exclusivity(unchecked) var b = UnsafeRawBufferPointer(start: nil, count: 0)
+    @exclusivity(unchecked) var pos = 0
+    @exclusivity(unchecked) var problem: Problem?
     /// Findings that did not stop the decoding (a map key that is no name), said once each.
-    var notes: [String] = []
+    @exclusivity(unchecked) var notes: [String] = []
+    /// Where the value that could not be read starts.
+    @exclusivity(unchecked) var failedAt: Int?
 
     enum Problem {
         case cut(need: Int)
@@ -33,13 +42,29 @@ struct MessagePackReader {
         }
     }
 
-    init(bytes: UnsafeRawBufferPointer, start: Int, schema: ProtocolSchema, into m: DecodedMessage, maxDepth: Int, maxFields: Int) {
-        b = bytes
-        pos = start
-        self.schema = schema
-        self.m = m
+    init(_ names: MessagePackNames, fields: FieldList, maxDepth: Int, maxFields: Int) {
+        first = names.first
+        declared = names.count
+        children = names.children
+        self.fields = fields
         self.maxDepth = maxDepth
         self.maxFields = maxFields
+    }
+
+    /// Ready for the body of `bytes` from `start`.
+    func reset(_ bytes: UnsafeRawBufferPointer, start: Int) {
+        b = bytes
+        pos = start
+        problem = nil
+        failedAt = nil
+        if !notes.isEmpty { notes.removeAll() }
+    }
+
+    /// How the elements of field `n` of message `mi` are named.
+    @inline(__always)
+    func naming(_ mi: Int32, _ n: Int32) -> Naming {
+        let c = children[Int(first[Int(mi)] + n)]
+        return c == -1 ? .none : c >= 0 ? .fields(c) : .each(-2 - c)
     }
 
     /// A big-endian unsigned integer of `n` bytes at `at` (bounds checked by the caller).
@@ -53,16 +78,16 @@ struct MessagePackReader {
 
     /// True when `n` more bytes follow `pos` (else the problem is set).
     @inline(__always)
-    mutating func need(_ n: Int) -> Bool {
+    func need(_ n: Int) -> Bool {
         if b.count - pos >= n { return true }
         problem = .cut(need: n - (b.count - pos))
         return false
     }
 
     @inline(__always)
-    mutating func add(_ name: FieldName, _ v: FieldValue, _ offset: Int, _ width: Int, _ depth: Int) -> Bool {
-        guard m.fields.count < maxFields else { problem = .tooMany(maxFields); return false }
-        m.fields.append(DecodedField(name: name, value: v, offset: Int32(offset), width: Int32(width),
+    func add(_ name: FieldName, _ v: FieldValue, _ offset: Int, _ width: Int, _ depth: Int) -> Bool {
+        guard fields.count < maxFields else { problem = .tooMany(maxFields); return false }
+        fields.append(DecodedField(name: name, value: v, offset: Int32(offset), width: Int32(width),
                                      depth: Int16(max(0, depth - 1))))
         return true
     }
@@ -73,7 +98,7 @@ struct MessagePackReader {
 
     /// The value at `pos`, named `name`. A top-level map or array is the body itself: its
     /// members are shown at depth 0.
-    mutating func value(name: FieldName, depth: Int, naming: Naming) -> Bool {
+    func value(name: FieldName, depth: Int, naming: Naming) -> Bool {
         let s = pos
         if one(name: name, depth: depth, naming: naming) { return true }
         // The innermost value that failed: what is shown undecoded starts there.
@@ -81,10 +106,7 @@ struct MessagePackReader {
         return false
     }
 
-    /// Where the value that could not be read starts.
-    var failedAt: Int?
-
-    mutating func one(name: FieldName, depth: Int, naming: Naming) -> Bool {
+    func one(name: FieldName, depth: Int, naming: Naming) -> Bool {
         guard pos < b.count else { problem = .cut(need: 1); return false }
         let s = pos
         let c = b[pos]
@@ -157,12 +179,12 @@ struct MessagePackReader {
     @inline(__always)
     func arrayDepth(_ depth: Int, _ count: UInt64, _ naming: Naming) -> Int {
         guard depth == 0 else { return depth }
-        if case .fields(let mi) = naming, count <= UInt64(schema.messages[Int(mi)].fields.count) { return 0 }
+        if case .fields(let mi) = naming, count <= UInt64(declared[Int(mi)]) { return 0 }
         return 1
     }
 
     @inline(__always)
-    mutating func blob(_ name: FieldName, _ v: FieldValue, length: Int, depth: Int) -> Bool {
+    func blob(_ name: FieldName, _ v: FieldValue, length: Int, depth: Int) -> Bool {
         guard need(length) else { return false }
         let s = pos
         pos += length
@@ -170,33 +192,33 @@ struct MessagePackReader {
     }
 
     /// Opens a group (none for the top level); returns its index in the fields, or -1.
-    mutating func open(_ name: FieldName, _ v: FieldValue, start: Int, depth: Int) -> Int? {
+    func open(_ name: FieldName, _ v: FieldValue, start: Int, depth: Int) -> Int? {
         guard depth < maxDepth else { problem = .tooDeep(maxDepth); return nil }
         guard depth > 0 else { return -1 }
-        let i = m.fields.count
+        let i = fields.count
         guard add(name, v, start, 0, depth) else { return nil }
         return i
     }
 
     /// Closes a group: its count of children (as many as were read, when it was cut) and width.
-    mutating func close(_ i: Int, count: Int32, start: Int, map: Bool) {
+    func close(_ i: Int, count: Int32, start: Int, map: Bool) {
         guard i >= 0 else { return }
-        m.fields[i].value = map ? .object(count: count) : .array(count: count)
-        m.fields[i].width = Int32(pos - start)
+        fields[i].value = map ? .object(count: count) : .array(count: count)
+        fields[i].width = Int32(pos - start)
     }
 
-    mutating func array(_ name: FieldName, count: UInt64, start: Int, depth: Int, naming: Naming) -> Bool {
+    func array(_ name: FieldName, count: UInt64, start: Int, depth: Int, naming: Naming) -> Bool {
         // Every element takes at least one byte: a count the body cannot hold is refused before
         // anything is read.
         guard count <= UInt64(b.count - pos) else { problem = .countTooLarge(count: count, map: false); return false }
         // Named elements make an object; an array with more elements than names stays an array.
-        var fields: [FieldDef] = []
         var naming = naming
+        var named = 0
         if case .fields(let mi) = naming {
-            fields = schema.messages[Int(mi)].fields
-            if count > UInt64(fields.count) { naming = .none; fields = [] }
+            named = Int(declared[Int(mi)])
+            if count > UInt64(named) { naming = .none; named = 0 }
         }
-        guard let g = open(name, fields.isEmpty ? .array(count: 0) : .object(count: 0), start: start, depth: depth) else { return false }
+        guard let g = open(name, named == 0 ? .array(count: 0) : .object(count: 0), start: start, depth: depth) else { return false }
         var n: Int32 = 0
         var ok = true
         while UInt64(n) < count {
@@ -206,22 +228,21 @@ struct MessagePackReader {
             case .none: break
             case .each(let mi): childNaming = .fields(mi)
             case .fields(let mi):
-                if Int(n) < fields.count {
-                    let f = fields[Int(n)]
+                if Int(n) < named {
                     childName = .field(mi, n)
                     // A nested message is an array too; a declared array of them
                     // (`Item[rest] items`) an array of such arrays.
-                    if case .message(let nested) = f.type { childNaming = f.array == nil ? .fields(Int32(nested)) : .each(Int32(nested)) }
+                    childNaming = self.naming(mi, n)
                 }
             }
             guard value(name: childName, depth: depth + 1, naming: childNaming) else { ok = false; break }
             n += 1
         }
-        close(g, count: n, start: start, map: !fields.isEmpty)
+        close(g, count: n, start: start, map: named > 0)
         return ok
     }
 
-    mutating func map(_ name: FieldName, count: UInt64, start: Int, depth: Int) -> Bool {
+    func map(_ name: FieldName, count: UInt64, start: Int, depth: Int) -> Bool {
         guard count <= UInt64(b.count - pos) / 2 else { problem = .countTooLarge(count: count, map: true); return false }
         guard let g = open(name, .object(count: 0), start: start, depth: depth) else { return false }
         var n: Int32 = 0
@@ -238,14 +259,14 @@ struct MessagePackReader {
     /// A map key as a field name: a string (its bytes), an integer or a boolean; any other key
     /// (nil, a float, binary, a map, an array, an extension) is read over and the entry named
     /// by its place, said once.
-    mutating func key(index: Int32, depth: Int) -> FieldName? {
+    func key(index: Int32, depth: Int) -> FieldName? {
         let s = pos
         if let k = keyName(index: index, depth: depth) { return k }
         if failedAt == nil { failedAt = s }
         return nil
     }
 
-    mutating func keyName(index: Int32, depth: Int) -> FieldName? {
+    func keyName(index: Int32, depth: Int) -> FieldName? {
         guard pos < b.count else { problem = .cut(need: 1); return nil }
         let s = pos
         let c = b[pos]
@@ -268,17 +289,17 @@ struct MessagePackReader {
             return .textKey(Int32(ks), Int32(length))
         default:
             // Integers and booleans: read as a value, then taken back as a name.
-            let before = m.fields.count
+            let before = fields.count
             guard value(name: .element(index), depth: depth, naming: .none) else { return nil }
-            if m.fields.count == before + 1 {
-                switch m.fields[before].value {
-                case .unsigned(let v): m.fields.removeLast(); return .uintKey(v)
-                case .signed(let v): m.fields.removeLast(); return v < 0 ? .intKey(v) : .uintKey(UInt64(v))
-                case .bool(let v): m.fields.removeLast(); return .boolKey(v)
+            if fields.count == before + 1 {
+                switch fields[before].value {
+                case .unsigned(let v): fields.removeLast(); return .uintKey(v)
+                case .signed(let v): fields.removeLast(); return v < 0 ? .intKey(v) : .uintKey(UInt64(v))
+                case .bool(let v): fields.removeLast(); return .boolKey(v)
                 default: break
                 }
             }
-            while m.fields.count > before { m.fields.removeLast() }
+            while fields.count > before { fields.removeLast() }
             if notes.isEmpty {
                 notes.append("MessagePack map key at byte \(s) is not a string, integer or boolean: its entry is named by its place")
             }
