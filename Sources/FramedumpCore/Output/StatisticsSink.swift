@@ -2,16 +2,17 @@
 /// made where the event is decoded, counted where the tables are kept. On one thread that is
 /// the same place; in a connection-sharded run the shards make them and the merging thread
 /// counts them in the run's order, so the tables come out as one thread's.
-struct StatisticsRecord {
+package struct StatisticsRecord {
     enum Kind: UInt8 { case opened, message, malformed, gap, closed, below }
-    enum Pairing {
+    package enum Pairing {
         /// `-z rtt` not asked, or not a message.
         case none
         /// The protocol says no `pair_by`.
         case noRule
-        /// The message lacks the `pair_by` field.
+        /// The message lacks the field its pairing reads.
         case noKey
-        case key(String)
+        /// A request (waits for its answer) or a response (answers the oldest request of that key).
+        case key(String, request: Bool)
     }
 
     var kind: Kind
@@ -71,13 +72,7 @@ public final class StatisticsSink: MessageSink {
         var r = record(.message, c, p, m.direction, m.frame.lastPacket.ts)
         r.name = m.name(in: p) ?? m.id.map { "id \($0)" } ?? "(no id)"
         r.bytes = UInt64(m.frame.bytes.count)
-        if rtt {
-            if let rule = p.schema.pairBy {
-                r.pairing = Self.pairKey(m, p, rule).map { .key($0) } ?? .noKey
-            } else {
-                r.pairing = .noRule
-            }
-        }
+        if rtt { r.pairing = Self.pairing(m, p) }
         emit(r)
         inner?.message(m, c, p)
     }
@@ -136,22 +131,46 @@ public final class StatisticsSink: MessageSink {
         tables?.finish()
     }
 
+    /// How message `m` takes part in pairing: a `pair A -> B` it is one end of (its role by its
+    /// type), else the protocol's `pair_by` (its role by its direction).
+    package static func pairing(_ m: DecodedMessage, _ p: ProtocolRuntime) -> StatisticsRecord.Pairing {
+        let s = p.schema
+        if !s.pairs.isEmpty {
+            if let mi = m.message, let i = s.pairs.firstIndex(where: { $0.request == mi || $0.response == mi }) {
+                let spec = s.pairs[i]
+                // One message on both ends (paired by a field): the client's is the request.
+                let request = spec.request == spec.response ? m.direction == .c2s : spec.request == mi
+                let tag = "\u{1}\(i)\u{1}"
+                guard let name = request ? spec.requestField : spec.responseField else { return .key(tag, request: request) }
+                guard let value = field(m, p, named: name) else { return .noKey }
+                return .key(tag + value, request: request)
+            }
+            if s.pairBy == nil { return .none }
+        }
+        guard let rule = s.pairBy else { return .noRule }
+        return pairKey(m, p, rule).map { .key($0, request: m.direction == .c2s) } ?? .noKey
+    }
+
     /// The value that pairs a response with its request.
     package static func pairKey(_ m: DecodedMessage, _ p: ProtocolRuntime, _ rule: PairRule) -> String? {
         switch rule {
         case .messageID: return m.id.map { String($0) }
         case .field(let request, let response):
-            let name = m.direction == .c2s ? request : response
-            for f in m.headerFields {
-                if case .header(let i) = f.name, p.schema.header[Int(i)].name == name { return Self.text(f, m) }
-            }
-            for f in m.fields where f.depth == 0 {
-                if case .field(let mi, let fi) = f.name, p.schema.messages[Int(mi)].fields[Int(fi)].name == name {
-                    return Self.text(f, m)
-                }
-            }
-            return nil
+            return field(m, p, named: m.direction == .c2s ? request : response)
         }
+    }
+
+    /// The value of header field or top-level field `name` of `m`, as text.
+    static func field(_ m: DecodedMessage, _ p: ProtocolRuntime, named name: String) -> String? {
+        for f in m.headerFields {
+            if case .header(let i) = f.name, p.schema.header[Int(i)].name == name { return Self.text(f, m) }
+        }
+        for f in m.fields where f.depth == 0 {
+            if case .field(let mi, let fi) = f.name, p.schema.messages[Int(mi)].fields[Int(fi)].name == name {
+                return Self.text(f, m)
+            }
+        }
+        return nil
     }
 
     static func text(_ f: DecodedField, _ m: DecodedMessage) -> String? {

@@ -93,7 +93,7 @@ final class StatisticsTables {
         case .none: break
         case .noRule: pairing.withoutRule.insert(r.proto ?? "tcp")
         case .noKey: pairing.withoutKey += 1
-        case .key(let k): pair(r, k)
+        case .key(let k, let request): pair(r, k, request: request)
         }
         if !rates.isEmpty { countRate(ts) }
     }
@@ -113,10 +113,10 @@ final class StatisticsTables {
         }
     }
 
-    func pair(_ r: StatisticsRecord, _ key: String) {
+    func pair(_ r: StatisticsRecord, _ key: String, request: Bool) {
         let name = r.name, ts = r.ts
-        if r.dir == .c2s { pairing.requests += 1 } else { pairing.responses += 1 }
-        if r.dir == .c2s {
+        if request { pairing.requests += 1 } else { pairing.responses += 1 }
+        if request {
             // Bounded: a client that is never answered does not grow the table without end.
             guard pendingCount < Self.maxPending else { unanswered[name, default: 0] += 1; return }
             pending[r.conn, default: [:]][key, default: []].append((ts, name))
@@ -140,12 +140,14 @@ final class StatisticsTables {
             if !p.withoutRule.isEmpty {
                 return "no response paired: no loaded dissector of " + p.withoutRule.sorted().joined(separator: ", ")
                     + " says pair_by (pair_by id; pair_by FIELD; or pair_by REQUEST_FIELD = RESPONSE_FIELD;)"
+                    + " or pair (pair REQUEST -> RESPONSE; for a response of another message type)"
             }
             return "no response paired: no messages"
         }
         return "no response paired: \(p.requests) requests and \(p.responses) responses carried the pair_by key, "
             + "\(p.unmatched) responses matched no waiting request, \(p.withoutKey) messages lacked the key field; "
             + "if responses carry the request's value in another field, say pair_by REQUEST_FIELD = RESPONSE_FIELD;"
+            + " if they are of another message type, say pair REQUEST -> RESPONSE;"
     }
 
     /// Requests still waiting when their connection closes are unanswered.

@@ -33,9 +33,9 @@ public enum DissectorDescription {
         for pr in s.pairs {
             let (q, r) = (s.messages[pr.request].name, s.messages[pr.response].name)
             switch (pr.requestField, pr.responseField) {
-            case (let f?, let g?) where f == g: lines.append("  pair \(q) -> \(r) by \(f) (a \(r) answers the \(q) with its \(f))")
-            case (let f?, let g?): lines.append("  pair \(q) -> \(r) by \(f) = \(g) (a \(r)'s \(g) carries its \(q)'s \(f))")
-            default: lines.append("  pair \(q) -> \(r) (a \(r) answers the oldest unanswered \(q))")
+            case (let f?, let g?) where f == g: lines.append("  pair \(q) -> \(r) by \(f) (-z rtt: the response carries its request's \(f))")
+            case (let f?, let g?): lines.append("  pair \(q) -> \(r) by \(f) = \(g) (-z rtt: the response's \(g) carries its request's \(f))")
+            default: lines.append("  pair \(q) -> \(r) (-z rtt: the response answers the oldest request not yet answered)")
             }
         }
         lines.append("  body: \(s.body.rawValue)")

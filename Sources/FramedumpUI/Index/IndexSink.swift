@@ -107,8 +107,8 @@ final class IndexSink: MessageSink {
             direction: UInt8(m.direction.rawValue), flags: 0)
         if m.id != nil { e.flags |= IndexEntry.hasID }
         if !m.warnings.isEmpty { e.flags |= IndexEntry.hasWarnings }
-        if let rule = p.schema.pairBy, let key = StatisticsSink.pairKey(m, p, rule) {
-            if m.direction == .c2s {
+        if case .key(let key, let request) = StatisticsSink.pairing(m, p) {
+            if request {
                 waiting[ci, default: [:]][key, default: []].append(UInt32(truncatingIfNeeded: ordinal))
             } else if var queue = waiting[ci]?[key], !queue.isEmpty {
                 let request = queue.removeFirst()
