@@ -1,6 +1,6 @@
 /// What a message body looks like, from its bytes alone.
 public enum BodyKind: String, Sendable, Comparable {
-    case empty, json, protobuf, text, binary
+    case empty, json, protobuf, text, binary, msgpack
 
     public static func < (a: BodyKind, b: BodyKind) -> Bool { a.rawValue < b.rawValue }
 }
@@ -22,6 +22,9 @@ public struct BodyGuess: Sendable {
     public var matching: Int
     public var count: Int
     public var strings: [FoundString]
+    /// Every body of the id is one whole MessagePack value (a heartbeat's counter, a nil too),
+    /// so the id does not stand against `body msgpack` where the others are MessagePack objects.
+    public var messagePack = false
 }
 
 /// Content checks for a body: a JSON parse, a protobuf tag/wire-type walk, UTF-8.
@@ -30,6 +33,9 @@ enum BodyClassifier {
         if b.isEmpty { return .empty }
         if isJSON(b) { return .json }
         if isText(b) { return .text }
+        // An object of MessagePack before protobuf: a map or array that is the whole body (of a
+        // few bytes at least: a short run of random bytes is a valid value by chance).
+        if b.count >= 4, Array(b).withUnsafeBytes({ MessagePackBody.oneValue($0) }) == (true, true) { return .msgpack }
         if isProtobuf(b) { return .protobuf }
         return .binary
     }
@@ -141,7 +147,9 @@ enum BodyClassifier {
                     strings = first.filter { s in each.allSatisfy { $0.contains(s) } }
                 }
             }
-            return BodyGuess(id: id, kind: k, matching: m, count: list.count, strings: strings)
+            var g = BodyGuess(id: id, kind: k, matching: m, count: list.count, strings: strings)
+            g.messagePack = list.allSatisfy { $0.isEmpty || Array($0).withUnsafeBytes { MessagePackBody.oneValue($0).whole } }
+            return g
         }
     }
 }

@@ -87,6 +87,7 @@ public enum DissectorWriter {
                 for b in g.bodies.prefix(256) {
                     guard let v = b.id, v <= limit else { continue }
                     var note = "\(b.kind.rawValue), \(b.matching) of \(b.count) bodies"
+                    if b.kind != .msgpack && b.messagePack && bodyLine(g.bodies) == "msgpack" { note += ", each one MessagePack value" }
                     if !b.strings.isEmpty {
                         note += "; strings at body offsets " + b.strings.map { "\($0.offset) (u\($0.prefix * 8) length)" }.joined(separator: ", ")
                     }
@@ -102,11 +103,16 @@ public enum DissectorWriter {
     /// The body rule every id shares, or `raw` when they differ (each Message line says its kind).
     static func bodyLine(_ bodies: [BodyGuess]) -> String {
         let kinds = Set(bodies.map(\.kind)).subtracting([.empty])
+        // MessagePack objects, and ids whose bodies are single MessagePack scalars (a counter, nil).
+        if kinds.contains(.msgpack), bodies.allSatisfy({ $0.kind == .msgpack || $0.kind == .empty || $0.messagePack }) {
+            return "msgpack"
+        }
         guard kinds.count == 1, let k = kinds.first else { return "raw" }
         switch k {
         case .json: return "json"
         case .text: return "text"
         case .protobuf: return "protobuf"
+        case .msgpack: return "msgpack"
         case .binary, .empty: return "raw"
         }
     }

@@ -35,3 +35,16 @@ enum MessagePackBody: BodyFormat {
         for note in r.notes { m.warnings.append(.body(kind: kindIndex, text: note)) }
     }
 }
+
+extension MessagePackBody {
+    /// What `guess` asks of a body: whether it is exactly one MessagePack value (nothing cut,
+    /// nothing after it), and whether that value is a map or an array, the shape of an object.
+    static func oneValue(_ bytes: UnsafeRawBufferPointer) -> (whole: Bool, container: Bool) {
+        guard let first = bytes.first else { return (false, false) }
+        let tables = MessagePackNames(ProtocolSchema(name: "", file: ""))
+        let r = MessagePackReader(tables, fields: FieldList(capacity: 64), maxDepth: 32, maxFields: 1 << 16)
+        r.reset(bytes, start: 0)
+        guard r.value(name: .builtin(.body), depth: 0, naming: .none), r.pos == bytes.count, r.notes.isEmpty else { return (false, false) }
+        return (true, (0x80...0x9f).contains(first) || (0xdc...0xdf).contains(first))
+    }
+}
