@@ -173,7 +173,12 @@ struct Resolver {
                         fd.hex = true
                     }
                     if let a = pf.array { fd.array = try arrayCount(a, earlier: fields, schema: s) }
-                    if let w = pf.when { fd.condition = try fieldCondition(w, s, earlier: fields) }
+                    if let w = pf.when {
+                        guard s.body.kind.readsConditions else {
+                            throw err(w.token, "'when' is not read under body \(s.body.rawValue): its fields are not read in their declared layout, so '\(pf.name)' cannot be left out (declare it without 'when')")
+                        }
+                        fd.condition = try fieldCondition(w, s, earlier: fields)
+                    }
                     if s.labelsFromComments, fd.labels == nil, let d = pf.description, fd.type.isInteger {
                         let l = CommentLabels.parse(d)
                         if !l.isEmpty { fd.labels = l }

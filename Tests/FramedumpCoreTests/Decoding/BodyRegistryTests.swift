@@ -66,6 +66,23 @@ final class BodyRegistryTests: XCTestCase {
         }
     }
 
+    /// `when` is taken only where the kind reads declared fields in their layout; elsewhere it
+    /// would be ignored, and is refused where it is written.
+    func testWhenOnlyWhereFieldsAreReadInTheirLayout() throws {
+        for k in BodyRegistry.kinds {
+            let text = head + "body \(k.name); }\nMessage A = 1 { Uint8 a; Uint8 b when a; }"
+            if k.readsConditions {
+                XCTAssertNoThrow(try DissectorLoader.parse(text: text, file: "z.dissector"), k.name)
+            } else {
+                XCTAssertThrowsError(try DissectorLoader.parse(text: text, file: "z.dissector"), k.name) { e in
+                    let d = (e as! DissectorError).description
+                    XCTAssertTrue(d.hasPrefix("z.dissector:2:") && d.contains("'when' is not read under body \(k.name)"), d)
+                }
+            }
+        }
+        XCTAssertEqual(BodyRegistry.kinds.filter { $0.readsConditions }.map { $0.name }, ["fields"])
+    }
+
     /// A kind's own problems are filed under its class, which `check -r --allow` knows.
     func testAKindsProblemsHaveItsClass() {
         for (i, k) in BodyRegistry.kinds.enumerated() {

@@ -23,6 +23,9 @@ protocol BodyFormat {
     /// cannot tell frames from noise, the deframer's resync asks the body (a parser that rejects
     /// most noise: a layout, JSON, protobuf; not text or raw bytes).
     static var judgesFrames: Bool { get }
+    /// It reads a message's declared fields in their layout, so a field under `when` can be left
+    /// out; under any other kind a `when` would be ignored, and `check` refuses it.
+    static var readsConditions: Bool { get }
 
     /// What the kind reads of the schema on every message, laid out once per decoder (nil:
     /// nothing); `decode` finds it in `MessageDecoder.bodyTables`.
@@ -41,6 +44,7 @@ extension BodyFormat {
     static var decodesPart: Bool { false }
     static var problemClass: String? { nil }
     static var judgesFrames: Bool { false }
+    static var readsConditions: Bool { false }
     static func tables(_ s: ProtocolSchema) -> AnyObject? { nil }
 }
 

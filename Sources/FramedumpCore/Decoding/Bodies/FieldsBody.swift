@@ -5,6 +5,7 @@ enum FieldsBody: BodyFormat {
     static var idsSelectLayout: Bool { true }
     static var decodesPart: Bool { true }
     static var judgesFrames: Bool { true }
+    static var readsConditions: Bool { true }
 
     static func decode(_ d: MessageDecoder, _ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage) {
         guard let mi = m.message else {
