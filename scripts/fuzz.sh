@@ -271,6 +271,15 @@ seeds = {
 seeds["counted"] = ("protocol t { frame_end \"\\r\\n\"; payload \"set\" word 5; payload \"MSG\" last; max_frame 4096; body text; }\n",
                     [b"set a 0 0 5\r\nhello\r\n", b"STORED\r\n", b"set b 0 0 4 noreply\r\n\r\nx\r\r\n",
                      b"MSG s 1 r 3\r\nabc\r\n", b"set c 0 0 99999\r\n", b"END\r\n"])
+# Replies typed by their requests (`answers`): requests one way, replies (no id) the other.
+import struct
+fr = lambda cmd, seq, body: struct.pack(">IHI", 10 + len(body), cmd, seq) + body
+answers = ("protocol rq { header { uint32 length; uint16 cmd; uint32 seq; } frame_length = length; message_id = cmd; }\n"
+           "Message Q = 1 c2s { Uint8 a; }\nMessage R answers Q by seq { Uint8 r; Uint32 p; }\n"
+           "Message G = 2 c2s { Uint32 item; Uint32 tag; }\nMessage I answers G by tag = seq { Uint16 n; }\nMessage N = 50 s2c { Uint8 x; }\n")
+req = fr(1, 1, b"\x07") + fr(2, 2, struct.pack(">II", 42, 77)) + fr(1, 3, b"\x08")
+rep = fr(50, 5, b"\x01") + fr(0, 77, b"\x00\x03") + fr(0, 1, b"\x00\x00\x00\x00\x09") + fr(0, 99, b"\x01\x02")
+open("%s/answers.seed" % out, "wb").write(answers.encode() + b"\0" + bytes([len(req)]) + req + rep)
 for name, (text, frames) in seeds.items():
     c2s = b"".join(frames)
     # [split byte][client bytes][server bytes]: the same frames both ways.

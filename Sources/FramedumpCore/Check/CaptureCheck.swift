@@ -103,7 +103,7 @@ public final class CaptureCheck: MessageSink {
         for w in m.warnings {
             let kind: ProblemClass
             switch w {
-            case .unknownMessage: kind = .unknownMessage
+            case .unknownMessage, .replyWithoutRequest: kind = .unknownMessage
             case .bodyTooShort, .arrayTooLong: kind = .bodyShort
             // The gap that cut it is reported as a gap.
             case .frameCut: continue

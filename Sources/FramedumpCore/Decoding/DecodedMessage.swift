@@ -78,6 +78,9 @@ public struct DecodedField: Sendable {
 
 public enum DecodeWarning: Sendable, Equatable {
     case unknownMessage(UInt64)
+    /// A frame no id names, coming the way replies come, while no request waits for it
+    /// (`answers`): a capture that started after the request, or a request not decoded.
+    case replyWithoutRequest
     case bodyTooShort(field: String, at: Int)
     /// The frame was cut (snap length, gap): its fields as far as they were captured.
     case frameCut(have: Int, need: Int)
@@ -107,6 +110,7 @@ public enum DecodeWarning: Sendable, Equatable {
     public var text: String {
         switch self {
         case .unknownMessage(let id): return "unknown message id \(id): body shown raw"
+        case .replyWithoutRequest: return "a reply whose request was not captured (no request waits for its key): body shown raw"
         case .bodyTooShort(let f, let at): return "body ends inside field '\(f)' at byte \(at)"
         case .frameCut(let have, let need): return "frame cut: \(have) of its \(need) bytes were captured; the fields after them are not shown"
         case .trailingBytes(let n, let at): return "\(n) trailing bytes at byte \(at) not described by the schema"

@@ -44,7 +44,8 @@ public final class MessageDecoder {
     /// The protobuf decoder for the DecodedMessage last decoded into (a session uses one).
     @exclusivity(unchecked) var protobuf: ProtobufDecoder?
 
-    public func decode(_ frame: Frame, _ dir: Direction, into m: DecodedMessage) {
+    /// `as`: the message the frame is, when its id does not say (a reply typed by its request).
+    public func decode(_ frame: Frame, _ dir: Direction, into m: DecodedMessage, as typed: Int? = nil) {
         m.reset()
         m.frame = frame
         m.direction = dir
@@ -63,7 +64,7 @@ public final class MessageDecoder {
         }
         m.bodyOffset = body
         m.id = layout.messageID(b, at: 0)
-        if let id = m.id { m.message = program.message(dir, id) } else { m.message = defaultMessage }
+        if let typed { m.message = typed } else if let id = m.id { m.message = program.message(dir, id) } else { m.message = defaultMessage }
         // A framing kind's delimiter ends the frame and is no part of its body.
         if layout.trailerSize > 0 && frame.missing == 0 && b.count - body >= layout.trailerSize {
             b = UnsafeRawBufferPointer(rebasing: b[..<(b.count - layout.trailerSize)])

@@ -86,6 +86,11 @@ struct Summary {
                 rows.append((msg.name + (msg.id.map { " (id \($0))" } ?? ""), p.messageCounts[i]))
             }
             for (id, n) in p.unknownIDs.sorted(by: { $0.key < $1.key }) { rows.append(("unknown id \(id)", n)) }
+            if !p.schema.replies.isEmpty {
+                let unanswered = UInt64(max(0, p.repliesWaiting)) + p.repliesDropped
+                if unanswered > 0 { rows.append(("requests never answered", unanswered)) }
+                if p.repliesOrphaned > 0 { rows.append(("replies without their request", p.repliesOrphaned)) }
+            }
             let known = p.messageCounts.last ?? 0
             let listedUnknown = p.unknownIDs.values.reduce(0, +)
             if known > listedUnknown { rows.append(("no message id", known - listedUnknown)) }

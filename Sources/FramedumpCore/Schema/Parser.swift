@@ -545,6 +545,18 @@ struct Parser {
             }
             m.direction = d
         }
+        // `Message LoginReply answers LoginReq by seq { ... }`: typed by the request it answers.
+        if case .ident(let w) = tok.kind, w.lowercased() == "answers" {
+            _ = next()
+            let request = try ident("the request's message name")
+            guard case .ident(let b) = tok.kind, b.lowercased() == "by" else {
+                throw err(tok, "expected 'by FIELD' after '\(request.0)' (the request's field whose value the reply's header carries)")
+            }
+            _ = next()
+            let field = try ident("the request's field that the reply carries")
+            let reply = accept("=") ? try ident("the reply's header field that carries the request's \(field.0)") : field
+            m.answers = (request, field, reply)
+        }
         // `Message NAME = ID : pkg.Type;`: the body is that protobuf message.
         if accept(":") {
             let (type, tt) = try ident("a protobuf message type (package.Message)")

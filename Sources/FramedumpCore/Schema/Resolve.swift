@@ -23,6 +23,8 @@ struct PendingMessage {
     var fields: [PendingField] = []
     /// `Message NAME = ID : pkg.Type;`: the protobuf type of its body.
     var protoType: (String, Token)?
+    /// `answers REQUEST by FIELD [= HEADER_FIELD]`, names still text.
+    var answers: (request: (String, Token), field: (String, Token), reply: (String, Token))?
 }
 
 struct PendingProtocol {
@@ -215,6 +217,7 @@ struct Resolver {
         }
         for e in MessageCycles.find(in: s, fieldTokens: fieldTokens, error: err) { errors.add(e) }
         resolvePairs(p, &s, byName: byName, &errors)
+        resolveAnswers(p, &s, byName: byName, &errors)
         do throws(DissectorError) { try attachProto(p, to: &s) } catch { errors.add(error) }
         resolveDefaultMessage(p, &s, &errors)
     }
@@ -261,6 +264,58 @@ struct Resolver {
             taken[ends[0]] = pp.request.1
             taken[ends[1]] = pp.response.1
             s.pairs.append(spec)
+        }
+    }
+
+    /// `answers REQUEST by FIELD [= HEADER_FIELD]`: the request declared, with a direction (the
+    /// reply comes the other way); the reply with no id of its own (it is typed by its request,
+    /// not by an id); the key an integer: a header field or field of the request, and a header
+    /// field of the reply (read before the body it types); one reply type per request.
+    func resolveAnswers(_ p: PendingProtocol, _ s: inout ProtocolSchema, byName: [String: Int], _ errors: inout Diagnostics) {
+        var answered: [Int: String] = [:]
+        for (mi, pm) in p.messages.enumerated() {
+            guard let a = pm.answers, mi < s.messages.count else { continue }
+            guard s.idField != nil else {
+                errors.add(err(a.request.1, "'\(pm.name)' answers a request, which needs a message_id for the other messages (a reply is what no id names)"))
+                continue
+            }
+            let (name, t) = a.request
+            guard let ri = byName[name.lowercased()] else {
+                errors.add(err(t, "unknown message '\(name)' after answers" + Self.suggestion(name, p.messages.map(\.name))))
+                continue
+            }
+            let request = s.messages[ri]
+            if pm.id != nil {
+                errors.add(err(pm.token, "'\(pm.name)' answers '\(request.name)': it is typed by that request, so it takes no id of its own"))
+                continue
+            }
+            guard let dir = request.direction else {
+                errors.add(err(t, "'\(request.name)' has no direction, so its replies have none: declare it c2s or s2c (Message \(request.name) = ID c2s)"))
+                continue
+            }
+            if let other = answered[ri] {
+                errors.add(err(t, "'\(request.name)' is already answered by '\(other)' (one reply type per request)"))
+                continue
+            }
+            let integers = s.header.enumerated().filter { !$0.element.isPadding }
+            let (f, ft) = a.field
+            let inHeader = integers.contains { $0.element.name == f }
+            let inRequest = request.fields.contains { $0.name == f && $0.type.isInteger && $0.array == nil && $0.condition == nil }
+            if !inHeader && !inRequest {
+                errors.add(err(ft, "'\(f)' is neither a header field nor an integer field of '\(request.name)' (the key its reply carries)"
+                               + Self.suggestion(f, integers.map(\.element.name) + request.fields.map(\.name))))
+                continue
+            }
+            let (g, gt) = a.reply
+            guard let hi = integers.first(where: { $0.element.name == g })?.offset else {
+                errors.add(err(gt, "'\(g)' is not a header field: a reply's key is read from its header, before the body it types"
+                               + Self.suggestion(g, integers.map(\.element.name))))
+                continue
+            }
+            answered[ri] = pm.name
+            s.messages[mi].answers = AnswersRule(request: ri, replyDirection: dir == .c2s ? .s2c : .c2s, requestField: f, replyHeader: hi)
+            s.messages[mi].direction = dir == .c2s ? .s2c : .c2s
+            s.replies.append(mi)
         }
     }
 

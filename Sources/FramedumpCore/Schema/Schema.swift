@@ -112,6 +112,8 @@ public struct MessageDef: Sendable {
     public var line: Int
     /// For `Message NAME = ID : pkg.Type;`: the schema index of the protobuf message its body is.
     public var protoType: Int? = nil
+    /// `answers REQUEST by FIELD`: a reply typed by the request it answers.
+    public var answers: AnswersRule? = nil
 
     package init(name: String, title: String?, id: UInt64?, direction: Direction?, fields: [FieldDef], nameBytes: [UInt8],
                  line: Int, protoType: Int? = nil) {
@@ -203,6 +205,18 @@ public enum PairRule: Sendable, Equatable {
     case field(request: String, response: String)
 }
 
+/// `Message LoginReply answers LoginReq by seq { ... }`: a reply that carries no message id of
+/// its own, typed by the request it answers: the request's `requestField` (a header field or
+/// one of its integer fields) is what the reply's header field `replyHeader` holds.
+public struct AnswersRule: Sendable, Equatable {
+    /// The request's message index, and the direction replies come in (the other one).
+    public var request: Int
+    public var replyDirection: Direction
+    public var requestField: String
+    /// The reply's header field (read before the body, which it types).
+    public var replyHeader: Int
+}
+
 /// `pair LoginReq -> LoginResp;`: a message that answers a request of another message type
 /// (another id), paired in order on the connection, or by a field: `by seq;` (the same field in
 /// both), `by seq = ackSeq;` (the response's `ackSeq` carries the request's `seq`).
@@ -258,6 +272,8 @@ public struct ProtocolSchema: Sendable {
     public var pairBy: PairRule?
     /// Requests answered by messages of another type (`pair A -> B ...;`), for `-z rtt` and the page.
     public var pairs: [PairSpec] = []
+    /// The messages typed by the request they answer (`answers`), by index.
+    public var replies: [Int] = []
     public var messages: [MessageDef] = []
     public var enums: [EnumDef] = []
     /// (direction, id) → message index; direction-less messages are entered for both.

@@ -29,6 +29,11 @@ public final class ProtocolRuntime {
     @exclusivity(unchecked) public var gapBytes: UInt64 = 0
     @exclusivity(unchecked) public var connections: UInt64 = 0
     @exclusivity(unchecked) public var warnings: UInt64 = 0
+    /// `answers`: requests waiting for their reply (at the end: never answered), requests not
+    /// waited for (a connection's table was full), replies whose request was not captured.
+    @exclusivity(unchecked) public var repliesWaiting: Int64 = 0
+    @exclusivity(unchecked) public var repliesDropped: UInt64 = 0
+    @exclusivity(unchecked) public var repliesOrphaned: UInt64 = 0
     @exclusivity(unchecked) public var unknownIDs: [UInt64: UInt64] = [:]
     /// Bounds this protocol's traffic ran into (summed over protocols for the summary).
     @exclusivity(unchecked) public var limitHits = LimitHits()

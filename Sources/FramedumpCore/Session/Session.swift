@@ -96,9 +96,12 @@ final class SessionFrames: FrameConsumer {
     /// A layer below the stack's word on the connection (TLS), put on each message. Set before
     /// the first frame it concerns.
     @exclusivity(unchecked) var connectionLayer: (any ConnectionLayerInfo)?
+    /// Requests waiting for a reply typed by them (`answers`); nil for most protocols.
+    let replies: ReplyTable?
 
     init(manager: SessionManager, runtime: ProtocolRuntime, connection: Connection,
          layer: (any MessageLayerDecoder)? = nil) {
+        replies = ReplyTable(runtime)
         self.runtime = runtime
         decoder = runtime.decoder
         let sink = manager.sink
@@ -120,17 +123,34 @@ final class SessionFrames: FrameConsumer {
         p.bytes += UInt64(f.bytes.count)
         if let pre = prefilter, !prefilterAllows(f, dir, pre) { return }
         if connectionLayer != nil || decoded.connectionLayer != nil { decoded.connectionLayer = connectionLayer }
-        decoder.decode(f, dir, into: decoded)
+        if let r = replies { decodeWithReplies(f, dir, r) } else { decoder.decode(f, dir, into: decoded) }
         if !decoded.layerNotes.isEmpty { decoded.layerNotes.removeAll() }
         p.count(decoded.message, id: decoded.id)
         if !decoded.warnings.isEmpty { p.warnings += 1; p.limitHits.count(decoded.warnings) }
         sink.message(decoded, connection, p)
     }
 
+    /// `answers`: a frame whose id names no message may be the reply of a waiting request (and
+    /// is decoded as that reply); a request is recorded once decoded.
+    func decodeWithReplies(_ f: Frame, _ dir: Direction, _ r: ReplyTable) {
+        let typed = r.reply(f, dir, decoder)
+        decoder.decode(f, dir, into: decoded, as: typed)
+        if typed == nil, decoded.message == nil, r.expectsReply(f, dir, decoder) {
+            // Said in place of "unknown message id": what it is not known is which request it answers.
+            decoded.warnings.removeAll { if case .unknownMessage = $0 { return true }; return false }
+            decoded.warnings.append(.replyWithoutRequest)
+            runtime.repliesOrphaned += 1
+        }
+        r.record(decoded)
+    }
+
     /// The rare path of `-Y`: messages whose protocol, direction or id the filter rejects are
     /// counted and not decoded.
     func prefilterAllows(_ f: Frame, _ dir: Direction, _ pre: FilteringSink) -> Bool {
         let p = runtime
+        // With `answers`, requests and replies are decoded whatever the filter says: a reply's
+        // type is its request's, which must have been seen.
+        if replies != nil { return true }
         let id = p.layout.messageID(f.bytes, at: 0)
         let mi = id.flatMap { decoder.program.message(dir, $0) }
         if pre.evaluator.mayMatch(p, dir, id: id, message: mi) { return true }

@@ -22,6 +22,9 @@ extension ProtocolRuntime {
         gapBytes += o.gapBytes
         connections += o.connections
         warnings += o.warnings
+        repliesWaiting += o.repliesWaiting
+        repliesDropped += o.repliesDropped
+        repliesOrphaned += o.repliesOrphaned
         for (id, n) in o.unknownIDs { unknownIDs[id, default: 0] += n }
         limitHits = limitHits + o.limitHits
         if let t = decoder.transforms, let u = o.decoder.transforms { t.absorb(u) }

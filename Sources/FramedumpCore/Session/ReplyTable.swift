@@ -1,0 +1,88 @@
+/// One connection's requests waiting for a reply typed by them (`Message R answers Q by key`):
+/// a request records its key; a frame coming the other way whose id names no message is the
+/// reply of the request its header's key names, and is decoded as that reply. Keys are integers
+/// (no allocation per message); the table is bounded, and what it holds when the connection
+/// ends is counted unanswered.
+final class ReplyTable {
+    struct Key: Hashable {
+        var header: Int32
+        var direction: Int
+        var value: UInt64
+    }
+
+    unowned(unsafe) let runtime: ProtocolRuntime
+    /// Per request message: its rule's reply (-1: none), by schema index.
+    let replyOf: [Int32]
+    /// The (reply direction, header field) pairs replies are looked up by (usually one).
+    let lookups: [(direction: Direction, header: Int)]
+    @exclusivity(unchecked) var waiting: [Key: Int32] = [:]
+    static let limit = 4096
+
+    init?(_ p: ProtocolRuntime) {
+        let s = p.schema
+        guard !s.replies.isEmpty else { return nil }
+        runtime = p
+        var of = [Int32](repeating: -1, count: s.messages.count)
+        var seen: [(Direction, Int)] = []
+        for r in s.replies {
+            guard let a = s.messages[r].answers else { continue }
+            of[a.request] = Int32(r)
+            if !seen.contains(where: { $0 == (a.replyDirection, a.replyHeader) }) { seen.append((a.replyDirection, a.replyHeader)) }
+        }
+        replyOf = of
+        lookups = seen.map { (direction: $0.0, header: $0.1) }
+    }
+
+    /// The reply a frame is, when its id names no message and a request waits under its key.
+    func reply(_ f: Frame, _ dir: Direction, _ d: MessageDecoder) -> Int? {
+        if let id = d.layout.messageID(f.bytes, at: 0), d.program.message(dir, id) != nil { return nil }
+        for l in lookups where l.direction == dir {
+            guard let v = d.layout.value(l.header, in: f.bytes, at: 0) else { continue }
+            if let r = waiting.removeValue(forKey: Key(header: Int32(l.header), direction: dir.rawValue, value: v)) {
+                runtime.repliesWaiting -= 1
+                return Int(r)
+            }
+        }
+        return nil
+    }
+
+    /// Whether a frame the other way would have been a reply: its id names no message.
+    func expectsReply(_ f: Frame, _ dir: Direction, _ d: MessageDecoder) -> Bool {
+        guard lookups.contains(where: { $0.direction == dir }) else { return false }
+        guard let id = d.layout.messageID(f.bytes, at: 0) else { return true }
+        return d.program.message(dir, id) == nil
+    }
+
+    /// A decoded request: its key recorded for its reply.
+    func record(_ m: DecodedMessage) {
+        guard let mi = m.message, mi < replyOf.count, replyOf[mi] >= 0 else { return }
+        let reply = Int(replyOf[mi])
+        let s = runtime.schema
+        guard let a = s.messages[reply].answers, let v = key(m, a.requestField) else { return }
+        guard waiting.count < Self.limit else { runtime.repliesDropped += 1; return }
+        let k = Key(header: Int32(a.replyHeader), direction: a.replyDirection.rawValue, value: v)
+        if waiting.updateValue(Int32(reply), forKey: k) == nil { runtime.repliesWaiting += 1 }
+    }
+
+    /// The request's key: its header field or top-level integer field of that name.
+    func key(_ m: DecodedMessage, _ name: String) -> UInt64? {
+        let s = runtime.schema
+        for f in m.headerFields {
+            guard case .header(let i) = f.name, s.header[Int(i)].name == name else { continue }
+            return Self.integer(f.value)
+        }
+        for f in m.fields where f.depth == 0 {
+            guard case .field(let mi, let fi) = f.name, s.messages[Int(mi)].fields[Int(fi)].name == name else { continue }
+            return Self.integer(f.value)
+        }
+        return nil
+    }
+
+    static func integer(_ v: FieldValue) -> UInt64? {
+        switch v {
+        case .unsigned(let x): return x
+        case .signed(let x): return UInt64(bitPattern: x)
+        default: return nil
+        }
+    }
+}
