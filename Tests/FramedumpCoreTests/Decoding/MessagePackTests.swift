@@ -142,6 +142,19 @@ final class MessagePackTests: XCTestCase {
         XCTAssertTrue(line.contains("\"t\":{\"ext\":-1,\"hex\":\"ee6b280000000000\"}"), line)
     }
 
+    /// The 96-bit timestamp reaches years of twelve digits either side of zero: written in full
+    /// by every output and by `-Y`'s text (a fuzz finding: `-Y`'s scratch area was too small).
+    func testTimestampsAtTheEndsOfTheRange() {
+        func ts96(_ seconds: Int64, _ nanos: UInt32) -> [UInt8] {
+            let s = UInt64(bitPattern: seconds)
+            return (0..<4).map { UInt8(nanos >> (24 - 8 * UInt32($0)) & 0xff) } + (0..<8).map { UInt8(s >> (56 - 8 * UInt64($0)) & 0xff) }
+        }
+        for (seconds, want) in [(Int64.max, "292277026596-12-04T15:30:07.999999999Z"), (Int64.min, "-292277022657-01-27T08:29:52.999999999Z"),
+                                (0, "1970-01-01T00:00:00.999999999Z"), (-62_135_596_800, "0001-01-01T00:00:00.999999999Z")] {
+            ts96(seconds, 999_999_999).withUnsafeBytes { XCTAssertEqual(MessagePackTimestamp.text($0), want) }
+        }
+    }
+
     /// Keys that need quoting are quoted in the tree and escaped in NDJSON; `-Y` finds them.
     func testKeysAreNamesEverywhere() throws {
         let body: [UInt8] = [0x83] + str("plain") + [1] + str("a \"q\"") + [2] + str("名前") + [3]

@@ -27,8 +27,10 @@ enum MessagePackTimestamp {
 
     /// `2025-11-27T17:00:00.123456789Z` (proleptic Gregorian, any year the seconds reach).
     static func write(_ seconds: Int64, _ nanos: UInt32, _ k: inout Cursor) {
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let secs = seconds - days * 86_400
+        // Floor division and a non-negative remainder, without overflow at either end of Int64.
+        let days = seconds >= 0 ? seconds / 86_400 : -((-(seconds + 1)) / 86_400) - 1
+        let rest = seconds % 86_400
+        let secs = rest < 0 ? rest + 86_400 : rest
         // Days to a civil date (Howard Hinnant's algorithm), in eras of 400 years.
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
@@ -60,7 +62,9 @@ enum MessagePackTimestamp {
     /// The date as text (for `-Y` and the rare paths).
     static func text(_ d: UnsafeRawBufferPointer) -> String? {
         guard let (s, n) = decode(d) else { return nil }
-        var scratch = [UInt8](repeating: 0, count: 48)
+        // The longest date is 39 bytes (a sign, a 12-digit year); each number written asks for
+        // 20 bytes of room, as a cursor's decimal does.
+        var scratch = [UInt8](repeating: 0, count: 80)
         return scratch.withUnsafeMutableBufferPointer { p in
             var k = Cursor(scratch: p.baseAddress!, count: p.count)
             write(s, n, &k)
