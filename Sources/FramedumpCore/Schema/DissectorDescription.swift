@@ -45,7 +45,14 @@ public enum DissectorDescription {
             if let id = m.id { d += " id \(id)" }
             if let dir = m.direction { d += " \(dir.name)" }
             if let a = m.answers { d += " answers \(s.messages[a.request].name) by \(a.requestField) = \(s.header[a.replyHeader].name)" }
-            if let pt = m.protoType { d += ": protobuf \(s.messages[pt].name)" } else { d += ": \(m.fields.count) field" + (m.fields.count == 1 ? "" : "s") }
+            if let pt = m.protoType {
+                d += ": protobuf \(s.messages[pt].name)"
+            } else if m.fields.isEmpty && s.body.kind.namesFromTraffic {
+                // (A JSON or MessagePack map names its own fields.)
+                d += ": fields named by the traffic"
+            } else {
+                d += ": \(m.fields.count) field" + (m.fields.count == 1 ? "" : "s")
+            }
             if let t = m.title { d += "  \"\(t)\"" }
             lines.append(d)
         }
