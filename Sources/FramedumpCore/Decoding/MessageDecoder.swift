@@ -1,7 +1,11 @@
 /// Decodes a frame's header and body against a protocol schema into a DecodedMessage.
 public final class MessageDecoder {
     public let schema: ProtocolSchema
+    /// The main layout (c2s's, when the directions' headers differ).
     public let layout: FrameLayout
+    /// Per direction: the main layout, and the first frame's (nil: the main one).
+    public let layouts: [FrameLayout]
+    public let firstLayouts: [FrameLayout?]
     let program: DecodeProgram
     /// `--max-depth` and `--max-array`.
     let maxDepth: Int
@@ -20,7 +24,16 @@ public final class MessageDecoder {
         self.schema = schema
         maxDepth = limits.maxDepth
         maxArray = UInt64(limits.maxArray)
-        layout = FrameLayout(schema)
+        if schema.variants.isEmpty {
+            layout = FrameLayout(schema)
+            layouts = [layout, layout]
+            firstLayouts = [nil, nil]
+        } else {
+            let ls = Direction.allCases.map { d in FrameLayout(schema, schema.variants.first { $0.direction == d && !$0.first }!) }
+            layout = ls[0]
+            layouts = ls
+            firstLayouts = Direction.allCases.map { d in schema.variants.first { $0.direction == d && $0.first }.map { FrameLayout(schema, $0) } }
+        }
         bodyKind = schema.body.kind
         bodyTables = bodyKind.tables(schema)
         program = DecodeProgram(schema)
@@ -45,26 +58,34 @@ public final class MessageDecoder {
     @exclusivity(unchecked) var protobuf: ProtobufDecoder?
 
     /// `as`: the message the frame is, when its id does not say (a reply typed by its request).
+    /// The layout frame `f` of direction `dir` was cut with.
+    @inline(__always)
+    public func layout(of f: Frame, _ dir: Direction) -> FrameLayout {
+        if _slowPath(f.first), let l = firstLayouts[dir.rawValue] { return l }
+        return layouts[dir.rawValue]
+    }
+
     public func decode(_ frame: Frame, _ dir: Direction, into m: DecodedMessage, as typed: Int? = nil) {
         m.reset()
         m.frame = frame
         m.direction = dir
         var b = frame.bytes
-        let body = layout.variable ? variableHeader(b, into: m) : layout.headerSize
+        let layout = layout(of: frame, dir)
+        let body = layout.variable ? variableHeader(b, layout, into: m) : layout.headerSize
         if !layout.variable {
             var i = 0
             while i < layout.fieldCount {
                 defer { i += 1 }
                 if layout.isPadding(i) { continue }
-                let v = layout.value(i, in: b, at: 0) ?? 0
+                let v = layout.slotValue(i, in: b, at: 0) ?? 0
                 m.headerFields.append(DecodedField(
-                    name: .header(Int32(i)), value: layout.isSigned(i) ? .signed(Int64(bitPattern: v)) : .unsigned(v),
+                    name: .header(layout.global(i)), value: layout.isSigned(i) ? .signed(Int64(bitPattern: v)) : .unsigned(v),
                     offset: Int32(layout.offset(i)), width: Int32(layout.width(i)), depth: 0))
             }
         }
         m.bodyOffset = body
         m.id = layout.messageID(b, at: 0)
-        if let typed { m.message = typed } else if let id = m.id { m.message = program.message(dir, id) } else { m.message = defaultMessage }
+        if let typed { m.message = typed } else if let id = m.id { m.message = program.message(dir, id) } else { m.message = layout.message ?? defaultMessage }
         // A framing kind's delimiter ends the frame and is no part of its body.
         if layout.trailerSize > 0 && frame.missing == 0 && b.count - body >= layout.trailerSize {
             b = UnsafeRawBufferPointer(rebasing: b[..<(b.count - layout.trailerSize)])
@@ -79,7 +100,7 @@ public final class MessageDecoder {
             }
         }
         if let transforms, b.count > body {
-            switch transforms.run(b, headerSize: body, steps: &m.transforms) {
+            switch transforms.run(b, headerSize: body, layout: layout, steps: &m.transforms) {
             case .untouched: break
             case .done(let p):
                 m.transformed = p
@@ -99,7 +120,7 @@ public final class MessageDecoder {
 
     /// A header with varints: each field read where the one before it ended. Returns where the
     /// body starts (the end of the bytes when the header itself is cut, which is said).
-    func variableHeader(_ b: UnsafeRawBufferPointer, into m: DecodedMessage) -> Int {
+    func variableHeader(_ b: UnsafeRawBufferPointer, _ layout: FrameLayout, into m: DecodedMessage) -> Int {
         var p = 0
         for i in 0..<layout.fieldCount {
             guard case .value(let v, let n) = layout.read(i, in: b, at: p) else {
@@ -108,7 +129,7 @@ public final class MessageDecoder {
             }
             if !layout.isPadding(i) {
                 m.headerFields.append(DecodedField(
-                    name: .header(Int32(i)), value: layout.isSigned(i) ? .signed(Int64(bitPattern: v)) : .unsigned(v),
+                    name: .header(layout.global(i)), value: layout.isSigned(i) ? .signed(Int64(bitPattern: v)) : .unsigned(v),
                     offset: Int32(p), width: Int32(n), depth: 0))
             }
             p += n

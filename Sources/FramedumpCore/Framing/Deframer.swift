@@ -14,7 +14,12 @@ public final class Deframer {
         case hunting
     }
 
-    let layout: FrameLayout
+    /// The layout frames are cut with now: the direction's first-frame layout until that frame
+    /// is cut, then `main`.
+    @exclusivity(unchecked) private(set) var layout: FrameLayout
+    let main: FrameLayout
+    /// The next frame is the direction's first and has a layout of its own (`first c2s { }`).
+    @exclusivity(unchecked) var firstPending = false
     let dir: Direction
     // The session owns this deframer and outlives it; unowned(unsafe) skips a check per frame.
     unowned(unsafe) let consumer: FrameConsumer
@@ -33,14 +38,43 @@ public final class Deframer {
     @exclusivity(unchecked) var found: [(start: Int, length: Int)] = []
 
     public init(layout: FrameLayout, direction: Direction, consumer: FrameConsumer,
-                startsAtBoundary: Bool, knownID: ((UInt64) -> Bool)? = nil,
+                startsAtBoundary: Bool, first: FrameLayout? = nil, knownID: ((UInt64) -> Bool)? = nil,
                 plausibleBody: ((UnsafeRawBufferPointer) -> Bool)? = nil) {
         self.layout = layout
+        self.main = layout
+        self.firstLayout = first
         self.dir = direction
         self.consumer = consumer
         self.knownID = knownID
         self.plausibleBody = plausibleBody
         self.state = startsAtBoundary ? .synced : .hunting
+        if startsAtBoundary, let first {
+            firstPending = true
+            self.layout = first
+        }
+    }
+
+    let firstLayout: FrameLayout?
+
+    /// A frame is cut (or the first one can no longer be): from now on the main layout.
+    @inline(__always)
+    func leaveFirst() {
+        guard firstPending else { return }
+        firstPending = false
+        layout = main
+    }
+
+    /// Hands a frame to the consumer, marked when it is the direction's first under its own layout.
+    @inline(__always)
+    func emit(_ f: Frame) {
+        if _slowPath(firstPending) {
+            var f = f
+            f.first = true
+            leaveFirst()
+            consumer.frame(f, dir)
+            return
+        }
+        consumer.frame(f, dir)
     }
 
     // MARK: - Input
@@ -54,6 +88,12 @@ public final class Deframer {
         guard !started else { return }
         started = true
         state = atBoundary ? .synced : .hunting
+        if atBoundary, firstLayout != nil {
+            firstPending = true
+            layout = firstLayout!
+        } else {
+            leaveFirst()
+        }
     }
 
     public func data(_ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
@@ -108,7 +148,7 @@ public final class Deframer {
             buffer.withUnsafeBytes { fb in
                 var f = Frame(bytes: fb, offset: bufferOffset, firstPacket: bufferPacket.asFirst, lastPacket: packet, coalesced: 1)
                 f.missing = n - fb.count
-                consumer.frame(f, dir)
+                emit(f)
             }
             buffer.removeAll(keepingCapacity: true)
             huntSpans.removeAll(keepingCapacity: true)
@@ -117,10 +157,12 @@ public final class Deframer {
                 return
             }
             state = .hunting
+            leaveFirst()
             return
         }
         reportUnfinished(packet) { .cutByGap(have: $0, need: $1) }
         state = .hunting
+        leaveFirst()
     }
 
     /// After a gap inside a frame of known length: where the next frame starts. The bytes
@@ -186,12 +228,15 @@ public final class Deframer {
         var i = 0
         found.removeAll(keepingCapacity: true)
         var bad: (Int, MalformedReason)?
+        // The direction's first frame, cut with its own layout: the rest with the main one.
+        let firstHere = firstPending
         while b.count - i >= layout.headerSize {
             switch layout.check(b, at: i) {
             case .ok(let n):
                 if b.count - i < n { break }
                 found.append((i, n))
                 i += n
+                if _slowPath(firstPending) { leaveFirst() }
                 continue
             case .needMoreData: break
             case let other: bad = (i, reason(other))
@@ -216,9 +261,10 @@ public final class Deframer {
                     }
                 }
             }
-            consumer.frame(Frame(bytes: UnsafeRawBufferPointer(rebasing: b[f.start..<(f.start + f.length)]),
-                                 offset: start, firstPacket: first, lastPacket: last,
-                                 coalesced: run.count), dir)
+            var frame = Frame(bytes: UnsafeRawBufferPointer(rebasing: b[f.start..<(f.start + f.length)]),
+                              offset: start, firstPacket: first, lastPacket: last, coalesced: run.count)
+            if _slowPath(firstHere) && k == 0 { frame.first = true }
+            consumer.frame(frame, dir)
         }
         if let (at, why) = bad {
             flushSkipped(packet)
@@ -227,6 +273,7 @@ public final class Deframer {
             consumer.malformed(dir, offset: offset + UInt64(at), length: 1, reason: why, packet: packet,
                                bytes: UnsafeRawBufferPointer(rebasing: b[at..<min(at + layout.headerSize, b.count)]))
             state = .hunting
+            leaveFirst()
             let restStart = offset + UInt64(at + 1)
             if let spans {
                 // Keep where each remaining byte came from.
@@ -286,8 +333,8 @@ public final class Deframer {
                     buffer.removeLast(buffer.count - n)
                     used += n - before
                     buffer.withUnsafeBytes { fb in
-                        consumer.frame(Frame(bytes: fb, offset: bufferOffset, firstPacket: bufferPacket.asFirst,
-                                             lastPacket: packet, coalesced: 1), dir)
+                        emit(Frame(bytes: fb, offset: bufferOffset, firstPacket: bufferPacket.asFirst,
+                                   lastPacket: packet, coalesced: 1))
                     }
                     buffer.removeAll(keepingCapacity: true)
                     return used
@@ -306,6 +353,7 @@ public final class Deframer {
                 buffer.removeFirst()
                 bufferOffset += 1
                 state = .hunting
+                leaveFirst()
                 return used
             }
             let take = min(n - buffer.count, b.count - used)
@@ -313,8 +361,8 @@ public final class Deframer {
             used += take
             if buffer.count < n { return used }
             buffer.withUnsafeBytes { fb in
-                consumer.frame(Frame(bytes: fb, offset: bufferOffset, firstPacket: bufferPacket.asFirst,
-                                     lastPacket: packet, coalesced: 1), dir)
+                emit(Frame(bytes: fb, offset: bufferOffset, firstPacket: bufferPacket.asFirst,
+                           lastPacket: packet, coalesced: 1))
             }
             buffer.removeAll(keepingCapacity: true)
             return used

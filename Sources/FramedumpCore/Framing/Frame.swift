@@ -11,6 +11,9 @@ public struct Frame {
     /// Bytes of the frame (as its header announces it) that the capture lacks: a frame cut by
     /// the snap length or a gap, shown as far as it was captured. 0 for a whole frame.
     public var missing = 0
+    /// The direction's first frame, cut with the layout of its `first` block (a startup
+    /// message): decoded with that layout.
+    public var first = false
 
     package init(bytes: UnsafeRawBufferPointer, offset: UInt64, firstPacket: PacketRef, lastPacket: PacketRef, coalesced: Int) {
         self.bytes = bytes

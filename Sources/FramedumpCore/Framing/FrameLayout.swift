@@ -52,37 +52,67 @@ public final class FrameLayout: @unchecked Sendable {
     /// Indexes of the fields with a constant value.
     let constants: UnsafeMutableBufferPointer<Int>
 
-    public init(_ s: ProtocolSchema) {
-        fields = s.header
-        headerSize = s.headerSize
-        maxHeaderSize = s.maxHeaderSize
-        firstVariable = s.header.firstIndex(where: \.isVarint) ?? s.header.count
-        variable = firstVariable < s.header.count
-        idField = s.idField
+    /// The layout every frame of `s` has (its one header), or for a protocol whose headers
+    /// differ, its c2s main header's.
+    public convenience init(_ s: ProtocolSchema) {
+        if let v = s.variants.first(where: { !$0.first }) { self.init(s, v) } else {
+            self.init(s, fields: s.header, global: nil, length: s.length, message: nil)
+        }
+    }
+
+    /// The layout of one of `s`'s headers (`header s2c { }`, a `first` block).
+    public convenience init(_ s: ProtocolSchema, _ v: HeaderVariant) {
+        self.init(s, fields: v.fields, global: v.global, length: v.length ?? s.length, message: v.message)
+    }
+
+    init(_ s: ProtocolSchema, fields: [HeaderField], global: [Int]?, length: LengthRule?, message: Int?) {
+        self.fields = fields
+        headerSize = fields.last.map { $0.offset + $0.width } ?? 0
+        maxHeaderSize = fields.reduce(0) { $0 + $1.maxWidth }
+        firstVariable = fields.firstIndex(where: \.isVarint) ?? fields.count
+        variable = firstVariable < fields.count
+        // A header field by its index in the schema's header, and back.
+        let toGlobal = global ?? Array(fields.indices)
+        var toLocal = [Int](repeating: -1, count: s.header.count)
+        for (l, g) in toGlobal.enumerated() where g < toLocal.count { toLocal[g] = l }
+        self.message = message
+        idField = message != nil ? nil : s.idField.flatMap { toLocal[$0] >= 0 ? toLocal[$0] : nil }
         idMask = s.idBits?.mask ?? .max
         idShift = s.idBits?.shift ?? 0
-        maxFrame = max(s.maxFrame, s.headerSize)
+        maxFrame = max(s.maxFrame, headerSize)
         end = FramingRegistry.kind(of: s)?.frameEnd(s)
         trailerSize = end?.trailerSize ?? 0
-        let length = s.length ?? LengthRule(terms: [], countsWholeFrame: true)
+        let length = length ?? LengthRule(terms: [], countsWholeFrame: true)
         countsWholeFrame = length.countsWholeFrame
-        let sl = s.header.map {
+        let sl = fields.map {
             Slot(offset: $0.offset, width: $0.width, bigEndian: $0.order == .big, signed: $0.signed,
                  padding: $0.isPadding, constant: $0.constant ?? 0, hasConstant: $0.constant != nil,
                  varintMax: $0.varintMax)
         }
         slots = .allocate(capacity: max(1, sl.count))
         _ = slots.initialize(from: sl)
-        let ts = length.terms.map { Term(field: $0.field ?? -1, constant: $0.constant, negative: $0.negative) }
+        // (The resolver checked that every field of the length is in this header.)
+        let ts = length.terms.map { Term(field: $0.field.map { toLocal[$0] } ?? -1, constant: $0.constant, negative: $0.negative) }
         terms = .allocate(capacity: max(1, ts.count))
         _ = terms.initialize(from: ts)
-        let cs = s.header.indices.filter { s.header[$0].constant != nil }
+        let cs = fields.indices.filter { fields[$0].constant != nil }
         constants = .allocate(capacity: max(1, cs.count))
         _ = constants.initialize(from: cs)
+        globals = .allocate(capacity: max(1, toGlobal.count))
+        _ = globals.initialize(from: toGlobal.map { Int32($0) })
+        locals = global == nil ? nil : toLocal
         termCount = ts.count
         constantCount = cs.count
         fieldCount = sl.count
     }
+
+    /// A first frame's message (its layout carries no id).
+    public let message: Int?
+    /// Per field, its index in the schema's header (what decoded fields are named by).
+    let globals: UnsafeMutableBufferPointer<Int32>
+    /// Per schema header field, its index here or -1; nil when they are the same.
+    let locals: [Int]?
+    @inline(__always) func global(_ i: Int) -> Int32 { globals[i] }
 
     let termCount: Int
     let constantCount: Int
@@ -92,11 +122,21 @@ public final class FrameLayout: @unchecked Sendable {
         slots.deallocate()
         terms.deallocate()
         constants.deallocate()
+        globals.deallocate()
     }
 
-    /// A header field's value as stored (signed values as their bit pattern).
+    /// The value of the schema's header field `g` (signed values as their bit pattern); nil
+    /// when this header has no such field or its bytes are not all in `b`.
     @inline(__always)
-    public func value(_ i: Int, in b: UnsafeRawBufferPointer, at base: Int) -> UInt64? {
+    public func value(_ g: Int, in b: UnsafeRawBufferPointer, at base: Int) -> UInt64? {
+        guard let locals else { return slotValue(g, in: b, at: base) }
+        guard g >= 0 && g < locals.count && locals[g] >= 0 else { return nil }
+        return slotValue(locals[g], in: b, at: base)
+    }
+
+    /// Field `i` of this header's value (signed values as their bit pattern).
+    @inline(__always)
+    func slotValue(_ i: Int, in b: UnsafeRawBufferPointer, at base: Int) -> UInt64? {
         if i >= firstVariable { return located(i, in: b, at: base)?.value }
         let f = slots[i]
         guard let raw = b.uint(base + f.offset, width: f.width, bigEndian: f.bigEndian) else { return nil }
@@ -204,7 +244,7 @@ public final class FrameLayout: @unchecked Sendable {
         var c = 0
         while c < constantCount {
             let i = constants[c]
-            let v = value(i, in: b, at: base)!
+            let v = slotValue(i, in: b, at: base)!
             if v != slots[i].constant { return .constantMismatch(field: i, value: v) }
             c += 1
         }
@@ -216,7 +256,7 @@ public final class FrameLayout: @unchecked Sendable {
             t += 1
             var v: Int64
             if term.field >= 0 {
-                let raw = value(term.field, in: b, at: base)!
+                let raw = slotValue(term.field, in: b, at: base)!
                 if slots[term.field].signed { v = Int64(bitPattern: raw) } else {
                     guard raw <= UInt64(Int64.max / 4) else { return .tooLong(Int64.max) }
                     v = Int64(raw)
@@ -252,7 +292,7 @@ public final class FrameLayout: @unchecked Sendable {
 
     @inline(__always)
     public func messageID(_ b: UnsafeRawBufferPointer, at base: Int) -> UInt64? {
-        guard let i = idField, let v = value(i, in: b, at: base) else { return nil }
+        guard let i = idField, let v = slotValue(i, in: b, at: base) else { return nil }
         return (v & idMask) >> idShift
     }
 }

@@ -6,21 +6,34 @@ public enum DissectorDescription {
         lines.append("\(s.name)  (\(s.file))")
         lines.append((s.udp ? "  UDP ports: " : "  ports: ") + (ports.isEmpty ? "none" : ports) + (s.anyPort ? "; also tried on any port" : ""))
         for k in LayerRegistry.kinds { lines += k.describe(s) }
-        let header = s.header.map { f -> String in
-            let type = f.isVarint ? "\(f.zigzag ? "s" : "")varint(\(f.varintMax))"
-                : "\(f.signed ? "int" : "uint")\(f.width * 8)\(f.order == .little ? "le" : "")"
-            let t = f.isPadding ? "pad \(f.width)" : "\(type) \(f.name)"
-            let bits = f.bits.isEmpty ? "" : " { " + f.bits.map { "\($0.name) = 0x\(String($0.mask, radix: 16))" }.joined(separator: ", ") + " }"
-            return t + (f.constant.map { " == \($0)" } ?? "") + bits
+        func fields(_ fs: [HeaderField]) -> String {
+            fs.map { f -> String in
+                let type = f.isVarint ? "\(f.zigzag ? "s" : "")varint(\(f.varintMax))"
+                    : "\(f.signed ? "int" : "uint")\(f.width * 8)\(f.order == .little ? "le" : "")"
+                let t = f.isPadding ? "pad \(f.width)" : "\(type) \(f.name)"
+                let bits = f.bits.isEmpty ? "" : " { " + f.bits.map { "\($0.name) = 0x\(String($0.mask, radix: 16))" }.joined(separator: ", ") + " }"
+                return t + (f.constant.map { " == \($0)" } ?? "") + bits
+            }.joined(separator: "; ")
         }
-        lines.append(header.isEmpty ? "  header: none" : "  header (\(s.maxHeaderSize == s.headerSize ? "\(s.headerSize)" : "\(s.headerSize)-\(s.maxHeaderSize)") bytes): " + header.joined(separator: "; "))
-        if let l = s.length {
+        func size(_ least: Int, _ most: Int) -> String { least == most ? "\(least)" : "\(least)-\(most)" }
+        func length(_ l: LengthRule) -> String {
             let expr = l.terms.enumerated().map { i, t -> String in
                 let v = t.field.map { s.header[$0].name } ?? String(t.constant)
                 return (i == 0 ? (t.negative ? "-" : "") : (t.negative ? " - " : " + ")) + v
             }.joined()
-            lines.append("  \(l.countsWholeFrame ? "frame_length" : "body_length") = \(expr); max_frame \(s.maxFrame)")
+            return "\(l.countsWholeFrame ? "frame_length" : "body_length") = \(expr)"
         }
+        if s.variants.isEmpty {
+            lines.append(s.header.isEmpty ? "  header: none" : "  header (\(size(s.headerSize, s.maxHeaderSize)) bytes): " + fields(s.header))
+        }
+        for v in s.variants {
+            let what = v.first ? "first \(v.direction.name) frame" : "header \(v.direction.name)"
+            var line = "  \(what) (\(size(v.headerSize, v.maxHeaderSize)) bytes): " + fields(v.fields)
+            if let l = v.length { line += "; " + length(l) }
+            if let m = v.message { line += "; message \(s.messages[m].name)" }
+            lines.append(line)
+        }
+        if let l = s.length { lines.append("  \(length(l)); max_frame \(s.maxFrame)") }
         if let k = FramingRegistry.kind(of: s) { lines += k.describe(s) }
         if let id = s.idField { lines.append("  message id: \(s.header[id].name)" + (s.idBits.map { ".\($0.name) (bits 0x\(String($0.mask, radix: 16)))" } ?? "")) }
         if let d = s.defaultMessage { lines.append("  every frame is message \(s.messages[d].name) (no message id)") }

@@ -318,10 +318,25 @@ struct Parser {
         case "strings", "string":
             p.schema.strings = try stringRule()
         case "header":
-            // One header per protocol: a second block would restart the offsets under the
-            // length and id fields already named.
-            guard p.schema.header.isEmpty else { throw err(kt, "the header is declared twice (one header block per protocol)") }
-            try parseHeader(&p)
+            // `header { }` for every frame, or `header c2s { }` / `header s2c { }` for one
+            // direction's; each once (a second block would restart the offsets under the length
+            // and id fields already named).
+            var direction: Direction?
+            if case .ident(let w) = tok.kind, let d = Direction(keyword: w) {
+                _ = next()
+                direction = d
+            }
+            if let earlier = p.headerBlocks.first(where: { !$0.first && $0.direction == direction }) {
+                throw err(kt, "the \(direction.map { "\($0.name) " } ?? "")header is already declared at line \(earlier.token.line) (one header block per direction)")
+            }
+            var block = PendingHeaderBlock(direction: direction, first: false, token: kt)
+            block.fields = try parseHeader(&p)
+            merge(&block, into: &p)
+            p.headerBlocks.append(block)
+            _ = accept(";")
+            return
+        case "first":
+            try parseFirst(kt, &p)
             _ = accept(";")
             return
         case "frame_length", "body_length":
@@ -413,24 +428,89 @@ struct Parser {
         }
     }
 
-    mutating func parseHeader(_ p: inout PendingProtocol) throws(DissectorError) {
+    /// A header block's fields, offsets from its start.
+    mutating func parseHeader(_ p: inout PendingProtocol) throws(DissectorError) -> [HeaderField] {
         let open = tok
         try expect("{")
         var offset = 0
+        var fields: [HeaderField] = []
+        var hadError = false
         while !accept("}") {
             if let e = unclosed(open, "the header") { throw e }
             do throws(DissectorError) {
-                offset += try headerField(&p, offset: offset)
+                offset += try headerField(&p, &fields, offset: offset)
+            } catch {
+                diagnostics.add(error)
+                skipStatement()
+                hadError = true
+            }
+        }
+        // (A block whose fields all had errors was said to be wrong already.)
+        guard offset > 0 || hadError else { throw err(tokens[pos - 1], "the header needs at least one field") }
+        return fields
+    }
+
+    /// Enters a header block's fields in the protocol's `header`, the union of every block by
+    /// name (a name is one field to the outputs and `-Y`), noting each one's index there.
+    func merge(_ block: inout PendingHeaderBlock, into p: inout PendingProtocol) {
+        block.global = block.fields.map { f in
+            if !f.isPadding, let g = p.schema.header.firstIndex(where: { !$0.isPadding && $0.name == f.name }) {
+                // Named bits declared in one block serve the field in all.
+                if p.schema.header[g].bits.isEmpty { p.schema.header[g].bits = f.bits }
+                return g
+            }
+            p.schema.header.append(f)
+            return p.schema.header.count - 1
+        }
+    }
+
+    /// `first c2s { header { ... } frame_length = ...; message NAME; }`: the direction's first
+    /// frame (a startup message, a handshake) has its own header, length and message.
+    mutating func parseFirst(_ kt: Token, _ p: inout PendingProtocol) throws(DissectorError) {
+        guard case .ident(let w) = tok.kind, let d = Direction(keyword: w) else {
+            throw err(tok, "expected c2s or s2c after 'first' (the direction whose first frame is laid out differently), found \(describe(tok))")
+        }
+        _ = next()
+        if let earlier = p.headerBlocks.first(where: { $0.first && $0.direction == d }) {
+            throw err(kt, "the first \(d.name) frame is already described at line \(earlier.token.line)")
+        }
+        var block = PendingHeaderBlock(direction: d, first: true, token: kt)
+        let open = tok
+        try expect("{")
+        while !accept("}") {
+            if let e = unclosed(open, "'first \(d.name)'") { throw e }
+            do throws(DissectorError) {
+                let (key, st) = try ident("header, frame_length, body_length or message")
+                switch key.lowercased() {
+                case "header":
+                    guard block.fields.isEmpty else { throw err(st, "'first \(d.name)' has one header") }
+                    block.fields = try parseHeader(&p)
+                    merge(&block, into: &p)
+                    _ = accept(";")
+                case "frame_length", "body_length":
+                    guard block.lengthToken == nil else { throw err(st, "'first \(d.name)' already has its length") }
+                    _ = accept("=")
+                    block.lengthExpr = try lengthExpr()
+                    block.lengthToken = st
+                    block.lengthWholeFrame = key.lowercased() == "frame_length"
+                    endStatement("'\(key)'")
+                case "message":
+                    guard block.message == nil else { throw err(st, "'first \(d.name)' already names its message") }
+                    block.message = try ident("the message the first frame is")
+                    endStatement("'message'")
+                default:
+                    throw err(st, "unknown setting '\(key)' in 'first \(d.name)' (expected header, frame_length, body_length, message)")
+                }
             } catch {
                 diagnostics.add(error)
                 skipStatement()
             }
         }
-        guard offset > 0 else { throw err(tokens[pos - 1], "the header needs at least one field") }
+        p.headerBlocks.append(block)
     }
 
-    /// One header field (or `pad N`); returns its width.
-    mutating func headerField(_ p: inout PendingProtocol, offset: Int) throws(DissectorError) -> Int {
+    /// One header field (or `pad N`), appended to `fields`; returns its width.
+    mutating func headerField(_ p: inout PendingProtocol, _ fields: inout [HeaderField], offset: Int) throws(DissectorError) -> Int {
         let (tname, tt) = try ident("a header field type")
         var f: HeaderField
         if tname.lowercased() == "pad" || tname.lowercased() == "padding" || tname.lowercased() == "skip" {
@@ -476,11 +556,11 @@ struct Parser {
                 if f.isVarint { throw err(tok, "bit fields need a fixed-width integer ('\(name)' is a \(tname))") }
                 f.bits = try bitFields(f, tname)
             }
-            if p.schema.header.contains(where: { $0.name == name }) {
+            if fields.contains(where: { $0.name == name }) {
                 throw err(tt, "header field '\(name)' is declared twice")
             }
         }
-        p.schema.header.append(f)
+        fields.append(f)
         // A bit field block closes the statement itself, like a message's `}`.
         if f.bits.isEmpty { endStatement("header field '\(f.name)'") } else { _ = accept(";") }
         return f.width
@@ -757,5 +837,16 @@ extension String {
         while let f = s.first, set.contains(f) { s.removeFirst() }
         while let l = s.last, set.contains(l) { s.removeLast() }
         return String(s)
+    }
+}
+
+extension Direction {
+    /// `c2s` or `s2c` in a dissector file (any case).
+    init?(keyword: String) {
+        switch keyword.lowercased() {
+        case "c2s": self = .c2s
+        case "s2c": self = .s2c
+        default: return nil
+        }
     }
 }

@@ -43,6 +43,29 @@ struct PendingProtocol {
     var proto = PendingProto()
     /// `pair A -> B [by F [= G]];`, names still text.
     var pairs: [PendingPair] = []
+    /// Every `header` block and `first` block, in order.
+    var headerBlocks: [PendingHeaderBlock] = []
+}
+
+/// `header { }`, `header c2s { }` or `first s2c { ... }`, names still text.
+struct PendingHeaderBlock {
+    /// nil: every direction's header.
+    var direction: Direction?
+    var first: Bool
+    var token: Token
+    var fields: [HeaderField] = []
+    /// Each field's index in the protocol's header (the union).
+    var global: [Int] = []
+    var lengthExpr: [(String?, Int64, Bool, Token)] = []
+    var lengthToken: Token?
+    var lengthWholeFrame = true
+    var message: (String, Token)?
+
+    init(direction: Direction?, first: Bool, token: Token) {
+        self.direction = direction
+        self.first = first
+        self.token = token
+    }
 }
 
 struct PendingPair {
@@ -102,7 +125,8 @@ struct Resolver {
         s.length = LengthRule(terms: terms, countsWholeFrame: p.lengthWholeFrame)
         // A length made of constants only is the same for every frame: it must leave room for
         // the header, take at least one byte (or the deframer would never move), and fit max_frame.
-        if !terms.contains(where: { $0.field != nil }) {
+        // (Headers that differ are each checked by `resolveVariants`.)
+        if !terms.contains(where: { $0.field != nil }) && !p.headerBlocks.contains(where: { $0.direction != nil }) {
             let sum = terms.reduce(Int64(0)) { $0 &+ ($1.negative ? -$1.constant : $1.constant) }
             let total = p.lengthWholeFrame ? sum : sum &+ Int64(s.headerSize)
             let least = max(s.headerSize, 1)
@@ -219,6 +243,7 @@ struct Resolver {
         resolvePairs(p, &s, byName: byName, &errors)
         resolveAnswers(p, &s, byName: byName, &errors)
         do throws(DissectorError) { try attachProto(p, to: &s) } catch { errors.add(error) }
+        resolveVariants(p, &s, byName: byName, &errors)
         resolveDefaultMessage(p, &s, &errors)
     }
 
@@ -335,6 +360,8 @@ struct Resolver {
     func resolveDefaultMessage(_ p: PendingProtocol, _ s: inout ProtocolSchema, _ errors: inout Diagnostics) {
         var nested = Set<Int>()
         for m in s.messages { for f in m.fields { if case .message(let i) = f.type { nested.insert(i) } } }
+        // (A first frame's message is named by its block.)
+        for v in s.variants { if let m = v.message { nested.insert(m) } }
         let candidates = p.messages.indices.filter { p.messages[$0].id == nil && p.messages[$0].direction == nil && !nested.contains($0) }
         if s.idField != nil || s.hasMessageIDs {
             for i in candidates {

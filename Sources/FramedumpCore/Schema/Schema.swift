@@ -195,6 +195,29 @@ public struct LengthRule: Sendable {
     }
 }
 
+/// `header c2s { }`, `header s2c { }`, `first c2s { header { } ... }`: the header one direction's
+/// frames have, or its first frame only (a startup message, a handshake, a preface), when they
+/// differ. Its fields are entries of the protocol's `header` (the union of every header by
+/// name, so a name means one field to the outputs and `-Y`), listed here with their offsets.
+public struct HeaderVariant: Sendable {
+    public var direction: Direction
+    /// The direction's first frame only (from the stream's start); the main header follows.
+    public var first: Bool
+    /// The fields in order, offsets from this header's start.
+    public var fields: [HeaderField]
+    /// Each field's index in `ProtocolSchema.header`.
+    public var global: [Int]
+    /// Its frame length, fields by their `header` index (nil: the protocol's own, or a framing kind).
+    public var length: LengthRule?
+    /// A first frame's `message NAME;`: the message it is.
+    public var message: Int?
+
+    public var headerSize: Int { fields.last.map { $0.offset + $0.width } ?? 0 }
+    public var maxHeaderSize: Int { fields.reduce(0) { $0 + $1.maxWidth } }
+    /// Its field with `header` index `g`, if it has it.
+    public func local(_ g: Int) -> Int? { global.firstIndex(of: g) }
+}
+
 /// How `-z rtt` pairs a server's response with the client's request on one connection.
 public enum PairRule: Sendable, Equatable {
     /// The response carries the request's message id (`Cs_N` answered by `Sc_N`).
@@ -243,6 +266,9 @@ public struct ProtocolSchema: Sendable {
     public var order: ByteOrder = .big
     public var strings: StringRule = .prefixed(width: 2)
     public var header: [HeaderField] = []
+    /// Headers that differ by direction or for a direction's first frame (empty: `header` is
+    /// every frame's, as its offsets say). Then `header` is their union by name.
+    public var variants: [HeaderVariant] = []
     /// The header's size, or its least size when it has varints (each counted as one byte).
     public var headerSize: Int { header.last.map { $0.offset + $0.width } ?? 0 }
     /// The most bytes the header can take (its size, when it has no varint).

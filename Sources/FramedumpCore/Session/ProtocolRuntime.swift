@@ -60,8 +60,8 @@ public final class ProtocolRuntime {
 
     public init(_ schema: ProtocolSchema, limits: Limits = Limits()) {
         self.schema = schema
-        layout = FrameLayout(schema)
         decoder = MessageDecoder(schema: schema, limits: limits)
+        layout = decoder.layout
         maxString = limits.maxString
         maxFrameFlag = limits.maxFrame
         self.limits = limits
@@ -87,9 +87,16 @@ public final class ProtocolRuntime {
         if message == nil, let id { unknownIDs[id, default: 0] += 1 }
     }
 
-    /// Whether a header at the start of `b` looks like this protocol (for any-port detection).
+    /// The layout of direction `d`'s frames, and of its first frame when that has its own.
+    @inline(__always) func layout(_ d: Direction) -> FrameLayout { decoder.layouts[d.rawValue] }
+    @inline(__always) func firstLayout(_ d: Direction) -> FrameLayout? { decoder.firstLayouts[d.rawValue] }
+
+    /// Whether a header at the start of `b` (a direction's first bytes) looks like this protocol
+    /// (for any-port detection).
     func recognises(_ b: UnsafeRawBufferPointer, _ dir: Direction) -> Bool {
+        let layout = firstLayout(dir) ?? layout(dir)
         guard case .ok = layout.check(b, at: 0) else { return false }
+        if layout.message != nil { return true }
         if schema.hasMessageIDs, let id = layout.messageID(b, at: 0) { return schema.message(dir, id) != nil }
         return true
     }
@@ -102,7 +109,7 @@ public final class ProtocolRuntime {
     func plausibleBody(_ dir: Direction) -> ((UnsafeRawBufferPointer) -> Bool)? { bodyJudges[dir.rawValue] }
 
     private lazy var bodyJudges: [((UnsafeRawBufferPointer) -> Bool)?] = Direction.allCases.map { dir in
-        guard knownID(dir) == nil, layout.end == nil, !schema.header.contains(where: { $0.constant != nil }),
+        guard knownID(dir) == nil, layout.end == nil, !layout(dir).fields.contains(where: { $0.constant != nil }),
               schema.body.kind.judgesFrames, schema.transforms.isEmpty else { return nil }
         let judge = FrameJudge(schema, dir, limits)
         return { judge.clean($0) }

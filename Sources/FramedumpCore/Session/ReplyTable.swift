@@ -35,9 +35,10 @@ final class ReplyTable {
 
     /// The reply a frame is, when its id names no message and a request waits under its key.
     func reply(_ f: Frame, _ dir: Direction, _ d: MessageDecoder) -> Int? {
-        if let id = d.layout.messageID(f.bytes, at: 0), d.program.message(dir, id) != nil { return nil }
+        let layout = d.layout(of: f, dir)
+        if let id = layout.messageID(f.bytes, at: 0), d.program.message(dir, id) != nil { return nil }
         for l in lookups where l.direction == dir {
-            guard let v = d.layout.value(l.header, in: f.bytes, at: 0) else { continue }
+            guard let v = layout.value(l.header, in: f.bytes, at: 0) else { continue }
             if let r = waiting.removeValue(forKey: Key(header: Int32(l.header), direction: dir.rawValue, value: v)) {
                 runtime.repliesWaiting -= 1
                 return Int(r)
@@ -49,7 +50,10 @@ final class ReplyTable {
     /// Whether a frame the other way would have been a reply: its id names no message.
     func expectsReply(_ f: Frame, _ dir: Direction, _ d: MessageDecoder) -> Bool {
         guard lookups.contains(where: { $0.direction == dir }) else { return false }
-        guard let id = d.layout.messageID(f.bytes, at: 0) else { return true }
+        let layout = d.layout(of: f, dir)
+        // (A first frame of its own layout is the message its block names: no reply.)
+        if layout.message != nil { return false }
+        guard let id = layout.messageID(f.bytes, at: 0) else { return true }
         return d.program.message(dir, id) == nil
     }
 

@@ -58,8 +58,8 @@ final class Session {
         let f = SessionFrames(manager: manager, runtime: p, connection: connection)
         frames = f
         for d in Direction.allCases {
-            let deframer = Deframer(layout: p.layout, direction: d, consumer: f,
-                                    startsAtBoundary: connection.startsAtSYN(d), knownID: p.knownID(d), plausibleBody: p.plausibleBody(d))
+            let deframer = Deframer(layout: p.layout(d), direction: d, consumer: f, startsAtBoundary: connection.startsAtSYN(d),
+                                    first: p.firstLayout(d), knownID: p.knownID(d), plausibleBody: p.plausibleBody(d))
             // A UDP flow's datagrams are each cut on their own.
             layers[d.rawValue] = connection.udp ? DatagramDeframer(deframer) : deframer
         }
@@ -151,7 +151,7 @@ final class SessionFrames: FrameConsumer {
         // With `answers`, requests and replies are decoded whatever the filter says: a reply's
         // type is its request's, which must have been seen.
         if replies != nil { return true }
-        let id = p.layout.messageID(f.bytes, at: 0)
+        let id = decoder.layout(of: f, dir).messageID(f.bytes, at: 0)
         let mi = id.flatMap { decoder.program.message(dir, $0) }
         if pre.evaluator.mayMatch(p, dir, id: id, message: mi) { return true }
         p.count(mi, id: id)
@@ -316,7 +316,7 @@ public final class SessionManager: StreamConsumer {
             return
         }
         // A try counts once the bytes kept could have held any of the headers.
-        let longest = anyPort.map(\.layout.maxHeaderSize).max() ?? 0
+        let longest = anyPort.flatMap { p in Direction.allCases.map { max(p.layout($0).maxHeaderSize, p.firstLayout($0)?.maxHeaderSize ?? 0) } }.max() ?? 0
         if !s.early[h].isEmpty && s.early[h].count < longest { return }
         s.detectTries += 1
         if s.detectTries >= Self.detectChunks || anyPort.isEmpty {

@@ -67,8 +67,8 @@ enum TLSLayer: LayerKind {
         var uppers: [StreamLayer?] = [nil, nil]
         if let p = s.proto, let f = s.frames {
             for d in Direction.allCases {
-                uppers[d.rawValue] = Deframer(layout: p.layout, direction: d, consumer: f, startsAtBoundary: true,
-                                              knownID: p.knownID(d), plausibleBody: p.plausibleBody(d))
+                uppers[d.rawValue] = Deframer(layout: p.layout(d), direction: d, consumer: f, startsAtBoundary: true,
+                                              first: p.firstLayout(d), knownID: p.knownID(d), plausibleBody: p.plausibleBody(d))
             }
         }
         let t = TLSConnection(session: s, manager: state(s.manager), uppers: uppers, upperChosen: s.proto != nil)

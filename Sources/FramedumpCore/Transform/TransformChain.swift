@@ -61,7 +61,10 @@ package final class TransformChain {
     }
 
     /// Runs the steps whose condition holds on `frame`, appending what ran to `steps`.
-    package func run(_ frame: UnsafeRawBufferPointer, headerSize: Int, steps: inout [TransformStep]) -> Outcome {
+    /// `layout`: the frame's own, when the protocol's headers differ (nil: the chain's).
+    package func run(_ frame: UnsafeRawBufferPointer, headerSize: Int, layout frameLayout: FrameLayout? = nil,
+                     steps: inout [TransformStep]) -> Outcome {
+        let layout = frameLayout ?? self.layout
         var input = frame
         var useFirst = true
         let header = UnsafeRawBufferPointer(rebasing: frame[..<headerSize])

@@ -109,7 +109,7 @@ final class HardeningTests: XCTestCase {
     /// offsets under the length field already named, and the deframer trapped.
     func testOneHeaderAndOneLengthPerProtocol() {
         XCTAssertTrue(loadError("protocol z { header { uint32 a; uint32 b; } body_length = b; header { uint32 c; } }")
-            .contains("1:62: error: the header is declared twice"))
+            .contains("1:62: error: the header is already declared at line 1 (one header block per direction)"))
         XCTAssertTrue(loadError("protocol z { header { uint32 a; } frame_length = a; body_length = a; }")
             .contains("the frame length is already given at line 1"))
     }

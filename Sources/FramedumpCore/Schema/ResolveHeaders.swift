@@ -1,0 +1,81 @@
+/// Headers that differ by direction (`header c2s { }`, `header s2c { }`) or for a direction's
+/// first frame (`first c2s { header { } frame_length = ...; message Startup; }`): each becomes
+/// a `HeaderVariant`, checked against the protocol's length, id and messages.
+extension Resolver {
+    func resolveVariants(_ p: PendingProtocol, _ s: inout ProtocolSchema, byName: [String: Int], _ errors: inout Diagnostics) {
+        let blocks = p.headerBlocks
+        guard blocks.contains(where: { $0.direction != nil }) else { return }
+        let at = p.token ?? Token(kind: .end, line: p.line, column: 1)
+        if let layer = s.overLayers.first {
+            errors.add(err(blocks.first { $0.direction != nil }!.token,
+                           "protocol '\(s.name)': headers per direction and first frames are read on TCP and UDP streams, not yet in \(layer) messages (give one header)"))
+            return
+        }
+        let plain = blocks.first { $0.direction == nil }
+        var mains: [Direction: PendingHeaderBlock] = [:]
+        for d in Direction.allCases {
+            guard let b = blocks.first(where: { $0.direction == d && !$0.first }) ?? plain else {
+                let other = blocks.first { $0.direction == d.opposite && !$0.first }
+                errors.add(err(other?.token ?? at, "protocol '\(s.name)' has no header for \(d.name): declare 'header \(d.name) { ... }', or 'header { ... }' for both directions"))
+                continue
+            }
+            mains[d] = b
+            s.variants.append(HeaderVariant(direction: d, first: false, fields: b.fields, global: b.global, length: nil, message: nil))
+        }
+        guard mains.count == 2 else { return }
+        for b in blocks where b.first {
+            let d = b.direction!
+            let main = mains[d]!
+            var v = HeaderVariant(direction: d, first: true, fields: b.fields.isEmpty ? main.fields : b.fields,
+                                  global: b.fields.isEmpty ? main.global : b.global, length: nil, message: nil)
+            if b.lengthToken != nil {
+                var terms: [(field: Int?, constant: Int64, negative: Bool)] = []
+                var ok = true
+                for (name, c, neg, t) in b.lengthExpr {
+                    guard let name else { terms.append((nil, c, neg)); continue }
+                    guard let l = v.fields.firstIndex(where: { $0.name == name && !$0.isPadding }) else {
+                        errors.add(err(t, "'\(name)' is not a field of the first \(d.name) frame's header" + Self.suggestion(name, v.fields.filter { !$0.isPadding }.map(\.name))))
+                        ok = false
+                        continue
+                    }
+                    terms.append((v.global[l], 0, neg))
+                }
+                if ok { v.length = LengthRule(terms: terms, countsWholeFrame: b.lengthWholeFrame) }
+            }
+            if let (name, t) = b.message {
+                if let mi = byName[name.lowercased()] {
+                    v.message = mi
+                    if let md = s.messages[mi].direction, md != d {
+                        errors.add(err(t, "'\(s.messages[mi].name)' is a \(md.name) message: it cannot be the first \(d.name) frame"))
+                    }
+                } else {
+                    errors.add(err(t, "unknown message '\(name)'" + Self.suggestion(name, p.messages.map(\.name))))
+                }
+            } else if s.idField.map({ v.global.contains($0) }) != true {
+                errors.add(err(b.token, "the first \(d.name) frame's header has no message id: say which message it is ('message NAME;')"))
+            }
+            s.variants.append(v)
+        }
+        // Every header must hold the fields its length reads, and leave room for itself.
+        for v in s.variants {
+            let block = v.first ? blocks.first { $0.first && $0.direction == v.direction }! : mains[v.direction]!
+            let own = v.first && block.lengthToken != nil
+            guard let rule = v.length ?? s.length else { continue }
+            let lt = (own ? block.lengthToken : p.lengthToken) ?? at
+            let what = v.first ? "the first \(v.direction.name) frame's header" : "the \(v.direction.name) header"
+            var missing = false
+            for t in rule.terms {
+                guard let g = t.field, !v.global.contains(g) else { continue }
+                errors.add(err(lt, "the frame length reads '\(s.header[g].name)', which \(what) does not have" + (v.first && !own ? " (give the first frame its own 'frame_length' or 'body_length')" : "")))
+                missing = true
+            }
+            if missing || rule.terms.contains(where: { $0.field != nil }) { continue }
+            let sum = rule.terms.reduce(Int64(0)) { $0 &+ ($1.negative ? -$1.constant : $1.constant) }
+            let total = rule.countsWholeFrame ? sum : sum &+ Int64(v.headerSize)
+            let least = max(v.headerSize, 1)
+            if total < Int64(least) || total > Int64(s.maxFrame) {
+                errors.add(err(lt, "the frame length of \(what) is always \(total) bytes: it must be at least \(least) (the header, and one byte) and at most max_frame \(s.maxFrame)"))
+            }
+        }
+    }
+}
