@@ -135,6 +135,10 @@ public final class DecodedMessage {
     @exclusivity(unchecked) public var frame: Frame!
     @exclusivity(unchecked) public var direction: Direction = .c2s
     @exclusivity(unchecked) public var id: UInt64?
+    /// The id was read from a signed field: `id` is its bit pattern (ZooKeeper's xid -1).
+    @exclusivity(unchecked) public var idSigned = false
+    /// The id as it is written: negative for a signed id field's negative values.
+    public var idText: String? { id.map { idSigned ? String(Int64(bitPattern: $0)) : String($0) } }
     /// Index into the schema's messages, nil when the id is unknown.
     @exclusivity(unchecked) public var message: Int?
     public let headerFields = FieldList(capacity: 8)
@@ -165,6 +169,7 @@ public final class DecodedMessage {
         if !warnings.isEmpty { warnings.removeAll(keepingCapacity: true) }
         message = nil
         id = nil
+        idSigned = false
         transformed = nil
         if !transforms.isEmpty { transforms.removeAll(keepingCapacity: true) }
     }

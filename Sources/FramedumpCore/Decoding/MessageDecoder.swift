@@ -85,6 +85,7 @@ public final class MessageDecoder {
         }
         m.bodyOffset = body
         m.id = layout.messageID(b, at: 0)
+        m.idSigned = layout.idSigned
         if let typed { m.message = typed } else if let id = m.id { m.message = program.message(dir, id) } else { m.message = layout.message ?? defaultMessage }
         // A framing kind's delimiter ends the frame and is no part of its body.
         if layout.trailerSize > 0 && frame.missing == 0 && b.count - body >= layout.trailerSize {

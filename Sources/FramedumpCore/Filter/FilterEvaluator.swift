@@ -73,7 +73,10 @@ public struct FilterEvaluator {
     /// The attributes known before decoding; nil for the others.
     func earlyValue(_ r: FieldReference, _ p: ProtocolRuntime, _ dir: Direction, _ id: UInt64?, _ mi: Int?) -> [Observed]? {
         switch r {
-        case .msgID: return id.map { [.integer(negative: false, magnitude: $0, label: nil)] } ?? []
+        case .msgID:
+            guard let id else { return [] }
+            if p.layout(dir).idSigned, Int64(bitPattern: id) < 0 { return [.integer(negative: true, magnitude: 0 &- id, label: nil)] }
+            return [.integer(negative: false, magnitude: id, label: nil)]
         case .msgName: return mi.map { [.text(p.schema.messages[$0].name)] }
         case .msgDir: return [.text(dir == .c2s ? "c2s" : "s2c")]
         case .msgProtocol: return [.text(p.schema.name)]
@@ -289,7 +292,10 @@ public struct FilterEvaluator {
         let src = m.direction == .c2s ? c.client : c.server
         let dst = m.direction == .c2s ? c.server : c.client
         switch r {
-        case .msgID: return m.id.map { [.integer(negative: false, magnitude: $0, label: nil)] } ?? []
+        case .msgID:
+            guard let id = m.id else { return [] }
+            if m.idSigned, Int64(bitPattern: id) < 0 { return [.integer(negative: true, magnitude: 0 &- id, label: nil)] }
+            return [.integer(negative: false, magnitude: id, label: nil)]
         case .msgName: return m.name(in: p).map { [.text($0)] } ?? []
         case .msgDir: return [.text(m.direction == .c2s ? "c2s" : "s2c")]
         case .msgLen: return [.integer(negative: false, magnitude: UInt64(m.frame.bytes.count), label: nil)]
@@ -458,8 +464,8 @@ public final class FilteringSink: MessageSink {
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
         guard evaluator.matches(m, c, p) else { return }
         matched += 1
-        let id = m.message.flatMap { p.schema.messages[$0].id }.map { " (id \($0))" } ?? ""
-        let name = m.name(in: p).map { $0 + id } ?? m.id.map { "unknown id \($0)" } ?? "no message id"
+        let id = m.message.flatMap { p.schema.messages[$0].idText }.map { " (id \($0))" } ?? ""
+        let name = m.name(in: p).map { $0 + id } ?? m.idText.map { "unknown id \($0)" } ?? "no message id"
         let key = p.schema.name + "\u{0}" + name
         if let i = index[key] { perMessage[i].count += 1 } else {
             index[key] = perMessage.count

@@ -62,10 +62,10 @@ public final class FrameLayout: @unchecked Sendable {
 
     /// The layout of one of `s`'s headers (`header s2c { }`, a `first` block).
     public convenience init(_ s: ProtocolSchema, _ v: HeaderVariant) {
-        self.init(s, fields: v.fields, global: v.global, length: v.length ?? s.length, message: v.message)
+        self.init(s, fields: v.fields, global: v.global, length: v.length ?? s.length, message: v.message, idField: v.idField)
     }
 
-    init(_ s: ProtocolSchema, fields: [HeaderField], global: [Int]?, length: LengthRule?, message: Int?) {
+    init(_ s: ProtocolSchema, fields: [HeaderField], global: [Int]?, length: LengthRule?, message: Int?, idField id: Int? = nil) {
         self.fields = fields
         headerSize = fields.last.map { $0.offset + $0.width } ?? 0
         maxHeaderSize = fields.reduce(0) { $0 + $1.maxWidth }
@@ -76,9 +76,13 @@ public final class FrameLayout: @unchecked Sendable {
         var toLocal = [Int](repeating: -1, count: s.header.count)
         for (l, g) in toGlobal.enumerated() where g < toLocal.count { toLocal[g] = l }
         self.message = message
-        idField = message != nil ? nil : s.idField.flatMap { toLocal[$0] >= 0 ? toLocal[$0] : nil }
-        idMask = s.idBits?.mask ?? .max
-        idShift = s.idBits?.shift ?? 0
+        let idGlobal = id ?? s.idField
+        idField = message != nil ? nil : idGlobal.flatMap { toLocal[$0] >= 0 ? toLocal[$0] : nil }
+        // (Bits of a field are the protocol's `message_id = f.bits;`, never a direction's own id.)
+        let bits = id == nil ? s.idBits : nil
+        idMask = bits?.mask ?? .max
+        idShift = bits?.shift ?? 0
+        idSigned = bits == nil && (idField.map { fields[$0].signed } ?? false)
         maxFrame = max(s.maxFrame, headerSize)
         end = FramingRegistry.kind(of: s)?.frameEnd(s)
         trailerSize = end?.trailerSize ?? 0
@@ -106,6 +110,8 @@ public final class FrameLayout: @unchecked Sendable {
         fieldCount = sl.count
     }
 
+    /// The id is a signed field's value (no bits of it): shown negative when it is.
+    public let idSigned: Bool
     /// A first frame's message (its layout carries no id).
     public let message: Int?
     /// Per field, its index in the schema's header (what decoded fields are named by).

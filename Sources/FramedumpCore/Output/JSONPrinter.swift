@@ -55,7 +55,11 @@ public final class JSONPrinter: MessageSink {
         k.write(names.jsonProtocolPiece)
         if !diffable { k.jsonPackets(f.firstPacket.number, f.lastPacket.number, offset: f.offset) }
         k.write(",\"id\":")
-        if let id = m.id { k.decimal(id) } else { k.write("null") }
+        if let id = m.id {
+            if m.idSigned { k.decimal(Int64(bitPattern: id)) } else { k.decimal(id) }
+        } else {
+            k.write("null")
+        }
         if let mi = m.message { k.write(names.jsonMessage(mi)) } else { k.write(",\"message\":null,\"length\":") }
         k.decimal(UInt64(f.bytes.count + f.missing))
         if f.missing > 0 { k.write(",\"captured\":"); k.decimal(UInt64(f.bytes.count)) }

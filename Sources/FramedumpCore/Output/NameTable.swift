@@ -65,7 +65,7 @@ public final class NameTable {
         v.treeMessageBase = spans.count
         for m in s.messages {
             var t = ""
-            if let id = m.id { t += " (id \(id))" }
+            if let id = m.idText { t += " (id \(id))" }
             if let title = m.title { t += " \"\(title)\"" }
             if let pt = m.protoType { t += " " + s.messages[pt].name }
             add(Array(t.utf8))

@@ -70,7 +70,7 @@ public final class StatisticsSink: MessageSink {
 
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
         var r = record(.message, c, p, m.direction, m.frame.lastPacket.ts)
-        r.name = m.name(in: p) ?? m.id.map { "id \($0)" } ?? "(no id)"
+        r.name = m.name(in: p) ?? m.idText.map { "id \($0)" } ?? "(no id)"
         r.bytes = UInt64(m.frame.bytes.count)
         if rtt { r.pairing = Self.pairing(m, p) }
         emit(r)
@@ -154,7 +154,7 @@ public final class StatisticsSink: MessageSink {
     /// The value that pairs a response with its request.
     package static func pairKey(_ m: DecodedMessage, _ p: ProtocolRuntime, _ rule: PairRule) -> String? {
         switch rule {
-        case .messageID: return m.id.map { String($0) }
+        case .messageID: return m.idText
         case .field(let request, let response):
             return field(m, p, named: m.direction == .c2s ? request : response)
         }

@@ -83,7 +83,7 @@ struct Summary {
                  + (p.cutAtEnd > 0 ? ", \(p.cutAtEnd) frames cut by the end of the capture (\(p.cutAtEndBytes) bytes)" : ""))
             var rows: [(String, UInt64)] = []
             for (i, msg) in p.schema.messages.enumerated() where p.messageCounts[i] > 0 {
-                rows.append((msg.name + (msg.id.map { " (id \($0))" } ?? ""), p.messageCounts[i]))
+                rows.append((msg.name + (msg.idText.map { " (id \($0))" } ?? ""), p.messageCounts[i]))
             }
             for (id, n) in p.unknownIDs.sorted(by: { $0.key < $1.key }) { rows.append(("unknown id \(id)", n)) }
             if !p.schema.replies.isEmpty {

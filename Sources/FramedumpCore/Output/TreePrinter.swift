@@ -101,7 +101,9 @@ public final class TreePrinter: MessageSink {
         if let mi = m.message {
             k.write(names.treeMessage(mi))
         } else if let id = m.id {
-            k.write(" (id "); k.decimal(id); k.byte(0x29)
+            k.write(" (id ")
+            if m.idSigned { k.decimal(Int64(bitPattern: id)) } else { k.decimal(id) }
+            k.byte(0x29)
         }
         k.write(", "); k.decimal(UInt64(f.bytes.count + f.missing)); k.write(" bytes")
         if f.missing > 0 { k.write(" [cut: "); k.decimal(UInt64(f.bytes.count)); k.write(" captured]") }

@@ -30,7 +30,7 @@ public enum DissectorDescription {
             let what = v.first ? "first \(v.direction.name) frame" : "header \(v.direction.name)"
             var line = "  \(what) (\(size(v.headerSize, v.maxHeaderSize)) bytes): " + fields(v.fields)
             if let l = v.length { line += "; " + length(l) }
-            if let m = v.message { line += "; message \(s.messages[m].name)" }
+            if let m = v.message { line += "; message \(s.messages[m].name)" } else if let i = v.idField { line += "; message id: \(s.header[i].name)" }
             lines.append(line)
         }
         if let l = s.length { lines.append("  \(length(l)); max_frame \(s.maxFrame)") }
@@ -55,7 +55,7 @@ public enum DissectorDescription {
         let protoBase = s.proto?.base ?? s.messages.count
         for m in s.messages.prefix(protoBase) {
             var d = "    \(m.name)"
-            if let id = m.id { d += " id \(id)" }
+            if let id = m.idText { d += " id \(id)" }
             if let dir = m.direction { d += " \(dir.name)" }
             if let a = m.answers { d += " answers \(s.messages[a.request].name) by \(a.requestField) = \(s.header[a.replyHeader].name)" }
             if let pt = m.protoType {

@@ -348,7 +348,16 @@ struct Parser {
             p.lengthToken = kt
             p.lengthWholeFrame = key.lowercased() == "frame_length"
         case "message_id", "id":
+            // `message_id s2c = xid;`: one direction's id field (replies numbered apart).
+            if case .ident(let w) = tok.kind, let d = Direction(keyword: w) {
+                _ = next()
+                _ = accept("=")
+                guard p.directionIDNames[d] == nil else { throw err(kt, "the \(d.name) message id is already given") }
+                p.directionIDNames[d] = try ident("a header field name")
+                break
+            }
             _ = accept("=")
+            guard p.idName == nil else { throw err(kt, "the message id is already given") }
             let (f, ft) = try ident("a header field name")
             p.idName = (f, ft)
         case "max_frame":
@@ -611,9 +620,16 @@ struct Parser {
         var m = PendingMessage(name: name, line: nt.line, token: nt)
         if let conv = MessageNaming.parse(name) { m.id = conv.id; m.direction = conv.direction }
         if accept("=") {
+            let at = tok
             let (n, neg) = try magnitude("a message id")
-            guard !neg else { throw err(nt, "message id must not be negative") }
-            m.id = n
+            if neg {
+                // A signed id field's negative value (ZooKeeper's xid -1), kept as its bit pattern.
+                guard n <= 1 << 63 else { throw err(at, "message id -\(n) is out of range") }
+                m.id = 0 &- n
+                m.idNegative = at
+            } else {
+                m.id = n
+            }
         }
         // `Message LoginReq = 1 c2s { ... }`: a direction for a name that does not carry one,
         // so a request and its response can share an id under their real names.

@@ -23,6 +23,8 @@ struct PendingMessage {
     var fields: [PendingField] = []
     /// `Message NAME = ID : pkg.Type;`: the protobuf type of its body.
     var protoType: (String, Token)?
+    /// `= -1`: where the negative id was written (it needs a signed id field).
+    var idNegative: Token?
     /// `answers REQUEST by FIELD [= HEADER_FIELD]`, names still text.
     var answers: (request: (String, Token), field: (String, Token), reply: (String, Token))?
 }
@@ -35,6 +37,8 @@ struct PendingProtocol {
     var lengthToken: Token?
     var lengthWholeFrame = true
     var idName: (String, Token)?
+    /// `message_id c2s = type; message_id s2c = xid;`: a direction's own id field.
+    var directionIDNames: [Direction: (String, Token)] = [:]
     /// A setting of the block had an error: what seems missing may be what was misspelt.
     var hadErrors = false
     var messages: [PendingMessage] = []
@@ -157,19 +161,43 @@ struct Resolver {
             }
         }
         s.enums = p.enums
+        // `message_id s2c = xid;`: a direction's own id field.
+        var directionIDs: [Direction: Int] = [:]
+        for d in Direction.allCases {
+            guard let (name, t) = p.directionIDNames[d] else { continue }
+            if let i = s.header.firstIndex(where: { $0.name == name && !$0.isPadding }) {
+                directionIDs[d] = i
+            } else {
+                errors.add(err(t, "'\(name)' is not a header field" + s.headerFieldHint(name)))
+            }
+        }
         // An id the id field cannot hold is never on the wire: a message that never matches.
-        if let i = s.idField, s.idBits != nil || (s.header[i].isVarint ? s.header[i].varintMax * 7 : s.header[i].width * 8) < 64 {
+        var signedIDs: Set<Direction> = []
+        for d in Direction.allCases {
+            guard let i = directionIDs[d] ?? s.idField else { continue }
             let h = s.header[i]
+            let idBits = directionIDs[d] == nil ? s.idBits : nil
+            if h.signed && idBits == nil { signedIDs.insert(d) }
             let bits = UInt64(min(64, h.isVarint ? h.varintMax * 7 : h.width * 8))
-            var top: UInt64 = bits >= 64 ? .max : h.signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1
+            var top: UInt64 = bits >= 64 ? (h.signed ? UInt64(Int64.max) : .max) : h.signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1
             var what = "the \(bits)-bit id field '\(h.name)'"
-            if let b = s.idBits {
+            if let b = idBits {
                 top = b.mask >> b.shift
                 what = "the id bits '\(h.name).\(b.name)' (mask 0x\(String(b.mask, radix: 16)))"
             }
-            for m in p.messages {
-                guard let id = m.id, id > top else { continue }
-                errors.add(err(m.token, "message id \(id) does not fit in \(what) (at most \(top))"))
+            let signed = h.signed && idBits == nil
+            let least: Int64 = !signed ? 0 : bits >= 64 ? .min : -(1 << Int64(bits - 1))
+            for m in p.messages where m.direction == nil || m.direction == d {
+                guard let id = m.id else { continue }
+                if let nt = m.idNegative {
+                    if !signed {
+                        errors.add(err(nt, "message id \(Int64(bitPattern: id)) is negative, but \(what) is unsigned (a negative id needs a signed field: int8..int64, svarint)"))
+                    } else if Int64(bitPattern: id) < least {
+                        errors.add(err(nt, "message id \(Int64(bitPattern: id)) does not fit in \(what) (at least \(least))"))
+                    }
+                } else if id > top {
+                    errors.add(err(m.token, "message id \(id) does not fit in \(what) (at most \(top))"))
+                }
             }
         }
         // Messages first by name, so fields can refer to messages declared later.
@@ -220,6 +248,7 @@ struct Resolver {
             }
             s.messages.append(MessageDef(name: m.name, title: m.title, id: m.id, direction: m.direction,
                                          fields: fields, nameBytes: Array(m.name.utf8), line: m.line))
+            s.messages[s.messages.count - 1].idSigned = m.id != nil && !signedIDs.isDisjoint(with: m.direction.map { [$0] } ?? Direction.allCases)
             fieldTokens.append(tokens)
             if let id = m.id {
                 for d in m.direction.map({ [$0] }) ?? Direction.allCases {
@@ -243,7 +272,7 @@ struct Resolver {
         resolvePairs(p, &s, byName: byName, &errors)
         resolveAnswers(p, &s, byName: byName, &errors)
         do throws(DissectorError) { try attachProto(p, to: &s) } catch { errors.add(error) }
-        resolveVariants(p, &s, byName: byName, &errors)
+        resolveVariants(p, &s, byName: byName, directionIDs: directionIDs, &errors)
         resolveDefaultMessage(p, &s, &errors)
     }
 
@@ -300,7 +329,7 @@ struct Resolver {
         var answered: [Int: String] = [:]
         for (mi, pm) in p.messages.enumerated() {
             guard let a = pm.answers, mi < s.messages.count else { continue }
-            guard s.idField != nil else {
+            guard s.idField != nil || !p.directionIDNames.isEmpty else {
                 errors.add(err(a.request.1, "'\(pm.name)' answers a request, which needs a message_id for the other messages (a reply is what no id names)"))
                 continue
             }

@@ -2,9 +2,10 @@
 /// first frame (`first c2s { header { } frame_length = ...; message Startup; }`): each becomes
 /// a `HeaderVariant`, checked against the protocol's length, id and messages.
 extension Resolver {
-    func resolveVariants(_ p: PendingProtocol, _ s: inout ProtocolSchema, byName: [String: Int], _ errors: inout Diagnostics) {
+    func resolveVariants(_ p: PendingProtocol, _ s: inout ProtocolSchema, byName: [String: Int],
+                         directionIDs: [Direction: Int], _ errors: inout Diagnostics) {
         let blocks = p.headerBlocks
-        guard blocks.contains(where: { $0.direction != nil }) else { return }
+        guard blocks.contains(where: { $0.direction != nil }) || !p.directionIDNames.isEmpty else { return }
         let at = p.token ?? Token(kind: .end, line: p.line, column: 1)
         if let layer = s.overLayers.first {
             errors.add(err(blocks.first { $0.direction != nil }!.token,
@@ -20,7 +21,15 @@ extension Resolver {
                 continue
             }
             mains[d] = b
-            s.variants.append(HeaderVariant(direction: d, first: false, fields: b.fields, global: b.global, length: nil, message: nil))
+            var v = HeaderVariant(direction: d, first: false, fields: b.fields, global: b.global, length: nil, message: nil)
+            if let i = directionIDs[d] {
+                guard v.global.contains(i) else {
+                    errors.add(err(p.directionIDNames[d]!.1, "'\(s.header[i].name)' is not a field of the \(d.name) header"))
+                    continue
+                }
+                v.idField = i
+            }
+            s.variants.append(v)
         }
         guard mains.count == 2 else { return }
         for b in blocks where b.first {
@@ -28,6 +37,7 @@ extension Resolver {
             let main = mains[d]!
             var v = HeaderVariant(direction: d, first: true, fields: b.fields.isEmpty ? main.fields : b.fields,
                                   global: b.fields.isEmpty ? main.global : b.global, length: nil, message: nil)
+            v.idField = directionIDs[d]
             if b.lengthToken != nil {
                 var terms: [(field: Int?, constant: Int64, negative: Bool)] = []
                 var ok = true
@@ -51,7 +61,7 @@ extension Resolver {
                 } else {
                     errors.add(err(t, "unknown message '\(name)'" + Self.suggestion(name, p.messages.map(\.name))))
                 }
-            } else if s.idField.map({ v.global.contains($0) }) != true {
+            } else if (directionIDs[d] ?? s.idField).map({ v.global.contains($0) }) != true {
                 errors.add(err(b.token, "the first \(d.name) frame's header has no message id: say which message it is ('message NAME;')"))
             }
             s.variants.append(v)

@@ -105,6 +105,10 @@ public struct MessageDef: Sendable {
     /// The `// ===== Title =====` line above the message.
     public var title: String?
     public var id: UInt64?
+    /// The id is a signed id field's value (its bit pattern in `id`): shown as such.
+    public var idSigned = false
+    /// The id as it is written (`-1` for a signed id field's bit pattern).
+    public var idText: String? { id.map { idSigned ? String(Int64(bitPattern: $0)) : String($0) } }
     /// Set by the Cs_/Sc_ naming convention; nil when the message applies to both.
     public var direction: Direction?
     public var fields: [FieldDef]
@@ -211,6 +215,8 @@ public struct HeaderVariant: Sendable {
     public var length: LengthRule?
     /// A first frame's `message NAME;`: the message it is.
     public var message: Int?
+    /// `message_id s2c = xid;`: this direction's id field (nil: the protocol's `message_id`).
+    public var idField: Int?
 
     public var headerSize: Int { fields.last.map { $0.offset + $0.width } ?? 0 }
     public var maxHeaderSize: Int { fields.reduce(0) { $0 + $1.maxWidth } }

@@ -78,7 +78,7 @@ final class IndexSink: MessageSink {
     func nameOf(_ m: DecodedMessage, _ p: ProtocolRuntime) -> UInt32 {
         let pid = ObjectIdentifier(p)
         if let mi = m.message, let n = knownNames[pid]?[mi] { return n }
-        let n = intern(m.name(in: p) ?? m.id.map { "unknown id \($0)" } ?? "?")
+        let n = intern(m.name(in: p) ?? m.idText.map { "unknown id \($0)" } ?? "?")
         if let mi = m.message { knownNames[pid, default: [:]][mi] = n }
         return n
     }
@@ -106,6 +106,7 @@ final class IndexSink: MessageSink {
             id: m.id ?? 0, connection: UInt32(ci), name: nameOf(m, p), pair: IndexEntry.noPair,
             direction: UInt8(m.direction.rawValue), flags: 0)
         if m.id != nil { e.flags |= IndexEntry.hasID }
+        if m.idSigned { e.flags |= IndexEntry.signedID }
         if !m.warnings.isEmpty { e.flags |= IndexEntry.hasWarnings }
         if case .key(let key, let request) = StatisticsSink.pairing(m, p) {
             if request {

@@ -31,6 +31,14 @@ package struct IndexEntry: Sendable {
     static let noPair = UInt32.max
     static let hasID: UInt8 = 1
     static let hasWarnings: UInt8 = 2
+    /// The id is a signed id field's bit pattern (shown negative when it is).
+    static let signedID: UInt8 = 4
+
+    /// The id as NDJSON writes it, or "null".
+    var idText: String {
+        guard flags & Self.hasID != 0 else { return "null" }
+        return flags & Self.signedID != 0 ? String(Int64(bitPattern: id)) : String(id)
+    }
 
     var time: Double { Double(seconds) + Double(nanos) / 1e9 }
 }

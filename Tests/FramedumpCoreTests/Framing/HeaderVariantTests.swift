@@ -143,6 +143,47 @@ final class HeaderVariantTests: XCTestCase {
         }
     }
 
+    /// `message_id s2c = xid;` with negative ids: ZooKeeper's watch events (-1) among replies
+    /// typed by their request's xid.
+    func testADirectionsOwnIdAndNegativeIds() throws {
+        let dissector = """
+        protocol zk {
+            port 2181;
+            header c2s { int32 length; int32 xid; int32 type; }
+            header s2c { int32 length; int32 xid; int64 zxid; int32 err; }
+            frame_length = length + 4;
+            message_id c2s = type;
+            message_id s2c = xid;
+        }
+        Message GetData = 4 c2s { String(u32) path; Bool watch; }
+        Message GetDataReply answers GetData by xid { Bytes(u32) data when err == 0; }
+        Message WatcherEvent = -1 s2c { Int32 type; Int32 state; String(u32) path; }
+        """
+        let c2s = framed(be32(7) + be32(4) + text("/a") + [1])
+        let s2c = framed(be32(-1) + be64(-1) + be32(0) + be32(3) + be32(3) + text("/a")) + framed(be32(7) + be64(9) + be32(-101))
+        for piece in [1, 3, 1000] {
+            let ms = try messages(dissector, c2s, s2c, port: 2181, piece: piece)
+            XCTAssertEqual(ms.map { $0["message"] as? String ?? "-" }, ["GetData", "WatcherEvent", "GetDataReply"], "piece \(piece)")
+            XCTAssertEqual(ms.map { $0["id"] as? Int }, [4, -1, 7], "a negative id is written as such; a reply's is its xid")
+            XCTAssertEqual((ms[1]["fields"] as? [String: Any])?["path"] as? String, "/a")
+            XCTAssertEqual((ms[2]["fields"] as? [String: Any])?.count, 0, "err -101: no data")
+        }
+        let schemas = try DissectorLoader.parse(text: dissector, file: "t.dissector")
+        XCTAssertTrue(DissectorDescription.text(schemas[0]).contains("    WatcherEvent id -1 s2c: 3 fields"), DissectorDescription.text(schemas[0]))
+        let head = "protocol p { port 1; header { uint32 length; uint8 id; int8 sid; } frame_length = length; message_id = id; "
+        for (text, want) in [
+            (head + "}\nMessage A = -1 { }", "t.dissector:2:13: error: message id -1 is negative, but the 8-bit id field 'id' is unsigned"),
+            (head + "message_id s2c = sid; }\nMessage A = -129 s2c { }", "t.dissector:2:13: error: message id -129 does not fit in the 8-bit id field 'sid' (at least -128)"),
+            (head + "message_id s2c = nope; }", "t.dissector:1:125: error: 'nope' is not a header field"),
+            (head + "message_id = sid; }", "t.dissector:1:108: error: the message id is already given"),
+        ] {
+            XCTAssertThrowsError(try DissectorLoader.parse(text: text, file: "t.dissector"), text) { e in
+                let d = (e as! DissectorError).description
+                XCTAssertTrue(d.hasPrefix(want), "\(text):\n got \(d)\nwant \(want)")
+            }
+        }
+    }
+
     /// `framedump dissectors` shows each header.
     func testTheListingShowsEachHeader() throws {
         let s = try DissectorLoader.parse(text: Self.zk, file: "zk.dissector")[0]
