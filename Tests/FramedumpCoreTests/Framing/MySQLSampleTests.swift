@@ -1,0 +1,71 @@
+import Foundation
+import XCTest
+@testable import FramedumpCore
+
+/// samples/mysql.pcap (the MariaDB server and PyMySQL; Dissectors/mysql.dissector: the server's
+/// greeting and the client's handshake response with headers of their own, then commands one
+/// way and OK/EOF/error packets the other) against tshark's own mysql dissector: every packet,
+/// in order on each direction, with the same length and sequence number, each command the same,
+/// and in each TCP segment the same OK, EOF and error packets (tshark knows a result set's
+/// other packets from where they come; they are bytes to the dissector, never one of these).
+final class MySQLSampleTests: XCTestCase {
+    struct Packet: Equatable {
+        var length, seq: Int
+        var command: Int?
+    }
+
+    func testEveryPacketAsTsharksMysqlDissectorReadsIt() throws {
+        let tshark = try TestSupport.oracle("tshark")
+        let t = try TestSupport.run(tshark, ["-r", TestSupport.sample("mysql.pcap"), "-d", "tcp.port==3306,mysql", "-Y", "mysql",
+                                             "-T", "fields", "-e", "frame.number", "-e", "tcp.srcport", "-e", "mysql.packet_length",
+                                             "-e", "mysql.packet_number", "-e", "mysql.command", "-e", "mysql.response_code",
+                                             "-E", "occurrence=a", "-E", "aggregator=;"])
+        XCTAssertEqual(t.status, 0, t.stderr)
+        var want: [String: [Packet]] = [:]
+        var wantCodes: [Int: [Int]] = [:]  // per frame: the OK/EOF/error codes of its packets
+        for line in t.stdout.split(separator: "\n") {
+            let c = line.split(separator: "\t", omittingEmptySubsequences: false).map { $0.split(separator: ";").map(String.init) }
+            guard c.count == 6 else { continue }
+            let toServer = c[1][0] != "3306"
+            var commands = c[4].compactMap { Int($0) }
+            for (l, s) in zip(c[2], c[3]) {
+                // (The handshake response, sequence 1, carries no command.)
+                let command = toServer && Int(s)! == 0 ? commands.removeFirst() : nil
+                want[toServer ? "c2s" : "s2c", default: []].append(Packet(length: Int(l)!, seq: Int(s)!, command: command))
+            }
+            wantCodes[Int(c[0][0])!] = c[5].map { Int($0.dropFirst(2), radix: 16)! }
+        }
+        let (flows, events) = try TestSupport.messagesByFlow("mysql.pcap")
+        for e in events { XCTAssertFalse(["malformed", "gap"].contains(e["type"] as? String), "\(e)") }
+        var got: [String: [Packet]] = [:]
+        var gotCodes: [Int: [Int]] = [:]
+        for (key, ms) in flows {
+            let dir = key.hasPrefix("3306>") ? "s2c" : "c2s"
+            var offset = 0
+            for o in ms {
+                XCTAssertEqual(o["offset"] as? Int, offset, "frames tile the stream")
+                offset += o["length"] as! Int
+                let h = o["header"] as! [String: Any]
+                let id = o["id"] as? Int
+                got[dir, default: []].append(Packet(length: h["length"] as! Int, seq: h["seq"] as! Int, command: dir == "c2s" ? id : nil))
+                if dir == "c2s" { XCTAssertNotNil(o["message"] as? String, "every command of the capture is declared: \(o)") }
+                let frame = (o["pkts"] as! [Int])[1]
+                if ["OK", "EOF", "Error"].contains(o["message"] as? String) { gotCodes[frame, default: []].append(id!) }
+                if o["message"] is String { XCTAssertNil(o["warnings"], "\(o)") }
+            }
+        }
+        XCTAssertEqual(got["c2s"], want["c2s"])
+        XCTAssertEqual(got["s2c"], want["s2c"])
+        XCTAssertEqual(gotCodes.filter { !$0.value.isEmpty }, wantCodes.filter { !$0.value.isEmpty })
+        XCTAssertEqual((want["c2s"]?.count ?? 0) + (want["s2c"]?.count ?? 0), 86)
+        XCTAssertTrue(wantCodes.values.joined().contains(0xff), "an error packet")
+        // The greeting and the handshake response: their own layouts.
+        let all = flows.values.joined()
+        let greeting = try XCTUnwrap(all.first { $0["message"] as? String == "Handshake" })
+        XCTAssertEqual((greeting["fields"] as? [String: Any])?["protocolVersion"] as? Int, 10)
+        let response = try XCTUnwrap(all.first { $0["message"] as? String == "HandshakeResponse" })
+        XCTAssertEqual((response["fields"] as? [String: Any])?["user"] as? String, "framedump")
+        XCTAssertEqual((response["fields"] as? [String: Any])?["database"] as? String, "game")
+        XCTAssertEqual((response["fields"] as? [String: Any])?["authPlugin"] as? String, "mysql_native_password")
+    }
+}
