@@ -236,7 +236,8 @@ PY
       # Seeds: each shipped dissector file, a NUL, then a sample's client stream.
       seeds="$(mktemp -d)"
       trap 'rm -rf "$seeds"' RETURN
-      for d in Dissectors/game.dissector Dissectors/svc.dissector Dissectors/bridge.dissector Dissectors/zgame.dissector; do
+      for d in Dissectors/game.dissector Dissectors/svc.dissector Dissectors/bridge.dissector Dissectors/zgame.dissector \
+               Dissectors/zookeeper.dissector Dissectors/postgresql.dissector Dissectors/mysql.dissector; do
         { cat "$d"; printf '\000\020'; head -c 600 samples/game.pcap | tail -c 300; } > "$seeds/$(basename "$d").seed"
       done
       # And dissectors with varints (header fields varint, svarint, varint(N), fields after one,
@@ -280,6 +281,18 @@ answers = ("protocol rq { header { uint32 length; uint16 cmd; uint32 seq; } fram
 req = fr(1, 1, b"\x07") + fr(2, 2, struct.pack(">II", 42, 77)) + fr(1, 3, b"\x08")
 rep = fr(50, 5, b"\x01") + fr(0, 77, b"\x00\x03") + fr(0, 1, b"\x00\x00\x00\x00\x09") + fr(0, 99, b"\x01\x02")
 open("%s/answers.seed" % out, "wb").write(answers.encode() + b"\0" + bytes([len(req)]) + req + rep)
+# Headers per direction and first frames of their own (ZooKeeper's shape): connect messages
+# with a length only, requests [len][xid][type], replies [len][xid][zxid][err] typed by their
+# xid, a negative id of the replies' own id field.
+zk = ("protocol zk { port 8000; header c2s { int32 length; int32 xid; int32 type; } header s2c { int32 length; int32 xid; int64 zxid; int32 err; }\n"
+      "frame_length = length + 4; message_id c2s = type; message_id s2c = xid;\n"
+      "first c2s { header { int32 length; } message C; } first s2c { header { uint16 length; } frame_length = length; message R; } }\n"
+      "Message C { Int32 v; Bytes(u32) p; }\nMessage R { Uint8 ok; }\nMessage G = 4 c2s { String(u32) path; Bool w; }\n"
+      "Message GR answers G by xid { Bytes(u32) data when err == 0; }\nMessage W = -1 s2c { Int32 t; String(u32) path; }\n")
+zf = lambda p: struct.pack(">i", len(p)) + p
+zc = zf(struct.pack(">i", 0) + struct.pack(">i", 3) + b"abc") + zf(struct.pack(">ii", 7, 4) + struct.pack(">i", 2) + b"/a\x01")
+zs = struct.pack(">H", 3) + b"\x01" + zf(struct.pack(">iqi", -1, -1, 0) + struct.pack(">ii", 3, 2) + b"/a") + zf(struct.pack(">iqi", 7, 9, 0) + struct.pack(">i", 1) + b"x")
+open("%s/zk.seed" % out, "wb").write(zk.encode() + b"\0" + bytes([len(zc)]) + zc + zs)
 for name, (text, frames) in seeds.items():
     c2s = b"".join(frames)
     # [split byte][client bytes][server bytes]: the same frames both ways.
@@ -352,7 +365,7 @@ PY
       trap 'rm -rf "$seeds"' RETURN
       # (UDP ports too: the target picks among every port, as the protocols list them.)
       ports="$(sed -n 's/^ *\(udp \)\{0,1\}port \([0-9]*\);.*/\2/p' Dissectors/*.dissector | sort -n | tr '\n' ' ')"
-      for s in game svc im bridge websocket-deflate game-latency zgame varint memcached-text redis; do
+      for s in game svc im bridge websocket-deflate game-latency zgame varint memcached-text redis memcached zookeeper postgresql mysql; do
         framedump -r "samples/$s.pcap" --streams "$seeds/$s" -q >/dev/null 2>&1 || true
         c2s="$(ls "$seeds/$s"/*.c2s 2>/dev/null | head -1)"
         [ -n "$c2s" ] || continue
