@@ -25,8 +25,13 @@ public final class MessageDecoder {
         maxDepth = limits.maxDepth
         maxArray = UInt64(limits.maxArray)
         if schema.variants.isEmpty {
-            layout = FrameLayout(schema)
-            layouts = [layout, layout]
+            if FramingRegistry.kind(of: schema)?.perDirection == true {
+                layouts = Direction.allCases.map { FrameLayout(schema, direction: $0) }
+                layout = layouts[0]
+            } else {
+                layout = FrameLayout(schema)
+                layouts = [layout, layout]
+            }
             firstLayouts = [nil, nil]
         } else {
             let ls = Direction.allCases.map { d in FrameLayout(schema, schema.variants.first { $0.direction == d && !$0.first }!) }
@@ -71,18 +76,7 @@ public final class MessageDecoder {
         m.direction = dir
         var b = frame.bytes
         let layout = layout(of: frame, dir)
-        let body = layout.variable ? variableHeader(b, layout, into: m) : layout.headerSize
-        if !layout.variable {
-            var i = 0
-            while i < layout.fieldCount {
-                defer { i += 1 }
-                if layout.isPadding(i) { continue }
-                let v = layout.slotValue(i, in: b, at: 0) ?? 0
-                m.headerFields.append(DecodedField(
-                    name: .header(layout.global(i)), value: layout.isSigned(i) ? .signed(Int64(bitPattern: v)) : .unsigned(v),
-                    offset: Int32(layout.offset(i)), width: Int32(layout.width(i)), depth: 0))
-            }
-        }
+        let body = readHeader(b, layout, into: m)
         m.bodyOffset = body
         m.id = layout.messageID(b, at: 0)
         m.idSigned = layout.idSigned
@@ -117,6 +111,22 @@ public final class MessageDecoder {
             }
         }
         bodyKind.decode(self, b, from: body, into: m)
+    }
+
+    /// The header's fields into `m`; returns where the body starts.
+    @inline(__always)
+    func readHeader(_ b: UnsafeRawBufferPointer, _ layout: FrameLayout, into m: DecodedMessage) -> Int {
+        if layout.variable { return variableHeader(b, layout, into: m) }
+        var i = 0
+        while i < layout.fieldCount {
+            defer { i += 1 }
+            if layout.isPadding(i) { continue }
+            let v = layout.slotValue(i, in: b, at: 0) ?? 0
+            m.headerFields.append(DecodedField(
+                name: .header(layout.global(i)), value: layout.isSigned(i) ? .signed(Int64(bitPattern: v)) : .unsigned(v),
+                offset: Int32(layout.offset(i)), width: Int32(layout.width(i)), depth: 0))
+        }
+        return layout.headerSize
     }
 
     /// A header with varints: each field read where the one before it ended. Returns where the

@@ -390,6 +390,7 @@ public final class Deframer {
             return .constantMismatch(field: h.name, value: h.hex ? v & mask : v, expected: h.hex ? (h.constant ?? 0) & mask : h.constant ?? 0,
                                      hex: h.hex, signed: h.signed)
         case .badVarint(let f): return .badVarint(field: layout.fields[f].name, maxBytes: layout.fields[f].varintMax)
+        case .unknownSize(let id): return .unknownSize(id: id)
         default: return .skipped
         }
     }
@@ -490,21 +491,23 @@ public final class Deframer {
     func findBoundary(final: Bool) -> ResyncBoundary {
         buffer.withUnsafeBytes { b -> ResyncBoundary in
             // A framing that marks its ends (a delimiter) says where the next frame starts.
-            if let end = layout.end {
+            if let end = layout.end, end.marksBoundaries {
                 if let p = end.boundary(in: b, from: 0) { return .found(p) }
                 return final ? .none : .wait(max(0, b.count - (end.trailerSize - 1)))
             }
             var p = 0
             while b.count - p >= layout.headerSize {
-                if !final, layout.variable, case .needMoreData = layout.check(b, at: p) {
-                    return .wait(p)  // a varint of the header still arriving
+                // A varint of the header still arriving, or (`frame_length = message`) a field
+                // of the message: this candidate is judged when they are here.
+                if !final, layout.variable || layout.end != nil, case .needMoreData = layout.check(b, at: p) {
+                    return .wait(p)
                 }
                 if let n = plausible(b, p) {
                     let after = b.count - p - n
                     if after < 0 {
                         // Could be a frame still arriving: wait, unless nothing more will come.
                         if !final { return .wait(p) }
-                    } else if after >= layout.headerSize && !(layout.variable && layout.check(b, at: p + n) == .needMoreData) {
+                    } else if after >= layout.headerSize && !((layout.variable || layout.end != nil) && layout.check(b, at: p + n) == .needMoreData) {
                         if plausible(b, p + n) != nil { return .found(p) }
                     } else if final || after == 0 {
                         return .found(p)

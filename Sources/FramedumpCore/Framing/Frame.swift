@@ -43,6 +43,8 @@ public enum MalformedReason: Sendable, Equatable {
     case cutByUnitEnd(have: Int, need: Int?)
     /// A varint header field ran past the bytes its type allows (`varint(4)`: 4), or past 64 bits.
     case badVarint(field: String, maxBytes: Int)
+    /// `frame_length = message;`: the frame's message id names no message, so its end is unknown.
+    case unknownSize(id: UInt64?)
     /// A layer of the stack could not read its own framing here (it says why).
     case layer(LayerProblem)
 
@@ -66,6 +68,9 @@ public enum MalformedReason: Sendable, Equatable {
         case .cutByUnitEnd(let h, let n):
             return "frame runs past the end of the datagram or message carrying it (had \(h)" + (n.map { " of \($0)" } ?? "") + " bytes)"
         case .badVarint(let f, let n): return "header field \(f) is a varint longer than \(n) bytes"
+        case .unknownSize(let id):
+            return (id.map { "message id \($0) names no message" } ?? "no message is declared for a frame without an id")
+                + ": where its frame ends is unknown (frame_length = message)"
         case .layer(let l): return l.text
         }
     }
@@ -87,6 +92,7 @@ public enum MalformedReason: Sendable, Equatable {
         case .cutByCaptureEnd: return "capture-ended"
         case .cutByUnitEnd: return "cut-by-datagram-end"
         case .badVarint: return "bad-varint"
+        case .unknownSize: return "unknown-size"
         case .layer(let l): return l.kind
         }
     }

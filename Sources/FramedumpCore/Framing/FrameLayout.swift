@@ -54,18 +54,20 @@ public final class FrameLayout: @unchecked Sendable {
 
     /// The layout every frame of `s` has (its one header), or for a protocol whose headers
     /// differ, its c2s main header's.
-    public convenience init(_ s: ProtocolSchema) {
-        if let v = s.variants.first(where: { !$0.first }) { self.init(s, v) } else {
-            self.init(s, fields: s.header, global: nil, length: s.length, message: nil)
+    public convenience init(_ s: ProtocolSchema, direction: Direction? = nil) {
+        if let v = s.variants.first(where: { !$0.first && $0.direction == direction ?? .c2s }) { self.init(s, v) } else {
+            self.init(s, fields: s.header, global: nil, length: s.length, message: nil, direction: direction)
         }
     }
 
     /// The layout of one of `s`'s headers (`header s2c { }`, a `first` block).
     public convenience init(_ s: ProtocolSchema, _ v: HeaderVariant) {
-        self.init(s, fields: v.fields, global: v.global, length: v.length ?? s.length, message: v.message, idField: v.idField)
+        self.init(s, fields: v.fields, global: v.global, length: v.length ?? s.length, message: v.message, idField: v.idField,
+                  direction: v.direction)
     }
 
-    init(_ s: ProtocolSchema, fields: [HeaderField], global: [Int]?, length: LengthRule?, message: Int?, idField id: Int? = nil) {
+    init(_ s: ProtocolSchema, fields: [HeaderField], global: [Int]?, length: LengthRule?, message: Int?, idField id: Int? = nil,
+         direction: Direction? = nil) {
         self.fields = fields
         headerSize = fields.last.map { $0.offset + $0.width } ?? 0
         maxHeaderSize = fields.reduce(0) { $0 + $1.maxWidth }
@@ -84,7 +86,7 @@ public final class FrameLayout: @unchecked Sendable {
         idShift = bits?.shift ?? 0
         idSigned = bits == nil && (idField.map { fields[$0].signed } ?? false)
         maxFrame = max(s.maxFrame, headerSize)
-        end = FramingRegistry.kind(of: s)?.frameEnd(s)
+        end = FramingRegistry.kind(of: s)?.frameEnd(s, direction)
         trailerSize = end?.trailerSize ?? 0
         let length = length ?? LengthRule(terms: [], countsWholeFrame: true)
         countsWholeFrame = length.countsWholeFrame
@@ -231,6 +233,8 @@ public final class FrameLayout: @unchecked Sendable {
         case constantMismatch(field: Int, value: UInt64)
         case badVarint(field: Int)
         case needMoreData
+        /// `frame_length = message;`: no message of this id is declared, so where its frame ends is unknown.
+        case unknownSize(id: UInt64?)
     }
 
     /// Reads the header at `base` and says how long its frame is, or what is wrong with it.
@@ -254,7 +258,7 @@ public final class FrameLayout: @unchecked Sendable {
             if v != slots[i].constant { return .constantMismatch(field: i, value: v) }
             c += 1
         }
-        if let end { return end.check(b, at: base, from: max(from, base + header), headerSize: header, maxFrame: maxFrame) }
+        if let end { return end.check(b, at: base, from: max(from, base + header), headerSize: header, maxFrame: maxFrame, layout: self) }
         var total: Int64 = 0
         var t = 0
         while t < termCount {

@@ -19,12 +19,16 @@ protocol FramingKind {
     static func check(_ s: ProtocolSchema) -> String?
     /// Its lines in `framedump dissectors`.
     static func describe(_ s: ProtocolSchema) -> [String]
-    /// The compiled rule the deframer asks, for a protocol it cuts.
-    static func frameEnd(_ s: ProtocolSchema) -> any FrameEnd
+    /// The compiled rule the deframer asks, for a protocol it cuts, for the frames of direction
+    /// `dir` (nil: either; see `perDirection`).
+    static func frameEnd(_ s: ProtocolSchema, _ dir: Direction?) -> any FrameEnd
+    /// Whether its rule differs by direction (a message id means one message each way).
+    static var perDirection: Bool { get }
 }
 
 extension FramingKind {
     static func check(_ s: ProtocolSchema) -> String? { nil }
+    static var perDirection: Bool { false }
 }
 
 /// Where a frame that starts at `base` ends, for a kind other than a stated length. Called after
@@ -33,13 +37,17 @@ protocol FrameEnd: AnyObject {
     /// The frame's length, `.needMoreData` while its end is not in `b`, `.tooLong` past
     /// `maxFrame`. `from` (at least `base + headerSize`) is where the search may resume:
     /// before it an earlier call on the same bytes found no end.
-    func check(_ b: UnsafeRawBufferPointer, at base: Int, from: Int, headerSize: Int, maxFrame: Int) -> FrameLayout.Check
+    /// `layout`: the header's, whose fields (and id) the frame starts with.
+    func check(_ b: UnsafeRawBufferPointer, at base: Int, from: Int, headerSize: Int, maxFrame: Int, layout: FrameLayout) -> FrameLayout.Check
     /// Bytes at the frame's end that are not its body (a delimiter), left out of decoding.
     var trailerSize: Int { get }
     /// After a gap or a bad frame: the first position in `b` from `p` on where a frame surely
     /// starts (just after a delimiter), nil when `b` holds none. A kind that cannot say uses
     /// the deframer's own search (a plausible frame followed by another).
     func boundary(in b: UnsafeRawBufferPointer, from p: Int) -> Int?
+    /// Whether `boundary` can say (a delimiter marks ends); else the deframer looks for a
+    /// plausible frame followed by another.
+    var marksBoundaries: Bool { get }
     /// For a frame whose body is a line followed by a block the line announced (`payload`):
     /// where the block starts in `b`, the frame's body from `body` on; nil for a frame without one.
     func payloadStart(_ b: UnsafeRawBufferPointer, body: Int) -> Int?
@@ -47,6 +55,7 @@ protocol FrameEnd: AnyObject {
 
 extension FrameEnd {
     func payloadStart(_ b: UnsafeRawBufferPointer, body: Int) -> Int? { nil }
+    var marksBoundaries: Bool { true }
 }
 
 /// Every framing kind besides the length rule, one line each.
@@ -55,6 +64,7 @@ enum FramingRegistry {
     nonisolated(unsafe) static let kinds: [any FramingKind.Type] = [
         CountedPayloadFraming.self,
         DelimitedFraming.self,
+        ConsumedFraming.self,
     ]
 
     /// The kind that cuts protocol `s`, nil for the length rule.

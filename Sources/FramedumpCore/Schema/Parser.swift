@@ -344,6 +344,16 @@ struct Parser {
                 throw err(kt, "the frame length is already given at line \(earlier.line) (frame_length and body_length exclude each other)")
             }
             _ = accept("=")
+            // `frame_length = message;`: the frame is what its message takes (unless the header
+            // has a field of that name, which is then the length).
+            if key.lowercased() == "frame_length", case .ident(let w) = tok.kind, w == ConsumedFraming.setting,
+               !p.schema.header.contains(where: { $0.name == w }), pos + 1 < tokens.count,
+               tokens[pos + 1].kind == .punct(";") || tokens[pos + 1].kind == .punct("}") {
+                _ = next()
+                p.schema.framingSettings[ConsumedFraming.setting] = []
+                p.lengthToken = kt
+                break
+            }
             p.lengthExpr = try lengthExpr()
             p.lengthToken = kt
             p.lengthWholeFrame = key.lowercased() == "frame_length"

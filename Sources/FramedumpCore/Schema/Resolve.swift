@@ -110,6 +110,8 @@ struct Resolver {
         if p.lengthToken == nil && !s.overLayers.isEmpty { return }
         // Another framing kind says where a frame ends (checked with the protocol).
         if p.lengthToken == nil && FramingRegistry.kind(of: s) != nil { return }
+        // `frame_length = message;`: no expression (the kind checks the rest).
+        if p.lengthExpr.isEmpty && ConsumedFraming.chosen(by: s) { return }
         guard let lt = p.lengthToken else {
             if p.hadErrors { return }
             throw err(p.token ?? Token(kind: .end, line: p.line, column: 1),

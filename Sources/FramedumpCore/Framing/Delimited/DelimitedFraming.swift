@@ -20,7 +20,7 @@ enum DelimitedFraming: FramingKind {
     static func chosen(by s: ProtocolSchema) -> Bool { s.framingSettings[name] != nil }
 
     static func check(_ s: ProtocolSchema) -> String? {
-        s.length != nil ? "frame_end and a frame_length or body_length exclude each other (a frame ends at one or the other)" : nil
+        s.length != nil || ConsumedFraming.chosen(by: s) ? "frame_end and a frame_length or body_length exclude each other (a frame ends at one or the other)" : nil
     }
 
     static func describe(_ s: ProtocolSchema) -> [String] {
@@ -28,7 +28,7 @@ enum DelimitedFraming: FramingKind {
         return ["  frame_end \"\(Self.escape(d))\" (a frame ends with it; max_frame \(s.maxFrame))"]
     }
 
-    static func frameEnd(_ s: ProtocolSchema) -> any FrameEnd { DelimiterEnd(delimiter(s) ?? [0x0a]) }
+    static func frameEnd(_ s: ProtocolSchema, _ dir: Direction?) -> any FrameEnd { DelimiterEnd(delimiter(s) ?? [0x0a]) }
 
     static func delimiter(_ s: ProtocolSchema) -> [UInt8]? { s.framingSettings[name]?.compactMap { UInt8($0) } }
 
@@ -65,7 +65,7 @@ final class DelimiterEnd: FrameEnd {
 
     var trailerSize: Int { delimiter.count }
 
-    func check(_ b: UnsafeRawBufferPointer, at base: Int, from: Int, headerSize: Int, maxFrame: Int) -> FrameLayout.Check {
+    func check(_ b: UnsafeRawBufferPointer, at base: Int, from: Int, headerSize: Int, maxFrame: Int, layout: FrameLayout) -> FrameLayout.Check {
         // A delimiter that started before `from` may end after it.
         let start = max(base + headerSize, from - (delimiter.count - 1))
         let limit = min(b.count, base &+ maxFrame)
