@@ -6,6 +6,8 @@ public final class MessageDecoder {
     /// Per direction: the main layout, and the first frame's (nil: the main one).
     public let layouts: [FrameLayout]
     public let firstLayouts: [FrameLayout?]
+    /// The frames of a direction, or a first frame, have a layout of their own.
+    let layoutsDiffer: Bool
     let program: DecodeProgram
     /// `--max-depth` and `--max-array`.
     let maxDepth: Int
@@ -39,6 +41,7 @@ public final class MessageDecoder {
             layouts = ls
             firstLayouts = Direction.allCases.map { d in schema.variants.first { $0.direction == d && $0.first }.map { FrameLayout(schema, $0) } }
         }
+        layoutsDiffer = layouts[0] !== layouts[1] || firstLayouts.contains { $0 != nil }
         bodyKind = schema.body.kind
         bodyTables = bodyKind.tables(schema)
         program = DecodeProgram(schema)
@@ -71,11 +74,20 @@ public final class MessageDecoder {
     }
 
     public func decode(_ frame: Frame, _ dir: Direction, into m: DecodedMessage, as typed: Int? = nil) {
+        // (One layout for every frame, the common case: read from a let, with no retain.)
+        if _slowPath(layoutsDiffer) {
+            decode(frame, dir, into: m, as: typed, layout: layout(of: frame, dir))
+        } else {
+            decode(frame, dir, into: m, as: typed, layout: layout)
+        }
+    }
+
+    @inline(__always)
+    func decode(_ frame: Frame, _ dir: Direction, into m: DecodedMessage, as typed: Int?, layout: FrameLayout) {
         m.reset()
         m.frame = frame
         m.direction = dir
         var b = frame.bytes
-        let layout = layout(of: frame, dir)
         let body = readHeader(b, layout, into: m)
         m.bodyOffset = body
         m.id = layout.messageID(b, at: 0)

@@ -14,12 +14,7 @@ public final class Deframer {
         case hunting
     }
 
-    /// The layout frames are cut with now: the direction's first-frame layout until that frame
-    /// is cut, then `main`.
-    @exclusivity(unchecked) private(set) var layout: FrameLayout
-    let main: FrameLayout
-    /// The next frame is the direction's first and has a layout of its own (`first c2s { }`).
-    @exclusivity(unchecked) var firstPending = false
+    let layout: FrameLayout
     let dir: Direction
     // The session owns this deframer and outlives it; unowned(unsafe) skips a check per frame.
     unowned(unsafe) let consumer: FrameConsumer
@@ -41,40 +36,13 @@ public final class Deframer {
                 startsAtBoundary: Bool, first: FrameLayout? = nil, knownID: ((UInt64) -> Bool)? = nil,
                 plausibleBody: ((UnsafeRawBufferPointer) -> Bool)? = nil) {
         self.layout = layout
-        self.main = layout
         self.firstLayout = first
+        firstPending = startsAtBoundary && first != nil
         self.dir = direction
         self.consumer = consumer
         self.knownID = knownID
         self.plausibleBody = plausibleBody
         self.state = startsAtBoundary ? .synced : .hunting
-        if startsAtBoundary, let first {
-            firstPending = true
-            self.layout = first
-        }
-    }
-
-    let firstLayout: FrameLayout?
-
-    /// A frame is cut (or the first one can no longer be): from now on the main layout.
-    @inline(__always)
-    func leaveFirst() {
-        guard firstPending else { return }
-        firstPending = false
-        layout = main
-    }
-
-    /// Hands a frame to the consumer, marked when it is the direction's first under its own layout.
-    @inline(__always)
-    func emit(_ f: Frame) {
-        if _slowPath(firstPending) {
-            var f = f
-            f.first = true
-            leaveFirst()
-            consumer.frame(f, dir)
-            return
-        }
-        consumer.frame(f, dir)
     }
 
     // MARK: - Input
@@ -88,18 +56,89 @@ public final class Deframer {
         guard !started else { return }
         started = true
         state = atBoundary ? .synced : .hunting
-        if atBoundary, firstLayout != nil {
-            firstPending = true
-            layout = firstLayout!
+        firstPending = atBoundary && firstLayout != nil
+    }
+
+    // MARK: - The first frame of its own layout (the rare path)
+
+    /// `first c2s { ... }`: the direction's first frame has a layout of its own. Until it is
+    /// cut, bytes are held here (the main path, and its `layout`, never see them).
+    let firstLayout: FrameLayout?
+    @exclusivity(unchecked) var firstPending: Bool
+
+    /// Takes bytes for the first frame; returns how many of `b` it used (the rest go the main way).
+    func firstData(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) -> Int {
+        let first = firstLayout.unsafelyUnwrapped
+        if buffer.isEmpty {
+            bufferOffset = offset
+            bufferPacket = packet
         } else {
-            leaveFirst()
+            bufferPacket = bufferPacket.carried(with: packet)
         }
+        let before = buffer.count
+        buffer.append(contentsOf: b)
+        let check = buffer.count >= first.headerSize ? buffer.withUnsafeBytes { first.check($0, at: 0) } : .needMoreData
+        switch check {
+        case .needMoreData:
+            return b.count
+        case .ok(let n) where n > buffer.count:
+            return b.count
+        case .ok(let n):
+            firstPending = false
+            buffer.withUnsafeBytes { fb in
+                var f = Frame(bytes: UnsafeRawBufferPointer(rebasing: fb[..<n]), offset: bufferOffset,
+                              firstPacket: bufferPacket.asFirst, lastPacket: packet, coalesced: 1)
+                f.first = true
+                consumer.frame(f, dir)
+            }
+            buffer.removeAll(keepingCapacity: true)
+            // (Its end is past the bytes held before: they were not enough to cut it.)
+            return max(n - before, 0)
+        default:
+            // Not the first frame its block describes: said, and the stream read the main way
+            // from its next byte (a frame of the main layout is looked for).
+            firstPending = false
+            buffer.withUnsafeBytes { hb in
+                consumer.malformed(dir, offset: bufferOffset, length: 1, reason: reason(check, first), packet: packet,
+                                   bytes: UnsafeRawBufferPointer(rebasing: hb.prefix(first.headerSize)))
+            }
+            let held = buffer
+            let from = bufferOffset
+            buffer.removeAll(keepingCapacity: true)
+            state = .hunting
+            // The bytes after the bad one: those held before this chunk, then the chunk.
+            guard before > 0 else { return 1 }
+            held.withUnsafeBytes { h in
+                appendForHunt(UnsafeRawBufferPointer(rebasing: h[1..<before]), offset: from + 1, packet: packet)
+            }
+            return 0
+        }
+    }
+
+    /// The first frame will not come whole (a gap, the end): what was held is reported.
+    func abandonFirst(_ packet: PacketRef, _ reason: (_ have: Int, _ need: Int?) -> MalformedReason) {
+        guard firstPending else { return }
+        firstPending = false
+        guard !buffer.isEmpty else { return }
+        var need: Int?
+        if buffer.count >= firstLayout!.headerSize, case .ok(let n) = buffer.withUnsafeBytes({ firstLayout!.check($0, at: 0) }) { need = n }
+        buffer.withUnsafeBytes { b in
+            consumer.malformed(dir, offset: bufferOffset, length: UInt64(buffer.count), reason: reason(buffer.count, need), packet: packet,
+                               bytes: UnsafeRawBufferPointer(rebasing: b.prefix(MalformedSample.limit)))
+        }
+        buffer.removeAll(keepingCapacity: true)
     }
 
     public func data(_ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
         started = true
         var b = bytes
         var off = offset
+        if _slowPath(firstPending) {
+            let used = firstData(b, offset: off, packet: packet)
+            b = UnsafeRawBufferPointer(rebasing: b[used...])
+            off += UInt64(used)
+            if b.isEmpty && state == .synced { return }
+        }
         if let end = skipTo {
             let n = Int(min(UInt64(b.count), end &- off))
             b = UnsafeRawBufferPointer(rebasing: b[n...])
@@ -125,6 +164,7 @@ public final class Deframer {
     /// Bytes the stream lost: a frame in progress is cut, and we hunt afterwards.
     public func gap(offset: UInt64, length: UInt64, packet: PacketRef) {
         judged = 0  // (a hunt after a gap is a new one)
+        if _slowPath(firstPending) { abandonFirst(packet) { .cutByGap(have: $0, need: $1) } }
         let gapEnd = offset.addingReportingOverflow(length)
         defer { if state == .hunting && !gapEnd.overflow { resumeAt = gapEnd.partialValue } }
         // Hunting since the last gap, the bytes right after it begin with a plausible header
@@ -148,7 +188,7 @@ public final class Deframer {
             buffer.withUnsafeBytes { fb in
                 var f = Frame(bytes: fb, offset: bufferOffset, firstPacket: bufferPacket.asFirst, lastPacket: packet, coalesced: 1)
                 f.missing = n - fb.count
-                emit(f)
+                consumer.frame(f, dir)
             }
             buffer.removeAll(keepingCapacity: true)
             huntSpans.removeAll(keepingCapacity: true)
@@ -157,12 +197,10 @@ public final class Deframer {
                 return
             }
             state = .hunting
-            leaveFirst()
             return
         }
         reportUnfinished(packet) { .cutByGap(have: $0, need: $1) }
         state = .hunting
-        leaveFirst()
     }
 
     /// After a gap inside a frame of known length: where the next frame starts. The bytes
@@ -174,6 +212,9 @@ public final class Deframer {
     /// End of the stream: whatever is left is reported (`captureEnded`: the capture stopped,
     /// not the connection, so a frame in progress was cut by the capture, not malformed).
     public func finish(packet: PacketRef, captureEnded: Bool) {
+        if _slowPath(firstPending) {
+            abandonFirst(packet) { captureEnded ? .cutByCaptureEnd(have: $0, need: $1) : .incompleteAtEnd(have: $0, need: $1) }
+        }
         if state == .hunting { hunt(final: true, packet: packet) }
         flushSkipped(packet)
         reportUnfinished(packet) { captureEnded ? .cutByCaptureEnd(have: $0, need: $1) : .incompleteAtEnd(have: $0, need: $1) }
@@ -183,6 +224,7 @@ public final class Deframer {
     /// in progress was cut by it, and the next unit starts at a frame boundary.
     @inline(__always)
     public func endOfUnit(packet: PacketRef) {
+        if _slowPath(firstPending) { abandonFirst(packet) { .cutByUnitEnd(have: $0, need: $1) } }
         if state == .synced && buffer.isEmpty && skipped.isEmpty { return }
         if state == .hunting { hunt(final: true, packet: packet) }
         flushSkipped(packet)
@@ -228,15 +270,12 @@ public final class Deframer {
         var i = 0
         found.removeAll(keepingCapacity: true)
         var bad: (Int, MalformedReason)?
-        // The direction's first frame, cut with its own layout: the rest with the main one.
-        let firstHere = firstPending
         while b.count - i >= layout.headerSize {
             switch layout.check(b, at: i) {
             case .ok(let n):
                 if b.count - i < n { break }
                 found.append((i, n))
                 i += n
-                if _slowPath(firstPending) { leaveFirst() }
                 continue
             case .needMoreData: break
             case let other: bad = (i, reason(other))
@@ -261,10 +300,9 @@ public final class Deframer {
                     }
                 }
             }
-            var frame = Frame(bytes: UnsafeRawBufferPointer(rebasing: b[f.start..<(f.start + f.length)]),
-                              offset: start, firstPacket: first, lastPacket: last, coalesced: run.count)
-            if _slowPath(firstHere) && k == 0 { frame.first = true }
-            consumer.frame(frame, dir)
+            consumer.frame(Frame(bytes: UnsafeRawBufferPointer(rebasing: b[f.start..<(f.start + f.length)]),
+                                 offset: start, firstPacket: first, lastPacket: last,
+                                 coalesced: run.count), dir)
         }
         if let (at, why) = bad {
             flushSkipped(packet)
@@ -273,7 +311,6 @@ public final class Deframer {
             consumer.malformed(dir, offset: offset + UInt64(at), length: 1, reason: why, packet: packet,
                                bytes: UnsafeRawBufferPointer(rebasing: b[at..<min(at + layout.headerSize, b.count)]))
             state = .hunting
-            leaveFirst()
             let restStart = offset + UInt64(at + 1)
             if let spans {
                 // Keep where each remaining byte came from.
@@ -333,8 +370,8 @@ public final class Deframer {
                     buffer.removeLast(buffer.count - n)
                     used += n - before
                     buffer.withUnsafeBytes { fb in
-                        emit(Frame(bytes: fb, offset: bufferOffset, firstPacket: bufferPacket.asFirst,
-                                   lastPacket: packet, coalesced: 1))
+                        consumer.frame(Frame(bytes: fb, offset: bufferOffset, firstPacket: bufferPacket.asFirst,
+                                             lastPacket: packet, coalesced: 1), dir)
                     }
                     buffer.removeAll(keepingCapacity: true)
                     return used
@@ -353,7 +390,6 @@ public final class Deframer {
                 buffer.removeFirst()
                 bufferOffset += 1
                 state = .hunting
-                leaveFirst()
                 return used
             }
             let take = min(n - buffer.count, b.count - used)
@@ -361,8 +397,8 @@ public final class Deframer {
             used += take
             if buffer.count < n { return used }
             buffer.withUnsafeBytes { fb in
-                emit(Frame(bytes: fb, offset: bufferOffset, firstPacket: bufferPacket.asFirst,
-                           lastPacket: packet, coalesced: 1))
+                consumer.frame(Frame(bytes: fb, offset: bufferOffset, firstPacket: bufferPacket.asFirst,
+                                     lastPacket: packet, coalesced: 1), dir)
             }
             buffer.removeAll(keepingCapacity: true)
             return used
@@ -379,7 +415,8 @@ public final class Deframer {
         searchedUpTo.offset == offset && searchedUpTo.count <= count ? searchedUpTo.count : 0
     }
 
-    func reason(_ c: FrameLayout.Check) -> MalformedReason {
+    func reason(_ c: FrameLayout.Check, _ layout: FrameLayout? = nil) -> MalformedReason {
+        let layout = layout ?? self.layout
         switch c {
         case .tooShort(let l): return .lengthTooShort(l, minimum: layout.headerSize)
         case .tooLong(let l): return .lengthTooLong(l, maximum: layout.maxFrame)

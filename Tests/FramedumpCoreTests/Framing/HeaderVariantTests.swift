@@ -114,6 +114,23 @@ final class HeaderVariantTests: XCTestCase {
         }
     }
 
+    /// A first frame that cannot be (its length shorter than its header): said, and the main
+    /// layout is looked for after it.
+    func testABadFirstFrameIsSaidAndTheStreamReadOn() throws {
+        let query = [UInt8(81)] + be32(4 + 9) + Array("SELECT 1\0".utf8)
+        for piece in [1, 2, 5, 1000] {
+            let schemas = try DissectorLoader.parse(text: Self.pg, file: "t.dissector")
+            let out = OutputBuffer(fd: nil)
+            let sessions = SessionManager(protocols: schemas, sink: JSONPrinter(output: out, diffable: true))
+            FuzzStreams.feed(sessions, runs: [(true, be32(2) + [0xee] + query + query)], piece: piece, port: 5432)
+            let lines = out.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            let ms = lines.filter { $0["dir"] != nil && $0["type"] == nil }
+            XCTAssertEqual(ms.map { $0["message"] as? String ?? "-" }, ["Query", "Query"], "piece \(piece)")
+            XCTAssertEqual(lines.first { ($0["type"] as? String) == "malformed" }?["reason"] as? String, "length-too-short", "piece \(piece)")
+            XCTAssertEqual(lines.filter { ($0["type"] as? String) == "malformed" }.reduce(0) { $0 + ($1["length"] as! Int) }, 5, "the bad startup's 5 bytes, piece \(piece)")
+        }
+    }
+
     func testMisuseIsSaidWhereItIsWritten() {
         let msgs = "\nMessage A = 1 c2s { }\nMessage B { }"
         for (text, want) in [
