@@ -117,6 +117,8 @@ public final class ProtocolRuntime {
 
     func knownID(_ dir: Direction) -> ((UInt64) -> Bool)? {
         guard schema.hasMessageIDs, schema.body.kind.idsSelectLayout else { return nil }
+        // A reply (`answers`) is a frame whose id names no message: any id may be one.
+        if schema.replies.contains(where: { schema.messages[$0].answers?.replyDirection == dir }) { return nil }
         let ids = schema.byID[dir] ?? [:]
         return { ids[$0] != nil }
     }
@@ -135,11 +137,23 @@ final class FrameJudge {
         self.schema = schema
         self.dir = dir
         self.limits = limits
+        replies = schema.replies.filter { schema.messages[$0].answers?.replyDirection == dir }
     }
+
+    /// The reply types (`answers`) of this direction: a frame whose id names no message is
+    /// plausible when it decodes cleanly as one of them.
+    let replies: [Int]
 
     func clean(_ frame: UnsafeRawBufferPointer) -> Bool {
         let p = PacketRef(number: 0, ts: Timestamp(seconds: 0, nanos: 0))
-        decoder.decode(Frame(bytes: frame, offset: 0, firstPacket: p, lastPacket: p, coalesced: 1), dir, into: message)
-        return message.warnings.isEmpty
+        let f = Frame(bytes: frame, offset: 0, firstPacket: p, lastPacket: p, coalesced: 1)
+        decoder.decode(f, dir, into: message)
+        if message.warnings.isEmpty { return true }
+        guard message.message == nil else { return false }
+        for r in replies {
+            decoder.decode(f, dir, into: message, as: r)
+            if message.warnings.isEmpty { return true }
+        }
+        return false
     }
 }

@@ -201,6 +201,22 @@ final class HeaderVariantTests: XCTestCase {
         }
     }
 
+    /// A reply direction joined mid-stream: any id may be a reply, so the deframer takes a frame
+    /// that decodes cleanly as one of the reply types (here after the tail of a cut reply).
+    func testRepliesResynchroniseMidStream() throws {
+        let schemas = try DissectorLoader.parse(text: Self.zk, file: "t.dissector")
+        let out = OutputBuffer(fd: nil)
+        let sessions = SessionManager(protocols: schemas, sink: JSONPrinter(output: out, diffable: true))
+        let requests = (1...3).flatMap { framed(be32(Int32($0)) + be32(4) + text("/n\($0)") + [0]) }
+        let replies = Array(framed(be32(9) + be64(5) + be32(0) + text("tail")).suffix(7))
+            + (1...3).flatMap { framed(be32(Int32($0)) + be64(Int64(40 + $0)) + be32(0) + text("v\($0)")) }
+        FuzzStreams.feed(sessions, c2s: requests, s2c: replies, piece: 1000, syn: false, port: 2181)
+        let lines = out.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let s2c = lines.filter { ($0["dir"] as? String) == "s2c" && $0["type"] == nil }
+        XCTAssertEqual(s2c.map { $0["message"] as? String ?? "-" }, ["GetDataReply", "GetDataReply", "GetDataReply"], "\(lines)")
+        XCTAssertEqual(s2c.map { ($0["fields"] as? [String: Any])?["data"] as? String }, ["7631", "7632", "7633"])
+    }
+
     /// `framedump dissectors` shows each header.
     func testTheListingShowsEachHeader() throws {
         let s = try DissectorLoader.parse(text: Self.zk, file: "zk.dissector")[0]
