@@ -160,22 +160,24 @@ final class HeaderVariantTests: XCTestCase {
         }
     }
 
+    static let zkOwnIDs = """
+    protocol zk {
+        port 2181;
+        header c2s { int32 length; int32 xid; int32 type; }
+        header s2c { int32 length; int32 xid; int64 zxid; int32 err; }
+        frame_length = length + 4;
+        message_id c2s = type;
+        message_id s2c = xid;
+    }
+    Message GetData = 4 c2s { String(u32) path; Bool watch; }
+    Message GetDataReply answers GetData by xid { Bytes(u32) data when err == 0; }
+    Message WatcherEvent = -1 s2c { Int32 type; Int32 state; String(u32) path; }
+    """
+
     /// `message_id s2c = xid;` with negative ids: ZooKeeper's watch events (-1) among replies
     /// typed by their request's xid.
     func testADirectionsOwnIdAndNegativeIds() throws {
-        let dissector = """
-        protocol zk {
-            port 2181;
-            header c2s { int32 length; int32 xid; int32 type; }
-            header s2c { int32 length; int32 xid; int64 zxid; int32 err; }
-            frame_length = length + 4;
-            message_id c2s = type;
-            message_id s2c = xid;
-        }
-        Message GetData = 4 c2s { String(u32) path; Bool watch; }
-        Message GetDataReply answers GetData by xid { Bytes(u32) data when err == 0; }
-        Message WatcherEvent = -1 s2c { Int32 type; Int32 state; String(u32) path; }
-        """
+        let dissector = Self.zkOwnIDs
         let c2s = framed(be32(7) + be32(4) + text("/a") + [1])
         let s2c = framed(be32(-1) + be64(-1) + be32(0) + be32(3) + be32(3) + text("/a")) + framed(be32(7) + be64(9) + be32(-101))
         for piece in [1, 3, 1000] {
@@ -204,7 +206,7 @@ final class HeaderVariantTests: XCTestCase {
     /// A reply direction joined mid-stream: any id may be a reply, so the deframer takes a frame
     /// that decodes cleanly as one of the reply types (here after the tail of a cut reply).
     func testRepliesResynchroniseMidStream() throws {
-        let schemas = try DissectorLoader.parse(text: Self.zk, file: "t.dissector")
+        let schemas = try DissectorLoader.parse(text: Self.zkOwnIDs, file: "t.dissector")
         let out = OutputBuffer(fd: nil)
         let sessions = SessionManager(protocols: schemas, sink: JSONPrinter(output: out, diffable: true))
         let requests = (1...3).flatMap { framed(be32(Int32($0)) + be32(4) + text("/n\($0)") + [0]) }
@@ -215,6 +217,7 @@ final class HeaderVariantTests: XCTestCase {
         let s2c = lines.filter { ($0["dir"] as? String) == "s2c" && $0["type"] == nil }
         XCTAssertEqual(s2c.map { $0["message"] as? String ?? "-" }, ["GetDataReply", "GetDataReply", "GetDataReply"], "\(lines)")
         XCTAssertEqual(s2c.map { ($0["fields"] as? [String: Any])?["data"] as? String }, ["7631", "7632", "7633"])
+        XCTAssertEqual(lines.filter { ($0["type"] as? String) == "malformed" }.map { $0["length"] as? Int }, [7], "the cut reply's tail")
     }
 
     /// `framedump dissectors` shows each header.
