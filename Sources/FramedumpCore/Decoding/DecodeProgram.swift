@@ -1,8 +1,9 @@
 /// The schema's messages compiled into flat, trivially-copyable instructions, so decoding
 /// a message touches no reference counts and no Strings.
 struct DecodeOp {
-    enum Kind: UInt8 { case unsigned, signed, float32, float64, bool, string, bytes, message, varint, svarint }
-    enum Rule: UInt8 { case prefixed, nul, rest, fixed, varint, bodyField, headerField }
+    enum Kind: UInt8 { case unsigned, signed, float32, float64, bool, string, bytes, message, varint, svarint, decimal }
+    /// `delimited`: `ruleParam` indexes `DecodeProgram.delimiters`.
+    enum Rule: UInt8 { case prefixed, nul, rest, fixed, varint, bodyField, headerField, delimited }
     enum Count: UInt8 { case single, fixed, prefixed, field, varint, rest, headerField }
 
     var kind: Kind
@@ -31,6 +32,12 @@ final class DecodeProgram {
         var all: [DecodeOp] = []
         var r: [(Int32, Int32)] = []
         var conds: [FieldCondition] = []
+        var delims: [[UInt8]] = []
+        func delimiter(_ d: [UInt8]) -> Int32 {
+            if let i = delims.firstIndex(of: d) { return Int32(i) }
+            delims.append(d)
+            return Int32(delims.count - 1)
+        }
         for (mi, m) in s.messages.enumerated() {
             r.append((Int32(all.count), Int32(m.fields.count)))
             for (fi, f) in m.fields.enumerated() {
@@ -46,6 +53,9 @@ final class DecodeProgram {
                 case .float32(let o): op.kind = .float32; op.width = 4; op.bigEndian = o == .big
                 case .float64(let o): op.kind = .float64; op.width = 8; op.bigEndian = o == .big
                 case .bool: op.kind = .bool; op.width = 1
+                case .decimal(let d):
+                    // (Its least size, for the array bound: a digit and the delimiter.)
+                    op.kind = .decimal; op.width = Int32(1 + d.count); op.rule = .delimited; op.ruleParam = delimiter(d)
                 case .string(let rule), .bytes(let rule):
                     if case .string = f.type { op.kind = .string } else { op.kind = .bytes }
                     op.bigEndian = s.order == .big
@@ -54,6 +64,7 @@ final class DecodeProgram {
                         op.rule = .prefixed; op.ruleParam = Int32(w)
                         if let o { op.bigEndian = o == .big }
                     case .nulTerminated: op.rule = .nul
+                    case .delimited(let d): op.rule = .delimited; op.ruleParam = delimiter(d)
                     case .rest: op.rule = .rest
                     case .fixed(let n): op.rule = .fixed; op.ruleParam = Int32(n)
                     case .varint: op.rule = .varint
@@ -84,6 +95,8 @@ final class DecodeProgram {
         ranges = .allocate(capacity: max(1, r.count))
         _ = ranges.initialize(from: r)
         conditions = conds
+        delimiters = delims
+        conditional = s.messages.map { $0.fields.contains { $0.condition != nil } }
         byID = s.byID
         // Ids below 65536 by direct index, the table only as long as the largest such id needs
         // (a protocol with no ids costs one slot, not 256 KiB).
@@ -99,6 +112,10 @@ final class DecodeProgram {
 
     /// The fields' `when` tests (rare: read only for a field that has one).
     let conditions: [FieldCondition]
+    /// Per message: some of its fields are under a `when` (its field count is the ones there).
+    let conditional: [Bool]
+    /// The byte strings that end delimited values (`String(crlf)`, `Decimal(lf)`).
+    let delimiters: [[UInt8]]
 
     /// Message index by id for ids below 65536 (-1: none), one table per direction;
     /// larger ids fall back to the schema's dictionary.

@@ -321,6 +321,9 @@ public final class MessageDecoder {
         case .varint, .svarint:
             guard case .value(let v, let n) = b.varint(pos, maxBytes: Int(op.width)) else { return short(op, start, m) }
             value = op.kind == .varint ? .unsigned(v) : .signed(zigzagDecoded(v)); pos += n
+        case .decimal:
+            guard let (v, next) = decimal(op, b, pos) else { return short(op, start, m) }
+            value = .signed(v); pos = next
         case .float32:
             guard let v = b.uint(pos, width: 4, bigEndian: op.bigEndian) else { return short(op, start, m) }
             value = .float(Double(Float(bitPattern: UInt32(truncatingIfNeeded: v)))); pos += 4
@@ -354,8 +357,8 @@ public final class MessageDecoder {
                                          offset: Int32(start), width: 0, depth: Int16(depth)))
             let ok = decodeFields(mi, b, &pos, depth: depth + 1, into: m)
             m.fields[idx].width = Int32(pos - start)
-            if !ok {
-                // Count only the children that were decoded.
+            if !ok || program.conditional[mi] {
+                // Count only the children that were decoded (or are there: fields under `when`).
                 var c: Int32 = 0
                 for j in (idx + 1)..<m.fields.count where m.fields[j].depth == Int16(depth + 1) { c += 1 }
                 m.fields[idx].value = .object(count: c)
@@ -409,6 +412,42 @@ public final class MessageDecoder {
             let n = countValue(of: Int(op.ruleParam), inHeader: op.rule == .headerField, in: m, depth: depth)
             guard n <= UInt64(b.count - pos) else { return nil }
             return (pos, Int(n), pos + Int(n))
+        case .delimited:
+            guard let e = Self.find(program.delimiters[Int(op.ruleParam)], in: b, from: pos) else { return nil }
+            return (pos, e - pos, e + program.delimiters[Int(op.ruleParam)].count)
         }
+    }
+
+    /// Where byte string `d` first starts in `b` from `pos`, if it does.
+    static func find(_ d: [UInt8], in b: UnsafeRawBufferPointer, from pos: Int) -> Int? {
+        let n = d.count
+        var i = pos
+        while i + n <= b.count {
+            if b[i] == d[0] {
+                var k = 1
+                while k < n && b[i + k] == d[k] { k += 1 }
+                if k == n { return i }
+            }
+            i += 1
+        }
+        return nil
+    }
+
+    /// `Decimal(...)`: ASCII digits, a leading `-` allowed, up to the delimiter; nil when they
+    /// are not all here, or are no number (the delimiter not found within 20 digits).
+    func decimal(_ op: DecodeOp, _ b: UnsafeRawBufferPointer, _ pos: Int) -> (value: Int64, next: Int)? {
+        let d = program.delimiters[Int(op.ruleParam)]
+        var i = pos
+        var negative = false
+        if i < b.count && b[i] == 0x2d { negative = true; i += 1 }
+        var v: Int64 = 0
+        let first = i
+        while i < b.count, b[i] >= 0x30, b[i] <= 0x39, i - first < 19 {
+            v = v * 10 + Int64(b[i] - 0x30)
+            i += 1
+        }
+        guard i > first, b.count - i >= d.count else { return nil }
+        for k in 0..<d.count where b[i + k] != d[k] { return nil }
+        return (negative ? -v : v, i + d.count)
     }
 }

@@ -380,7 +380,7 @@ struct FilterNames {
             guard !defs.isEmpty else { return nil }
             return defs.map { d in
                 switch d.type {
-                case .unsigned, .signed, .enumeration, .varint: return .integer(labels: Set(d.labels?.values ?? [:].values))
+                case .unsigned, .signed, .enumeration, .varint, .decimal: return .integer(labels: Set(d.labels?.values ?? [:].values))
                 case .float32, .float64: return .float
                 case .bool: return .bool
                 case .string, .bytes: return .text

@@ -442,6 +442,12 @@ struct Resolver {
                 v.maxBytes = Int(n)
             }
             return .varint(signed: v.signed, maxBytes: v.maxBytes)
+        case "decimal", "ascii":
+            // `Decimal(crlf)`: digits up to a delimiter, which must be said.
+            guard let t = pf.param, let d = Self.delimiter(t) else {
+                throw err(pf.param ?? pf.token, "\(pf.typeName) needs the bytes that end it: Decimal(crlf), Decimal(lf) or Decimal(\"BYTES\")")
+            }
+            return .decimal(delimiter: d)
         case "string": return .string(try rule(pf, default: s.strings, earlier: earlier, schema: s))
         case "bytes", "binary": return .bytes(try rule(pf, default: .rest, earlier: earlier, schema: s))
         default: break
@@ -471,6 +477,8 @@ struct Resolver {
 
     func rule(_ pf: PendingField, default d: StringRule, earlier: [FieldDef], schema s: ProtocolSchema) throws(DissectorError) -> StringRule {
         guard let t = pf.param else { return d }
+        if let d = Self.delimiter(t) { return .delimited(d) }
+        if case .string = t.kind { throw err(t, "a delimiter is 1 to 16 bytes (\\r, \\n, \\t, \\0 and \\xHH write control bytes)") }
         switch t.kind {
         case .number(let n):
             guard n <= 1 << 20 else { throw err(t, "size out of range") }
@@ -495,6 +503,18 @@ struct Resolver {
         default: break
         }
         throw err(t, "expected u8, u16, u32, varint, nul, rest, a size or a field that holds it")
+    }
+
+    /// A value's delimiter: `crlf`, `lf`, or the bytes of a quoted string (1 to 16).
+    static func delimiter(_ t: Token) -> [UInt8]? {
+        switch t.kind {
+        case .ident(let w) where w.lowercased() == "crlf": return [13, 10]
+        case .ident(let w) where w.lowercased() == "lf": return [10]
+        case .string(let text):
+            let b = Array(text.utf8)
+            return b.isEmpty || b.count > 16 ? nil : b
+        default: return nil
+        }
     }
 
     /// `u8`/`u16`/`u32` (or `uint8`...) as a length or count prefix width, with `le`/`be`
@@ -537,7 +557,7 @@ struct Resolver {
 extension FieldType {
     var isInteger: Bool {
         switch self {
-        case .unsigned, .signed, .enumeration, .varint: return true
+        case .unsigned, .signed, .enumeration, .varint, .decimal: return true
         default: return false
         }
     }
@@ -612,11 +632,13 @@ struct MinimumWidths {
             switch r {
             case .prefixed(let w, _): return w
             case .nulTerminated, .varint: return 1
+            case .delimited(let d): return d.count
             case .sizedBy: return 0
             case .rest: return 0
             case .fixed(let n): return n
             }
         case .message(let mi): return message(mi)
+        case .decimal(let d): return 1 + d.count
         }
     }
 

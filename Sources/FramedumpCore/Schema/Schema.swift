@@ -15,6 +15,9 @@ public enum StringRule: Sendable, Equatable {
     case fixed(Int)
     /// `[varint length][bytes]` (`String(varint)`, protobuf's and MQTT 5's strings).
     case varint
+    /// Bytes up to a byte string, which ends the value and is no part of it (`String(crlf)`,
+    /// `String("\r\n")`: a text protocol's line inside a message).
+    case delimited([UInt8])
     /// As many bytes as a field says: an earlier field of the message or a header field
     /// (`String(key_length) key;`, `Bytes(extras_length) extras;`).
     case sizedBy(field: Int, inHeader: Bool)
@@ -50,6 +53,9 @@ public indirect enum FieldType: Sendable {
     case message(Int)
     /// An enum: an integer of the given type, shown with the enum's labels.
     case enumeration(Int, base: FieldTypeBase)
+    /// `Decimal(crlf)`: an integer written in ASCII digits (a leading `-` allowed) up to a byte
+    /// string (RESP's `*3\r\n`, a text header's byte count): a signed value.
+    case decimal(delimiter: [UInt8])
 
     /// Bytes this type always takes, or nil when it depends on the data.
     var fixedWidth: Int? {
