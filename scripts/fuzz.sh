@@ -293,6 +293,17 @@ zf = lambda p: struct.pack(">i", len(p)) + p
 zc = zf(struct.pack(">i", 0) + struct.pack(">i", 3) + b"abc") + zf(struct.pack(">ii", 7, 4) + struct.pack(">i", 2) + b"/a\x01")
 zs = struct.pack(">H", 3) + b"\x01" + zf(struct.pack(">iqi", -1, -1, 0) + struct.pack(">ii", 3, 2) + b"/a") + zf(struct.pack(">iqi", 7, 9, 0) + struct.pack(">i", 1) + b"x")
 open("%s/zk.seed" % out, "wb").write(zk.encode() + b"\0" + bytes([len(zc)]) + zc + zs)
+# Frames that are what their message takes (`frame_length = message`), with Decimal(crlf)
+# counts, delimited strings and a message nested in itself through a counted array (RESP).
+resp = ("protocol resp { port 8000; header { uint8 type; } frame_length = message; message_id = type; max_frame 65536; }\n"
+        "Message B { Decimal(crlf) length; String(length) data; String(crlf) end when length != -1; }\n"
+        "Message V { Uint8 type; String(crlf) text when type == 0x2b; Decimal(crlf) i when type == 0x3a; B bulk when type == 0x24;\n"
+        "  Decimal(crlf) count when type == 0x2a; V[count] elements when type == 0x2a; }\n"
+        "Message Array = 0x2a { Decimal(crlf) count; V[count] elements; }\nMessage Simple = 0x2b { String(crlf) text; }\n"
+        "Message Cards = 0x01 { Uint8 n; Uint16[n] cards; String(nul) who; String(\"||\") tag; }\n")
+rc = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n" + b"*3\r\n*1\r\n:5\r\n$-1\r\n+OK\r\n" + b"\x01\x02\x00\x07\x00\x09ann\x00x||"
+rs = b"+OK\r\n" + b"*-1\r\n" + b"*1\r\n$2\r\nhi\r\n"
+open("%s/resp.seed" % out, "wb").write(resp.encode() + b"\0" + bytes([len(rc)]) + rc + rs)
 for name, (text, frames) in seeds.items():
     c2s = b"".join(frames)
     # [split byte][client bytes][server bytes]: the same frames both ways.
