@@ -77,7 +77,8 @@ public struct DecodedField: Sendable {
 }
 
 public enum DecodeWarning: Sendable, Equatable {
-    case unknownMessage(UInt64)
+    /// (With how the id is written: a signed id field's, a pair's.)
+    case unknownMessage(UInt64, signed: Bool = false, pair: Bool = false)
     /// A frame no id names, coming the way replies come, while no request waits for it
     /// (`answers`): a capture that started after the request, or a request not decoded.
     case replyWithoutRequest
@@ -109,7 +110,7 @@ public enum DecodeWarning: Sendable, Equatable {
 
     public var text: String {
         switch self {
-        case .unknownMessage(let id): return "unknown message id \(id): body shown raw"
+        case .unknownMessage(let id, let signed, let pair): return "unknown message id \(IDText.of(id, signed: signed, pair: pair)): body shown raw"
         case .replyWithoutRequest: return "a reply whose request was not captured (no request waits for its key): body shown raw"
         case .bodyTooShort(let f, let at): return "body ends inside field '\(f)' at byte \(at)"
         case .frameCut(let have, let need): return "frame cut: \(have) of its \(need) bytes were captured; the fields after them are not shown"
@@ -137,8 +138,10 @@ public final class DecodedMessage {
     @exclusivity(unchecked) public var id: UInt64?
     /// The id was read from a signed field: `id` is its bit pattern (ZooKeeper's xid -1).
     @exclusivity(unchecked) public var idSigned = false
-    /// The id as it is written: negative for a signed id field's negative values.
-    public var idText: String? { id.map { idSigned ? String(Int64(bitPattern: $0)) : String($0) } }
+    /// The id is a pair of id fields' values (`3:7`).
+    @exclusivity(unchecked) public var idPair = false
+    /// The id as it is written: negative for a signed id field's negative values, `3:7` for a pair.
+    public var idText: String? { id.map { IDText.of($0, signed: idSigned, pair: idPair) } }
     /// Index into the schema's messages, nil when the id is unknown.
     @exclusivity(unchecked) public var message: Int?
     public let headerFields = FieldList(capacity: 8)
@@ -170,6 +173,7 @@ public final class DecodedMessage {
         message = nil
         id = nil
         idSigned = false
+        idPair = false
         transformed = nil
         if !transforms.isEmpty { transforms.removeAll(keepingCapacity: true) }
     }

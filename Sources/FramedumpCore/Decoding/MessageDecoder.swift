@@ -92,6 +92,7 @@ public final class MessageDecoder {
         m.bodyOffset = body
         m.id = layout.messageID(b, at: 0)
         m.idSigned = layout.idSigned
+        m.idPair = layout.idPair
         if let typed { m.message = typed } else if let id = m.id { m.message = program.message(dir, id) } else { m.message = layout.message ?? defaultMessage }
         // A framing kind's delimiter ends the frame and is no part of its body.
         if layout.trailerSize > 0 && frame.missing == 0 && b.count - body >= layout.trailerSize {
@@ -164,7 +165,7 @@ public final class MessageDecoder {
     func decodeProtobuf(_ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage) {
         let target = m.message.map { Int(protoTarget[$0]) } ?? -1
         if m.message == nil && hasIDs && (b.count > body || m.id != nil) {
-            m.warnings.append(.protobuf("unknown message id \(m.id ?? 0): body decoded without a schema (field numbers, guessed types)"))
+            m.warnings.append(.protobuf("unknown message id \(m.idText ?? "0"): body decoded without a schema (field numbers, guessed types)"))
         }
         guard b.count > body || (target >= 0 && protoDefaults) else { return }
         if protobuf?.m !== m {

@@ -75,6 +75,7 @@ public struct FilterEvaluator {
         switch r {
         case .msgID:
             guard let id else { return [] }
+            if p.layout(dir).idPair { return [.text(IDText.of(id, signed: false, pair: true))] }
             if p.layout(dir).idSigned, Int64(bitPattern: id) < 0 { return [.integer(negative: true, magnitude: 0 &- id, label: nil)] }
             return [.integer(negative: false, magnitude: id, label: nil)]
         case .msgName: return mi.map { [.text(p.schema.messages[$0].name)] }
@@ -294,6 +295,7 @@ public struct FilterEvaluator {
         switch r {
         case .msgID:
             guard let id = m.id else { return [] }
+            if m.idPair { return [.text(IDText.of(id, signed: false, pair: true))] }
             if m.idSigned, Int64(bitPattern: id) < 0 { return [.integer(negative: true, magnitude: 0 &- id, label: nil)] }
             return [.integer(negative: false, magnitude: id, label: nil)]
         case .msgName: return m.name(in: p).map { [.text($0)] } ?? []

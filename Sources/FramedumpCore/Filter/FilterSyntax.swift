@@ -352,6 +352,8 @@ struct FilterNames {
     /// bodies, a name no message declares at that depth).
     func kinds(_ ref: FieldReference) -> [Kind]? {
         switch ref {
+        // (`msg.id == "3:7"` where a protocol's ids are pairs.)
+        case .msgID where protocols.values.contains { $0.idField2 != nil }: return [.integer(labels: []), .text]
         case .msgID, .msgLen, .tcpPort, .tcpSrcPort, .tcpDstPort, .udpPort, .udpSrcPort, .udpDstPort: return [.integer(labels: [])]
         case .msgName, .msgDir, .msgProtocol, .ipSrc, .ipDst, .ipAddr: return [.text]
         case .proto: return nil

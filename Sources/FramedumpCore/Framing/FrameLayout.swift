@@ -85,6 +85,9 @@ public final class FrameLayout: @unchecked Sendable {
         idMask = bits?.mask ?? .max
         idShift = bits?.shift ?? 0
         idSigned = bits == nil && (idField.map { fields[$0].signed } ?? false)
+        // `message_id = cmd, sub;`: the id is the pair (a direction's own id field is one field).
+        idField2 = id == nil && idField != nil ? s.idField2.flatMap { toLocal[$0] >= 0 ? toLocal[$0] : nil } : nil
+        idPair = s.idField2 != nil && id == nil
         maxFrame = max(s.maxFrame, headerSize)
         end = FramingRegistry.kind(of: s)?.frameEnd(s, direction)
         trailerSize = end?.trailerSize ?? 0
@@ -114,6 +117,9 @@ public final class FrameLayout: @unchecked Sendable {
 
     /// The id is a signed field's value (no bits of it): shown negative when it is.
     public let idSigned: Bool
+    /// `message_id = cmd, sub;`: the second id field, and the id is the pair.
+    let idField2: Int?
+    public let idPair: Bool
     /// A first frame's message (its layout carries no id).
     public let message: Int?
     /// Per field, its index in the schema's header (what decoded fields are named by).
@@ -303,6 +309,10 @@ public final class FrameLayout: @unchecked Sendable {
     @inline(__always)
     public func messageID(_ b: UnsafeRawBufferPointer, at base: Int) -> UInt64? {
         guard let i = idField, let v = slotValue(i, in: b, at: base) else { return nil }
+        if _slowPath(idPair) {
+            guard let j = idField2, let w = slotValue(j, in: b, at: base) else { return nil }
+            return (v & 0xffff_ffff) << 32 | (w & 0xffff_ffff)
+        }
         return (v & idMask) >> idShift
     }
 }

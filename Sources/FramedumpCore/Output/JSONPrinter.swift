@@ -56,7 +56,10 @@ public final class JSONPrinter: MessageSink {
         if !diffable { k.jsonPackets(f.firstPacket.number, f.lastPacket.number, offset: f.offset) }
         k.write(",\"id\":")
         if let id = m.id {
-            if m.idSigned { k.decimal(Int64(bitPattern: id)) } else { k.decimal(id) }
+            if m.idPair {
+                // (A pair is written as it is declared, "3:7": a string.)
+                k.byte(0x22); k.decimal(id >> 32); k.byte(0x3a); k.decimal(id & 0xffff_ffff); k.byte(0x22)
+            } else if m.idSigned { k.decimal(Int64(bitPattern: id)) } else { k.decimal(id) }
         } else {
             k.write("null")
         }

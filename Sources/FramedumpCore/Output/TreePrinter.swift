@@ -102,7 +102,9 @@ public final class TreePrinter: MessageSink {
             k.write(names.treeMessage(mi))
         } else if let id = m.id {
             k.write(" (id ")
-            if m.idSigned { k.decimal(Int64(bitPattern: id)) } else { k.decimal(id) }
+            if m.idPair {
+                k.decimal(id >> 32); k.byte(0x3a); k.decimal(id & 0xffff_ffff)
+            } else if m.idSigned { k.decimal(Int64(bitPattern: id)) } else { k.decimal(id) }
             k.byte(0x29)
         }
         k.write(", "); k.decimal(UInt64(f.bytes.count + f.missing)); k.write(" bytes")

@@ -35,7 +35,7 @@ public enum DissectorDescription {
         }
         if let l = s.length { lines.append("  \(length(l)); max_frame \(s.maxFrame)") }
         if let k = FramingRegistry.kind(of: s) { lines += k.describe(s) }
-        if let id = s.idField { lines.append("  message id: \(s.header[id].name)" + (s.idBits.map { ".\($0.name) (bits 0x\(String($0.mask, radix: 16)))" } ?? "")) }
+        if let id = s.idField { lines.append("  message id: \(s.header[id].name)" + (s.idField2.map { ", " + s.header[$0].name + " (ids written main:sub)" } ?? "") + (s.idBits.map { ".\($0.name) (bits 0x\(String($0.mask, radix: 16)))" } ?? "")) }
         if let d = s.defaultMessage { lines.append("  every frame is message \(s.messages[d].name) (no message id)") }
         switch s.pairBy {
         case .messageID?: lines.append("  pair_by id (-z rtt: a response carries its request's id)")

@@ -364,12 +364,15 @@ struct Parser {
                 _ = accept("=")
                 guard p.directionIDNames[d] == nil else { throw err(kt, "the \(d.name) message id is already given") }
                 p.directionIDNames[d] = try ident("a header field name")
+                if at(",") { throw err(tok, "a direction's own message id is one field (a pair of fields is the protocol's: 'message_id = cmd, sub;')") }
                 break
             }
             _ = accept("=")
             guard p.idName == nil else { throw err(kt, "the message id is already given") }
             let (f, ft) = try ident("a header field name")
             p.idName = (f, ft)
+            // `message_id = cmd, sub;`: a main command and a sub-command, ids written `3:7`.
+            if accept(",") { p.idName2 = try ident("the second id field's name") }
         case "max_frame":
             let n = try number("a size in bytes")
             guard n > 0 && n <= 1 << 30 else { throw err(kt, "max_frame must be between 1 and 1073741824") }
@@ -630,13 +633,29 @@ struct Parser {
         var m = PendingMessage(name: name, line: nt.line, token: nt)
         if let conv = MessageNaming.parse(name) { m.id = conv.id; m.direction = conv.direction }
         if accept("=") {
-            let at = tok
+            let idToken = tok
             let (n, neg) = try magnitude("a message id")
-            if neg {
+            // `= 3:7`: a main and a sub id (`message_id = cmd, sub;`); `= 3 : pkg.Type` binds a
+            // protobuf type (the token after the colon tells them apart).
+            let pairFollows: Bool = {
+                guard at(":"), pos + 1 < tokens.count else { return false }
+                if case .number = tokens[pos + 1].kind { return true }
+                return tokens[pos + 1].kind == .punct("-") && pos + 2 < tokens.count && { if case .number = tokens[pos + 2].kind { return true }; return false }()
+            }()
+            if !neg, pairFollows {
+                _ = next()
+                let st = tok
+                let (sub, subNeg) = try magnitude("the second part of the message id")
+                guard n <= UInt64(UInt32.max), !subNeg, sub <= UInt64(UInt32.max) else {
+                    throw err(subNeg || n <= UInt64(UInt32.max) ? st : idToken, "each part of a message id pair is 0 to 4294967295")
+                }
+                m.id = n << 32 | sub
+                m.idPair = idToken
+            } else if neg {
                 // A signed id field's negative value (ZooKeeper's xid -1), kept as its bit pattern.
-                guard n <= 1 << 63 else { throw err(at, "message id -\(n) is out of range") }
+                guard n <= 1 << 63 else { throw err(idToken, "message id -\(n) is out of range") }
                 m.id = 0 &- n
-                m.idNegative = at
+                m.idNegative = idToken
             } else {
                 m.id = n
             }

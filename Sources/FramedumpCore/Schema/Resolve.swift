@@ -25,6 +25,8 @@ struct PendingMessage {
     var protoType: (String, Token)?
     /// `= -1`: where the negative id was written (it needs a signed id field).
     var idNegative: Token?
+    /// `= 3:7`: where the pair was written (it needs `message_id = cmd, sub;`).
+    var idPair: Token?
     /// `answers REQUEST by FIELD [= HEADER_FIELD]`, names still text.
     var answers: (request: (String, Token), field: (String, Token), reply: (String, Token))?
 }
@@ -37,6 +39,8 @@ struct PendingProtocol {
     var lengthToken: Token?
     var lengthWholeFrame = true
     var idName: (String, Token)?
+    /// `message_id = cmd, sub;`: the second id field.
+    var idName2: (String, Token)?
     /// `message_id c2s = type; message_id s2c = xid;`: a direction's own id field.
     var directionIDNames: [Direction: (String, Token)] = [:]
     /// A setting of the block had an error: what seems missing may be what was misspelt.
@@ -163,6 +167,7 @@ struct Resolver {
             }
         }
         s.enums = p.enums
+        resolveIDPair(p, &s, &errors)
         // `message_id s2c = xid;`: a direction's own id field.
         var directionIDs: [Direction: Int] = [:]
         for d in Direction.allCases {
@@ -175,7 +180,7 @@ struct Resolver {
         }
         // An id the id field cannot hold is never on the wire: a message that never matches.
         var signedIDs: Set<Direction> = []
-        for d in Direction.allCases {
+        for d in Direction.allCases where s.idField2 == nil || directionIDs[d] != nil {
             guard let i = directionIDs[d] ?? s.idField else { continue }
             let h = s.header[i]
             let idBits = directionIDs[d] == nil ? s.idBits : nil
@@ -190,7 +195,7 @@ struct Resolver {
             let signed = h.signed && idBits == nil
             let least: Int64 = !signed ? 0 : bits >= 64 ? .min : -(1 << Int64(bits - 1))
             for m in p.messages where m.direction == nil || m.direction == d {
-                guard let id = m.id else { continue }
+                guard let id = m.id, m.idPair == nil else { continue }
                 if let nt = m.idNegative {
                     if !signed {
                         errors.add(err(nt, "message id \(Int64(bitPattern: id)) is negative, but \(what) is unsigned (a negative id needs a signed field: int8..int64, svarint)"))
@@ -250,7 +255,8 @@ struct Resolver {
             }
             s.messages.append(MessageDef(name: m.name, title: m.title, id: m.id, direction: m.direction,
                                          fields: fields, nameBytes: Array(m.name.utf8), line: m.line))
-            s.messages[s.messages.count - 1].idSigned = m.id != nil && !signedIDs.isDisjoint(with: m.direction.map { [$0] } ?? Direction.allCases)
+            s.messages[s.messages.count - 1].idSigned = m.id != nil && m.idPair == nil && !signedIDs.isDisjoint(with: m.direction.map { [$0] } ?? Direction.allCases)
+            s.messages[s.messages.count - 1].idPair = m.idPair != nil
             fieldTokens.append(tokens)
             if let id = m.id {
                 for d in m.direction.map({ [$0] }) ?? Direction.allCases {

@@ -89,3 +89,38 @@ extension Resolver {
         }
     }
 }
+
+/// `message_id = cmd, sub;` with `Message Deal = 3:7`: a main command and a sub-command (many
+/// card and board game servers): each message's id is the pair, each part checked against its
+/// field.
+extension Resolver {
+    func resolveIDPair(_ p: PendingProtocol, _ s: inout ProtocolSchema, _ errors: inout Diagnostics) {
+        guard let (name, t) = p.idName2 else {
+            for m in p.messages { if let pt = m.idPair { errors.add(err(pt, "'\(m.name)' has a pair id: the protocol needs 'message_id = cmd, sub;' for it")) } }
+            return
+        }
+        guard let i = s.header.firstIndex(where: { $0.name == name && !$0.isPadding }) else {
+            errors.add(err(t, "'\(name)' is not a header field" + s.headerFieldHint(name)))
+            return
+        }
+        guard let main = s.idField else { return }
+        if s.idBits != nil { errors.add(err(t, "a pair id takes two whole fields: the first cannot be a bit group")); return }
+        if i == main { errors.add(err(t, "'\(name)' is the first id field too")); return }
+        s.idField2 = i
+        func top(_ h: HeaderField) -> UInt64 {
+            let bits = UInt64(min(32, h.isVarint ? h.varintMax * 7 : h.width * 8))
+            return h.signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1
+        }
+        let (hi, lo) = (top(s.header[main]), top(s.header[i]))
+        for m in p.messages {
+            guard let id = m.id else { continue }
+            guard m.idPair != nil else {
+                errors.add(err(m.token, "message id \(id) is one number, but the protocol's ids are pairs ('message_id = \(s.header[main].name), \(name);'): write it \(s.header[main].name):\(name), e.g. \(id):0"))
+                continue
+            }
+            if id >> 32 > hi || id & 0xffff_ffff > lo {
+                errors.add(err(m.idPair!, "message id \(id >> 32):\(id & 0xffff_ffff) does not fit in '\(s.header[main].name)' (at most \(hi)) and '\(name)' (at most \(lo))"))
+            }
+        }
+    }
+}

@@ -70,6 +70,15 @@ public indirect enum FieldType: Sendable {
     }
 }
 
+/// A message id as it is written: `-1` for a signed id field's bit pattern, `3:7` for a pair of
+/// id fields (`message_id = cmd, sub;`, kept as `cmd << 32 | sub`).
+public enum IDText {
+    public static func of(_ id: UInt64, signed: Bool, pair: Bool) -> String {
+        if pair { return "\(id >> 32):\(id & 0xffff_ffff)" }
+        return signed ? String(Int64(bitPattern: id)) : String(id)
+    }
+}
+
 /// The integer underneath an enum.
 public struct FieldTypeBase: Sendable {
     public var width: Int
@@ -113,8 +122,10 @@ public struct MessageDef: Sendable {
     public var id: UInt64?
     /// The id is a signed id field's value (its bit pattern in `id`): shown as such.
     public var idSigned = false
-    /// The id as it is written (`-1` for a signed id field's bit pattern).
-    public var idText: String? { id.map { idSigned ? String(Int64(bitPattern: $0)) : String($0) } }
+    /// The id is a pair of id fields' values (`Message Deal = 3:7`).
+    public var idPair = false
+    /// The id as it is written (`-1` for a signed id field's bit pattern, `3:7` for a pair).
+    public var idText: String? { id.map { IDText.of($0, signed: idSigned, pair: idPair) } }
     /// Set by the Cs_/Sc_ naming convention; nil when the message applies to both.
     public var direction: Direction?
     public var fields: [FieldDef]
@@ -292,6 +303,9 @@ public struct ProtocolSchema: Sendable {
     /// length rule cuts the frames. See `FramingRegistry`.
     public var framingSettings: [String: [String]] = [:]
     public var idField: Int?
+    /// `message_id = cmd, sub;`: a second id field; a message's id is then the pair
+    /// (`Message Deal = 3:7`), kept as `main << 32 | sub` and written `3:7`.
+    public var idField2: Int?
     /// A protocol whose frames carry no id (no `message_id`): the one message declared without
     /// an id that no field nests, which every frame is (see `Resolver.resolveDefaultMessage`).
     public var defaultMessage: Int?

@@ -69,6 +69,7 @@ public final class ProtocolRuntime {
         var shown = schema.header.map { !$0.isPadding }
         // The id is the message's "id"; a field whose id is some of its bits carries more (flags).
         if let id = schema.idField, schema.idBits == nil { shown[id] = false }
+        if let id2 = schema.idField2 { shown[id2] = false }
         if let l = schema.length, l.countsWholeFrame, l.terms.count == 1, let f = l.terms[0].field, !l.terms[0].negative {
             shown[f] = false
         }

@@ -107,6 +107,7 @@ final class IndexSink: MessageSink {
             direction: UInt8(m.direction.rawValue), flags: 0)
         if m.id != nil { e.flags |= IndexEntry.hasID }
         if m.idSigned { e.flags |= IndexEntry.signedID }
+        if m.idPair { e.flags |= IndexEntry.pairID }
         if !m.warnings.isEmpty { e.flags |= IndexEntry.hasWarnings }
         if case .key(let key, let request) = StatisticsSink.pairing(m, p) {
             if request {

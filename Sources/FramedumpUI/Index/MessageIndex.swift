@@ -33,10 +33,13 @@ package struct IndexEntry: Sendable {
     static let hasWarnings: UInt8 = 2
     /// The id is a signed id field's bit pattern (shown negative when it is).
     static let signedID: UInt8 = 4
+    /// The id is a pair (`3:7`), written as a JSON string.
+    static let pairID: UInt8 = 8
 
     /// The id as NDJSON writes it, or "null".
     var idText: String {
         guard flags & Self.hasID != 0 else { return "null" }
+        if flags & Self.pairID != 0 { return "\"" + IDText.of(id, signed: false, pair: true) + "\"" }
         return flags & Self.signedID != 0 ? String(Int64(bitPattern: id)) : String(id)
     }
 

@@ -9,7 +9,7 @@ enum FieldsBody: BodyFormat {
 
     static func decode(_ d: MessageDecoder, _ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage) {
         guard let mi = m.message else {
-            if m.id != nil && b.count > body || d.hasIDs { m.warnings.append(.unknownMessage(m.id ?? 0)) }
+            if m.id != nil && b.count > body || d.hasIDs { m.warnings.append(.unknownMessage(m.id ?? 0, signed: m.idSigned, pair: m.idPair)) }
             d.raw(b, from: body, into: m)
             return
         }
