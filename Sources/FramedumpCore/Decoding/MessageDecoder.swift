@@ -8,6 +8,8 @@ public final class MessageDecoder {
     public let firstLayouts: [FrameLayout?]
     /// The frames of a direction, or a first frame, have a layout of their own.
     let layoutsDiffer: Bool
+    /// Some direction has a message for any id no other names (`= *`).
+    let hasOtherwise: Bool
     let program: DecodeProgram
     /// `--max-depth` and `--max-array`.
     let maxDepth: Int
@@ -42,6 +44,7 @@ public final class MessageDecoder {
             firstLayouts = Direction.allCases.map { d in schema.variants.first { $0.direction == d && $0.first }.map { FrameLayout(schema, $0) } }
         }
         layoutsDiffer = layouts[0] !== layouts[1] || firstLayouts.contains { $0 != nil }
+        hasOtherwise = !schema.otherwise.isEmpty
         bodyKind = schema.body.kind
         bodyTables = bodyKind.tables(schema)
         program = DecodeProgram(schema)
@@ -66,6 +69,13 @@ public final class MessageDecoder {
     @exclusivity(unchecked) var protobuf: ProtobufDecoder?
 
     /// `as`: the message the frame is, when its id does not say (a reply typed by its request).
+    /// The message id `id` of direction `dir` selects: its own, else the direction's `= *` one.
+    @inline(__always)
+    func message(_ dir: Direction, _ id: UInt64) -> Int? {
+        if let mi = program.message(dir, id) { return mi }
+        return _slowPath(hasOtherwise) ? schema.otherwise[dir] : nil
+    }
+
     /// The layout frame `f` of direction `dir` was cut with.
     @inline(__always)
     public func layout(of f: Frame, _ dir: Direction) -> FrameLayout {
@@ -93,7 +103,7 @@ public final class MessageDecoder {
         m.id = layout.messageID(b, at: 0)
         m.idSigned = layout.idSigned
         m.idPair = layout.idPair
-        if let typed { m.message = typed } else if let id = m.id { m.message = program.message(dir, id) } else { m.message = layout.message ?? defaultMessage }
+        if let typed { m.message = typed } else if let id = m.id { m.message = message(dir, id) } else { m.message = layout.message ?? defaultMessage }
         // A framing kind's delimiter ends the frame and is no part of its body.
         if layout.trailerSize > 0 && frame.missing == 0 && b.count - body >= layout.trailerSize {
             b = UnsafeRawBufferPointer(rebasing: b[..<(b.count - layout.trailerSize)])

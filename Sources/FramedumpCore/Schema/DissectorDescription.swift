@@ -55,7 +55,7 @@ public enum DissectorDescription {
         let protoBase = s.proto?.base ?? s.messages.count
         for m in s.messages.prefix(protoBase) {
             var d = "    \(m.name)"
-            if let id = m.idText { d += " id \(id)" }
+            if let id = m.idText { d += " id \(id)" } else if m.otherwise { d += " id * (any other)" }
             if let dir = m.direction { d += " \(dir.name)" }
             if let a = m.answers { d += " answers \(s.messages[a.request].name) by \(a.requestField) = \(s.header[a.replyHeader].name)" }
             if let pt = m.protoType {

@@ -133,7 +133,7 @@ struct Lexer {
             } else if c == "!" && i + 1 < s.count && s[i + 1] == "=" {
                 tokens.append(Token(kind: .punct("!="), line: line, column: col, file: index))
                 i += 2
-            } else if "{}();=,[]+-:<>&".unicodeScalars.contains(c) {
+            } else if "{}();=,[]+-:<>&*".unicodeScalars.contains(c) {
                 tokens.append(Token(kind: .punct(String(c)), line: line, column: col, file: index))
                 i += 1
             } else {

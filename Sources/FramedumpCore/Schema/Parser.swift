@@ -632,7 +632,11 @@ struct Parser {
         try countMessage(nt)
         var m = PendingMessage(name: name, line: nt.line, token: nt)
         if let conv = MessageNaming.parse(name) { m.id = conv.id; m.direction = conv.direction }
-        if accept("=") {
+        if at("="), pos + 1 < tokens.count, tokens[pos + 1].kind == .punct("*") {
+            // `Message Row = * s2c { ... }`: a frame whose id names no other message.
+            _ = next()
+            m.otherwise = next()
+        } else if accept("=") {
             let idToken = tok
             let (n, neg) = try magnitude("a message id")
             // `= 3:7`: a main and a sub id (`message_id = cmd, sub;`); `= 3 : pkg.Type` binds a

@@ -27,6 +27,8 @@ struct PendingMessage {
     var idNegative: Token?
     /// `= 3:7`: where the pair was written (it needs `message_id = cmd, sub;`).
     var idPair: Token?
+    /// `= *`: the message of a frame whose id names no other (where the `*` was written).
+    var otherwise: Token?
     /// `answers REQUEST by FIELD [= HEADER_FIELD]`, names still text.
     var answers: (request: (String, Token), field: (String, Token), reply: (String, Token))?
 }
@@ -257,6 +259,19 @@ struct Resolver {
                                          fields: fields, nameBytes: Array(m.name.utf8), line: m.line))
             s.messages[s.messages.count - 1].idSigned = m.id != nil && m.idPair == nil && !signedIDs.isDisjoint(with: m.direction.map { [$0] } ?? Direction.allCases)
             s.messages[s.messages.count - 1].idPair = m.idPair != nil
+            if let st = m.otherwise {
+                s.messages[s.messages.count - 1].otherwise = true
+                if s.idField == nil && p.directionIDNames.isEmpty {
+                    errors.add(err(st, "'\(m.name) = *' is the message of an id no other names: the protocol needs a message_id"))
+                }
+                for d in m.direction.map({ [$0] }) ?? Direction.allCases {
+                    if let other = s.otherwise[d] {
+                        errors.add(err(st, "'\(s.messages[other].name)' is already the message of any other \(d.name) id"))
+                        break
+                    }
+                    s.otherwise[d] = mi
+                }
+            }
             fieldTokens.append(tokens)
             if let id = m.id {
                 for d in m.direction.map({ [$0] }) ?? Direction.allCases {

@@ -124,6 +124,8 @@ public struct MessageDef: Sendable {
     public var idSigned = false
     /// The id is a pair of id fields' values (`Message Deal = 3:7`).
     public var idPair = false
+    /// `= *`: every id no other message has (in its direction).
+    public var otherwise = false
     /// The id as it is written (`-1` for a signed id field's bit pattern, `3:7` for a pair).
     public var idText: String? { id.map { IDText.of($0, signed: idSigned, pair: idPair) } }
     /// Set by the Cs_/Sc_ naming convention; nil when the message applies to both.
@@ -326,6 +328,9 @@ public struct ProtocolSchema: Sendable {
     public var pairs: [PairSpec] = []
     /// The messages typed by the request they answer (`answers`), by index.
     public var replies: [Int] = []
+    /// `Message Row = * s2c { }`: per direction, the message a frame is when its id names no
+    /// other (after a reply's request, when it has one).
+    public var otherwise: [Direction: Int] = [:]
     public var messages: [MessageDef] = []
     public var enums: [EnumDef] = []
     /// (direction, id) → message index; direction-less messages are entered for both.

@@ -118,7 +118,9 @@ public final class ProtocolRuntime {
 
     func knownID(_ dir: Direction) -> ((UInt64) -> Bool)? {
         guard schema.hasMessageIDs, schema.body.kind.idsSelectLayout else { return nil }
-        // A reply (`answers`) is a frame whose id names no message: any id may be one.
+        // A reply (`answers`) is a frame whose id names no message, and `= *` takes any id no
+        // other message has: any id may be one.
+        if schema.otherwise[dir] != nil { return nil }
         if schema.replies.contains(where: { schema.messages[$0].answers?.replyDirection == dir }) { return nil }
         let ids = schema.byID[dir] ?? [:]
         return { ids[$0] != nil }

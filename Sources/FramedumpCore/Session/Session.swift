@@ -152,7 +152,7 @@ final class SessionFrames: FrameConsumer {
         // type is its request's, which must have been seen.
         if replies != nil { return true }
         let id = decoder.layout(of: f, dir).messageID(f.bytes, at: 0)
-        let mi = id.flatMap { decoder.program.message(dir, $0) }
+        let mi = id.flatMap { decoder.message(dir, $0) }
         if pre.evaluator.mayMatch(p, dir, id: id, message: mi) { return true }
         p.count(mi, id: id)
         pre.skipped += 1

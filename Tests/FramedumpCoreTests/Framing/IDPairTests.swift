@@ -60,6 +60,46 @@ final class IDPairTests: XCTestCase {
         XCTAssertTrue(out.text.contains("\"message\":\"Deal\""))
     }
 
+    /// `Message Other = * s2c { }`: a frame of that direction whose id names no other message
+    /// (MySQL's result-set packets); the other direction still says its unknown ids.
+    func testAMessageForAnyOtherID() throws {
+        let text = """
+        protocol any { port 7901; header { uint16 length; uint8 cmd; uint16 sub; } frame_length = length; message_id = cmd; }
+        Message Known = 1 { Uint8 x; }
+        Message Other = * s2c { Bytes(rest) data; }
+        """
+        let schemas = try DissectorLoader.parse(text: text, file: "any.dissector")
+        XCTAssertTrue(DissectorDescription.text(schemas[0]).contains("    Other id * (any other) s2c: 1 field"), DissectorDescription.text(schemas[0]))
+        for filter in [nil, "msg.name == \"Other\""] {
+            let out = OutputBuffer(fd: nil)
+            let printer = JSONPrinter(output: out, diffable: true)
+            let sink: MessageSink = try filter.map { FilteringSink(printer, filter: try FilterParser.parse($0, protocols: schemas)) } ?? printer
+            let sessions = SessionManager(protocols: schemas, sink: sink)
+            FuzzStreams.feed(sessions, runs: [(true, frame(1, 0, [7]) + frame(9, 0, [1])), (false, frame(1, 0, [8]) + frame(42, 0, [1, 2]))], piece: 1000, port: 7901)
+            let ms = try out.text.split(separator: "\n").map { try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+                .filter { $0["dir"] != nil && $0["type"] == nil }
+            if filter == nil {
+                XCTAssertEqual(ms.map { $0["message"] as? String ?? "-" }, ["Known", "-", "Known", "Other"])
+                XCTAssertEqual(ms[1]["warnings"] as? [String], ["unknown message id 9: body shown raw"], "c2s has no '= *' message")
+                XCTAssertEqual(ms[3]["id"] as? Int, 42, "the frame's own id")
+                XCTAssertNil(ms[3]["warnings"])
+            } else {
+                XCTAssertEqual(ms.map { $0["message"] as? String ?? "-" }, ["Other"], "the prefilter knows it too")
+            }
+        }
+        for (t, want) in [
+            ("Message A = * s2c { }\nMessage B = * { }", "'A' is already the message of any other s2c id"),
+            ("Message A = * { }\nMessage B = * c2s { }", "'A' is already the message of any other c2s id"),
+        ] {
+            XCTAssertThrowsError(try DissectorLoader.parse(text: "protocol p { port 1; header { uint16 length; uint8 cmd; } frame_length = length; message_id = cmd; }\n" + t, file: "t.dissector")) { e in
+                XCTAssertTrue((e as! DissectorError).description.contains(want), "\(t): \(e)")
+            }
+        }
+        XCTAssertThrowsError(try DissectorLoader.parse(text: "protocol p { port 1; header { uint16 length; } frame_length = length; }\nMessage A = * { }", file: "t.dissector")) { e in
+            XCTAssertTrue((e as! DissectorError).description.contains("the protocol needs a message_id"), "\(e)")
+        }
+    }
+
     func testMisuseIsSaid() {
         let head = "protocol p { port 1; header { uint16 length; uint8 cmd; uint16 sub; } frame_length = length; "
         for (text, want) in [
