@@ -57,3 +57,18 @@ def record_with_server(out, port, server, scenario):
         finally:
             proc.terminate()
             proc.wait(TIMEOUT)
+
+
+def follow(pcap, stream=0):
+    """Each direction's bytes of one TCP stream as tshark's follow,tcp gives them, the oracle the
+    recorders check their frames against: `stream` is tshark's stream index, or its
+    "a.b.c.d:port,e.f.g.h:port" endpoints. {"c2s": bytes, "s2c": bytes}."""
+    out = subprocess.run(["tshark", "-r", pcap, "-q", "-z", "follow,tcp,raw,%s" % stream],
+                         capture_output=True, text=True, check=True, timeout=60).stdout
+    sides = {"c2s": b"", "s2c": b""}
+    for ln in out.splitlines():
+        # (Headers: "Follow: ...", "Filter: ...", "Node 0: ...", the rules of "=".)
+        if not ln or ln.startswith("=") or ":" in ln:
+            continue
+        sides["s2c" if ln.startswith("\t") else "c2s"] += bytes.fromhex(ln.strip())
+    return sides

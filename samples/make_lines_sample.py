@@ -23,7 +23,7 @@ lines.messages.json: {"protocol", "server_port", "connections": [{"client": N, "
 """
 import asyncio, json, os, socket, subprocess, sys
 
-from capture import Capture
+from capture import Capture, follow
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PORT = 7400
@@ -104,19 +104,6 @@ async def main():
     server = await asyncio.start_server(serve, "127.0.0.1", PORT)
     async with server:
         await asyncio.wait_for(asyncio.gather(*(client(k) for k in (1, 2, 3))), 3 * TIMEOUT)
-
-
-def follow(path, index):
-    """Each direction's bytes of TCP stream `index` as tshark's follow,tcp gives them."""
-    out = subprocess.run(["tshark", "-r", path, "-q", "-z", "follow,tcp,raw,%d" % index],
-                         capture_output=True, text=True, check=True).stdout
-    sides = {"c2s": b"", "s2c": b""}
-    for l in out.splitlines():
-        if not l or l.startswith("=") or ":" in l:
-            continue
-        side = "s2c" if l.startswith("\t") else "c2s"
-        sides[side] += bytes.fromhex(l.strip())
-    return sides
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ import asyncio, json, os, socket, struct, subprocess
 
 import msgpack
 
-from capture import Capture
+from capture import Capture, follow
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PORT = 7600
@@ -267,13 +267,7 @@ def check(pcap):
         print("tshark not found: the capture is not cross-checked")
         return
     for port, c in LOG.items():
-        out = subprocess.run(["tshark", "-r", pcap, "-q", "-z", "follow,tcp,raw,127.0.0.1:%d,127.0.0.1:%d" % (port, PORT)],
-                             capture_output=True, text=True, check=True, timeout=60).stdout
-        sides = {"c2s": b"", "s2c": b""}
-        for ln in out.splitlines():
-            if not ln or ln.startswith("=") or ":" in ln or ln.startswith("Follow") or ln.startswith("Filter") or ln.startswith("Node"):
-                continue
-            sides["s2c" if ln.startswith("\t") else "c2s"] += bytes.fromhex(ln.strip())
+        sides = follow(pcap, "127.0.0.1:%d,127.0.0.1:%d" % (port, PORT))
         for d in ("c2s", "s2c"):
             pos, n = 0, 0
             data = sides[d]

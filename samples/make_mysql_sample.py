@@ -52,7 +52,7 @@ import json, os, shutil, socket, subprocess, tempfile, time
 import pymysql
 from pymysql.constants import CLIENT
 
-from capture import record_with_server
+from capture import follow, record_with_server
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PORT = 3306
@@ -158,17 +158,6 @@ def split(data):
         pos += 4 + n
     assert pos == len(data), "a packet runs past the end of the stream"
     return out
-
-
-def follow(pcap):
-    out = subprocess.run(["tshark", "-r", pcap, "-q", "-z", "follow,tcp,raw,0"], capture_output=True,
-                         text=True, check=True, timeout=60).stdout
-    sides = {"c2s": b"", "s2c": b""}
-    for ln in out.splitlines():
-        if not ln or ln.startswith("=") or ":" in ln:
-            continue
-        sides["s2c" if ln.startswith("\t") else "c2s"] += bytes.fromhex(ln.strip())
-    return sides
 
 
 def check(pcap):

@@ -47,7 +47,7 @@ the latencies) differ from run to run; everything else is the same in every run 
 """
 import asyncio, json, os, socket, struct, subprocess, time
 
-from capture import Capture
+from capture import Capture, follow
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PORT = 8400
@@ -303,14 +303,7 @@ def check(pcap, conns):
         print("tshark not found: the capture is not cross-checked")
         return
     for c in conns:
-        out = subprocess.run(["tshark", "-r", pcap, "-q", "-z",
-                              "follow,tcp,raw,127.0.0.1:%d,127.0.0.1:%d" % (c["client_port"], PORT)],
-                             capture_output=True, text=True, check=True, timeout=60).stdout
-        sides = {"c2s": b"", "s2c": b""}
-        for ln in out.splitlines():
-            if not ln or ln.startswith("=") or ":" in ln or ln.startswith("Follow") or ln.startswith("Filter") or ln.startswith("Node"):
-                continue
-            sides["s2c" if ln.startswith("\t") else "c2s"] += bytes.fromhex(ln.strip())
+        sides = follow(pcap, "127.0.0.1:%d,127.0.0.1:%d" % (c["client_port"], PORT))
         for d in ("c2s", "s2c"):
             pos, n, data = 0, 0, sides[d]
             while pos < len(data):

@@ -59,7 +59,7 @@ import glob, json, os, shutil, socket, struct, subprocess, tempfile, time
 
 import psycopg
 
-from capture import record_with_server
+from capture import follow, record_with_server
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PORT = 5432
@@ -223,17 +223,6 @@ def split(data, first_untyped):
         pos += 1 + n
     assert pos == len(data), "a message runs past the end of the stream"
     return out
-
-
-def follow(pcap):
-    out = subprocess.run(["tshark", "-r", pcap, "-q", "-z", "follow,tcp,raw,0"], capture_output=True,
-                         text=True, check=True, timeout=60).stdout
-    sides = {"c2s": b"", "s2c": b""}
-    for ln in out.splitlines():
-        if not ln or ln.startswith("=") or ":" in ln:
-            continue
-        sides["s2c" if ln.startswith("\t") else "c2s"] += bytes.fromhex(ln.strip())
-    return sides
 
 
 def check(pcap):

@@ -26,7 +26,7 @@ MessageToDict gives it (lowerCamelCase names, as framedump's NDJSON writes proto
 """
 import asyncio, json, os, socket, subprocess, sys, tempfile
 
-from capture import Capture
+from capture import Capture, follow
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -159,13 +159,7 @@ def check(pcap):
         print("tshark not found: the capture is not cross-checked")
         return
     for port, c in LOG.items():
-        out = subprocess.run(["tshark", "-r", pcap, "-q", "-z", "follow,tcp,raw,127.0.0.1:%d,127.0.0.1:%d" % (port, PORT)],
-                             capture_output=True, text=True, check=True).stdout
-        sides = {"c2s": b"", "s2c": b""}
-        for ln in out.splitlines():
-            if not ln or ln.startswith("=") or ":" in ln or ln.startswith("Follow") or ln.startswith("Filter") or ln.startswith("Node"):
-                continue
-            sides["s2c" if ln.startswith("\t") else "c2s"] += bytes.fromhex(ln.strip())
+        sides = follow(pcap, "127.0.0.1:%d,127.0.0.1:%d" % (port, PORT))
         for d in ("c2s", "s2c"):
             pos, n = 0, 0
             data = sides[d]

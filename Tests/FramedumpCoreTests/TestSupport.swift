@@ -76,6 +76,23 @@ enum TestSupport {
         return (flows, events)
     }
 
+    /// tshark's follow of TCP stream `stream` of a sample: its client's port and the bytes each
+    /// way (client, server).
+    static func tsharkFollow(_ sample: String, stream: Int) throws -> (clientPort: String, bytes: [Int]) {
+        let r = try run(try oracle("tshark"), ["-r", self.sample(sample), "-q", "-z", "follow,tcp,raw,\(stream)"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        var bytes = [0, 0]
+        var port = ""
+        for l in r.stdout.split(separator: "\n") {
+            if l.hasPrefix("Node 0: ") { port = String(l.split(separator: ":").last!) }
+            guard let c = l.first, c == "\t" || c.isHexDigit else { continue }
+            let hex = l.trimmingCharacters(in: .whitespaces)
+            guard hex.allSatisfy(\.isHexDigit) else { continue }
+            bytes[c == "\t" ? 1 : 0] += hex.count / 2
+        }
+        return (port, bytes)
+    }
+
     static func which(_ tool: String) -> String? {
         for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
             let p = "\(dir)/\(tool)"

@@ -8,8 +8,9 @@ extension Resolver {
         guard blocks.contains(where: { $0.direction != nil }) || !p.directionIDNames.isEmpty else { return }
         let at = p.token ?? Token(kind: .end, line: p.line, column: 1)
         if let layer = s.overLayers.first {
-            errors.add(err(blocks.first { $0.direction != nil }!.token,
-                           "protocol '\(s.name)': headers per direction and first frames are read on TCP and UDP streams, not yet in \(layer) messages (give one header)"))
+            // (A direction's own message id alone brings it here too: no block has a direction.)
+            let t = blocks.first { $0.direction != nil }?.token ?? Direction.allCases.compactMap { p.directionIDNames[$0]?.1 }.first ?? at
+            errors.add(err(t, "protocol '\(s.name)': headers per direction, first frames and a direction's own message id are read on TCP and UDP streams, not yet in \(layer) messages (give one header and one message_id)"))
             return
         }
         let plain = blocks.first { $0.direction == nil }

@@ -150,6 +150,9 @@ final class HeaderVariantTests: XCTestCase {
              "t.dissector:1:52: error: the c2s header is already declared at line 1"),
             ("protocol p { port 1; header { uint32 length; uint8 id; } frame_length = length; message_id = id; first c2s { header { uint32 length; } frame_length = size; message B; } }",
              "t.dissector:1:151: error: 'size' is not a field of the first c2s frame's header"),
+            // (Found by fuzzing: a direction's own id alone, over a layer, trapped the resolver.)
+            ("protocol p { websocket \"/x\"; header { uint32 a; } message_id s2c = a; }",
+             "t.dissector:1:68: error: protocol 'p': headers per direction, first frames and a direction's own message id are read on TCP and UDP streams, not yet in websocket messages"),
             ("protocol p { port 1; header { uint32 length; uint8 id; } frame_length = length; message_id = id; first s2c { message A; } }",
              "t.dissector:1:118: error: 'A' is a c2s message: it cannot be the first s2c frame"),
         ] {

@@ -47,20 +47,9 @@ final class RedisCommandSampleTests: XCTestCase {
     }
 
     func testTheMessagesTileTsharksStreams() throws {
-        let tshark = try TestSupport.oracle("tshark")
         let ms = try messages().filter { $0["type"] == nil && $0["dir"] != nil }
         for stream in 0..<2 {
-            let r = try TestSupport.run(tshark, ["-r", TestSupport.sample("redis.pcap"), "-q", "-z", "follow,tcp,raw,\(stream)"])
-            XCTAssertEqual(r.status, 0, r.stderr)
-            var bytes = [0, 0]
-            var port = ""
-            for l in r.stdout.split(separator: "\n") {
-                if l.hasPrefix("Node 0: ") { port = String(l.split(separator: ":").last!) }
-                guard let c = l.first, c == "\t" || c.isHexDigit else { continue }
-                let hex = l.trimmingCharacters(in: .whitespaces)
-                guard hex.allSatisfy(\.isHexDigit) else { continue }
-                bytes[c == "\t" ? 1 : 0] += hex.count / 2
-            }
+            let (port, bytes) = try TestSupport.tsharkFollow("redis.pcap", stream: stream)
             let mine = ms.filter { ($0["conn"] as? String)?.contains(":\(port)-") == true }
             var got = [0, 0]
             for dir in 0..<2 {

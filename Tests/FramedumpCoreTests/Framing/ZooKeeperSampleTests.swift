@@ -70,20 +70,9 @@ final class ZooKeeperSampleTests: XCTestCase {
 
     /// The frames cover each stream as tshark's TCP follow gives it, byte for byte.
     func testTheFramesCoverTsharksStreams() throws {
-        let tshark = try TestSupport.oracle("tshark")
         let (flows, _) = try TestSupport.messagesByFlow("zookeeper.pcap")
         for stream in 0..<2 {
-            let r = try TestSupport.run(tshark, ["-r", TestSupport.sample("zookeeper.pcap"), "-q", "-z", "follow,tcp,raw,\(stream)"])
-            XCTAssertEqual(r.status, 0, r.stderr)
-            var bytes = [0, 0]  // client, server
-            var port = ""
-            for l in r.stdout.split(separator: "\n") {
-                if l.hasPrefix("Node 0: ") { port = String(l.split(separator: ":").last!) }
-                guard let c = l.first, c == "\t" || c.isHexDigit, !l.hasPrefix("Node"), !l.hasPrefix("Filter"), !l.hasPrefix("Follow") else { continue }
-                let hex = l.trimmingCharacters(in: .whitespaces)
-                guard hex.allSatisfy(\.isHexDigit) else { continue }
-                bytes[c == "\t" ? 1 : 0] += hex.count / 2
-            }
+            let (port, bytes) = try TestSupport.tsharkFollow("zookeeper.pcap", stream: stream)
             let c2s = (flows["\(port)>2181"] ?? []).reduce(0) { $0 + ($1["length"] as! Int) }
             let s2c = (flows["2181>\(port)"] ?? []).reduce(0) { $0 + ($1["length"] as! Int) }
             XCTAssertEqual([c2s, s2c], bytes, "stream \(stream)")
