@@ -113,6 +113,7 @@ public final class FrameLayout: @unchecked Sendable {
         termCount = ts.count
         constantCount = cs.count
         fieldCount = sl.count
+        end?.attach(self)
     }
 
     /// The id is a signed field's value (no bits of it): shown negative when it is.
@@ -264,7 +265,7 @@ public final class FrameLayout: @unchecked Sendable {
             if v != slots[i].constant { return .constantMismatch(field: i, value: v) }
             c += 1
         }
-        if let end { return end.check(b, at: base, from: max(from, base + header), headerSize: header, maxFrame: maxFrame, layout: self) }
+        if let end { return end.check(b, at: base, from: max(from, base + header), headerSize: header, maxFrame: maxFrame) }
         var total: Int64 = 0
         var t = 0
         while t < termCount {
@@ -309,10 +310,14 @@ public final class FrameLayout: @unchecked Sendable {
     @inline(__always)
     public func messageID(_ b: UnsafeRawBufferPointer, at base: Int) -> UInt64? {
         guard let i = idField, let v = slotValue(i, in: b, at: base) else { return nil }
-        if _slowPath(idPair) {
-            guard let j = idField2, let w = slotValue(j, in: b, at: base) else { return nil }
-            return (v & 0xffff_ffff) << 32 | (w & 0xffff_ffff)
-        }
+        if _slowPath(idPair) { return pairID(v, b, at: base) }
         return (v & idMask) >> idShift
+    }
+
+    /// `message_id = cmd, sub;`: the pair, `cmd << 32 | sub` (the rare path, kept out of line).
+    @inline(never)
+    func pairID(_ v: UInt64, _ b: UnsafeRawBufferPointer, at base: Int) -> UInt64? {
+        guard let j = idField2, let w = slotValue(j, in: b, at: base) else { return nil }
+        return (v & 0xffff_ffff) << 32 | (w & 0xffff_ffff)
     }
 }

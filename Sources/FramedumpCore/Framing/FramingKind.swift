@@ -37,8 +37,9 @@ protocol FrameEnd: AnyObject {
     /// The frame's length, `.needMoreData` while its end is not in `b`, `.tooLong` past
     /// `maxFrame`. `from` (at least `base + headerSize`) is where the search may resume:
     /// before it an earlier call on the same bytes found no end.
-    /// `layout`: the header's, whose fields (and id) the frame starts with.
-    func check(_ b: UnsafeRawBufferPointer, at base: Int, from: Int, headerSize: Int, maxFrame: Int, layout: FrameLayout) -> FrameLayout.Check
+    func check(_ b: UnsafeRawBufferPointer, at base: Int, from: Int, headerSize: Int, maxFrame: Int) -> FrameLayout.Check
+    /// The layout that asks it (once, when made): a kind that reads the header's fields keeps it.
+    func attach(_ layout: FrameLayout)
     /// Bytes at the frame's end that are not its body (a delimiter), left out of decoding.
     var trailerSize: Int { get }
     /// After a gap or a bad frame: the first position in `b` from `p` on where a frame surely
@@ -56,6 +57,7 @@ protocol FrameEnd: AnyObject {
 extension FrameEnd {
     func payloadStart(_ b: UnsafeRawBufferPointer, body: Int) -> Int? { nil }
     var marksBoundaries: Bool { true }
+    func attach(_ layout: FrameLayout) {}
 }
 
 /// Every framing kind besides the length rule, one line each.

@@ -60,9 +60,13 @@ final class MessageEnd: FrameEnd {
     var trailerSize: Int { 0 }
     var marksBoundaries: Bool { false }
 
-    func check(_ b: UnsafeRawBufferPointer, at base: Int, from: Int, headerSize: Int, maxFrame: Int, layout: FrameLayout) -> FrameLayout.Check {
+    /// The layout whose frames it measures (which owns it: unowned).
+    unowned(unsafe) var layout: FrameLayout?
+    func attach(_ layout: FrameLayout) { self.layout = layout }
+
+    func check(_ b: UnsafeRawBufferPointer, at base: Int, from: Int, headerSize: Int, maxFrame: Int) -> FrameLayout.Check {
         let held = min(b.count - base, maxFrame)
-        switch decoder.measure(UnsafeRawBufferPointer(rebasing: b[base..<(base + held)]), dir, layout: layout, into: scratch) {
+        switch decoder.measure(UnsafeRawBufferPointer(rebasing: b[base..<(base + held)]), dir, layout: layout!, into: scratch) {
         case .length(let n): return .ok(frameLength: n)
         case .needMoreData: return b.count - base >= maxFrame ? .tooLong(Int64(maxFrame) + 1) : .needMoreData
         case .unknownMessage(let id): return .unknownSize(id: id)

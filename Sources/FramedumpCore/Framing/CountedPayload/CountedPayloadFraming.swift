@@ -139,7 +139,7 @@ final class CountedPayloadEnd: FrameEnd {
     /// The longest line that announces a payload: past it, a line is a plain line.
     static let maxAnnouncement = 4096
 
-    func check(_ b: UnsafeRawBufferPointer, at base: Int, from: Int, headerSize: Int, maxFrame: Int, layout: FrameLayout) -> FrameLayout.Check {
+    func check(_ b: UnsafeRawBufferPointer, at base: Int, from: Int, headerSize: Int, maxFrame: Int) -> FrameLayout.Check {
         let s = base + headerSize
         if let rule = announcing(b, from: s) {
             // The line is found again on each call (it is short), never from `from`, which may
@@ -161,7 +161,7 @@ final class CountedPayloadEnd: FrameEnd {
             if window < s + Self.maxAnnouncement + line.trailerSize { return .needMoreData }
             // Too long to announce a payload: a plain line.
         }
-        return line.check(b, at: base, from: from, headerSize: headerSize, maxFrame: maxFrame, layout: layout)
+        return line.check(b, at: base, from: from, headerSize: headerSize, maxFrame: maxFrame)
     }
 
     /// The rule whose verb starts the line at `s` (a verb is known once a space or the

@@ -65,7 +65,7 @@ final class DelimiterEnd: FrameEnd {
 
     var trailerSize: Int { delimiter.count }
 
-    func check(_ b: UnsafeRawBufferPointer, at base: Int, from: Int, headerSize: Int, maxFrame: Int, layout: FrameLayout) -> FrameLayout.Check {
+    func check(_ b: UnsafeRawBufferPointer, at base: Int, from: Int, headerSize: Int, maxFrame: Int) -> FrameLayout.Check {
         // A delimiter that started before `from` may end after it.
         let start = max(base + headerSize, from - (delimiter.count - 1))
         let limit = min(b.count, base &+ maxFrame)
