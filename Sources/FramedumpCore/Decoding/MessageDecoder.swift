@@ -454,11 +454,17 @@ public final class MessageDecoder {
         var v: Int64 = 0
         let first = i
         while i < b.count, b[i] >= 0x30, b[i] <= 0x39, i - first < 19 {
-            v = v * 10 + Int64(b[i] - 0x30)
+            // 19 digits can pass Int64 ("9999999999999999999"): such digits are no number.
+            // (Summed with the sign as read, so -9223372036854775808 is one.) A fuzz finding.
+            let digit = Int64(b[i] - 0x30)
+            let (t, o1) = v.multipliedReportingOverflow(by: 10)
+            let (u, o2) = negative ? t.subtractingReportingOverflow(digit) : t.addingReportingOverflow(digit)
+            if o1 || o2 { return nil }
+            v = u
             i += 1
         }
         guard i > first, b.count - i >= d.count else { return nil }
         for k in 0..<d.count where b[i + k] != d[k] { return nil }
-        return (negative ? -v : v, i + d.count)
+        return (v, i + d.count)
     }
 }

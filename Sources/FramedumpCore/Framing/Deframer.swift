@@ -348,7 +348,11 @@ public final class Deframer {
                 used += take
                 if buffer.count < layout.headerSize { return used }
             }
-            var check = buffer.withUnsafeBytes { layout.check($0, at: 0, from: searched(bufferOffset, buffer.count)) }
+            // (A kind that measures by decoding, `frame_length = message`, is not asked again
+            // about the very bytes it found short: the answer is the same.)
+            let known = searched(bufferOffset, buffer.count)
+            var check: FrameLayout.Check = known > 0 && known == buffer.count && layout.end?.marksBoundaries == false ? .needMoreData
+                : buffer.withUnsafeBytes { layout.check($0, at: 0, from: known) }
             if case .needMoreData = check {
                 // A framing that looks for its end (a delimiter): it is not in the bytes held.
                 // Take the rest of the chunk and look on from where the search stopped.
@@ -475,6 +479,13 @@ public final class Deframer {
 
     /// Whether a frame could start at `i`: a sane header whose id we know.
     func plausible(_ b: UnsafeRawBufferPointer, _ i: Int) -> Int? {
+        // A framing kind that measures a candidate by decoding it (`frame_length = message`):
+        // what it reads is charged to the hunt's budget, so no input makes it decode a long
+        // candidate at every offset (a fuzz helper's finding: stream length × max_frame).
+        if let end = layout.end, !end.marksBoundaries {
+            judged += min(b.count - i, layout.maxFrame)
+            if judged > Self.judgeBudget { return nil }
+        }
         guard case .ok(let n) = layout.check(b, at: i) else { return nil }
         if let knownID, let id = layout.messageID(b, at: i), !knownID(id) { return nil }
         // (A frame not all here yet is judged when it is.)
@@ -535,8 +546,11 @@ public final class Deframer {
             var p = 0
             while b.count - p >= layout.headerSize {
                 // A varint of the header still arriving, or (`frame_length = message`) a field
-                // of the message: this candidate is judged when they are here.
-                if !final, layout.variable || layout.end != nil, case .needMoreData = layout.check(b, at: p) {
+                // of the message: this candidate is judged when they are here (a measure is
+                // charged to the hunt's budget, as `plausible`'s are).
+                if !final, layout.variable || layout.end != nil, judged <= Self.judgeBudget,
+                   case .needMoreData = layout.check(b, at: p) {
+                    if layout.end?.marksBoundaries == false { judged += min(b.count - p, layout.maxFrame) }
                     return .wait(p)
                 }
                 if let n = plausible(b, p) {

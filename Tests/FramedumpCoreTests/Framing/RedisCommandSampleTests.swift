@@ -89,6 +89,17 @@ final class RedisCommandSampleTests: XCTestCase {
             // "1x" is no number: the frame never ends, and the stream's end says so.
             XCTAssertTrue(lines.contains { ($0["type"] as? String) == "cut" }, "piece \(piece)")
         }
+        // Both ends of Int64, and one past (a fuzz finding: it trapped; now it is no number).
+        let ends: [UInt8] = [2] + Array("9223372036854775807\r\n".utf8) + [2] + Array("-9223372036854775808\r\n".utf8)
+            + [2] + Array("9999999999999999999\r\n".utf8)
+        let e = try DissectorLoader.parse(text: "protocol e { port 7801; header { uint8 kind; } frame_length = message; message_id = kind; }\nMessage N = 2 { Decimal(crlf) n; }", file: "e.dissector")
+        let out = OutputBuffer(fd: nil)
+        let sessions = SessionManager(protocols: e, sink: JSONPrinter(output: out, diffable: true))
+        FuzzStreams.feed(sessions, runs: [(true, ends)], piece: 1000, port: 7801)
+        let lines = out.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        XCTAssertEqual(lines.filter { $0["dir"] != nil && $0["type"] == nil }.compactMap { ($0["fields"] as? [String: Any])?["n"] as? Int },
+                       [Int.max, Int.min])
+        XCTAssertTrue(lines.contains { ($0["type"] as? String) == "cut" }, "the number past Int64 ends no frame")
         for (t, want) in [
             ("Message A = 1 { Decimal n; }", "Decimal needs the bytes that end it"),
             ("Message A = 1 { Decimal(u8) n; }", "Decimal needs the bytes that end it"),
