@@ -424,28 +424,13 @@ public final class MessageDecoder {
             guard n <= UInt64(b.count - pos) else { return nil }
             return (pos, Int(n), pos + Int(n))
         case .delimited:
-            guard let e = Self.find(program.delimiters[Int(op.ruleParam)], in: b, from: pos) else { return nil }
+            guard let e = DelimiterEnd.start(of: program.delimiters[Int(op.ruleParam)], in: b, from: pos, to: b.count) else { return nil }
             return (pos, e - pos, e + program.delimiters[Int(op.ruleParam)].count)
         }
     }
 
-    /// Where byte string `d` first starts in `b` from `pos`, if it does.
-    static func find(_ d: [UInt8], in b: UnsafeRawBufferPointer, from pos: Int) -> Int? {
-        let n = d.count
-        var i = pos
-        while i + n <= b.count {
-            if b[i] == d[0] {
-                var k = 1
-                while k < n && b[i + k] == d[k] { k += 1 }
-                if k == n { return i }
-            }
-            i += 1
-        }
-        return nil
-    }
-
     /// `Decimal(...)`: ASCII digits, a leading `-` allowed, up to the delimiter; nil when they
-    /// are not all here, or are no number (the delimiter not found within 20 digits).
+    /// are not all here, or are no number (no delimiter after at most 19 digits, or past Int64).
     func decimal(_ op: DecodeOp, _ b: UnsafeRawBufferPointer, _ pos: Int) -> (value: Int64, next: Int)? {
         let d = program.delimiters[Int(op.ruleParam)]
         var i = pos

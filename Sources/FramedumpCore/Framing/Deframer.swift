@@ -119,14 +119,7 @@ public final class Deframer {
     func abandonFirst(_ packet: PacketRef, _ reason: (_ have: Int, _ need: Int?) -> MalformedReason) {
         guard firstPending else { return }
         firstPending = false
-        guard !buffer.isEmpty else { return }
-        var need: Int?
-        if buffer.count >= firstLayout!.headerSize, case .ok(let n) = buffer.withUnsafeBytes({ firstLayout!.check($0, at: 0) }) { need = n }
-        buffer.withUnsafeBytes { b in
-            consumer.malformed(dir, offset: bufferOffset, length: UInt64(buffer.count), reason: reason(buffer.count, need), packet: packet,
-                               bytes: UnsafeRawBufferPointer(rebasing: b.prefix(MalformedSample.limit)))
-        }
-        buffer.removeAll(keepingCapacity: true)
+        reportUnfinished(packet, layout: firstLayout.unsafelyUnwrapped, reason)
     }
 
     public func data(_ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
@@ -237,8 +230,11 @@ public final class Deframer {
     /// A frame that will never complete: report what we had (and how long it said it was).
     /// Reports are dated by the packet that makes them known (as a message is by its last
     /// packet), so the output stays in time order; the stream offset says where they began.
-    func reportUnfinished(_ packet: PacketRef, _ reason: (_ have: Int, _ need: Int?) -> MalformedReason) {
+    /// `first`: the layout of a first frame that will not come whole (else the main one).
+    func reportUnfinished(_ packet: PacketRef, layout first: FrameLayout? = nil,
+                          _ reason: (_ have: Int, _ need: Int?) -> MalformedReason) {
         guard !buffer.isEmpty else { return }
+        let layout = first ?? self.layout
         var need: Int?
         if case .ok(let n) = buffer.withUnsafeBytes({ layout.check($0, at: 0) }) { need = n }
         buffer.withUnsafeBytes { b in

@@ -78,13 +78,21 @@ final class DelimiterEnd: FrameEnd {
     /// The end (just past the delimiter) of the first delimiter in `b[from..<to]`.
     @inline(__always)
     func find(_ b: UnsafeRawBufferPointer, from: Int, to: Int) -> Int? {
-        let n = delimiter.count
+        Self.start(of: delimiter, in: b, from: from, to: to).map { $0 + delimiter.count }
+    }
+
+    /// Where byte string `d` first starts in `b[from..<to]`, if it does (also the decoder's, for
+    /// values that end with a delimiter: `String(crlf)`).
+    @inline(__always)
+    static func start(of d: [UInt8], in b: UnsafeRawBufferPointer, from: Int, to: Int) -> Int? {
+        let n = d.count
+        let first = d[0]
         var i = from
         while i + n <= to {
             if b[i] == first {
                 var k = 1
-                while k < n && b[i + k] == delimiter[k] { k += 1 }
-                if k == n { return i + n }
+                while k < n && b[i + k] == d[k] { k += 1 }
+                if k == n { return i }
             }
             i += 1
         }
