@@ -140,6 +140,8 @@ public final class DecodedMessage {
     @exclusivity(unchecked) public var idSigned = false
     /// The id is a pair of id fields' values (`3:7`).
     @exclusivity(unchecked) public var idPair = false
+    /// Under connection phases: the phase the message was decoded in, and what it changed.
+    @exclusivity(unchecked) public var phase = PhaseMark.none
     /// The id as it is written: negative for a signed id field's negative values, `3:7` for a pair.
     public var idText: String? { id.map { IDText.of($0, signed: idSigned, pair: idPair) } }
     /// Index into the schema's messages, nil when the id is unknown.
@@ -174,6 +176,7 @@ public final class DecodedMessage {
         id = nil
         idSigned = false
         idPair = false
+        phase = .none
         transformed = nil
         if !transforms.isEmpty { transforms.removeAll(keepingCapacity: true) }
     }
@@ -185,4 +188,16 @@ extension DecodedMessage {
     package func name(in p: ProtocolRuntime) -> String? {
         message.map { p.schema.messages[$0].name } ?? layerNotes.first.map { String(describing: $0.kind.messageName($0)) }
     }
+}
+
+/// A message's connection phase (`phase` in the dissector): the one it was decoded in, the one
+/// it leads to (`phase A -> B after M;`), and whether the phase was assumed (the capture began
+/// after the connection's start, so this is its first message the run saw).
+public struct PhaseMark: Sendable, Equatable {
+    /// -1: the protocol has no phases.
+    public var current: Int32
+    /// -1: the phase stays.
+    public var next: Int32
+    public var assumed: Bool
+    public static let none = PhaseMark(current: -1, next: -1, assumed: false)
 }

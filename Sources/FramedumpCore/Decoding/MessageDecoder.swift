@@ -10,6 +10,11 @@ public final class MessageDecoder {
     let layoutsDiffer: Bool
     /// Some direction has a message for any id no other names (`= *`).
     let hasOtherwise: Bool
+    /// Connection phases (nil: none): which message an id names depends on `phase`, the phase
+    /// of the connection whose frame is being decoded (set by its session before each frame).
+    let phases: PhaseTable?
+    let phased: Bool
+    @exclusivity(unchecked) var phase: Int32 = 0
     let program: DecodeProgram
     /// `--max-depth` and `--max-array`.
     let maxDepth: Int
@@ -45,6 +50,8 @@ public final class MessageDecoder {
         }
         layoutsDiffer = layouts[0] !== layouts[1] || firstLayouts.contains { $0 != nil }
         hasOtherwise = !schema.otherwise.isEmpty
+        phases = PhaseTable(schema)
+        phased = phases != nil
         bodyKind = schema.body.kind
         bodyTables = bodyKind.tables(schema)
         program = DecodeProgram(schema)
@@ -72,8 +79,16 @@ public final class MessageDecoder {
     /// The message id `id` of direction `dir` selects: its own, else the direction's `= *` one.
     @inline(__always)
     func message(_ dir: Direction, _ id: UInt64) -> Int? {
+        if _slowPath(phased) { return phases.unsafelyUnwrapped.message(phase, dir, id) }
         if let mi = program.message(dir, id) { return mi }
         return _slowPath(hasOtherwise) ? schema.otherwise[dir] : nil
+    }
+
+    /// The message id `id` of direction `dir` names itself (not a `= *` one), in the current phase.
+    @inline(__always)
+    func named(_ dir: Direction, _ id: UInt64) -> Int? {
+        if _slowPath(phased) { return phases.unsafelyUnwrapped.named(phase, dir, id) }
+        return program.message(dir, id)
     }
 
     /// The layout frame `f` of direction `dir` was cut with.

@@ -88,6 +88,12 @@ struct Cursor {
         p += 1
     }
 
+    /// A string made at run time (the rare path: a phase's name).
+    mutating func text(_ s: String) {
+        var s = s
+        s.withUTF8 { write(UnsafeRawBufferPointer($0)) }
+    }
+
     @inline(__always) mutating func write(_ s: StaticString) {
         write(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }

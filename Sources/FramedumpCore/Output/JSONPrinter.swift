@@ -66,6 +66,12 @@ public final class JSONPrinter: MessageSink {
         if let mi = m.message { k.write(names.jsonMessage(mi)) } else { k.write(",\"message\":null,\"length\":") }
         k.decimal(UInt64(f.bytes.count + f.missing))
         if f.missing > 0 { k.write(",\"captured\":"); k.decimal(UInt64(f.bytes.count)) }
+        if _slowPath(m.phase.current >= 0), let names = p.decoder.phases?.names {
+            // The phase the message was decoded in; the one it leads to; whether it was assumed.
+            k.write(",\"phase\":"); k.text(JSONText.quoted(names[Int(m.phase.current)]))
+            if m.phase.next >= 0 { k.write(",\"enters\":"); k.text(JSONText.quoted(names[Int(m.phase.next)])) }
+            if m.phase.assumed { k.write(",\"phase_assumed\":true") }
+        }
         // Each layer's object under its key (`"ws":{...}`), in its own words.
         let kinds = layerKinds
         m.layerNotes.forEach { n in kinds[Int(n.layer)].writeJSONMember(n, &k) }

@@ -125,6 +125,7 @@ public final class TreePrinter: MessageSink {
             return
         }
         if !m.layerNotes.isEmpty { layerLines(m.layerNotes, f, &k) }
+        if _slowPath(m.phase.current >= 0), m.phase.next >= 0 || m.phase.assumed { phaseLine(m.phase, p, &k) }
         if !m.transforms.isEmpty {
             let at = position(k)
             transformLine(m.transforms, &k)
@@ -148,6 +149,20 @@ public final class TreePrinter: MessageSink {
             }
         }
         out.endOfRecord()
+    }
+
+    /// `phase: auth → command`: the connection's phase changes after this message; or the
+    /// phase a connection the capture joined late is assumed to be in, on its first message.
+    func phaseLine(_ mark: PhaseMark, _ p: ProtocolRuntime, _ k: inout Cursor) {
+        guard let names = p.decoder.phases?.names else { return }
+        let at = position(k)
+        k.write(color ? "    \u{1b}[2mphase: " : "    phase: ")
+        k.text(names[Int(mark.current)])
+        if mark.assumed { k.write(" (assumed: the capture began after the connection's start)") }
+        if mark.next >= 0 { k.write(" → "); k.text(names[Int(mark.next)]) }
+        if color { k.write("\u{1b}[0m") }
+        k.byte(0x0a)
+        lines?.line(.note, depth: 0, offset: 0, width: 0, text: at + 4, end: position(k) - 1)
     }
 
     /// `transforms: xor 120 → 120, zlib 120 → 842 bytes`: how the body was unwrapped. Body

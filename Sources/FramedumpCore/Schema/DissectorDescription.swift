@@ -51,12 +51,22 @@ public enum DissectorDescription {
             default: lines.append("  pair \(q) -> \(r) (-z rtt: the response answers the oldest request not yet answered)")
             }
         }
+        if !s.phases.isEmpty {
+            let ph = s.phases
+            lines.append("  phases: " + ph.names.enumerated().map { i, n in
+                n + (i == 0 ? " (start)" : "") + (i == ph.midstream ? " (assumed when joined late)" : "")
+            }.joined(separator: ", "))
+            for sw in ph.switches {
+                lines.append("    \(sw.from.map { ph.names[$0] } ?? "*") -> \(ph.names[sw.to]) after \(s.messages[sw.message].name)")
+            }
+        }
         lines.append("  body: \(s.body.rawValue)")
         let protoBase = s.proto?.base ?? s.messages.count
         for m in s.messages.prefix(protoBase) {
             var d = "    \(m.name)"
             if let id = m.idText { d += " id \(id)" } else if m.otherwise { d += " id * (any other)" }
             if let dir = m.direction { d += " \(dir.name)" }
+            if let ph = m.phases { d += " in " + ph.map { s.phases.names[$0] }.joined(separator: ", ") }
             if let a = m.answers { d += " answers \(s.messages[a.request].name) by \(a.requestField) = \(s.header[a.replyHeader].name)" }
             if let pt = m.protoType {
                 d += ": protobuf \(s.messages[pt].name)"

@@ -393,6 +393,8 @@ struct Parser {
             } else {
                 p.schema.pairBy = what.lowercased() == "id" ? .messageID : .field(request: what, response: what)
             }
+        case "phase":
+            try parsePhase(&p)
         case "pair":
             // `pair LoginReq -> LoginResp;`, `... by seq;`, `... by seq = ackSeq;`: a response
             // of another message type than its request (names resolved once all are read).
@@ -429,7 +431,7 @@ struct Parser {
                 try k.setting(key.lowercased(), &self, &p.schema)
                 return endStatement("'\(key)'")
             }
-            throw err(kt, "unknown protocol setting '\(key)' (expected port, udp port, any_port, byte_order, strings, header, frame_length, body_length, frame_end, payload, message_id, max_frame, body, labels_from_comments, pair_by, pair, websocket, subprotocol, text, proto, proto_descriptor, key, transform, cipher)")
+            throw err(kt, "unknown protocol setting '\(key)' (expected port, udp port, any_port, byte_order, strings, header, frame_length, body_length, frame_end, payload, message_id, max_frame, body, labels_from_comments, pair_by, pair, phase, websocket, subprotocol, text, proto, proto_descriptor, key, transform, cipher)")
         }
         endStatement("'\(key)'")
     }
@@ -621,6 +623,41 @@ struct Parser {
 
     // MARK: - Message NAME [= ID] { fields }
 
+    /// `in auth, command`: the connection phases a message's id names it in.
+    mutating func messagePhases(_ m: inout PendingMessage) throws(DissectorError) {
+        guard case .ident(let w) = tok.kind, w.lowercased() == "in" else { return }
+        _ = next()
+        var names = [try ident("a phase name (declared with 'phase NAME;' in the protocol)")]
+        while accept(",") { names.append(try ident("a phase name")) }
+        m.phases = names
+    }
+
+    /// `phase NAME [midstream];` or `phase FROM -> TO after MESSAGE, MESSAGE;` (FROM `*`: any).
+    mutating func parsePhase(_ p: inout PendingProtocol) throws(DissectorError) {
+        var from: (String, Token)?
+        if at("*") {
+            _ = next()
+        } else {
+            let name = try ident("a phase name")
+            guard at("-") else {
+                var midstream: Token?
+                if case .ident(let w) = tok.kind, w.lowercased() == "midstream" { midstream = next() }
+                p.phases.names.append((name.0, name.1, midstream))
+                return
+            }
+            from = name
+        }
+        guard accept("-"), accept(">") else { throw err(tok, "expected '->' and the phase the connection goes to, found \(describe(tok))") }
+        let to = try ident("the phase the connection goes to")
+        guard case .ident(let w) = tok.kind, w.lowercased() == "after" else {
+            throw err(tok, "expected 'after MESSAGE' (the message after which the connection is in phase '\(to.0)'), found \(describe(tok))")
+        }
+        _ = next()
+        var after = [try ident("a message name")]
+        while accept(",") { after.append(try ident("a message name")) }
+        p.phases.switches.append((from, to, after))
+    }
+
     mutating func parseMessage(_ start: Token) throws(DissectorError) {
         let pi = try currentProtocol(start)
         var (name, nt) = try ident("a message name")
@@ -674,6 +711,7 @@ struct Parser {
             }
             m.direction = d
         }
+        try messagePhases(&m)
         // `Message LoginReply answers LoginReq by seq { ... }`: typed by the request it answers.
         if case .ident(let w) = tok.kind, w.lowercased() == "answers" {
             _ = next()
@@ -685,6 +723,7 @@ struct Parser {
             let field = try ident("the request's field that the reply carries")
             let reply = accept("=") ? try ident("the reply's header field that carries the request's \(field.0)") : field
             m.answers = (request, field, reply)
+            if m.phases == nil { try messagePhases(&m) }
         }
         // `Message NAME = ID : pkg.Type;`: the body is that protobuf message.
         if accept(":") {

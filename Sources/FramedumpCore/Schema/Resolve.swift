@@ -31,6 +31,14 @@ struct PendingMessage {
     var otherwise: Token?
     /// `answers REQUEST by FIELD [= HEADER_FIELD]`, names still text.
     var answers: (request: (String, Token), field: (String, Token), reply: (String, Token))?
+    /// `in auth, command`: the phases it is a message of, names still text.
+    var phases: [(String, Token)]?
+}
+
+/// `phase NAME [midstream];` and `phase FROM -> TO after M, N;`, names still text.
+struct PendingPhases {
+    var names: [(name: String, token: Token, midstream: Token?)] = []
+    var switches: [(from: (String, Token)?, to: (String, Token), after: [(String, Token)])] = []
 }
 
 struct PendingProtocol {
@@ -55,6 +63,7 @@ struct PendingProtocol {
     var pairs: [PendingPair] = []
     /// Every `header` block and `first` block, in order.
     var headerBlocks: [PendingHeaderBlock] = []
+    var phases = PendingPhases()
 }
 
 /// `header { }`, `header c2s { }` or `first s2c { ... }`, names still text.
@@ -218,6 +227,7 @@ struct Resolver {
         var enumsByName: [String: Int] = [:]
         for (i, e) in p.enums.enumerated() { enumsByName[e.name.lowercased()] = i }
 
+        let phaseIndex = resolvePhaseNames(p, &s, &errors)
         var fieldTokens: [[Token]] = []
         for (mi, m) in p.messages.enumerated() {
             var fields: [FieldDef] = []
@@ -259,30 +269,41 @@ struct Resolver {
                                          fields: fields, nameBytes: Array(m.name.utf8), line: m.line))
             s.messages[s.messages.count - 1].idSigned = m.id != nil && m.idPair == nil && !signedIDs.isDisjoint(with: m.direction.map { [$0] } ?? Direction.allCases)
             s.messages[s.messages.count - 1].idPair = m.idPair != nil
+            let inPhases = messagePhases(m, phaseIndex, &errors)
+            s.messages[s.messages.count - 1].phases = inPhases
             if let st = m.otherwise {
                 s.messages[s.messages.count - 1].otherwise = true
                 if s.idField == nil && p.directionIDNames.isEmpty {
                     errors.add(err(st, "'\(m.name) = *' is the message of an id no other names: the protocol needs a message_id"))
                 }
-                for d in m.direction.map({ [$0] }) ?? Direction.allCases {
-                    if let other = s.otherwise[d] {
-                        errors.add(err(st, "'\(s.messages[other].name)' is already the message of any other \(d.name) id"))
-                        break
+                if !s.phases.isEmpty {
+                    enterPhased(otherwiseOf: mi, m, st, inPhases, &s, &errors)
+                } else {
+                    for d in m.direction.map({ [$0] }) ?? Direction.allCases {
+                        if let other = s.otherwise[d] {
+                            errors.add(err(st, "'\(s.messages[other].name)' is already the message of any other \(d.name) id"))
+                            break
+                        }
+                        s.otherwise[d] = mi
                     }
-                    s.otherwise[d] = mi
                 }
             }
             fieldTokens.append(tokens)
             if let id = m.id {
-                for d in m.direction.map({ [$0] }) ?? Direction.allCases {
-                    if let other = s.byID[d]?[id] {
-                        errors.add(err(m.token, "message id \(id) (\(d.name)) is already used by '\(s.messages[other].name)'"))
-                        break
+                if !s.phases.isEmpty {
+                    enterPhased(id: id, mi, m, inPhases, &s, &errors)
+                } else {
+                    for d in m.direction.map({ [$0] }) ?? Direction.allCases {
+                        if let other = s.byID[d]?[id] {
+                            errors.add(err(m.token, "message id \(id) (\(d.name)) is already used by '\(s.messages[other].name)'"))
+                            break
+                        }
+                        s.byID[d]?[id] = mi
                     }
-                    s.byID[d]?[id] = mi
                 }
             }
         }
+        resolvePhaseSwitches(p, &s, byName: byName, phaseIndex, &errors)
         // An array whose elements can take no bytes would let a count from the packet make the
         // decoder produce that many fields from nothing: refused here, so it cannot happen.
         var widths = MinimumWidths(s)

@@ -137,6 +137,9 @@ public struct MessageDef: Sendable {
     public var protoType: Int? = nil
     /// `answers REQUEST by FIELD`: a reply typed by the request it answers.
     public var answers: AnswersRule? = nil
+    /// `in auth, command`: the connection phases in which a frame's id names this message
+    /// (nil: every phase).
+    public var phases: [Int]? = nil
 
     package init(name: String, title: String?, id: UInt64?, direction: Direction?, fields: [FieldDef], nameBytes: [UInt8],
                  line: Int, protoType: Int? = nil) {
@@ -278,6 +281,30 @@ public struct PairSpec: Sendable, Equatable {
     public var responseField: String?
 }
 
+/// A protocol's connection phases (`phase auth; phase command midstream;
+/// phase auth -> command after OK;`): the messages a frame's id may name change as the
+/// connection goes from one phase to the next. Empty for most protocols.
+public struct PhaseRules: Sendable {
+    /// The phases by name; a connection starts in the first.
+    public var names: [String] = []
+    /// The phase a connection whose start the capture did not see is assumed to be in.
+    public var midstream = 0
+    /// `phase A -> B after M;`: after message `message`, decoded in phase `from` (nil: any),
+    /// the connection is in phase `to`.
+    public var switches: [PhaseSwitch] = []
+    /// Per phase: (direction, id) → message, and each direction's `= *` message.
+    public var byID: [[Direction: [UInt64: Int]]] = []
+    public var otherwise: [[Direction: Int]] = []
+
+    public var isEmpty: Bool { names.isEmpty }
+}
+
+public struct PhaseSwitch: Sendable, Equatable {
+    public var from: Int?
+    public var message: Int
+    public var to: Int
+}
+
 public struct ProtocolSchema: Sendable {
     public var name: String
     public var file: String
@@ -331,6 +358,8 @@ public struct ProtocolSchema: Sendable {
     /// `Message Row = * s2c { }`: per direction, the message a frame is when its id names no
     /// other (after a reply's request, when it has one).
     public var otherwise: [Direction: Int] = [:]
+    /// Connection phases, when the messages an id names change with them.
+    public var phases = PhaseRules()
     public var messages: [MessageDef] = []
     public var enums: [EnumDef] = []
     /// (direction, id) → message index; direction-less messages are entered for both.

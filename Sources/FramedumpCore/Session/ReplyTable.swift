@@ -36,7 +36,7 @@ final class ReplyTable {
     /// The reply a frame is, when its id names no message and a request waits under its key.
     func reply(_ f: Frame, _ dir: Direction, _ d: MessageDecoder) -> Int? {
         let layout = d.layout(of: f, dir)
-        if let id = layout.messageID(f.bytes, at: 0), d.program.message(dir, id) != nil { return nil }
+        if let id = layout.messageID(f.bytes, at: 0), d.named(dir, id) != nil { return nil }
         for l in lookups where l.direction == dir {
             guard let v = layout.value(l.header, in: f.bytes, at: 0) else { continue }
             if let r = waiting.removeValue(forKey: Key(header: Int32(l.header), direction: dir.rawValue, value: v)) {
@@ -54,7 +54,7 @@ final class ReplyTable {
         // (A first frame of its own layout is the message its block names: no reply.)
         if layout.message != nil { return false }
         guard let id = layout.messageID(f.bytes, at: 0) else { return true }
-        return d.program.message(dir, id) == nil
+        return d.named(dir, id) == nil
     }
 
     /// A decoded request: its key recorded for its reply.

@@ -98,6 +98,12 @@ final class SessionFrames: FrameConsumer {
     @exclusivity(unchecked) var connectionLayer: (any ConnectionLayerInfo)?
     /// Requests waiting for a reply typed by them (`answers`); nil for most protocols.
     let replies: ReplyTable?
+    /// Connection phases: the protocol has them, the connection's current one, and whether it
+    /// was assumed (the capture began after the connection did) and not yet said.
+    let phased: Bool
+    @exclusivity(unchecked) var phase: Int32 = 0
+    @exclusivity(unchecked) var phaseAssumed = false
+    @exclusivity(unchecked) var phaseStarted = false
 
     init(manager: SessionManager, runtime: ProtocolRuntime, connection: Connection,
          layer: (any MessageLayerDecoder)? = nil) {
@@ -110,6 +116,7 @@ final class SessionFrames: FrameConsumer {
         self.connection = connection
         prefilter = sink as? FilteringSink
         self.layer = layer
+        phased = decoder.phased
     }
 
     func frame(_ f: Frame, _ dir: Direction) {
@@ -121,13 +128,41 @@ final class SessionFrames: FrameConsumer {
     func decode(_ f: Frame, _ dir: Direction) {
         let p = runtime
         p.bytes += UInt64(f.bytes.count)
+        if _slowPath(phased) { setPhase(f, dir) }
         if let pre = prefilter, !prefilterAllows(f, dir, pre) { return }
         if connectionLayer != nil || decoded.connectionLayer != nil { decoded.connectionLayer = connectionLayer }
         if let r = replies { decodeWithReplies(f, dir, r) } else { decoder.decode(f, dir, into: decoded) }
+        if _slowPath(phased) { markPhase(decoded.message) }
         if !decoded.layerNotes.isEmpty { decoded.layerNotes.removeAll() }
         p.count(decoded.message, id: decoded.id)
         if !decoded.warnings.isEmpty { p.warnings += 1; p.limitHits.count(decoded.warnings) }
         sink.message(decoded, connection, p)
+    }
+
+    /// Under phases: the decoder told the connection's phase. On its first frame: a connection
+    /// whose first frame is a direction's first byte after its SYN starts in the first phase;
+    /// any other (the capture joined it late) is assumed to be in the `midstream` one.
+    func setPhase(_ f: Frame, _ dir: Direction) {
+        if !phaseStarted {
+            phaseStarted = true
+            if !(f.offset == 0 && connection.startsAtSYN(dir)) {
+                phase = decoder.phases.unsafelyUnwrapped.midstream
+                phaseAssumed = true
+            }
+        }
+        decoder.phase = phase
+    }
+
+    /// Under phases: the message's phase put on it (and said, if assumed), then the phase the
+    /// message leads to.
+    func markPhase(_ mi: Int?) {
+        var mark = PhaseMark(current: phase, next: -1, assumed: phaseAssumed)
+        phaseAssumed = false
+        if let mi, let n = decoder.phases.unsafelyUnwrapped.after(phase, mi) {
+            if n != phase { mark.next = n }
+            phase = n
+        }
+        decoded.phase = mark
     }
 
     /// `answers`: a frame whose id names no message may be the reply of a waiting request (and
@@ -151,9 +186,12 @@ final class SessionFrames: FrameConsumer {
         // With `answers`, requests and replies are decoded whatever the filter says: a reply's
         // type is its request's, which must have been seen.
         if replies != nil { return true }
-        let id = decoder.layout(of: f, dir).messageID(f.bytes, at: 0)
-        let mi = id.flatMap { decoder.message(dir, $0) }
+        let layout = decoder.layout(of: f, dir)
+        let id = layout.messageID(f.bytes, at: 0)
+        let mi = id.flatMap { decoder.message(dir, $0) } ?? layout.message
         if pre.evaluator.mayMatch(p, dir, id: id, message: mi) { return true }
+        // (Not decoded, but still the message that moves the connection on.)
+        if phased { markPhase(mi) }
         p.count(mi, id: id)
         pre.skipped += 1
         return false

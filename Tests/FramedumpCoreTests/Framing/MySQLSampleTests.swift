@@ -6,12 +6,60 @@ import XCTest
 /// greeting and the client's handshake response with headers of their own, then commands one
 /// way and OK/EOF/error packets the other) against tshark's own mysql dissector: every packet,
 /// in order on each direction, with the same length and sequence number, each command the same,
-/// and in each TCP segment the same OK, EOF and error packets (tshark knows a result set's
-/// other packets from where they come; they are bytes to the dissector, never one of these).
+/// and in each TCP segment the same OK, EOF and error packets; and a result set's other packets,
+/// which only where they come says what they are, typed by the connection's phases as tshark
+/// types them.
 final class MySQLSampleTests: XCTestCase {
     struct Packet: Equatable {
         var length, seq: Int
         var command: Int?
+    }
+
+    /// Per server segment: the column counts, the columns' names and types, and how many
+    /// packets are rows (every packet neither OK/EOF/error, nor a count, nor a column), as
+    /// tshark's mysql dissector reads them; the dissector's phases must give the same.
+    func testResultSetsTypedByPhaseAsTsharkTypesThem() throws {
+        struct Segment: Equatable {
+            var counts: [Int] = [], names: [String] = [], types: [Int] = [], rows = 0
+        }
+        let tshark = try TestSupport.oracle("tshark")
+        let t = try TestSupport.run(tshark, ["-r", TestSupport.sample("mysql.pcap"), "-d", "tcp.port==3306,mysql",
+                                             "-Y", "mysql && tcp.srcport==3306", "-T", "fields", "-e", "frame.number",
+                                             "-e", "mysql.packet_length", "-e", "mysql.response_code", "-e", "mysql.num_fields",
+                                             "-e", "mysql.field.name", "-e", "mysql.field.type", "-E", "occurrence=a", "-E", "aggregator=;"])
+        XCTAssertEqual(t.status, 0, t.stderr)
+        var want: [Int: Segment] = [:]
+        for line in t.stdout.split(separator: "\n") {
+            let c = line.split(separator: "\t", omittingEmptySubsequences: false).map { $0.split(separator: ";").map(String.init) }
+            guard c.count == 6, let frame = Int(c[0][0]), frame != 4 else { continue }  // (4: the greeting)
+            var g = Segment(counts: c[3].map { Int($0)! }, names: c[4], types: c[5].map { Int($0)! })
+            g.rows = c[1].count - c[2].count - g.counts.count - g.names.count
+            want[frame] = g
+        }
+        let (flows, _) = try TestSupport.messagesByFlow("mysql.pcap")
+        var got: [Int: Segment] = [:]
+        var phases: [String] = []
+        for (key, ms) in flows where key.hasPrefix("3306>") {
+            for o in ms {
+                let frame = (o["pkts"] as! [Int])[1]
+                let name = try XCTUnwrap(o["message"] as? String, "every server packet is typed: \(o)")
+                XCTAssertNil(o["warnings"], "\(o)")
+                if let p = o["phase"] as? String { phases.append(p) }
+                guard name != "Handshake" else { continue }
+                var g = got[frame] ?? Segment()
+                let f = o["fields"] as? [String: Any] ?? [:]
+                switch name {
+                case "ColumnCount": g.counts.append(o["id"] as! Int)
+                case "ColumnDefinition": g.names.append(f["name"] as! String); g.types.append(Int((f["type"] as! String).dropFirst(2), radix: 16)!)
+                case "Row": g.rows += 1
+                default: break
+                }
+                got[frame] = g
+            }
+        }
+        XCTAssertEqual(got, want)
+        XCTAssertEqual(want.values.reduce(0) { $0 + $1.rows }, 11, "the sample's rows")
+        XCTAssertEqual(Set(phases), ["auth", "command", "columns", "rows"])
     }
 
     func testEveryPacketAsTsharksMysqlDissectorReadsIt() throws {
