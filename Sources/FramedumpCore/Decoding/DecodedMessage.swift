@@ -142,6 +142,9 @@ public final class DecodedMessage {
     @exclusivity(unchecked) public var idPair = false
     /// Under connection phases: the phase the message was decoded in, and what it changed.
     @exclusivity(unchecked) public var phase = PhaseMark.none
+    /// Its number among its connection's messages (from 1), and its part in pairing.
+    @exclusivity(unchecked) public var number: UInt64 = 0
+    @exclusivity(unchecked) public var pair = PairMark()
     /// The id as it is written: negative for a signed id field's negative values, `3:7` for a pair.
     public var idText: String? { id.map { IDText.of($0, signed: idSigned, pair: idPair) } }
     /// Index into the schema's messages, nil when the id is unknown.
@@ -177,6 +180,7 @@ public final class DecodedMessage {
         idSigned = false
         idPair = false
         phase = .none
+        pair.role = .none
         transformed = nil
         if !transforms.isEmpty { transforms.removeAll(keepingCapacity: true) }
     }

@@ -312,7 +312,7 @@ public enum ConnectionPairing {
 /// Field by field: what differs between two lines of one message.
 public enum FieldCompare {
     /// Keys that change from run to run (or are the grouping itself): never compared.
-    static let perRun: Set<String> = ["conn", "dir", "ts", "pkts", "pkt", "offset"]
+    static let perRun: Set<String> = ["conn", "dir", "ts", "pkts", "pkt", "offset", "answers", "latency"]
 
     public static func changes(_ a: JSONValue, _ b: JSONValue, ignore: [IgnorePattern]) -> [FieldChange] {
         guard case .object(let ma) = a, case .object(let mb) = b else {

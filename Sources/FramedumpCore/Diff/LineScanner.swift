@@ -231,7 +231,8 @@ public final class LineScanner {
         case 3: if equal(k, "dir") { return .dir }; if equal(k, "pkt") { return .pkts }
         case 4: if equal(k, "conn") { return .conn }; if equal(k, "pkts") { return .pkts }; if equal(k, "type") { return .named(0) }
         case 6: if equal(k, "offset") { return .perRun }
-        case 7: if equal(k, "message") { return .named(2) }
+        // (Which request a response answers, and how fast: the export's word on pairing.)
+        case 7: if equal(k, "message") { return .named(2) }; if equal(k, "answers") || equal(k, "latency") { return .perRun }
         case 8: if equal(k, "protocol") { return .named(1) }
         default: break
         }

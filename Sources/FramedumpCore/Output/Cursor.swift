@@ -184,6 +184,24 @@ struct Cursor {
         }
     }
 
+    /// A duration in seconds with up to nine decimals, trailing zeros dropped (`0.000312`).
+    mutating func seconds(nanos ns: Int64) {
+        let v = UInt64(max(0, ns))
+        decimal(v / 1_000_000_000)
+        var frac = v % 1_000_000_000
+        guard frac > 0 else { return }
+        var digits = 9
+        while frac % 10 == 0 { frac /= 10; digits -= 1 }
+        fraction(UInt32(frac), digits: digits)
+    }
+
+    /// A duration in milliseconds with three decimals (`0.312`).
+    mutating func milliseconds(nanos ns: Int64) {
+        let us = UInt64(max(0, ns)) / 1000
+        decimal(us / 1000)
+        fraction(UInt32(us % 1000), digits: 3)
+    }
+
     /// `.NNNNNNNNN`: nanoseconds after the seconds.
     @inline(__always) mutating func nanos(_ n: UInt32) { fraction(n, digits: 9) }
 

@@ -44,6 +44,23 @@ public final class JSONPrinter: MessageSink {
         ConnectionText.forget(c)
     }
 
+    /// A response's request (`pair`, `pair_by`): its message, its number in the connection,
+    /// where it was; then the latency in seconds.
+    func answers(_ m: DecodedMessage, _ names: Names, _ k: inout Cursor) {
+        let a = m.pair
+        k.write(",\"answers\":{\"message\":")
+        if a.request >= 0 {
+            // (`,"message":"NAME","length":` less its ends: the name, quoted.)
+            let piece = names.jsonMessage(Int(a.request))
+            k.write(UnsafeRawBufferPointer(rebasing: piece[11..<(piece.count - 10)]))
+        } else {
+            k.write("null")
+        }
+        k.write(",\"n\":"); k.decimal(a.number)
+        k.jsonPackets(a.firstPacket, a.lastPacket, offset: a.offset)
+        k.write("},\"latency\":"); k.seconds(nanos: a.latency(to: m.frame.lastPacket.ts))
+    }
+
     public func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
         let f = m.frame!
         let names = p.names.view
@@ -72,6 +89,9 @@ public final class JSONPrinter: MessageSink {
             if m.phase.next >= 0 { k.write(",\"enters\":"); k.text(JSONText.quoted(names[Int(m.phase.next)])) }
             if m.phase.assumed { k.write(",\"phase_assumed\":true") }
         }
+        // (`--diffable` leaves pairing out: it follows from the ids and fields compared anyway,
+        // and a request removed earlier would renumber every answer after it.)
+        if m.pair.role == .answered && !diffable { answers(m, names, &k) }
         // Each layer's object under its key (`"ws":{...}`), in its own words.
         let kinds = layerKinds
         m.layerNotes.forEach { n in kinds[Int(n.layer)].writeJSONMember(n, &k) }

@@ -5,14 +5,18 @@
 package struct StatisticsRecord {
     enum Kind: UInt8 { case opened, message, malformed, gap, closed, below }
     package enum Pairing {
-        /// `-z rtt` not asked, or not a message.
+        /// `-z rtt` not asked, or not a message, or one that takes no part.
         case none
-        /// The protocol says no `pair_by`.
+        /// The protocol says neither `pair_by` nor `pair`.
         case noRule
         /// The message lacks the field its pairing reads.
         case noKey
-        /// A request (waits for its answer) or a response (answers the oldest request of that key).
-        case key(String, request: Bool)
+        /// A request (`name` is the message's).
+        case request
+        /// A response, `nanos` after the request it answers (named `request`).
+        case answered(request: String, nanos: Int64)
+        /// A response that no waiting request matched.
+        case unmatched
     }
 
     var kind: Kind
@@ -131,54 +135,16 @@ public final class StatisticsSink: MessageSink {
         tables?.finish()
     }
 
-    /// How message `m` takes part in pairing: a `pair A -> B` it is one end of (its role by its
-    /// type), else the protocol's `pair_by` (its role by its direction).
+    /// How message `m` took part in pairing (its connection's `PairTable` said it).
     package static func pairing(_ m: DecodedMessage, _ p: ProtocolRuntime) -> StatisticsRecord.Pairing {
-        let s = p.schema
-        if !s.pairs.isEmpty {
-            if let mi = m.message, let i = s.pairs.firstIndex(where: { $0.request == mi || $0.response == mi }) {
-                let spec = s.pairs[i]
-                // One message on both ends (paired by a field): the client's is the request.
-                let request = spec.request == spec.response ? m.direction == .c2s : spec.request == mi
-                let tag = "\u{1}\(i)\u{1}"
-                guard let name = request ? spec.requestField : spec.responseField else { return .key(tag, request: request) }
-                guard let value = field(m, p, named: name) else { return .noKey }
-                return .key(tag + value, request: request)
-            }
-            if s.pairBy == nil { return .none }
-        }
-        guard let rule = s.pairBy else { return .noRule }
-        return pairKey(m, p, rule).map { .key($0, request: m.direction == .c2s) } ?? .noKey
-    }
-
-    /// The value that pairs a response with its request.
-    package static func pairKey(_ m: DecodedMessage, _ p: ProtocolRuntime, _ rule: PairRule) -> String? {
-        switch rule {
-        case .messageID: return m.idText
-        case .field(let request, let response):
-            return field(m, p, named: m.direction == .c2s ? request : response)
-        }
-    }
-
-    /// The value of header field or top-level field `name` of `m`, as text.
-    static func field(_ m: DecodedMessage, _ p: ProtocolRuntime, named name: String) -> String? {
-        for f in m.headerFields {
-            if case .header(let i) = f.name, p.schema.header[Int(i)].name == name { return Self.text(f, m) }
-        }
-        for f in m.fields where f.depth == 0 {
-            if case .field(let mi, let fi) = f.name, p.schema.messages[Int(mi)].fields[Int(fi)].name == name {
-                return Self.text(f, m)
-            }
-        }
-        return nil
-    }
-
-    static func text(_ f: DecodedField, _ m: DecodedMessage) -> String? {
-        switch f.value {
-        case .unsigned(let v): return String(v)
-        case .signed(let v): return String(v)
-        case .string, .validString, .bytes, .jsonString, .jsonNumber: return String(decoding: m.fieldBytes.slice(Int(f.offset), Int(f.width)), as: UTF8.self)
-        default: return nil
+        switch m.pair.role {
+        case .none: return p.pairRules == nil ? .noRule : .none
+        case .noKey: return .noKey
+        case .request: return .request
+        case .unmatched: return .unmatched
+        case .answered:
+            let request = m.pair.request >= 0 ? p.schema.messages[Int(m.pair.request)].name : m.idText.map { "id \($0)" } ?? "(no id)"
+            return .answered(request: request, nanos: m.pair.latency(to: m.frame.lastPacket.ts))
         }
     }
 }

@@ -27,17 +27,15 @@ final class StatisticsTables {
     @exclusivity(unchecked) var conversations: [UInt64: Conversation] = [:]
     @exclusivity(unchecked) var conversationOrder: [Conversation] = []
 
-    /// Requests waiting for their response, per connection and pairing key (oldest first).
-    @exclusivity(unchecked) var pending: [UInt64: [String: [(Timestamp, String)]]] = [:]
     /// Latencies in nanoseconds per request message (at most `maxSamples` kept each).
     @exclusivity(unchecked) var latencies: [String: [Int64]] = [:]
     @exclusivity(unchecked) var latencyOrder: [String] = []
-    @exclusivity(unchecked) var unanswered: [String: UInt64] = [:]
+    /// Per request message: how many were sent, and how many answered (the rest are unanswered).
+    @exclusivity(unchecked) var requested: [String: UInt64] = [:]
+    @exclusivity(unchecked) var answered: [String: UInt64] = [:]
     /// What pairing saw, to say why a table came out empty.
     @exclusivity(unchecked) var pairing = (requests: 0, responses: 0, unmatched: 0, withoutKey: 0, withoutRule: Set<String>())
-    @exclusivity(unchecked) var pendingCount = 0
     static let maxSamples = 1 << 20
-    static let maxPending = 1 << 16
 
     /// Per `rate` statistic (in the order asked): message counts per interval, index = intervals
     /// since the whole second of the first message; and the messages past the table's end.
@@ -70,7 +68,6 @@ final class StatisticsTables {
         case .gap: conversation(r).gaps += 1
         case .below: conversation(r).below = r.name
         case .closed:
-            closePending(r.conn)
             let conv = conversation(r)
             if r.ts > conv.last { conv.last = r.ts }
             // Forgotten: the number's next record would be another conversation's.
@@ -93,7 +90,18 @@ final class StatisticsTables {
         case .none: break
         case .noRule: pairing.withoutRule.insert(r.proto ?? "tcp")
         case .noKey: pairing.withoutKey += 1
-        case .key(let k, let request): pair(r, k, request: request)
+        case .request:
+            pairing.requests += 1
+            requested[r.name, default: 0] += 1
+            if latencies[r.name] == nil { latencies[r.name] = []; latencyOrder.append(r.name) }
+        case .answered(let request, let ns):
+            pairing.responses += 1
+            answered[request, default: 0] += 1
+            if latencies[request] == nil { latencies[request] = []; latencyOrder.append(request) }
+            if latencies[request]!.count < Self.maxSamples { latencies[request]!.append(ns) }
+        case .unmatched:
+            pairing.responses += 1
+            pairing.unmatched += 1
         }
         if !rates.isEmpty { countRate(ts) }
     }
@@ -113,26 +121,6 @@ final class StatisticsTables {
         }
     }
 
-    func pair(_ r: StatisticsRecord, _ key: String, request: Bool) {
-        let name = r.name, ts = r.ts
-        if request { pairing.requests += 1 } else { pairing.responses += 1 }
-        if request {
-            // Bounded: a client that is never answered does not grow the table without end.
-            guard pendingCount < Self.maxPending else { unanswered[name, default: 0] += 1; return }
-            pending[r.conn, default: [:]][key, default: []].append((ts, name))
-            pendingCount += 1
-            if latencies[name] == nil { latencies[name] = []; latencyOrder.append(name) }
-            return
-        }
-        guard var queue = pending[r.conn]?[key], !queue.isEmpty else { pairing.unmatched += 1; return }
-        let (sent, request) = queue.removeFirst()
-        pending[r.conn]![key] = queue.isEmpty ? nil : queue
-        pendingCount -= 1
-        // Saturating: a capture may stamp packets anywhere in the 64-bit range.
-        let ns = ts.nanos(since: sent)
-        if latencies[request]!.count < Self.maxSamples { latencies[request]!.append(max(0, ns)) }
-    }
-
     /// Why no response was paired with a request, in the numbers that tell.
     func emptyPairingReason() -> String? {
         let p = pairing
@@ -150,21 +138,8 @@ final class StatisticsTables {
             + " if they are of another message type, say pair REQUEST -> RESPONSE;"
     }
 
-    /// Requests still waiting when their connection closes are unanswered.
-    func closePending(_ conn: UInt64) {
-        guard let left = pending.removeValue(forKey: conn) else { return }
-        for (_, queue) in left {
-            for (_, name) in queue { unanswered[name, default: 0] += 1 }
-            pendingCount -= queue.count
-        }
-    }
-
-    /// End of the run: requests still waiting are unanswered; the tables are written.
+    /// End of the run: the tables are written.
     func finish() {
-        for id in Array(pending.keys) {
-            for (_, queue) in pending[id]! { for (_, name) in queue { unanswered[name, default: 0] += 1 } }
-        }
-        pending.removeAll()
         for k in kinds { write(k) }
         out.flush()
     }
@@ -249,9 +224,10 @@ final class StatisticsTables {
             }
             func stats(_ name: String) -> [String] {
                 let v = latencies[name]!.sorted()
-                guard !v.isEmpty else { return ["0", "-", "-", "-", "-", "-", "\(unanswered[name] ?? 0)"] }
+                let unanswered = (requested[name] ?? 0) - min(requested[name] ?? 0, answered[name] ?? 0)
+                guard !v.isEmpty else { return ["0", "-", "-", "-", "-", "-", "\(unanswered)"] }
                 func pct(_ q: Double) -> Int64 { v[min(v.count - 1, Int((Double(v.count) * q).rounded(.up)) - 1)] }
-                return ["\(v.count)", ms(v[0]), ms(pct(0.5)), ms(pct(0.9)), ms(pct(0.99)), ms(v[v.count - 1]), "\(unanswered[name] ?? 0)"]
+                return ["\(v.count)", ms(v[0]), ms(pct(0.5)), ms(pct(0.9)), ms(pct(0.99)), ms(v[v.count - 1]), "\(unanswered)"]
             }
             let names = latencyOrder.sorted()
             if json {

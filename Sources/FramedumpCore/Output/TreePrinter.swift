@@ -126,6 +126,7 @@ public final class TreePrinter: MessageSink {
         }
         if !m.layerNotes.isEmpty { layerLines(m.layerNotes, f, &k) }
         if _slowPath(m.phase.current >= 0), m.phase.next >= 0 || m.phase.assumed { phaseLine(m.phase, p, &k) }
+        if m.pair.role == .answered { answersLine(m, names, &k) }
         if !m.transforms.isEmpty {
             let at = position(k)
             transformLine(m.transforms, &k)
@@ -149,6 +150,23 @@ public final class TreePrinter: MessageSink {
             }
         }
         out.endOfRecord()
+    }
+
+    /// `answers: LoginReq in pkt 7, 0.312 ms earlier`: the request this response answers.
+    func answersLine(_ m: DecodedMessage, _ names: Names, _ k: inout Cursor) {
+        let a = m.pair
+        let at = position(k)
+        k.write(color ? "    \u{1b}[2manswers: " : "    answers: ")
+        if a.request >= 0 { k.write(names.message(Int(a.request))) } else { k.write("a request") }
+        if a.firstPacket != a.lastPacket {
+            k.write(" in pkts "); k.decimal(a.firstPacket); k.byte(0x2d); k.decimal(a.lastPacket)
+        } else {
+            k.write(" in pkt "); k.decimal(a.lastPacket)
+        }
+        k.write(", "); k.milliseconds(nanos: a.latency(to: m.frame.lastPacket.ts)); k.write(" ms earlier")
+        if color { k.write("\u{1b}[0m") }
+        k.byte(0x0a)
+        lines?.line(.note, depth: 0, offset: 0, width: 0, text: at + 4, end: position(k) - 1)
     }
 
     /// `phase: auth → command`: the connection's phase changes after this message; or the

@@ -67,6 +67,9 @@ public final class Pipeline {
             collector = chain.collector
             sink = chain.head
             let m = SessionManager(protocols: schemas, sink: sink, limits: limits)
+            // Pairing shows in every output but -q's summary (there only for -z rtt).
+            let pairing = !options.quiet || options.statistics.contains(.rtt)
+            m.pairing = pairing
             // Read once for the run, shared by the shards (a miss reads on, under its lock).
             // (Always one, with or without files: a pcapng capture may carry its secrets.)
             let keyLog = try TLSKeyLog(paths: options.tlsKeyLogs)
@@ -86,6 +89,7 @@ public final class Pipeline {
                     let c = Self.sinks(options, filter: filter, output: shardOut, messageSink: nil, columns: columns,
                                        printsMessages: printsMessages, shard: true)
                     let sm = SessionManager(protocols: schemas, sink: c.head, limits: limits)
+                    sm.pairing = pairing
                     sm.useTLSKeyLog(keyLog)
                     shards.append(Shard(manager: sm, sinks: c, out: shardOut))
                 }

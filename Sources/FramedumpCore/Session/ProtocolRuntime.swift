@@ -10,6 +10,8 @@ public final class ProtocolRuntime {
     /// registry index: nil for the layers it does not run over.
     let layerStates: [AnyObject?]
     public let decoder: MessageDecoder
+    /// How responses pair with requests (nil: the protocol says neither `pair` nor `pair_by`).
+    let pairRules: PairRules?
     public let names: NameTable
     /// Per header field: whether NDJSON shows it (the id field and a length field that alone
     /// gives the frame length only repeat `id` and `length`).
@@ -61,6 +63,7 @@ public final class ProtocolRuntime {
     public init(_ schema: ProtocolSchema, limits: Limits = Limits()) {
         self.schema = schema
         decoder = MessageDecoder(schema: schema, limits: limits)
+        pairRules = PairRules(schema)
         layout = decoder.layout
         maxString = limits.maxString
         maxFrameFlag = limits.maxFrame

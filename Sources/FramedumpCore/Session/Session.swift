@@ -104,10 +104,16 @@ final class SessionFrames: FrameConsumer {
     @exclusivity(unchecked) var phase: Int32 = 0
     @exclusivity(unchecked) var phaseAssumed = false
     @exclusivity(unchecked) var phaseStarted = false
+    /// Requests waiting for their responses (`pair`, `pair_by`); nil when the protocol pairs
+    /// nothing or the run shows no pairing (`-q` without `-z rtt`).
+    let pairs: PairTable?
+    /// Messages of the connection so far (skipped by `-Y` too).
+    @exclusivity(unchecked) var messages: UInt64 = 0
 
     init(manager: SessionManager, runtime: ProtocolRuntime, connection: Connection,
          layer: (any MessageLayerDecoder)? = nil) {
         replies = ReplyTable(runtime)
+        pairs = manager.pairing ? runtime.pairRules.map { PairTable($0) } : nil
         self.runtime = runtime
         decoder = runtime.decoder
         let sink = manager.sink
@@ -133,6 +139,9 @@ final class SessionFrames: FrameConsumer {
         if connectionLayer != nil || decoded.connectionLayer != nil { decoded.connectionLayer = connectionLayer }
         if let r = replies { decodeWithReplies(f, dir, r) } else { decoder.decode(f, dir, into: decoded) }
         if _slowPath(phased) { markPhase(decoded.message) }
+        messages += 1
+        decoded.number = messages
+        if let t = pairs { t.pair(decoded, number: messages) }
         if !decoded.layerNotes.isEmpty { decoded.layerNotes.removeAll() }
         p.count(decoded.message, id: decoded.id)
         if !decoded.warnings.isEmpty { p.warnings += 1; p.limitHits.count(decoded.warnings) }
@@ -190,6 +199,9 @@ final class SessionFrames: FrameConsumer {
         let id = layout.messageID(f.bytes, at: 0)
         let mi = id.flatMap { decoder.message(dir, $0) } ?? layout.message
         if pre.evaluator.mayMatch(p, dir, id: id, message: mi) { return true }
+        // A request or response is decoded all the same: its key may be in its body.
+        if let t = pairs, t.takesPart(mi, dir) { return true }
+        messages += 1
         // (Not decoded, but still the message that moves the connection on.)
         if phased { markPhase(mi) }
         p.count(mi, id: id)
@@ -235,6 +247,9 @@ public final class SessionManager: StreamConsumer {
     /// Where messages and the manager's own events go (connections, gaps, handshakes).
     public let sink: MessageSink?
     let decoded = DecodedMessage()
+    /// Responses are paired with their requests (`pair`, `pair_by`): off where nothing shows
+    /// it (`-q` without `-z rtt`).
+    public var pairing = true
     @exclusivity(unchecked) public internal(set) var undissectedConnections: UInt64 = 0
     @exclusivity(unchecked) public internal(set) var undissectedBytes: UInt64 = 0
 

@@ -23,8 +23,9 @@ final class IndexSink: MessageSink {
 
     var records: [ConnectionRecord] = []
     var byNumber: [UInt64: Int] = [:]
-    /// Requests waiting for their response, per connection and pairing key (oldest first).
-    var waiting: [Int: [String: [UInt32]]] = [:]
+    /// Requests waiting for their response: per connection, the page's number of each by its
+    /// number in its connection (the session pairs them; this finds the request's row).
+    var waiting: [Int: [UInt64: UInt32]] = [:]
     var nameIndex: [String: UInt32] = [:]
     var nameCount: UInt32 = 0
     /// Names by (protocol, schema message), so a known message costs no string hashing.
@@ -109,15 +110,15 @@ final class IndexSink: MessageSink {
         if m.idSigned { e.flags |= IndexEntry.signedID }
         if m.idPair { e.flags |= IndexEntry.pairID }
         if !m.warnings.isEmpty { e.flags |= IndexEntry.hasWarnings }
-        if case .key(let key, let request) = StatisticsSink.pairing(m, p) {
-            if request {
-                waiting[ci, default: [:]][key, default: []].append(UInt32(truncatingIfNeeded: ordinal))
-            } else if var queue = waiting[ci]?[key], !queue.isEmpty {
-                let request = queue.removeFirst()
-                waiting[ci]![key] = queue.isEmpty ? nil : queue
+        switch m.pair.role {
+        case .request:
+            waiting[ci, default: [:]][m.number] = UInt32(truncatingIfNeeded: ordinal)
+        case .answered:
+            if let request = waiting[ci]?.removeValue(forKey: m.pair.number) {
                 e.pair = request
                 pendingPairs.append((request, UInt32(truncatingIfNeeded: ordinal)))
             }
+        default: break
         }
         let length = UInt64(f.bytes.count), warned = !m.warnings.isEmpty
         update(ci) { r in
@@ -161,6 +162,7 @@ final class IndexSink: MessageSink {
     func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {
         let i = record(c, p)
         let t = Self.seconds(packet.ts)
+        waiting[i] = nil   // (its requests never answered stay unanswered)
         update(i) { r in
             r.closed = reason.rawValue
             r.last = max(r.last, t)

@@ -15,51 +15,85 @@ final class MySQLSampleTests: XCTestCase {
         var command: Int?
     }
 
-    /// Per server segment: the column counts, the columns' names and types, and how many
-    /// packets are rows (every packet neither OK/EOF/error, nor a count, nor a column), as
-    /// tshark's mysql dissector reads them; the dissector's phases must give the same.
-    func testResultSetsTypedByPhaseAsTsharkTypesThem() throws {
+    /// Per server segment: the OK/EOF/error codes, the column counts, a prepared statement's
+    /// counts, the columns' (and parameters') names and types, and how many packets are rows
+    /// (every packet none of these), as tshark's mysql dissector reads them; the dissector's
+    /// phases must give the same. And every client packet's command.
+    func resultSetsTypedByPhase(_ sample: String, rows: Int, phases: Set<String>) throws {
         struct Segment: Equatable {
-            var counts: [Int] = [], names: [String] = [], types: [Int] = [], rows = 0
+            var codes: [Int] = [], counts: [Int] = [], prepared: [Int] = [], names: [String] = [], types: [Int] = [], rows = 0
         }
         let tshark = try TestSupport.oracle("tshark")
-        let t = try TestSupport.run(tshark, ["-r", TestSupport.sample("mysql.pcap"), "-d", "tcp.port==3306,mysql",
-                                             "-Y", "mysql && tcp.srcport==3306", "-T", "fields", "-e", "frame.number",
+        let t = try TestSupport.run(tshark, ["-r", TestSupport.sample(sample), "-d", "tcp.port==3306,mysql",
+                                             "-Y", "mysql", "-T", "fields", "-e", "frame.number", "-e", "tcp.srcport",
                                              "-e", "mysql.packet_length", "-e", "mysql.response_code", "-e", "mysql.num_fields",
-                                             "-e", "mysql.field.name", "-e", "mysql.field.type", "-E", "occurrence=a", "-E", "aggregator=;"])
+                                             "-e", "mysql.num_params", "-e", "mysql.field.name", "-e", "mysql.field.type",
+                                             "-e", "mysql.command", "-E", "occurrence=a", "-E", "aggregator=;"])
         XCTAssertEqual(t.status, 0, t.stderr)
         var want: [Int: Segment] = [:]
+        var wantCommands: [Int] = []
+        var greeting = true
         for line in t.stdout.split(separator: "\n") {
             let c = line.split(separator: "\t", omittingEmptySubsequences: false).map { $0.split(separator: ";").map(String.init) }
-            guard c.count == 6, let frame = Int(c[0][0]), frame != 4 else { continue }  // (4: the greeting)
-            var g = Segment(counts: c[3].map { Int($0)! }, names: c[4], types: c[5].map { Int($0)! })
-            g.rows = c[1].count - c[2].count - g.counts.count - g.names.count
+            guard c.count == 9, let frame = Int(c[0][0]) else { continue }
+            guard c[1][0] == "3306" else { wantCommands += c[8].map { Int($0)! }; continue }
+            if greeting { greeting = false; continue }
+            let fields = c[4].map { Int($0)! }, params = c[5].map { Int($0)! }
+            // (A prepared statement's OK gives both counts; a result set's first packet, the columns alone.)
+            var g = Segment(codes: c[3].map { Int($0.dropFirst(2), radix: 16)! }, counts: Array(fields.dropFirst(params.count)),
+                            prepared: zip(fields, params).flatMap { [$0, $1] }, names: c[6], types: c[7].map { Int($0)! })
+            g.rows = c[2].count - g.codes.count - g.names.count - g.counts.count
+            if !g.counts.isEmpty {
+                // (tshark shows a binary row packet with its first byte, 0x00, as a response code.)
+                g.rows += g.codes.filter { $0 == 0 }.count
+                g.codes.removeAll { $0 == 0 }
+            }
             want[frame] = g
         }
-        let (flows, _) = try TestSupport.messagesByFlow("mysql.pcap")
+        let (flows, events) = try TestSupport.messagesByFlow(sample)
+        for e in events { XCTAssertFalse(["malformed", "gap"].contains(e["type"] as? String), "\(e)") }
         var got: [Int: Segment] = [:]
-        var phases: [String] = []
-        for (key, ms) in flows where key.hasPrefix("3306>") {
+        var gotCommands: [Int] = []
+        var seen: Set<String> = []
+        for (key, ms) in flows {
             for o in ms {
-                let frame = (o["pkts"] as! [Int])[1]
-                let name = try XCTUnwrap(o["message"] as? String, "every server packet is typed: \(o)")
+                let name = try XCTUnwrap(o["message"] as? String, "every packet is typed: \(o)")
                 XCTAssertNil(o["warnings"], "\(o)")
-                if let p = o["phase"] as? String { phases.append(p) }
+                if let p = o["phase"] as? String { seen.insert(p) }
+                guard key.hasPrefix("3306>") else {
+                    if let id = o["id"] as? Int, name != "HandshakeResponse" { gotCommands.append(id) }
+                    continue
+                }
                 guard name != "Handshake" else { continue }
+                let frame = (o["pkts"] as! [Int])[1]
                 var g = got[frame] ?? Segment()
                 let f = o["fields"] as? [String: Any] ?? [:]
                 switch name {
+                case "OK", "EOF", "Error": g.codes.append(o["id"] as! Int)
+                case "PrepareOK": g.codes.append(0); g.prepared += [f["columns"] as! Int, f["params"] as! Int]
                 case "ColumnCount": g.counts.append(o["id"] as! Int)
                 case "ColumnDefinition": g.names.append(f["name"] as! String); g.types.append(Int((f["type"] as! String).dropFirst(2), radix: 16)!)
                 case "Row": g.rows += 1
-                default: break
+                default: XCTFail("a server packet of no result set: \(o)")
                 }
                 got[frame] = g
             }
         }
         XCTAssertEqual(got, want)
-        XCTAssertEqual(want.values.reduce(0) { $0 + $1.rows }, 11, "the sample's rows")
-        XCTAssertEqual(Set(phases), ["auth", "command", "columns", "rows"])
+        XCTAssertEqual(gotCommands, wantCommands)
+        XCTAssertEqual(want.values.reduce(0) { $0 + $1.rows }, rows, "the sample's rows")
+        XCTAssertEqual(seen, phases)
+    }
+
+    /// Text result sets (COM_QUERY).
+    func testResultSetsTypedByPhaseAsTsharkTypesThem() throws {
+        try resultSetsTypedByPhase("mysql.pcap", rows: 11, phases: ["auth", "command", "columns", "rows"])
+    }
+
+    /// Prepared statements (mysql-connector-python: COM_STMT_PREPARE's counts and parameter and
+    /// column definitions; COM_STMT_EXECUTE's binary result sets, whose rows start with 0x00).
+    func testPreparedStatementsTypedByPhaseAsTsharkTypesThem() throws {
+        try resultSetsTypedByPhase("mysql-prepared.pcap", rows: 4, phases: ["auth", "command", "columns", "rows", "prepare"])
     }
 
     func testEveryPacketAsTsharksMysqlDissectorReadsIt() throws {

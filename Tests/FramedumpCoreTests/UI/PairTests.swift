@@ -93,6 +93,45 @@ final class PairTests: XCTestCase {
         }
     }
 
+    /// NDJSON: every response says the request it answers (its message, its number in the
+    /// connection, its packets) and the latency; each is the client's own pair, within the
+    /// capture's distance from the client's clock. The same with `-j 2`.
+    func testNDJSONSaysWhatEachResponseAnswersAsTheClientPairedIt() throws {
+        let want = try logged()
+        for jobs in ["1", "2"] {
+            let r = try TestSupport.framedump(["-r", TestSupport.sample("pairs.pcap"), "-T", "json", "-j", jobs])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            var byNumber: [String: [[String: Any]]] = [:]   // per connection, its messages in order
+            for line in r.stdout.split(separator: "\n") {
+                let o = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                guard o["dir"] != nil, o["type"] == nil else { continue }
+                byNumber[o["conn"] as! String, default: []].append(o)
+            }
+            var answered = 0
+            for (conn, ms) in byNumber {
+                let port = Int(conn.split(separator: "-")[0].split(separator: ":")[1])!
+                for m in ms {
+                    guard let a = m["answers"] as? [String: Any] else {
+                        XCTAssertNil(m["latency"])
+                        continue
+                    }
+                    answered += 1
+                    let seq = (m["header"] as! [String: Any])["seq"] as! Int
+                    let w = try XCTUnwrap(want.first { $0.port == port && $0.response.cmd == m["id"] as! Int && $0.response.seq == seq }, "\(m)")
+                    let q = ms[(a["n"] as! Int) - 1]   // (n: the request's number in its connection, from 1)
+                    XCTAssertEqual([q["id"] as! Int, (q["header"] as! [String: Any])["seq"] as! Int], [w.request.cmd, w.request.seq], "\(m)")
+                    XCTAssertEqual(a["message"] as? String, q["message"] as? String)
+                    XCTAssertEqual(a["pkts"] as? [Int], q["pkts"] as? [Int])
+                    XCTAssertEqual(a["offset"] as? Int, q["offset"] as? Int)
+                    let ms = try XCTUnwrap(m["latency"] as? Double) * 1000
+                    XCTAssertEqual(ms, w.ms, accuracy: 1.5, "\(m)")
+                    XCTAssertLessThanOrEqual(ms, w.ms + 0.05)
+                }
+            }
+            XCTAssertEqual(answered, want.count, "every response answered, and nothing else (the Notices)")
+        }
+    }
+
     /// `-z rtt`: each request type's count and spread are the client's.
     func testRTTTableIsTheClients() throws {
         func rows(_ dissectors: String) throws -> [String: [String: Any]] {

@@ -1,0 +1,184 @@
+/// How a message takes part in request/response pairing (`pair A -> B [by F [= G]];`, or the
+/// protocol's `pair_by`), and, for a response, the request it answers. Set on each decoded
+/// message by its connection's `PairTable`; read by NDJSON (`"answers"`, `"latency"`), the
+/// tree, `-z rtt` and the page, so they all pair alike.
+public struct PairMark: Sendable {
+    public enum Role: UInt8, Sendable {
+        /// Pairing is off for the run, or the message takes no part.
+        case none
+        /// It takes part but lacks the field its pairing reads.
+        case noKey
+        /// A request: it waits for its answer.
+        case request
+        /// A response, paired with the request below.
+        case answered
+        /// A response that no waiting request matched (its request was not captured, or answered).
+        case unmatched
+    }
+    public var role = Role.none
+    /// The request's message (schema index), its number in its connection, when it was
+    /// completed, its packets and stream offset.
+    public var request: Int32 = -1
+    public var number: UInt64 = 0
+    public var ts = Timestamp(seconds: 0, nanos: 0)
+    public var firstPacket: UInt64 = 0
+    public var lastPacket: UInt64 = 0
+    public var offset: UInt64 = 0
+
+    /// Nanoseconds from the request to this response (never negative: a capture may be stamped
+    /// out of order).
+    public func latency(to response: Timestamp) -> Int64 { max(0, response.nanos(since: ts)) }
+}
+
+/// A protocol's pairing rules, made once: per message and direction, its part and where its key is.
+final class PairRules {
+    enum Key {
+        /// Paired in order (`pair A -> B;` with no `by`).
+        case order
+        case id
+        case header(Int)
+        /// A top-level field of the message (its index in the message).
+        case field(Int)
+        /// The message has no field of the name its pairing reads.
+        case missing
+    }
+    struct Part {
+        /// Which rule (a `pair` by index; `pairs.count` for `pair_by`).
+        var tag: Int32
+        var request: Bool
+        var key: Key
+    }
+    /// `parts[message * 2 + direction]` (nil: no part).
+    let parts: [Part?]
+    /// `pair_by`'s part for a frame whose id names no message (`pair_by id` only).
+    let unknown: [Part?]
+
+    init?(_ s: ProtocolSchema) {
+        guard !s.pairs.isEmpty || s.pairBy != nil else { return nil }
+        func key(_ mi: Int, _ name: String?) -> Key {
+            guard let name else { return .order }
+            if let h = s.header.firstIndex(where: { $0.name == name && !$0.isPadding }) { return .header(h) }
+            if let f = s.messages[mi].fields.firstIndex(where: { $0.name == name }) { return .field(f) }
+            return .missing
+        }
+        var parts = [Part?](repeating: nil, count: s.messages.count * 2)
+        for mi in s.messages.indices {
+            for d in Direction.allCases {
+                if let i = s.pairs.firstIndex(where: { $0.request == mi || $0.response == mi }) {
+                    let spec = s.pairs[i]
+                    // One message on both ends (paired by a field): the client's is the request.
+                    let request = spec.request == spec.response ? d == .c2s : spec.request == mi
+                    parts[mi * 2 + d.rawValue] = Part(tag: Int32(i), request: request,
+                                                      key: key(mi, request ? spec.requestField : spec.responseField))
+                } else if let rule = s.pairBy {
+                    let k: Key
+                    switch rule {
+                    case .messageID: k = .id
+                    case .field(let q, let r): k = key(mi, d == .c2s ? q : r)
+                    }
+                    parts[mi * 2 + d.rawValue] = Part(tag: Int32(s.pairs.count), request: d == .c2s, key: k)
+                }
+            }
+        }
+        self.parts = parts
+        // A frame whose id names no message: by its id, or a header field (its body is unread).
+        unknown = Direction.allCases.map { d in
+            switch s.pairBy {
+            case .messageID?: return Part(tag: Int32(s.pairs.count), request: d == .c2s, key: .id)
+            case .field(let q, let r)?:
+                let h = s.header.firstIndex { $0.name == (d == .c2s ? q : r) && !$0.isPadding }
+                return Part(tag: Int32(s.pairs.count), request: d == .c2s, key: h.map { .header($0) } ?? .missing)
+            case nil: return nil
+            }
+        }
+    }
+}
+
+/// One connection's requests waiting for their responses, oldest first. Keys are integers (a
+/// string key is its bytes' 64-bit hash): no allocation per message. Few requests wait at once
+/// in practice, so a scan from the oldest finds the answer fastest; the table holds at most
+/// `limit`, and a request pushed out by a newer one is unanswered.
+final class PairTable {
+    struct Waiting {
+        var tag: Int32
+        var request: Int32
+        var key: UInt64
+        var number: UInt64
+        var ts: Timestamp
+        var firstPacket: UInt64
+        var lastPacket: UInt64
+        var offset: UInt64
+    }
+    let rules: PairRules
+    @exclusivity(unchecked) var waiting: [Waiting] = []
+    static let limit = 1024
+
+    init(_ rules: PairRules) { self.rules = rules }
+
+    /// Message `m` (number `number` of its connection) paired: a request waits, a response
+    /// takes the oldest waiting request of its rule and key.
+    @inline(__always)
+    func pair(_ m: DecodedMessage, number: UInt64) {
+        let part: PairRules.Part?
+        if let mi = m.message { part = rules.parts[mi * 2 + m.direction.rawValue] } else if m.id != nil { part = rules.unknown[m.direction.rawValue] } else { part = nil }
+        guard let part else { return }
+        guard let key = Self.key(m, part.key) else { m.pair.role = .noKey; return }
+        if part.request {
+            m.pair.role = .request
+            if waiting.count >= Self.limit { waiting.removeFirst() }
+            let f = m.frame!
+            waiting.append(Waiting(tag: part.tag, request: Int32(m.message ?? -1), key: key, number: number, ts: f.lastPacket.ts,
+                                   firstPacket: f.firstPacket.number, lastPacket: f.lastPacket.number, offset: f.offset))
+            return
+        }
+        guard let i = waiting.firstIndex(where: { $0.tag == part.tag && $0.key == key }) else { m.pair.role = .unmatched; return }
+        let w = waiting.remove(at: i)
+        m.pair = PairMark(role: .answered, request: w.request, number: w.number, ts: w.ts, firstPacket: w.firstPacket,
+                          lastPacket: w.lastPacket, offset: w.offset)
+    }
+
+    /// The requests still waiting, by message (for `-z rtt`'s unanswered count).
+    var unanswered: [Int32] { waiting.map(\.request) }
+
+    static func key(_ m: DecodedMessage, _ k: PairRules.Key) -> UInt64? {
+        switch k {
+        case .order: return 0
+        case .id: return m.id
+        case .missing: return nil
+        case .header(let h):
+            for f in m.headerFields { if case .header(let i) = f.name, Int(i) == h { return value(f, m) } }
+            return nil
+        case .field(let fi):
+            guard let mi = m.message else { return nil }
+            for f in m.fields where f.depth == 0 {
+                if case .field(let a, let b) = f.name, Int(a) == mi, Int(b) == fi { return value(f, m) }
+            }
+            return nil
+        }
+    }
+
+    /// Whether message `mi` (nil: an id no message names) of direction `d` takes part.
+    func takesPart(_ mi: Int?, _ d: Direction) -> Bool {
+        if let mi { return rules.parts[mi * 2 + d.rawValue] != nil }
+        return rules.unknown[d.rawValue] != nil
+    }
+
+    /// An integer as itself, and so is text of decimal digits (`"7"` pairs with 7); other text
+    /// and bytes as the FNV-1a hash of their bytes.
+    static func value(_ f: DecodedField, _ m: DecodedMessage) -> UInt64? {
+        switch f.value {
+        case .unsigned(let v): return v
+        case .signed(let v): return UInt64(bitPattern: v)
+        case .string, .validString, .bytes, .jsonString, .jsonNumber:
+            let bytes = m.fieldBytes.slice(Int(f.offset), Int(f.width))
+            var n: UInt64 = 0, digits = !bytes.isEmpty && bytes.count <= 19
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325
+            for b in bytes {
+                h = (h ^ UInt64(b)) &* 0x100_0000_01b3
+                if b >= 0x30 && b <= 0x39 { n = n &* 10 &+ UInt64(b - 0x30) } else { digits = false }
+            }
+            return digits ? n : h
+        default: return nil
+        }
+    }
+}
