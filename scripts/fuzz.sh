@@ -392,6 +392,25 @@ PY
         rm -rf "${seeds:?}/$s"
       done
       run deframer "$seeds" ;;
+    state)
+      # Seeds: a login, a trade with a deal, a typed reply and a logout in the target's own
+      # protocol, the two directions in turns (see FuzzState): [protocol][piece] then runs of
+      # [u16: bit 15 the server's | length][bytes].
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      python3 - "$seeds" <<'PY'
+import struct, sys
+def f(cmd, seq, body=b""): return struct.pack(">IHI", 10 + len(body), cmd, seq) + body
+def run(server, b): return struct.pack(">H", (0x8000 if server else 0) | len(b)) + b
+turns = [(0, f(1, 1, b"\x07")), (1, f(2, 1)), (0, f(5, 2, b"\x00\x03")), (1, f(6, 2)), (0, f(5, 3, b"\x00\x00\x01\x00")),
+         (1, f(8, 3, b"\x00\x00\x00\x03") + f(40, 4, b"\x01")), (0, f(10, 4, b"\x00\x00\x00\x2a")), (1, f(0, 42, b"\x00\x05")),
+         (1, f(7, 5)), (0, f(9, 6))]
+for piece in (1, 7, 200):
+    open("%s/st-%d" % (sys.argv[1], piece), "wb").write(bytes([0, piece]) + b"".join(run(s, b) for s, b in turns))
+ping = struct.pack(">HHI", 8, 1, 5)
+open(sys.argv[1] + "/sp", "wb").write(bytes([1, 3]) + run(0, ping * 2) + run(1, ping) + run(0, ping) + run(1, ping * 2))
+PY
+      run state "$seeds" ;;
     guess)
       # Seeds: each sample's first connection as the target's records (its two directions).
       seeds="$(mktemp -d)"
@@ -493,12 +512,12 @@ for i, b in enumerate(bodies):
 PY
       run "$1" "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, msgpack, websocket, http-head, tls, tls-sealed, kcp, link, reassembly, dissector, deframer, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, msgpack, websocket, http-head, tls, tls-sealed, kcp, link, reassembly, dissector, deframer, state, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire msgpack websocket http-head tls tls-sealed kcp link reassembly dissector deframer guess pipeline ui pcapng pcap display-filter ndjson-line \
+  for t in proto-parser protobuf-wire msgpack websocket http-head tls tls-sealed kcp link reassembly dissector deframer state guess pipeline ui pcapng pcap display-filter ndjson-line \
            transform-zlib transform-gzip transform-deflate transform-lz4 transform-lz4-block transform-xor transform-base64 transform-aes transform-chain; do
     fuzz_one "$t"
   done

@@ -14,6 +14,7 @@ public enum FuzzTargets {
             "display-filter": FuzzDissector.displayFilter,
             "reassembly": FuzzReassembly.run,
             "deframer": FuzzDeframer.run,
+            "state": FuzzState.run,
             "pipeline": FuzzPipeline.run,
             "guess": FuzzGuess.run,
             "ui": FuzzUI.run,
