@@ -133,7 +133,7 @@ public final class MessageDecoder {
             }
         }
         if let transforms, b.count > body {
-            switch transforms.run(b, headerSize: body, layout: layout, steps: &m.transforms) {
+            switch transforms.run(b, headerSize: body, layout: layout, phase: phased ? phase : -1, steps: &m.transforms) {
             case .untouched: break
             case .done(let p):
                 m.transformed = p

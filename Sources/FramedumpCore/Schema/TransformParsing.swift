@@ -19,6 +19,8 @@ struct PendingTransform {
     var size: (field: String?, token: Token)?
     var max: (Int64, Token)?
     var when: PendingCondition?
+    /// `in play, trade`: only in these connection phases (names still text).
+    var phases: [(String, Token)]?
 }
 
 struct PendingCondition {
@@ -54,8 +56,13 @@ extension Parser {
                 t.max = (try number("a size in bytes"), vt)
             case "when", "if":
                 t.when = try condition()
+            case "in":
+                // `in play`: bodies are wrapped so only once the connection is in that phase.
+                var names = [try ident("a phase name")]
+                while accept(",") { names.append(try ident("a phase name")) }
+                t.phases = names
             default:
-                throw err(wt, "expected key, iv, size, max or when after '\(kind)', found '\(w)'")
+                throw err(wt, "expected key, iv, size, max, when or in after '\(kind)', found '\(w)'")
             }
         }
         p.proto.transforms.append(t)
@@ -85,6 +92,17 @@ extension Resolver {
         for t in p.proto.transforms {
             var spec = TransformSpec(try kind(t, p, s))
             if let c = t.when { spec.condition = try condition(c, s) }
+            if let names = t.phases {
+                spec.phases = try names.map { (name, nt) throws(DissectorError) -> Int in
+                    guard !s.phases.isEmpty else {
+                        throw err(nt, "'in \(name)': the protocol declares no phases (phase \(name);)")
+                    }
+                    guard let i = s.phases.names.firstIndex(where: { $0.lowercased() == name.lowercased() }) else {
+                        throw err(nt, "unknown phase '\(name)'" + Self.suggestion(name, s.phases.names))
+                    }
+                    return i
+                }
+            }
             s.transforms.append(spec)
         }
     }

@@ -62,14 +62,16 @@ package final class TransformChain {
 
     /// Runs the steps whose condition holds on `frame`, appending what ran to `steps`.
     /// `layout`: the frame's own, when the protocol's headers differ (nil: the chain's).
+    /// `phase`: the connection's (-1: the protocol has none).
     package func run(_ frame: UnsafeRawBufferPointer, headerSize: Int, layout frameLayout: FrameLayout? = nil,
-                     steps: inout [TransformStep]) -> Outcome {
+                     phase: Int32 = -1, steps: inout [TransformStep]) -> Outcome {
         let layout = frameLayout ?? self.layout
         var input = frame
         var useFirst = true
         let header = UnsafeRawBufferPointer(rebasing: frame[..<headerSize])
         for (i, spec) in specs.enumerated() {
             if let c = spec.condition, !c.holds(layout.value(c.field, in: frame, at: 0) ?? 0) { continue }
+            if let ph = spec.phases, !ph.contains(Int(phase)) { continue }
             let out = useFirst ? blocks.0 : blocks.1
             useFirst.toggle()
             out.removeAll()

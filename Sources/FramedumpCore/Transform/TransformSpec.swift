@@ -4,6 +4,8 @@
 public struct TransformSpec: Sendable {
     public var kind: TransformKind
     public var condition: TransformCondition?
+    /// `in play`: only in these connection phases (nil: in every phase).
+    public var phases: [Int]? = nil
 
     public init(_ kind: TransformKind, when condition: TransformCondition? = nil) {
         self.kind = kind
@@ -20,6 +22,7 @@ public struct TransformSpec: Sendable {
         case .lz4Block(.atMost(let n)): t += " max \(n)"
         default: break
         }
+        if let ph = phases { t += " in " + ph.map { s.phases.names[$0] }.joined(separator: ", ") }
         guard let c = condition else { return t }
         let f = s.header[c.field]
         // A one-bit test reads the same either way; a wider field's value needs its shift.

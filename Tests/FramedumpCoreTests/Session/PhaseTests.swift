@@ -84,6 +84,40 @@ final class PhaseTests: XCTestCase {
         XCTAssertTrue(out.text.contains("    phase: play (assumed: the capture began after the connection's start)\n"), out.text)
     }
 
+    /// Bodies wrapped only once logged in (`transform xor key "5a" in play;`).
+    func testATransformAppliesOnlyInItsPhases() throws {
+        let text = """
+        protocol ex { port 8412; header { uint32 length; uint16 cmd; } frame_length = length; message_id = cmd; body fields;
+            phase login; phase play; phase login -> play after LoginOK;
+            transform xor key "5a" in play; }
+        Message Login = 1 c2s { Uint8 who; }
+        Message LoginOK = 2 s2c { }
+        Message Move = 5 c2s { Uint16 x; }
+        """
+        let runs: [(client: Bool, bytes: [UInt8])] = [(true, frame(5, [0, 3]) + frame(1, [7])), (false, frame(2, [])),
+                                                     (true, frame(5, [0x5a, 0x59]))]
+        for piece in [1, 5, 1000] {
+            let schemas = try DissectorLoader.parse(text: text, file: "ex.dissector")
+            XCTAssertEqual(schemas[0].transforms[0].text(in: schemas[0]), "xor key of 1 bytes in play")
+            let out = OutputBuffer(fd: nil)
+            let sessions = SessionManager(protocols: schemas, sink: JSONPrinter(output: out, diffable: true))
+            FuzzStreams.feed(sessions, runs: runs, piece: piece, port: 8412)
+            let ms = try messages(out)
+            XCTAssertEqual(ms.map { ($0["fields"] as? [String: Any])?["x"] as? Int }, [3, nil, nil, 3], "piece \(piece)")
+            XCTAssertNil(ms[0]["transforms"], "not wrapped before login")
+            XCTAssertNotNil(ms[3]["transforms"])
+        }
+        let head = "protocol ex { port 8412; header { uint32 length; uint16 cmd; } frame_length = length; message_id = cmd;\n"
+        for (line, want) in [
+            ("phase a; phase b; phase a -> b after M; transform xor key \"5a\" in bb; }", "ex.dissector:2:67: error: unknown phase 'bb' (did you mean 'b'?)"),
+            ("transform xor key \"5a\" in b; }", "ex.dissector:2:27: error: 'in b': the protocol declares no phases"),
+        ] {
+            XCTAssertThrowsError(try DissectorLoader.parse(text: head + line + "\nMessage M = 1 { }", file: "ex.dissector"), line) { e in
+                XCTAssertTrue((e as! DissectorError).description.hasPrefix(want), "\(line): \(e)")
+            }
+        }
+    }
+
     func testTheTreeSaysWhereThePhaseChanges() throws {
         let schemas = try DissectorLoader.parse(text: Self.dissector, file: "ph.dissector")
         let out = OutputBuffer(fd: nil)
