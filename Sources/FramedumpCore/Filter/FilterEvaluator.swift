@@ -302,6 +302,7 @@ public struct FilterEvaluator {
         case .msgDir: return [.text(m.direction == .c2s ? "c2s" : "s2c")]
         case .msgLen: return [.integer(negative: false, magnitude: UInt64(m.frame.bytes.count), label: nil)]
         case .msgProtocol: return [.text(p.schema.name)]
+        case .msgPhase: return m.phase.current >= 0 ? [.text(p.schema.phases.names[Int(m.phase.current)])] : []
         case .ipSrc: return [.text(src.address.text)]
         case .ipDst: return [.text(dst.address.text)]
         case .ipAddr: return [.text(src.address.text), .text(dst.address.text)]

@@ -27,7 +27,7 @@ public enum CompareOp: String, Sendable {
 
 /// What a filter names: the message's own attributes, its endpoints, or a decoded field.
 public enum FieldReference: Sendable, Equatable {
-    case msgID, msgName, msgDir, msgLen, msgProtocol
+    case msgID, msgName, msgDir, msgLen, msgProtocol, msgPhase
     case ipSrc, ipDst, ipAddr, tcpPort, tcpSrcPort, tcpDstPort, udpPort, udpSrcPort, udpDstPort
     /// A protocol by name (true for its messages).
     case proto(String)
@@ -44,6 +44,7 @@ public enum FieldReference: Sendable, Equatable {
         case .msgDir: return "msg.dir"
         case .msgLen: return "msg.len"
         case .msgProtocol: return "msg.protocol"
+        case .msgPhase: return "msg.phase"
         case .ipSrc: return "ip.src"
         case .ipDst: return "ip.dst"
         case .ipAddr: return "ip.addr"
@@ -288,7 +289,7 @@ struct FilterNames {
     }
 
     static let builtins: [String: FieldReference] = [
-        "msg.id": .msgID, "msg.name": .msgName, "msg.dir": .msgDir, "msg.len": .msgLen, "msg.protocol": .msgProtocol,
+        "msg.id": .msgID, "msg.name": .msgName, "msg.dir": .msgDir, "msg.len": .msgLen, "msg.protocol": .msgProtocol, "msg.phase": .msgPhase,
         "ip.src": .ipSrc, "ip.dst": .ipDst, "ip.addr": .ipAddr, "tcp.port": .tcpPort, "tcp.srcport": .tcpSrcPort,
         "tcp.dstport": .tcpDstPort, "udp.port": .udpPort, "udp.srcport": .udpSrcPort, "udp.dstport": .udpDstPort,
     ]
@@ -355,7 +356,7 @@ struct FilterNames {
         // (`msg.id == "3:7"` where a protocol's ids are pairs.)
         case .msgID where protocols.values.contains { $0.idField2 != nil }: return [.integer(labels: []), .text]
         case .msgID, .msgLen, .tcpPort, .tcpSrcPort, .tcpDstPort, .udpPort, .udpSrcPort, .udpDstPort: return [.integer(labels: [])]
-        case .msgName, .msgDir, .msgProtocol, .ipSrc, .ipDst, .ipAddr: return [.text]
+        case .msgName, .msgDir, .msgProtocol, .msgPhase, .ipSrc, .ipDst, .ipAddr: return [.text]
         case .proto: return nil
         case .layer(let key, let field):
             guard let kind = LayerRegistry.fieldKind(key: key, field: field) else { return nil }
@@ -426,6 +427,12 @@ struct FilterNames {
             guard case .text(let values?) = LayerRegistry.fieldKind(key: key, field: field) else { break }
             guard case .text(let s) = value else { return "\(name) is a string: compare it with a \"quoted string\" (its values: \(values.joined(separator: ", ")))" }
             if !values.contains(s) { return "\"\(s)\" is not a value of \(name) (its values: \(values.joined(separator: ", ")))" }
+            return nil
+        case .msgPhase:
+            guard case .text(let s) = value else { return "msg.phase is a phase name: write it in double quotes" }
+            let names = protocols.values.flatMap(\.phases.names)
+            if names.isEmpty { return "no loaded dissector declares connection phases" }
+            if !names.contains(s) { return "no loaded dissector has a phase named \"\(s)\"" + Self.suggest(s, names) }
             return nil
         case .msgProtocol:
             guard case .text(let s) = value else { return "msg.protocol is a protocol name: write it in double quotes" }
