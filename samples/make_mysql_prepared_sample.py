@@ -64,12 +64,11 @@ checked against the client packets that start an exchange (seq 0). A new recordi
 timestamps, ports, the scramble and the token, the connection id and the process id among the
 connection attributes; the statement ids are the server's counter and come out the same.
 """
-import datetime, decimal, functools, json, os, shutil, subprocess, tempfile
+import datetime, decimal, functools, json, os
 
 import mysql.connector
 from mysql.connector.connection import MySQLConnection
 
-from capture import record_with_server
 import make_mysql_sample as base  # its server settings, wait_ready(), jsonable(), check()
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -189,26 +188,7 @@ def check_commands():
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="framedump-mysql-prepared-")
-    try:  # the server as make_mysql_sample.py's main() starts it (which writes mysql.pcap itself)
-        shutil.chown(tmp, "mysql", "mysql")
-        datadir, sock_path, init = (os.path.join(tmp, n) for n in ("data", "sock", "init.sql"))
-        with open(init, "w") as f:
-            f.write(base.INIT_SQL)
-        shutil.chown(init, "mysql", "mysql")
-        subprocess.run(["mariadb-install-db", "--no-defaults", "--datadir=" + datadir, "--user=mysql",
-                        "--auth-root-authentication-method=socket", "--skip-test-db"],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
-        pcap = os.path.join(HERE, "mysql-prepared.pcap")
-        record_with_server(pcap, PORT,
-                           ["mariadbd", "--no-defaults", "--datadir=" + datadir, "--user=mysql",
-                            "--port=%d" % PORT, "--bind-address=127.0.0.1", "--socket=" + sock_path,
-                            "--pid-file=" + os.path.join(tmp, "pid"), "--log-error=" + os.path.join(tmp, "err.log"),
-                            "--init-file=" + init, "--skip-name-resolve", "--innodb-buffer-pool-size=16M",
-                            "--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci"],
-                           lambda: scenario(sock_path))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    pcap = base.record("mysql-prepared.pcap", scenario)
     base.check(pcap)  # fills base.LOG["c2s"] and ["s2c"]
     LOG["c2s"], LOG["s2c"] = base.LOG["c2s"], base.LOG["s2c"]
     check_commands()

@@ -179,7 +179,9 @@ def check(pcap):
     print("checked against tshark's mysql dissector: %d c2s, %d s2c packets" % (len(LOG["c2s"]), len(LOG["s2c"])))
 
 
-def main():
+def record(name, run):
+    """The MariaDB server in a temporary directory on 127.0.0.1:PORT, recorded into samples/NAME
+    while run(socket path) plays the client; the server stopped and its directory removed."""
     tmp = tempfile.mkdtemp(prefix="framedump-mysql-")
     try:
         shutil.chown(tmp, "mysql", "mysql")
@@ -190,7 +192,7 @@ def main():
         subprocess.run(["mariadb-install-db", "--no-defaults", "--datadir=" + datadir, "--user=mysql",
                         "--auth-root-authentication-method=socket", "--skip-test-db"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
-        pcap = os.path.join(HERE, "mysql.pcap")
+        pcap = os.path.join(HERE, name)
         # --user=mysql: mariadbd started as root drops to the mysql user itself (same PID).
         record_with_server(pcap, PORT,
                            ["mariadbd", "--no-defaults", "--datadir=" + datadir, "--user=mysql",
@@ -198,9 +200,14 @@ def main():
                             "--pid-file=" + os.path.join(tmp, "pid"), "--log-error=" + os.path.join(tmp, "err.log"),
                             "--init-file=" + init, "--skip-name-resolve", "--innodb-buffer-pool-size=16M",
                             "--character-set-server=utf8mb4", "--collation-server=utf8mb4_general_ci"],
-                           lambda: scenario(sock_path))
+                           lambda: run(sock_path))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return pcap
+
+
+def main():
+    pcap = record("mysql.pcap", scenario)
     if shutil.which("tshark"):
         check(pcap)
     else:
