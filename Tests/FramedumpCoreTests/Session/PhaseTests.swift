@@ -152,5 +152,11 @@ final class PhaseTests: XCTestCase {
                 XCTAssertTrue(d.hasPrefix(want), "\(text): \(d)")
             }
         }
+        // Frames measured by their message are cut before the phase that picks the message is known.
+        let measured = "protocol ph { port 8411; header { uint16 cmd; } frame_length = message; message_id = cmd;\n"
+            + "phase a; phase b; phase a -> b after Y; }\nMessage Y = 1 { Uint8 x; }"
+        XCTAssertThrowsError(try DissectorLoader.parse(text: measured, file: "ph.dissector")) { e in
+            XCTAssertTrue((e as! DissectorError).description.contains("frame_length = message measures a frame before the connection's phase is known"), "\(e)")
+        }
     }
 }

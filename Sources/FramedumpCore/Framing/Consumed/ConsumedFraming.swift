@@ -19,6 +19,10 @@ enum ConsumedFraming: FramingKind {
         guard s.body == .fields else {
             return "frame_length = message reads the frame's end from its declared fields: the body must be 'fields', not \(s.body.rawValue)"
         }
+        // (Frames are cut before they are decoded, so before the phase a message sets is known.)
+        guard s.phases.isEmpty else {
+            return "frame_length = message measures a frame before the connection's phase is known: it cannot be combined with phases yet"
+        }
         guard s.transforms.isEmpty else {
             return "frame_length = message reads the frame's end from its fields as they come: bodies cannot be transformed"
         }
