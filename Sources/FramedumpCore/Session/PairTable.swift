@@ -94,10 +94,11 @@ final class PairRules {
     }
 }
 
-/// One connection's requests waiting for their responses, oldest first. Keys are integers (a
-/// string key is its bytes' 64-bit hash): no allocation per message. Few requests wait at once
-/// in practice, so a scan from the oldest finds the answer fastest; the table holds at most
-/// `limit`, and a request pushed out by a newer one is unanswered.
+/// One connection's requests waiting for their responses. Keys are integers (a string key is
+/// its bytes' 64-bit hash): no allocation per message once the tables have grown. Requests of
+/// one rule and key wait in a first-in first-out chain (a response takes the oldest), found
+/// through an open-addressing table; at most `limit` wait, and a request beyond that is not
+/// kept (it stays unanswered), so a peer that never answers costs neither time nor memory.
 final class PairTable {
     struct Waiting {
         var tag: Int32
@@ -108,12 +109,40 @@ final class PairTable {
         var firstPacket: UInt64
         var lastPacket: UInt64
         var offset: UInt64
+        /// The next request of the same rule and key (-1: none); in the free list, the next free.
+        var next: Int32 = -1
+    }
+    /// A chain's slot: its rule and key, its oldest and newest request (head -1: empty slot).
+    struct Slot {
+        var key: UInt64 = 0
+        var tag: Int32 = 0
+        var head: Int32 = -1
+        var tail: Int32 = -1
     }
     let rules: PairRules
-    @exclusivity(unchecked) var waiting: [Waiting] = []
+    @exclusivity(unchecked) var pool: [Waiting] = []
+    @exclusivity(unchecked) var free: Int32 = -1
+    @exclusivity(unchecked) var waiting = 0
+    @exclusivity(unchecked) var slots = [Slot](repeating: Slot(), count: 16)
+    @exclusivity(unchecked) var used = 0
     static let limit = 1024
 
     init(_ rules: PairRules) { self.rules = rules }
+
+    @inline(__always)
+    func home(_ tag: Int32, _ key: UInt64) -> Int {
+        let h = (key ^ UInt64(UInt32(bitPattern: tag)) << 40) &* 0x9E37_79B9_7F4A_7C15
+        return Int(truncatingIfNeeded: h >> 32) & (slots.count - 1)
+    }
+
+    /// The slot of rule `tag` and `key`, or the empty slot where it would go.
+    @inline(__always)
+    func slot(_ tag: Int32, _ key: UInt64) -> Int {
+        let mask = slots.count - 1
+        var i = home(tag, key)
+        while slots[i].head >= 0 && (slots[i].key != key || slots[i].tag != tag) { i = (i + 1) & mask }
+        return i
+    }
 
     /// Message `m` (number `number` of its connection) paired: a request waits, a response
     /// takes the oldest waiting request of its rule and key.
@@ -125,20 +154,70 @@ final class PairTable {
         guard let key = Self.key(m, part.key) else { m.pair.role = .noKey; return }
         if part.request {
             m.pair.role = .request
-            if waiting.count >= Self.limit { waiting.removeFirst() }
-            let f = m.frame!
-            waiting.append(Waiting(tag: part.tag, request: Int32(m.message ?? -1), key: key, number: number, ts: f.lastPacket.ts,
-                                   firstPacket: f.firstPacket.number, lastPacket: f.lastPacket.number, offset: f.offset))
+            if waiting < Self.limit { wait(m, part.tag, key, number) }
             return
         }
-        guard let i = waiting.firstIndex(where: { $0.tag == part.tag && $0.key == key }) else { m.pair.role = .unmatched; return }
-        let w = waiting.remove(at: i)
+        let i = slot(part.tag, key)
+        let h = slots[i].head
+        guard h >= 0 else { m.pair.role = .unmatched; return }
+        let w = pool[Int(h)]
         m.pair = PairMark(role: .answered, request: w.request, number: w.number, ts: w.ts, firstPacket: w.firstPacket,
                           lastPacket: w.lastPacket, offset: w.offset)
+        pool[Int(h)].next = free
+        free = h
+        waiting -= 1
+        if w.next >= 0 { slots[i].head = w.next } else { remove(i) }
     }
 
-    /// The requests still waiting, by message (for `-z rtt`'s unanswered count).
-    var unanswered: [Int32] { waiting.map(\.request) }
+    func wait(_ m: DecodedMessage, _ tag: Int32, _ key: UInt64, _ number: UInt64) {
+        let f = m.frame!
+        let w = Waiting(tag: tag, request: Int32(m.message ?? -1), key: key, number: number, ts: f.lastPacket.ts,
+                        firstPacket: f.firstPacket.number, lastPacket: f.lastPacket.number, offset: f.offset)
+        let e: Int32
+        if free >= 0 {
+            e = free
+            free = pool[Int(e)].next
+            pool[Int(e)] = w
+        } else {
+            e = Int32(pool.count)
+            pool.append(w)
+        }
+        waiting += 1
+        if (used + 1) * 2 > slots.count { grow() }
+        let i = slot(tag, key)
+        if slots[i].head >= 0 {
+            pool[Int(slots[i].tail)].next = e
+            slots[i].tail = e
+        } else {
+            slots[i] = Slot(key: key, tag: tag, head: e, tail: e)
+            used += 1
+        }
+    }
+
+    /// Empties slot `i`, moving back the slots after it that probed past it (linear probing
+    /// needs no tombstones).
+    func remove(_ at: Int) {
+        let mask = slots.count - 1
+        var i = at, j = at
+        while true {
+            j = (j + 1) & mask
+            if slots[j].head < 0 { break }
+            let k = home(slots[j].tag, slots[j].key)
+            // Slot j may move to i if its home is not cyclically within (i, j].
+            if (i <= j) ? (k <= i || k > j) : (k <= i && k > j) {
+                slots[i] = slots[j]
+                i = j
+            }
+        }
+        slots[i] = Slot()
+        used -= 1
+    }
+
+    func grow() {
+        let old = slots
+        slots = [Slot](repeating: Slot(), count: old.count * 2)
+        for s in old where s.head >= 0 { slots[slot(s.tag, s.key)] = s }
+    }
 
     static func key(_ m: DecodedMessage, _ k: PairRules.Key) -> UInt64? {
         switch k {

@@ -1,0 +1,47 @@
+import Foundation
+import XCTest
+@testable import FramedumpCore
+import FramedumpFuzz
+
+/// The session's pairing table (`PairTable`: FIFO chains per rule and key behind an
+/// open-addressing table) against a plain model: requests and responses with ids drawn at
+/// random, so chains grow, empty, and their slots move as others are removed; every response
+/// must answer the request the model says (the oldest waiting one of its id), or none.
+final class PairTableTests: XCTestCase {
+    static let dissector = """
+    protocol pt { port 8430; header { uint16 length; uint16 id; } frame_length = length; message_id = id; pair_by id; }
+    Message Ask = 1 { }
+    """
+
+    func testResponsesAnswerTheOldestWaitingRequestOfTheirKeyAsAModelDoes() throws {
+        var rng = SystemRandomNumberGenerator()
+        var seed = UInt64.random(in: 1...UInt64.max, using: &rng)
+        func next() -> UInt64 { seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17; return seed }
+        let startSeed = seed
+        var runs: [(client: Bool, bytes: [UInt8])] = []
+        var model: [UInt16: [Int]] = [:]     // id → numbers of its waiting requests, oldest first
+        var want: [Int?] = []                // per response, the number of the request it answers
+        for n in 1...3000 {
+            let client = next() % 2 == 0
+            let id = UInt16(next() % (n < 1500 ? 40 : 400))   // (later, many keys: the table grows)
+            runs.append((client, [0, 4, UInt8(id >> 8), UInt8(id & 0xff)]))
+            if client {
+                model[id, default: []].append(n)
+            } else {
+                want.append(model[id]?.isEmpty == false ? model[id]!.removeFirst() : nil)
+            }
+        }
+        let schemas = try DissectorLoader.parse(text: Self.dissector, file: "pt.dissector")
+        let out = OutputBuffer(fd: nil)
+        FuzzStreams.feed(SessionManager(protocols: schemas, sink: JSONPrinter(output: out, diffable: false)), runs: runs, piece: 1000, port: 8430)
+        var got: [Int?] = []
+        for line in out.text.split(separator: "\n") {
+            let o = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            guard o["dir"] as? String == "s2c", o["type"] == nil else { continue }
+            got.append((o["answers"] as? [String: Any])?["n"] as? Int)
+        }
+        XCTAssertEqual(got.count, want.count, "seed \(startSeed)")
+        XCTAssertEqual(got, want, "seed \(startSeed)")
+        XCTAssertGreaterThan(want.compactMap { $0 }.count, 500, "most responses answer something")
+    }
+}
