@@ -113,6 +113,19 @@ enum TestSupport {
 
     static var isRoot: Bool { geteuid() == 0 }
 
+    /// Set by scripts/sanitize.sh. There the long shard properties take a fixed sample of their
+    /// cases: every case hands buffers between the threads alike, and each costs ten times as
+    /// much under a sanitizer (the whole set runs in the plain `swift test`).
+    static let sanitized = ProcessInfo.processInfo.environment["FRAMEDUMP_SANITIZED"] != nil
+
+    /// A test of minutes in a debug build: skipped (and said so) unless FRAMEDUMP_LONG_TESTS is
+    /// set, as scripts/long_tests.sh sets it for a release build of the tests.
+    static func long() throws {
+        if ProcessInfo.processInfo.environment["FRAMEDUMP_LONG_TESTS"] == nil {
+            throw XCTSkip("a long test: scripts/long_tests.sh runs it")
+        }
+    }
+
     /// Runs the pipeline in-process over a capture file and returns what it printed.
     static func pipeline(_ file: String, configure: (inout PipelineOptions) -> Void = { _ in }) throws -> String {
         var o = PipelineOptions()

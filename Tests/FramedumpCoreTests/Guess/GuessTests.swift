@@ -141,6 +141,7 @@ final class GuessTests: XCTestCase {
     /// constant won all of them. The framing and the id of every one (the id of seed 15 was
     /// wrong until the header frames came from the likeliest chain).
     func testNoSYNCaptures() throws {
+        try TestSupport.long()
         let dir = try generate(first: 7, count: 10, ["--nosyn"])
         var idRight = 0
         var wrong: [String] = []
@@ -163,6 +164,7 @@ final class GuessTests: XCTestCase {
     /// in the header sample made a magic or a version look varying; too few frames for the id's
     /// values). Each one failed on the code before.
     func testNoSYNFormerMisses() throws {
+        try TestSupport.long()
         let framing = [72, 88, 93, 179], id = [42, 70, 84, 113, 195]
         var wrong: [String] = []
         for seed in framing + id {
