@@ -114,8 +114,8 @@ enum TestSupport {
     static var isRoot: Bool { geteuid() == 0 }
 
     /// Set by scripts/sanitize.sh. There the long shard properties take a fixed sample of their
-    /// cases: every case hands buffers between the threads alike, and each costs ten times as
-    /// much under a sanitizer (the whole set runs in the plain `swift test`).
+    /// cases: every case hands buffers between the threads alike, and each costs about four times
+    /// as much under ThreadSanitizer (the whole set runs in the plain `swift test`).
     static let sanitized = ProcessInfo.processInfo.environment["FRAMEDUMP_SANITIZED"] != nil
 
     /// A test of minutes in a debug build: skipped (and said so) unless FRAMEDUMP_LONG_TESTS is
