@@ -394,8 +394,9 @@ PY
       run deframer "$seeds" ;;
     state)
       # Seeds: a login, a trade with a deal, a typed reply and a logout in the target's own
-      # protocol, the two directions in turns (see FuzzState): [protocol][piece] then runs of
-      # [u16: bit 15 the server's | length][bytes].
+      # protocol, the two directions in turns, and more requests than a connection keeps
+      # waiting (see FuzzState): [protocol][piece] then runs of [u16: bit 15 the server's |
+      # length][bytes].
       seeds="$(mktemp -d)"
       trap 'rm -rf "$seeds"' RETURN
       python3 - "$seeds" <<'PY'
@@ -409,6 +410,11 @@ for piece in (1, 7, 200):
     open("%s/st-%d" % (sys.argv[1], piece), "wb").write(bytes([0, piece]) + b"".join(run(s, b) for s, b in turns))
 ping = struct.pack(">HHI", 8, 1, 5)
 open(sys.argv[1] + "/sp", "wb").write(bytes([1, 3]) + run(0, ping * 2) + run(1, ping) + run(0, ping) + run(1, ping * 2))
+# More requests than a connection keeps waiting (1,024): the oldest are forgotten, and the
+# responses to them come back unmatched while the newest pair.
+asks = b"".join(struct.pack(">HHI", 8, 2 + i, i) for i in range(1100))
+answers = b"".join(struct.pack(">HHI", 8, 2 + i, i) for i in list(range(80)) + list(range(1000, 1100)))
+open(sys.argv[1] + "/sp-full", "wb").write(bytes([1, 200]) + run(0, asks) + run(1, answers))
 PY
       run state "$seeds" ;;
     guess)

@@ -52,12 +52,16 @@ public enum FuzzState {
     final class Checker: MessageSink {
         let inner: MessageSink
         var numbers: [UInt64: UInt64] = [:]
+        /// Per connection, the requests a table that forgets its oldest beyond its bound keeps:
+        /// (number, rule, key), oldest first.
+        var waiting: [UInt64: [(number: UInt64, rule: Int32, key: UInt64)]] = [:]
         init(_ inner: MessageSink) { self.inner = inner }
         func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
             let s = p.schema
             precondition(m.phase.current < Int32(s.phases.names.count) && m.phase.next < Int32(s.phases.names.count), "a phase the protocol has")
             precondition(m.number > (numbers[c.number] ?? 0), "messages numbered in order")
             numbers[c.number] = m.number
+            pairModel(m, c, p)
             if m.pair.role == .answered {
                 precondition(m.pair.number < m.number, "a response answers an earlier message")
                 if m.pair.request >= 0, let mi = m.message, !s.pairs.isEmpty, s.pairBy == nil {
@@ -65,6 +69,25 @@ public enum FuzzState {
                 }
             }
             inner.message(m, c, p)
+        }
+        /// The response pairs with the oldest waiting request of its rule and key, exactly.
+        func pairModel(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
+            let how = p.pairing(of: m)
+            switch m.pair.role {
+            case .request:
+                guard let how, how.request else { preconditionFailure("a request by its rule") }
+                waiting[c.number, default: []].append((m.number, how.rule, how.key))
+                if waiting[c.number]!.count > ProtocolRuntime.pairsWaitingLimit { waiting[c.number]!.removeFirst() }
+            case .answered, .unmatched:
+                guard let how, !how.request else { preconditionFailure("a response by its rule") }
+                let i = waiting[c.number]?.firstIndex { $0.rule == how.rule && $0.key == how.key }
+                if m.pair.role == .unmatched { precondition(i == nil, "unmatched while its request waits"); return }
+                guard let i else { preconditionFailure("answered with no request waiting") }
+                precondition(waiting[c.number]![i].number == m.pair.number, "answers the oldest waiting request of its key")
+                waiting[c.number]!.remove(at: i)
+            case .noKey: precondition(how == nil, "no key")
+            case .none: break
+            }
         }
         func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) { inner.opened(c, p, packet: packet) }
         func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,

@@ -91,6 +91,9 @@ struct Summary {
                 if unanswered > 0 { rows.append(("requests never answered", unanswered)) }
                 if p.repliesOrphaned > 0 { rows.append(("replies without their request", p.repliesOrphaned)) }
             }
+            if p.pairsForgotten > 0 {
+                rows.append(("requests forgotten unpaired (over \(PairTable.limit) waiting)", p.pairsForgotten))
+            }
             let known = p.messageCounts.last ?? 0
             let listedUnknown = p.unknownIDs.values.reduce(0, +)
             if known > listedUnknown { rows.append(("no message id", known - listedUnknown)) }

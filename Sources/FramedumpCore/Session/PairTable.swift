@@ -53,6 +53,13 @@ final class PairRules {
     /// `pair_by`'s part for a frame whose id names no message (`pair_by id` only).
     let unknown: [Part?]
 
+    /// Message `m`'s part (nil: none).
+    @inline(__always)
+    func part(_ m: DecodedMessage) -> Part? {
+        if let mi = m.message { return parts[mi * 2 + m.direction.rawValue] }
+        return m.id != nil ? unknown[m.direction.rawValue] : nil
+    }
+
     init?(_ s: ProtocolSchema) {
         guard !s.pairs.isEmpty || s.pairBy != nil else { return nil }
         func key(_ mi: Int, _ name: String?) -> Key {
@@ -97,8 +104,9 @@ final class PairRules {
 /// One connection's requests waiting for their responses. Keys are integers (a string key is
 /// its bytes' 64-bit hash): no allocation per message once the tables have grown. Requests of
 /// one rule and key wait in a first-in first-out chain (a response takes the oldest), found
-/// through an open-addressing table; at most `limit` wait, and a request beyond that is not
-/// kept (it stays unanswered), so a peer that never answers costs neither time nor memory.
+/// through an open-addressing table; at most `limit` wait: a new request beyond that forgets
+/// the oldest waiting one (counted), so a peer that never answers costs neither time nor
+/// memory, and a response always pairs with the newest requests, never with one kept over them.
 final class PairTable {
     struct Waiting {
         var tag: Int32
@@ -111,6 +119,9 @@ final class PairTable {
         var offset: UInt64
         /// The next request of the same rule and key (-1: none); in the free list, the next free.
         var next: Int32 = -1
+        /// The requests made just before and after this one, of any rule and key (-1: none).
+        var older: Int32 = -1
+        var newer: Int32 = -1
     }
     /// A chain's slot: its rule and key, its oldest and newest request (head -1: empty slot).
     struct Slot {
@@ -120,19 +131,29 @@ final class PairTable {
         var tail: Int32 = -1
     }
     let rules: PairRules
+    unowned(unsafe) let runtime: ProtocolRuntime
     @exclusivity(unchecked) var pool: [Waiting] = []
+    /// The oldest and newest waiting requests (-1: none wait).
+    @exclusivity(unchecked) var oldest: Int32 = -1
+    @exclusivity(unchecked) var newest: Int32 = -1
     @exclusivity(unchecked) var free: Int32 = -1
     @exclusivity(unchecked) var waiting = 0
     @exclusivity(unchecked) var slots = [Slot](repeating: Slot(), count: 16)
     @exclusivity(unchecked) var used = 0
+    /// 64 - log2(slots.count): a key's home is its hash's top bits, which every bit of the key
+    /// and rule reaches (a product's low bits see only the factors' low bits).
+    @exclusivity(unchecked) var shift: UInt64 = 60
     static let limit = 1024
 
-    init(_ rules: PairRules) { self.rules = rules }
+    init(_ rules: PairRules, _ runtime: ProtocolRuntime) {
+        self.rules = rules
+        self.runtime = runtime
+    }
 
     @inline(__always)
     func home(_ tag: Int32, _ key: UInt64) -> Int {
         let h = (key ^ UInt64(UInt32(bitPattern: tag)) << 40) &* 0x9E37_79B9_7F4A_7C15
-        return Int(truncatingIfNeeded: h >> 32) & (slots.count - 1)
+        return Int(truncatingIfNeeded: h >> shift)
     }
 
     /// The slot of rule `tag` and `key`, or the empty slot where it would go.
@@ -148,13 +169,11 @@ final class PairTable {
     /// takes the oldest waiting request of its rule and key.
     @inline(__always)
     func pair(_ m: DecodedMessage, number: UInt64) {
-        let part: PairRules.Part?
-        if let mi = m.message { part = rules.parts[mi * 2 + m.direction.rawValue] } else if m.id != nil { part = rules.unknown[m.direction.rawValue] } else { part = nil }
-        guard let part else { return }
+        guard let part = rules.part(m) else { return }
         guard let key = Self.key(m, part.key) else { m.pair.role = .noKey; return }
         if part.request {
             m.pair.role = .request
-            if waiting < Self.limit { wait(m, part.tag, key, number) }
+            if let f = m.frame { wait(m, f, part.tag, key, number) }
             return
         }
         let i = slot(part.tag, key)
@@ -163,16 +182,31 @@ final class PairTable {
         let w = pool[Int(h)]
         m.pair = PairMark(role: .answered, request: w.request, number: w.number, ts: w.ts, firstPacket: w.firstPacket,
                           lastPacket: w.lastPacket, offset: w.offset)
-        pool[Int(h)].next = free
-        free = h
+        take(i, h)
+    }
+
+    /// Request `e`, the head of slot `i`'s chain, leaves the table (answered or forgotten).
+    @inline(__always)
+    func take(_ i: Int, _ e: Int32) {
+        let w = pool[Int(e)]
+        if w.older >= 0 { pool[Int(w.older)].newer = w.newer } else { oldest = w.newer }
+        if w.newer >= 0 { pool[Int(w.newer)].older = w.older } else { newest = w.older }
+        pool[Int(e)].next = free
+        free = e
         waiting -= 1
         if w.next >= 0 { slots[i].head = w.next } else { remove(i) }
     }
 
-    func wait(_ m: DecodedMessage, _ tag: Int32, _ key: UInt64, _ number: UInt64) {
-        let f = m.frame!
+    func wait(_ m: DecodedMessage, _ f: Frame, _ tag: Int32, _ key: UInt64, _ number: UInt64) {
+        if waiting >= Self.limit {
+            // The oldest request of all is the oldest of its own chain: its head.
+            let o = oldest
+            take(slot(pool[Int(o)].tag, pool[Int(o)].key), o)
+            runtime.pairsForgotten += 1
+        }
         let w = Waiting(tag: tag, request: Int32(m.message ?? -1), key: key, number: number, ts: f.lastPacket.ts,
-                        firstPacket: f.firstPacket.number, lastPacket: f.lastPacket.number, offset: f.offset)
+                        firstPacket: f.firstPacket.number, lastPacket: f.lastPacket.number, offset: f.offset,
+                        older: newest)
         let e: Int32
         if free >= 0 {
             e = free
@@ -182,6 +216,8 @@ final class PairTable {
             e = Int32(pool.count)
             pool.append(w)
         }
+        if newest >= 0 { pool[Int(newest)].newer = e } else { oldest = e }
+        newest = e
         waiting += 1
         if (used + 1) * 2 > slots.count { grow() }
         let i = slot(tag, key)
@@ -216,6 +252,7 @@ final class PairTable {
     func grow() {
         let old = slots
         slots = [Slot](repeating: Slot(), count: old.count * 2)
+        shift -= 1
         for s in old where s.head >= 0 { slots[slot(s.tag, s.key)] = s }
     }
 
@@ -260,4 +297,17 @@ final class PairTable {
         default: return nil
         }
     }
+}
+
+extension ProtocolRuntime {
+    /// How message `m` pairs, as its connection's table reads it: its rule (a `pair` by index,
+    /// `pair_by` after them), whether it is the request, and its key (nil: it takes no part or
+    /// lacks the key). For checkers that model pairing (the `state` fuzz target).
+    public func pairing(of m: DecodedMessage) -> (rule: Int32, request: Bool, key: UInt64)? {
+        guard let part = pairRules?.part(m), let key = PairTable.key(m, part.key) else { return nil }
+        return (part.tag, part.request, key)
+    }
+
+    /// How many requests a connection keeps waiting for their responses.
+    public static var pairsWaitingLimit: Int { PairTable.limit }
 }

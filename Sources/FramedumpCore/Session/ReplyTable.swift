@@ -63,8 +63,10 @@ final class ReplyTable {
         let reply = Int(replyOf[mi])
         let s = runtime.schema
         guard let a = s.messages[reply].answers, let v = key(m, a.requestField) else { return }
-        guard waiting.count < Self.limit else { runtime.repliesDropped += 1; return }
         let k = Key(header: Int32(a.replyHeader), direction: a.replyDirection.rawValue, value: v)
+        // Full: a request whose key waits still takes its place (a reply must not be typed by the
+        // older request of that key); one of a new key is not waited for.
+        guard waiting.count < Self.limit || waiting[k] != nil else { runtime.repliesDropped += 1; return }
         if waiting.updateValue(Int32(reply), forKey: k) == nil { runtime.repliesWaiting += 1 }
     }
 

@@ -113,7 +113,7 @@ final class SessionFrames: FrameConsumer {
     init(manager: SessionManager, runtime: ProtocolRuntime, connection: Connection,
          layer: (any MessageLayerDecoder)? = nil) {
         replies = ReplyTable(runtime)
-        pairs = manager.pairing ? runtime.pairRules.map { PairTable($0) } : nil
+        pairs = manager.pairing ? runtime.pairRules.map { PairTable($0, runtime) } : nil
         self.runtime = runtime
         decoder = runtime.decoder
         let sink = manager.sink

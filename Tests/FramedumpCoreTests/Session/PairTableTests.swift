@@ -44,4 +44,35 @@ final class PairTableTests: XCTestCase {
         XCTAssertEqual(got, want, "seed \(startSeed)")
         XCTAssertGreaterThan(want.compactMap { $0 }.count, 500, "most responses answer something")
     }
+
+    /// A request type the peer never answers fills the table; the table forgets those oldest
+    /// requests, so the other types go on pairing each response with its own request (a table
+    /// that refused new requests when full left every later response unmatched).
+    func testAFullTableForgetsItsOldestRequestsAndNewOnesStillPair() throws {
+        var runs: [(client: Bool, bytes: [UInt8])] = []
+        var want: [Int] = []
+        var n = 0
+        for i in 0..<2000 {
+            runs.append((true, [0, 4, 0, 1])); n += 1            // never answered
+            if i % 10 == 9 {
+                runs.append((true, [0, 4, 0, 2])); n += 1
+                want.append(n)
+                runs.append((false, [0, 4, 0, 2])); n += 1
+            }
+        }
+        let schemas = try DissectorLoader.parse(text: Self.dissector, file: "pt.dissector")
+        let out = OutputBuffer(fd: nil)
+        let manager = SessionManager(protocols: schemas, sink: JSONPrinter(output: out, diffable: false))
+        FuzzStreams.feed(manager, runs: runs, piece: 1000, port: 8430)
+        var got: [Int?] = []
+        for line in out.text.split(separator: "\n") {
+            let o = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            guard o["dir"] as? String == "s2c", o["type"] == nil else { continue }
+            got.append((o["answers"] as? [String: Any])?["n"] as? Int)
+        }
+        XCTAssertEqual(got, want.map { $0 })
+        // 2,200 requests, 200 answered, 1,023 still waiting at the end (the last one answered
+        // made room for itself).
+        XCTAssertEqual(manager.protocols[0].pairsForgotten, 2200 - 200 - 1023)
+    }
 }

@@ -25,6 +25,7 @@ extension ProtocolRuntime {
         repliesWaiting += o.repliesWaiting
         repliesDropped += o.repliesDropped
         repliesOrphaned += o.repliesOrphaned
+        pairsForgotten += o.pairsForgotten
         for (id, n) in o.unknownIDs { unknownIDs[id, default: 0] += n }
         limitHits = limitHits + o.limitHits
         if let t = decoder.transforms, let u = o.decoder.transforms { t.absorb(u) }
