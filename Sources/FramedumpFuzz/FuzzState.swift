@@ -52,9 +52,11 @@ public enum FuzzState {
     final class Checker: MessageSink {
         let inner: MessageSink
         var numbers: [UInt64: UInt64] = [:]
-        /// Per connection, the requests a table that forgets its oldest beyond its bound keeps:
-        /// (number, rule, key), oldest first.
-        var waiting: [UInt64: [(number: UInt64, rule: Int32, key: UInt64)]] = [:]
+        /// Per connection, its requests still waiting (number, rule, key, which request of the
+        /// connection it was), oldest first, and how many it made: a request is forgotten once
+        /// the bound's count of newer ones were made.
+        var waiting: [UInt64: [(number: UInt64, rule: Int32, key: UInt64, made: Int)]] = [:]
+        var made: [UInt64: Int] = [:]
         init(_ inner: MessageSink) { self.inner = inner }
         func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
             let s = p.schema
@@ -76,8 +78,10 @@ public enum FuzzState {
             switch m.pair.role {
             case .request:
                 guard let how, how.request else { preconditionFailure("a request by its rule") }
-                waiting[c.number, default: []].append((m.number, how.rule, how.key))
-                if waiting[c.number]!.count > ProtocolRuntime.pairsWaitingLimit { waiting[c.number]!.removeFirst() }
+                let n = made[c.number, default: 0] + 1
+                made[c.number] = n
+                waiting[c.number, default: []].removeAll { $0.made <= n - ProtocolRuntime.pairsWaitingLimit }
+                waiting[c.number]!.append((m.number, how.rule, how.key, n))
             case .answered, .unmatched:
                 guard let how, !how.request else { preconditionFailure("a response by its rule") }
                 let i = waiting[c.number]?.firstIndex { $0.rule == how.rule && $0.key == how.key }

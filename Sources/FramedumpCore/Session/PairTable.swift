@@ -102,11 +102,14 @@ final class PairRules {
 }
 
 /// One connection's requests waiting for their responses. Keys are integers (a string key is
-/// its bytes' 64-bit hash): no allocation per message once the tables have grown. Requests of
-/// one rule and key wait in a first-in first-out chain (a response takes the oldest), found
-/// through an open-addressing table; at most `limit` wait: a new request beyond that forgets
-/// the oldest waiting one (counted), so a peer that never answers costs neither time nor
-/// memory, and a response always pairs with the newest requests, never with one kept over them.
+/// its bytes' 64-bit hash): no allocation per message once the tables have grown. The
+/// connection's last `limit` requests are kept in a ring, in the order they were made; a
+/// request waits until it is answered or until `limit` newer requests of its connection take
+/// its place (it is then forgotten, and counted), so a peer that never answers costs neither
+/// time nor memory, and requests it never answers cannot stop the newer ones from pairing.
+/// Requests of one rule and key wait in a first-in first-out chain through the ring (a
+/// response takes the oldest), found through an open-addressing table. The oldest request of
+/// the ring, when still waiting, is the oldest of its chain: its head.
 final class PairTable {
     struct Waiting {
         var tag: Int32
@@ -117,11 +120,10 @@ final class PairTable {
         var firstPacket: UInt64
         var lastPacket: UInt64
         var offset: UInt64
-        /// The next request of the same rule and key (-1: none); in the free list, the next free.
+        /// The next request of the same rule and key (-1: none).
         var next: Int32 = -1
-        /// The requests made just before and after this one, of any rule and key (-1: none).
-        var older: Int32 = -1
-        var newer: Int32 = -1
+        /// Still waiting (not answered, not forgotten).
+        var live = true
     }
     /// A chain's slot: its rule and key, its oldest and newest request (head -1: empty slot).
     struct Slot {
@@ -132,12 +134,10 @@ final class PairTable {
     }
     let rules: PairRules
     unowned(unsafe) let runtime: ProtocolRuntime
-    @exclusivity(unchecked) var pool: [Waiting] = []
-    /// The oldest and newest waiting requests (-1: none wait).
-    @exclusivity(unchecked) var oldest: Int32 = -1
-    @exclusivity(unchecked) var newest: Int32 = -1
-    @exclusivity(unchecked) var free: Int32 = -1
-    @exclusivity(unchecked) var waiting = 0
+    /// The ring: grows to `limit`, then the next request takes the place of the oldest.
+    @exclusivity(unchecked) var ring: [Waiting] = []
+    /// Where the next request goes.
+    @exclusivity(unchecked) var place = 0
     @exclusivity(unchecked) var slots = [Slot](repeating: Slot(), count: 16)
     @exclusivity(unchecked) var used = 0
     /// 64 - log2(slots.count): a key's home is its hash's top bits, which every bit of the key
@@ -157,7 +157,6 @@ final class PairTable {
     }
 
     /// The slot of rule `tag` and `key`, or the empty slot where it would go.
-    @inline(__always)
     func slot(_ tag: Int32, _ key: UInt64) -> Int {
         let mask = slots.count - 1
         var i = home(tag, key)
@@ -174,55 +173,50 @@ final class PairTable {
         if part.request {
             m.pair.role = .request
             if let f = m.frame { wait(m, f, part.tag, key, number) }
-            return
+        } else {
+            answer(m, part.tag, key)
         }
-        let i = slot(part.tag, key)
-        let h = slots[i].head
-        guard h >= 0 else { m.pair.role = .unmatched; return }
-        let w = pool[Int(h)]
-        m.pair = PairMark(role: .answered, request: w.request, number: w.number, ts: w.ts, firstPacket: w.firstPacket,
-                          lastPacket: w.lastPacket, offset: w.offset)
-        take(i, h)
     }
 
-    /// Request `e`, the head of slot `i`'s chain, leaves the table (answered or forgotten).
+    func answer(_ m: DecodedMessage, _ tag: Int32, _ key: UInt64) {
+        let i = slot(tag, key)
+        let h = slots[i].head
+        guard h >= 0 else { m.pair.role = .unmatched; return }
+        let w = ring[Int(h)]
+        m.pair = PairMark(role: .answered, request: w.request, number: w.number, ts: w.ts, firstPacket: w.firstPacket,
+                          lastPacket: w.lastPacket, offset: w.offset)
+        pop(i, h)
+    }
+
+    /// Request `e`, the head of slot `i`'s chain, leaves it (answered or forgotten).
     @inline(__always)
-    func take(_ i: Int, _ e: Int32) {
-        let w = pool[Int(e)]
-        if w.older >= 0 { pool[Int(w.older)].newer = w.newer } else { oldest = w.newer }
-        if w.newer >= 0 { pool[Int(w.newer)].older = w.older } else { newest = w.older }
-        pool[Int(e)].next = free
-        free = e
-        waiting -= 1
-        if w.next >= 0 { slots[i].head = w.next } else { remove(i) }
+    func pop(_ i: Int, _ e: Int32) {
+        ring[Int(e)].live = false
+        let n = ring[Int(e)].next
+        if n >= 0 { slots[i].head = n } else { remove(i) }
     }
 
     func wait(_ m: DecodedMessage, _ f: Frame, _ tag: Int32, _ key: UInt64, _ number: UInt64) {
-        if waiting >= Self.limit {
-            // The oldest request of all is the oldest of its own chain: its head.
-            let o = oldest
-            take(slot(pool[Int(o)].tag, pool[Int(o)].key), o)
-            runtime.pairsForgotten += 1
-        }
         let w = Waiting(tag: tag, request: Int32(m.message ?? -1), key: key, number: number, ts: f.lastPacket.ts,
-                        firstPacket: f.firstPacket.number, lastPacket: f.lastPacket.number, offset: f.offset,
-                        older: newest)
-        let e: Int32
-        if free >= 0 {
-            e = free
-            free = pool[Int(e)].next
-            pool[Int(e)] = w
+                        firstPacket: f.firstPacket.number, lastPacket: f.lastPacket.number, offset: f.offset)
+        let e = Int32(place)
+        if place == ring.count {
+            ring.append(w)
         } else {
-            e = Int32(pool.count)
-            pool.append(w)
+            let old = ring[place]
+            if old.live {
+                let i = slot(old.tag, old.key)
+                assert(slots[i].head == e, "the ring's oldest waiting request heads its chain")
+                pop(i, e)
+                runtime.pairsForgotten += 1
+            }
+            ring[place] = w
         }
-        if newest >= 0 { pool[Int(newest)].newer = e } else { oldest = e }
-        newest = e
-        waiting += 1
+        place = place + 1 == Self.limit ? 0 : place + 1
         if (used + 1) * 2 > slots.count { grow() }
         let i = slot(tag, key)
         if slots[i].head >= 0 {
-            pool[Int(slots[i].tail)].next = e
+            ring[Int(slots[i].tail)].next = e
             slots[i].tail = e
         } else {
             slots[i] = Slot(key: key, tag: tag, head: e, tail: e)
@@ -308,6 +302,6 @@ extension ProtocolRuntime {
         return (part.tag, part.request, key)
     }
 
-    /// How many requests a connection keeps waiting for their responses.
+    /// A request is forgotten when its connection has made this many newer ones.
     public static var pairsWaitingLimit: Int { PairTable.limit }
 }

@@ -36,8 +36,8 @@ public final class ProtocolRuntime {
     @exclusivity(unchecked) public var repliesWaiting: Int64 = 0
     @exclusivity(unchecked) public var repliesDropped: UInt64 = 0
     @exclusivity(unchecked) public var repliesOrphaned: UInt64 = 0
-    /// `pair`, `pair_by`: waiting requests forgotten, oldest first, to make room for new ones
-    /// (a connection's table was full); their responses, if any come, are unmatched.
+    /// `pair`, `pair_by`: waiting requests forgotten when their connection had made 1,024
+    /// newer ones; their responses, if any come, are unmatched.
     @exclusivity(unchecked) public var pairsForgotten: UInt64 = 0
     @exclusivity(unchecked) public var unknownIDs: [UInt64: UInt64] = [:]
     /// Bounds this protocol's traffic ran into (summed over protocols for the summary).

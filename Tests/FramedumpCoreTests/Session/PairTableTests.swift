@@ -19,16 +19,23 @@ final class PairTableTests: XCTestCase {
         func next() -> UInt64 { seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17; return seed }
         let startSeed = seed
         var runs: [(client: Bool, bytes: [UInt8])] = []
-        var model: [UInt16: [Int]] = [:]     // id → numbers of its waiting requests, oldest first
+        // id → its waiting requests (number, which request of the connection), oldest first;
+        // a request is forgotten once 1,024 newer ones were made.
+        var model: [UInt16: [(n: Int, made: Int)]] = [:]
         var want: [Int?] = []                // per response, the number of the request it answers
-        for n in 1...3000 {
+        var made = 0, forgotten = 0
+        for n in 1...6000 {
             let client = next() % 2 == 0
-            let id = UInt16(next() % (n < 1500 ? 40 : 400))   // (later, many keys: the table grows)
+            let id = UInt16(next() % (n < 1500 ? 40 : n < 4000 ? 400 : 1500))   // (later, many keys: the table grows)
             runs.append((client, [0, 4, UInt8(id >> 8), UInt8(id & 0xff)]))
             if client {
-                model[id, default: []].append(n)
+                made += 1
+                model[id, default: []].append((n, made))
             } else {
-                want.append(model[id]?.isEmpty == false ? model[id]!.removeFirst() : nil)
+                let before = model[id]?.count ?? 0
+                model[id]?.removeAll { $0.made <= made - 1024 }
+                if (model[id]?.count ?? 0) < before { forgotten += 1 }
+                want.append(model[id]?.isEmpty == false ? model[id]!.removeFirst().n : nil)
             }
         }
         let schemas = try DissectorLoader.parse(text: Self.dissector, file: "pt.dissector")
@@ -42,20 +49,24 @@ final class PairTableTests: XCTestCase {
         }
         XCTAssertEqual(got.count, want.count, "seed \(startSeed)")
         XCTAssertEqual(got, want, "seed \(startSeed)")
-        XCTAssertGreaterThan(want.compactMap { $0 }.count, 500, "most responses answer something")
+        XCTAssertGreaterThan(want.compactMap { $0 }.count, 1000, "most responses answer something")
+        XCTAssertGreaterThan(forgotten, 50, "responses came to keys whose requests were forgotten")
     }
 
-    /// A request type the peer never answers fills the table; the table forgets those oldest
-    /// requests, so the other types go on pairing each response with its own request (a table
+    /// A request type the peer never answers: each request is forgotten once 1,024 newer ones
+    /// were made, so the other types go on pairing each response with its own request (a table
     /// that refused new requests when full left every later response unmatched).
     func testAFullTableForgetsItsOldestRequestsAndNewOnesStillPair() throws {
         var runs: [(client: Bool, bytes: [UInt8])] = []
         var want: [Int] = []
+        var asks: [UInt8] = []
         var n = 0
         for i in 0..<2000 {
             runs.append((true, [0, 4, 0, 1])); n += 1            // never answered
+            asks.append(1)
             if i % 10 == 9 {
                 runs.append((true, [0, 4, 0, 2])); n += 1
+                asks.append(2)
                 want.append(n)
                 runs.append((false, [0, 4, 0, 2])); n += 1
             }
@@ -71,8 +82,7 @@ final class PairTableTests: XCTestCase {
             got.append((o["answers"] as? [String: Any])?["n"] as? Int)
         }
         XCTAssertEqual(got, want.map { $0 })
-        // 2,200 requests, 200 answered, 1,023 still waiting at the end (the last one answered
-        // made room for itself).
-        XCTAssertEqual(manager.protocols[0].pairsForgotten, 2200 - 200 - 1023)
+        // Forgotten: the requests never answered among all but the last 1,024.
+        XCTAssertEqual(manager.protocols[0].pairsForgotten, UInt64(asks.dropLast(1024).filter { $0 == 1 }.count))
     }
 }
