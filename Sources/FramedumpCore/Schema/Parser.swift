@@ -386,12 +386,14 @@ struct Parser {
         case "pair_by":
             // `pair_by id;`, `pair_by FIELD;` or `pair_by REQUEST_FIELD = RESPONSE_FIELD;`: how
             // -z rtt pairs responses with requests.
-            let (what, _) = try ident("'id' or a field name")
+            let (what, wt) = try ident("'id' or a field name")
             if accept("=") {
-                let (answer, _) = try ident("the response's field that carries the request's \(what)")
+                let (answer, at) = try ident("the response's field that carries the request's \(what)")
                 p.schema.pairBy = .field(request: what, response: answer)
+                p.pairByTokens = (wt, at)
             } else {
                 p.schema.pairBy = what.lowercased() == "id" ? .messageID : .field(request: what, response: what)
+                p.pairByTokens = what.lowercased() == "id" ? nil : (wt, wt)
             }
         case "phase":
             try parsePhase(&p)

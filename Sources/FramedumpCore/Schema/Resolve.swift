@@ -61,6 +61,8 @@ struct PendingProtocol {
     var proto = PendingProto()
     /// `pair A -> B [by F [= G]];`, names still text.
     var pairs: [PendingPair] = []
+    /// `pair_by F [= G];`: where F and G were written (nil: no pair_by, or pair_by id).
+    var pairByTokens: (request: Token, response: Token)?
     /// Every `header` block and `first` block, in order.
     var headerBlocks: [PendingHeaderBlock] = []
     var phases = PendingPhases()
@@ -362,6 +364,19 @@ struct Resolver {
             taken[ends[0]] = pp.request.1
             taken[ends[1]] = pp.response.1
             s.pairs.append(spec)
+        }
+        // `pair_by F [= G];`: each name a header field or a top-level field of some message
+        // (a message without it takes no part; a name nothing has would pair nothing, silently).
+        if case .field(let q, let r)? = s.pairBy, let (qt, rt) = p.pairByTokens {
+            let schema = s
+            func has(_ name: String) -> Bool {
+                schema.header.contains { $0.name == name && !$0.isPadding } || schema.messages.contains { $0.fields.contains { $0.name == name } }
+            }
+            for (name, t) in q == r ? [(q, qt)] : [(q, qt), (r, rt)] where !has(name) {
+                let names = s.header.filter { !$0.isPadding }.map(\.name) + s.messages.flatMap { $0.fields.map(\.name) }
+                errors.add(err(t, "pair_by '\(name)': no header field and no message's field has that name (pairing reads a header field or a top-level field a message declares)"
+                    + Self.suggestion(name, names)))
+            }
         }
     }
 

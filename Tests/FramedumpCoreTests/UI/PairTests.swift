@@ -19,6 +19,7 @@ final class PairTests: XCTestCase {
         let s = try load(head + "pair Req -> Resp by seq = ack;" + messages)
         XCTAssertEqual(s.pairs, [PairSpec(request: 0, response: 1, requestField: "seq", responseField: "ack")])
         XCTAssertEqual(try load(head + "pair req -> RESP;" + messages).pairs, [PairSpec(request: 0, response: 1)])
+        XCTAssertEqual(try load(head + "pair_by seq = ack;" + messages).pairBy, .field(request: "seq", response: "ack"))
         for (line, want) in [
             ("pair Req -> Respo;", "p.dissector:2:13: error: unknown message 'Respo' in pair (did you mean 'Resp'?)"),
             ("pair Req Resp;", "p.dissector:2:10: error: expected '->' between the request and the response, found 'Resp'"),
@@ -26,6 +27,8 @@ final class PairTests: XCTestCase {
             ("pair Req -> Resp by x;", "p.dissector:2:21: error: 'x' is neither a header field nor a field of 'Resp'"),
             ("pair Req -> Req;", "p.dissector:2:13: error: 'Req' cannot answer itself in order (pair it by a field: 'by seq = ackSeq')"),
             ("pair Req -> Resp; pair Other -> Resp;", "p.dissector:2:33: error: message 'Resp' is already in a pair"),
+            ("pair_by sequ;", "p.dissector:2:9: error: pair_by 'sequ': no header field and no message's field has that name"),
+            ("pair_by seq = acks;", "p.dissector:2:15: error: pair_by 'acks': no header field and no message's field has that name"),
         ] {
             XCTAssertThrowsError(try load(head + line + messages), line) { e in
                 let d = (e as! DissectorError).description
