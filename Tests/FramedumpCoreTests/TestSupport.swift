@@ -11,6 +11,18 @@ enum TestSupport {
     static func sample(_ name: String) -> String { root.appendingPathComponent("samples/\(name)").path }
     static var dissectors: String { root.appendingPathComponent("Dissectors").path }
 
+    /// Each dissector text is refused, with an error that begins with its `want`
+    /// (`FILE:LINE:COLUMN: error: ...`).
+    static func assertRefused(_ cases: [(text: String, want: String)], file name: String,
+                              file: StaticString = #filePath, line: UInt = #line) {
+        for (text, want) in cases {
+            XCTAssertThrowsError(try DissectorLoader.parse(text: text, file: name), text, file: file, line: line) { e in
+                let d = (e as? DissectorError)?.description ?? "\(e)"
+                XCTAssertTrue(d.hasPrefix(want), "\(text): \(d)", file: file, line: line)
+            }
+        }
+    }
+
     /// The framedump binary `swift test` built next to the test bundle.
     static var binary: String {
         let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()

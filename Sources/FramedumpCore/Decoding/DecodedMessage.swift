@@ -205,3 +205,21 @@ public struct PhaseMark: Sendable, Equatable {
     public var assumed: Bool
     public static let none = PhaseMark(current: -1, next: -1, assumed: false)
 }
+
+extension DecodedMessage {
+    /// Header field `h` as decoded (nil: not in this message's header).
+    func header(_ h: Int) -> DecodedField? {
+        for f in headerFields { if case .header(let i) = f.name, Int(i) == h { return f } }
+        return nil
+    }
+
+    /// Top-level field `fi` of this message's type as decoded (nil: another type, or not
+    /// decoded: a condition left it out, or the body ended first).
+    func topLevel(_ fi: Int) -> DecodedField? {
+        guard let mi = message else { return nil }
+        for f in fields where f.depth == 0 {
+            if case .field(let a, let b) = f.name, Int(a) == mi, Int(b) == fi { return f }
+        }
+        return nil
+    }
+}

@@ -255,15 +255,8 @@ final class PairTable {
         case .order: return 0
         case .id: return m.id
         case .missing: return nil
-        case .header(let h):
-            for f in m.headerFields { if case .header(let i) = f.name, Int(i) == h { return value(f, m) } }
-            return nil
-        case .field(let fi):
-            guard let mi = m.message else { return nil }
-            for f in m.fields where f.depth == 0 {
-                if case .field(let a, let b) = f.name, Int(a) == mi, Int(b) == fi { return value(f, m) }
-            }
-            return nil
+        case .header(let h): return m.header(h).flatMap { value($0, m) }
+        case .field(let fi): return m.topLevel(fi).flatMap { value($0, m) }
         }
     }
 

@@ -73,15 +73,9 @@ final class ReplyTable {
     /// The request's key: its header field or top-level integer field of that name.
     func key(_ m: DecodedMessage, _ name: String) -> UInt64? {
         let s = runtime.schema
-        for f in m.headerFields {
-            guard case .header(let i) = f.name, s.header[Int(i)].name == name else { continue }
-            return Self.integer(f.value)
-        }
-        for f in m.fields where f.depth == 0 {
-            guard case .field(let mi, let fi) = f.name, s.messages[Int(mi)].fields[Int(fi)].name == name else { continue }
-            return Self.integer(f.value)
-        }
-        return nil
+        if let h = s.header.firstIndex(where: { $0.name == name }), let f = m.header(h) { return Self.integer(f.value) }
+        guard let mi = m.message, let fi = s.messages[mi].fields.firstIndex(where: { $0.name == name }) else { return nil }
+        return m.topLevel(fi).flatMap { Self.integer($0.value) }
     }
 
     static func integer(_ v: FieldValue) -> UInt64? {
