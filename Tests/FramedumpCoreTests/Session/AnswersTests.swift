@@ -46,6 +46,26 @@ final class AnswersTests: XCTestCase {
         }
     }
 
+    /// With the table full (4,096 requests never answered), a request whose key already waits
+    /// still takes its place: the reply to that key is typed by the newest request, not by the
+    /// older one of another type; a request of a new key is not waited for (counted).
+    func testAFullTableStillTypesARepliedKeyByItsNewestRequest() throws {
+        var requests: [UInt8] = []
+        for seq in 1...4096 { requests += frame(1, UInt32(seq), [7]) }            // LoginReq, seq 1...4096
+        requests += frame(2, 1, [0, 0, 0, 42, 0, 0, 0, 5])                        // GetItem, tag 5
+        requests += frame(1, 5000, [7])                                            // a new key: not waited for
+        let replies = frame(0, 5, [0, 3]) + frame(0, 5000, [1, 2])
+        let schemas = try DissectorLoader.parse(text: Self.dissector, file: "rq.dissector")
+        let out = OutputBuffer(fd: nil)
+        let sessions = SessionManager(protocols: schemas, sink: JSONPrinter(output: out, diffable: true))
+        FuzzStreams.feed(sessions, runs: [(true, requests), (false, replies)], piece: 4096, port: 8410)
+        let lines = try out.text.split(separator: "\n").map { try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        let got = lines.filter { $0["dir"] as? String == "s2c" && $0["type"] == nil }
+        XCTAssertEqual(got.map { $0["message"] as? String ?? "-" }, ["ItemReply", "-"])
+        XCTAssertEqual((got[0]["fields"] as? [String: Any])?["count"] as? Int, 3)
+        XCTAssertEqual(sessions.protocols[0].repliesDropped, 1)
+    }
+
     func testAnswersAreCheckedWhereTheyAreWritten() {
         let head = "protocol rq { port 8410; header { uint32 length; uint16 cmd; uint32 seq; } frame_length = length; message_id = cmd; }\n"
         TestSupport.assertRefused([
