@@ -92,7 +92,7 @@ struct Summary {
                 if p.repliesOrphaned > 0 { rows.append(("replies without their request", p.repliesOrphaned)) }
             }
             if p.pairsForgotten > 0 {
-                rows.append(("requests forgotten unpaired (\(PairTable.limit) newer ones made)", p.pairsForgotten))
+                rows.append(("requests forgotten (after \(PairTable.limit) newer)", p.pairsForgotten))
             }
             let known = p.messageCounts.last ?? 0
             let listedUnknown = p.unknownIDs.values.reduce(0, +)
