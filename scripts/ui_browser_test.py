@@ -23,6 +23,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.common.exceptions import StaleElementReferenceException
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIMEOUT = 60
@@ -83,6 +84,17 @@ def wait(driver, what, check, timeout=TIMEOUT, show=None):
 
 def ready(driver):
     wait(driver, "the page to be ready", lambda: driver.execute_script("return window.framedump && window.framedump.ready"))
+
+
+def texts(driver, css):
+    """The text of each element `css` finds, read again if the page redrew one meanwhile
+    (live rows are redrawn as messages come: an element read as it is replaced is stale)."""
+    for _ in range(50):
+        try:
+            return [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
+        except StaleElementReferenceException:
+            time.sleep(0.1)
+    raise AssertionError(f"the elements of {css} were redrawn on every read for 5 s")
 
 
 def list_count(driver):
@@ -263,20 +275,26 @@ def check_live(driver, binary, shots):
         send(0, 20)
         wait(driver, "20 live messages", lambda: driver.execute_script("return window.framedump.status.messages") == 20)
         wait(driver, "the rows", lambda: len(driver.find_elements(By.CSS_SELECTOR, "#list-rows .row[data-n]")) == 20)
-        names = {r.text for r in driver.find_elements(By.CSS_SELECTOR, "#list-rows .row[data-n] .name")}
+        names = set(texts(driver, "#list-rows .row[data-n] .name"))
         expect(names == {"Cs_10002"}, "live: the 20 heartbeats sent on lo stream into the page as Cs_10002")
         counts = wait(driver, "the connection's count", lambda: [
             r.text for r in driver.find_elements(By.CSS_SELECTOR, "#connections tbody tr[data-conn='0'] td") if r.text == "20 / 0"])
         expect(counts == ["20 / 0"], "live: the connection's row counts the 20 messages")
         # A filter during the capture: what came before is read again from the file being
         # written, what comes after is matched as it comes; none twice, none missed.
-        box = driver.find_element(By.ID, "filter")
-        box.send_keys("game.ClientTime >= 1000010\n")
+        # (Found and typed into at once, again if the page drew the box anew meanwhile.)
+        def set_filter():
+            box = driver.find_element(By.ID, "filter")
+            box.clear()
+            box.send_keys("game.ClientTime >= 1000010\n")
+            return True
+        wait(driver, "the filter box", set_filter)
         wait(driver, "10 matches", lambda: list_count(driver).startswith("10 messages match"), timeout=20, show=lambda: list_count(driver))
         send(20, 10)
         wait(driver, "20 matches", lambda: list_count(driver).startswith("20 messages match"), timeout=20, show=lambda: list_count(driver))
-        times = [r.text for r in driver.find_elements(By.CSS_SELECTOR, "#list-rows .row[data-n] .sum")]
-        expect(times == [f"ClientTime: {1_000_000 + i}" for i in range(10, 30)],
+        want = [f"ClientTime: {1_000_000 + i}" for i in range(10, 30)]
+        times = texts(driver, "#list-rows .row[data-n] .sum")
+        expect(times == want,
                "live: a filter set mid-capture matches the 10 earlier messages from the file and the 10 later ones as they come")
         client.close()
         t.join(10)
