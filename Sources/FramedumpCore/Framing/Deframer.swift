@@ -77,11 +77,16 @@ public final class Deframer {
         }
         let before = buffer.count
         buffer.append(contentsOf: b)
-        let check = buffer.count >= first.headerSize ? buffer.withUnsafeBytes { first.check($0, at: 0) } : .needMoreData
+        let check = buffer.count >= first.headerSize && measureNow(first, packet) ? buffer.withUnsafeBytes { first.check($0, at: 0) } : .needMoreData
         switch check {
         case .needMoreData:
             return b.count
         case .ok(let n) where n > buffer.count:
+            return b.count
+        case .ok(let n) where n <= before:
+            // (Its measuring was put off: it ended in bytes held before.)
+            firstPending = false
+            emitHeldFrame(n, packet: packet, first: true)
             return b.count
         case .ok(let n):
             firstPending = false
@@ -119,7 +124,12 @@ public final class Deframer {
     func abandonFirst(_ packet: PacketRef, _ reason: (_ have: Int, _ need: Int?) -> MalformedReason) {
         guard firstPending else { return }
         firstPending = false
-        reportUnfinished(packet, layout: firstLayout.unsafelyUnwrapped, reason)
+        let first = firstLayout.unsafelyUnwrapped
+        if measureDeferred, case .ok(let n) = buffer.withUnsafeBytes({ first.check($0, at: 0) }), n <= buffer.count {
+            emitHeldFrame(n, packet: packet, first: true)
+            return
+        }
+        reportUnfinished(packet, layout: first, reason)
     }
 
     public func data(_ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
@@ -158,6 +168,7 @@ public final class Deframer {
     public func gap(offset: UInt64, length: UInt64, packet: PacketRef) {
         judged = 0  // (a hunt after a gap is a new one)
         if _slowPath(firstPending) { abandonFirst(packet) { .cutByGap(have: $0, need: $1) } }
+        settleDeferred(packet)
         let gapEnd = offset.addingReportingOverflow(length)
         defer { if state == .hunting && !gapEnd.overflow { resumeAt = gapEnd.partialValue } }
         // Hunting since the last gap, the bytes right after it begin with a plausible header
@@ -208,6 +219,7 @@ public final class Deframer {
         if _slowPath(firstPending) {
             abandonFirst(packet) { captureEnded ? .cutByCaptureEnd(have: $0, need: $1) : .incompleteAtEnd(have: $0, need: $1) }
         }
+        settleDeferred(packet)
         if state == .hunting { hunt(final: true, packet: packet) }
         flushSkipped(packet)
         reportUnfinished(packet) { captureEnded ? .cutByCaptureEnd(have: $0, need: $1) : .incompleteAtEnd(have: $0, need: $1) }
@@ -219,6 +231,7 @@ public final class Deframer {
     public func endOfUnit(packet: PacketRef) {
         if _slowPath(firstPending) { abandonFirst(packet) { .cutByUnitEnd(have: $0, need: $1) } }
         if state == .synced && buffer.isEmpty && skipped.isEmpty { return }
+        settleDeferred(packet)
         if state == .hunting { hunt(final: true, packet: packet) }
         flushSkipped(packet)
         reportUnfinished(packet) { .cutByUnitEnd(have: $0, need: $1) }
@@ -356,7 +369,7 @@ public final class Deframer {
                 searchedUpTo = (bufferOffset, before)
                 guard used < b.count else { return used }
                 buffer.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[used...]))
-                check = buffer.withUnsafeBytes { layout.check($0, at: 0, from: before) }
+                check = measureNow(layout, packet) ? buffer.withUnsafeBytes { layout.check($0, at: 0, from: before) } : .needMoreData
                 switch check {
                 case .needMoreData:
                     searchedUpTo = (bufferOffset, buffer.count)
@@ -365,6 +378,11 @@ public final class Deframer {
                     // A header that was still arriving (a varint): the frame is longer than what is held.
                     used = b.count
                     searchedUpTo = (0, 0)
+                case .ok(let n) where n <= before:
+                    // It ended in bytes held while its measuring was put off: the frame, then
+                    // every byte after it read again.
+                    emitHeldFrame(n, packet: packet)
+                    return b.count
                 case .ok(let n):
                     // It ends in what was just taken: keep that frame, leave the rest in `b`.
                     buffer.removeLast(buffer.count - n)
@@ -402,6 +420,81 @@ public final class Deframer {
             }
             buffer.removeAll(keepingCapacity: true)
             return used
+        }
+    }
+
+    // MARK: - Frames measured by decoding them (`frame_length = message`)
+
+    /// A kind that measures a frame by decoding it from its start (`frame_length = message`)
+    /// measures again, from the start, as a frame's bytes grow: in many small pieces that is
+    /// quadratic. So once measuring the frame in `buffer` has cost `remeasureFactor` times its
+    /// bytes, it is measured again only when they grew by an eighth, or the stream ends (the
+    /// work stays linear; a frame sent in thousands of tiny segments may be cut a little late).
+    @exclusivity(unchecked) var measured: (offset: UInt64, count: Int, work: Int) = (0, 0, 0)
+    var remeasureFactor = 64
+    /// The bytes measured again over the stream (what the rule above keeps linear; for tests).
+    var measuredBytes = 0
+    /// Which packet carried the bytes of `buffer` not yet measured (so a frame cut late is
+    /// still dated by the packet of its last byte).
+    @exclusivity(unchecked) var unmeasuredSpans: [(end: UInt64, packet: PacketRef)] = []
+
+    /// Whether to measure the frame in `buffer`, just grown by a chunk of `packet`, now (always,
+    /// for kinds that do not measure by decoding).
+    @inline(__always)
+    func measureNow(_ layout: FrameLayout, _ packet: PacketRef) -> Bool {
+        guard layout.end?.marksBoundaries == false else { return true }
+        if measured.offset != bufferOffset || measured.count > buffer.count {
+            measured = (bufferOffset, 0, 0)
+            unmeasuredSpans.removeAll(keepingCapacity: true)
+        }
+        let end = bufferOffset + UInt64(buffer.count)
+        if measured.work > remeasureFactor * buffer.count && buffer.count - measured.count < measured.count / 8 {
+            unmeasuredSpans.append((end, packet))
+            return false
+        }
+        // (A frame ends past the bytes of the last measure: who carried those no longer matters.)
+        let done = bufferOffset + UInt64(measured.count)
+        unmeasuredSpans.removeAll { $0.end <= done }
+        unmeasuredSpans.append((end, packet))
+        measured.count = buffer.count
+        measured.work += buffer.count
+        measuredBytes += buffer.count
+        return true
+    }
+
+    /// Whether the frame in `buffer` holds bytes it was not measured on (its measuring was put off).
+    var measureDeferred: Bool {
+        measured.offset == bufferOffset && measured.count < buffer.count && measured.count > 0
+    }
+
+    /// The first `n` bytes of `buffer` are a frame whose measuring was put off: it is emitted,
+    /// and the bytes after it, held as this frame's, are read again as the stream's next ones
+    /// (carried, as far as the output can tell, by the packet that let the frame be cut).
+    func emitHeldFrame(_ n: Int, packet: PacketRef, first: Bool = false) {
+        let spans = unmeasuredSpans
+        let restOffset = bufferOffset + UInt64(n)
+        buffer.withUnsafeBytes { fb in
+            var f = Frame(bytes: UnsafeRawBufferPointer(rebasing: fb[..<n]), offset: bufferOffset,
+                          firstPacket: bufferPacket.asFirst, lastPacket: Self.packet(at: restOffset - 1, in: spans) ?? packet,
+                          coalesced: 1)
+            f.first = first
+            consumer.frame(f, dir)
+        }
+        let rest = Array(buffer[n...])
+        buffer.removeAll(keepingCapacity: true)
+        measured = (0, 0, 0)
+        unmeasuredSpans.removeAll(keepingCapacity: true)
+        guard !rest.isEmpty else { return }
+        rest.withUnsafeBytes { scan($0, offset: restOffset, packet: packet, spans: spans.filter { $0.end > restOffset }) }
+    }
+
+    /// Before the stream ends or breaks: a frame whose measuring was put off is measured on
+    /// all its bytes, and cut (with those after it) if it is whole.
+    func settleDeferred(_ packet: PacketRef) {
+        while state == .synced, measureDeferred, buffer.count >= layout.headerSize {
+            measured.count = buffer.count
+            guard case .ok(let n) = buffer.withUnsafeBytes({ layout.check($0, at: 0) }), n <= buffer.count else { return }
+            emitHeldFrame(n, packet: packet)
         }
     }
 
