@@ -49,6 +49,11 @@ final class ConnectionText {
     /// The connection's text, made on first use.
     @inline(__always) static func of(_ c: Connection) -> ConnectionText {
         if let t = c.outputCache { return unsafeDowncast(t, to: ConnectionText.self) }
+        return made(for: c)
+    }
+
+    /// (Once per connection: kept out of the printers' per-message code.)
+    @inline(never) static func made(for c: Connection) -> ConnectionText {
         let t = ConnectionText(c)
         c.outputCache = t
         return t

@@ -53,6 +53,7 @@ public struct TreeLineTable {
                               textStart: UInt32(clamping: text &- start), textEnd: UInt32(clamping: max(text, end) &- start)))
     }
 
+    @inline(never)  // (the page's path: out of the tree printer's per-message code)
     public mutating func removeAll(startingAt position: UInt64) {
         start = position
         lines.removeAll(keepingCapacity: true)

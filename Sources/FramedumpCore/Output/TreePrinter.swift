@@ -118,7 +118,7 @@ public final class TreePrinter: MessageSink {
         }
         lines?.line(.summary, depth: 0, offset: 0, width: 0, text: start, end: position(k))
         k.byte(0x0a)
-        if let only = detailsOf, !only.contains(p.schema.name.lowercased()) {
+        if detailsOf != nil, detailsHidden(p) {
             // tshark's -O: another protocol's message is its summary line alone.
             out.commit(k)
             out.endOfRecord()
@@ -150,6 +150,11 @@ public final class TreePrinter: MessageSink {
             }
         }
         out.endOfRecord()
+    }
+
+    /// `-O`: whether this protocol's messages are shown as their summary line alone.
+    @inline(never) func detailsHidden(_ p: ProtocolRuntime) -> Bool {
+        detailsOf.map { !$0.contains(p.schema.name.lowercased()) } ?? false
     }
 
     /// `answers: LoginReq in pkt 7, 0.312 ms earlier`: the request this response answers.
@@ -227,7 +232,9 @@ public final class TreePrinter: MessageSink {
         out.endOfRecord()
     }
 
-    @inline(__always)
+    /// (One copy, called per field: inlined in `message` twice it made that 39 KB of code, more
+    /// than the level-1 instruction cache holds, and every message missed it.)
+    @inline(never)
     func field(_ x: DecodedField, _ ft: FieldText, depth: Int, header: Bool, _ k: inout Cursor, _ out: OutputBuffer) {
         fieldStart(x, ft, depth: depth, &k)
         switch x.value {
