@@ -21,6 +21,9 @@ public struct ProblemClass: RawRepresentable, Hashable, Sendable {
     public static let bodyShort = Self("body-short")
     /// A body with bytes after its last field.
     public static let bodyLong = Self("body-long")
+    /// A field whose bytes hold no value of its type (a `Decimal` that is no number, a varint
+    /// longer than its type allows).
+    public static let badValue = Self("bad-value")
     /// A header field declared constant with another value.
     public static let constant = Self("constant")
     /// A frame the deframer could not take (length out of bounds, bytes skipped, cut at the end).
@@ -44,7 +47,7 @@ public struct ProblemClass: RawRepresentable, Hashable, Sendable {
 
     /// In the summary's order: the stream's classes, each layer's (`websocket`), the bodies'.
     public static var allCases: [ProblemClass] {
-        [.unknownMessage, .bodyShort, .bodyLong, .constant, .malformed, .gap, .unclaimed]
+        [.unknownMessage, .bodyShort, .bodyLong, .badValue, .constant, .malformed, .gap, .unclaimed]
             + LayerRegistry.kinds.map { Self($0.name) }
             + [.protobuf, .json]
             + BodyRegistry.kinds.compactMap { $0.problemClass }.filter { $0 != "protobuf" && $0 != "json" }.map { Self($0) }
@@ -108,6 +111,7 @@ public final class CaptureCheck: MessageSink {
             // The gap that cut it is reported as a gap.
             case .frameCut: continue
             case .trailingBytes: kind = .bodyLong
+            case .badValue: kind = .badValue
             case .nestingTooDeep, .protobufTooDeep: kind = .nesting
             case .arrayOverLimit: kind = .limit
             case .invalidJSON, .jsonTooDeep, .jsonLoneSurrogate: kind = .json

@@ -83,6 +83,8 @@ public enum DecodeWarning: Sendable, Equatable {
     /// (`answers`): a capture that started after the request, or a request not decoded.
     case replyWithoutRequest
     case bodyTooShort(field: String, at: Int)
+    /// A field whose bytes are no value of its type, whatever may follow them (`is no decimal number`).
+    case badValue(field: String, at: Int, why: String)
     /// The frame was cut (snap length, gap): its fields as far as they were captured.
     case frameCut(have: Int, need: Int)
     case trailingBytes(Int, at: Int)
@@ -113,6 +115,7 @@ public enum DecodeWarning: Sendable, Equatable {
         case .unknownMessage(let id, let signed, let pair): return "unknown message id \(IDText.of(id, signed: signed, pair: pair)): body shown raw"
         case .replyWithoutRequest: return "a reply whose request was not captured (no request waits for its key): body shown raw"
         case .bodyTooShort(let f, let at): return "body ends inside field '\(f)' at byte \(at)"
+        case .badValue(let f, let at, let why): return "field '\(f)' at byte \(at) \(why)"
         case .frameCut(let have, let need): return "frame cut: \(have) of its \(need) bytes were captured; the fields after them are not shown"
         case .trailingBytes(let n, let at): return "\(n) trailing bytes at byte \(at) not described by the schema"
         case .arrayTooLong(let f, let c): return "array '\(f)' announces \(c) elements, more than the frame can hold"

@@ -73,6 +73,9 @@ public final class MessageDecoder {
     let defaultMessage: Int?
     let protoDefaults: Bool
     /// The protobuf decoder for the DecodedMessage last decoded into (a session uses one).
+    /// Where and why the last decoding stopped for good (a value no bytes could mend), not
+    /// for want of bytes; reset by `measure`.
+    @exclusivity(unchecked) var invalid: (at: Int, warning: DecodeWarning)?
     @exclusivity(unchecked) var protobuf: ProtobufDecoder?
 
     /// `as`: the message the frame is, when its id does not say (a reply typed by its request).
@@ -209,7 +212,7 @@ public final class MessageDecoder {
     /// Appends the fields of message `mi`; false when the body ran out (a warning was added).
     func decodeFields(_ mi: Int, _ b: UnsafeRawBufferPointer, _ pos: inout Int, depth: Int,
                       into m: DecodedMessage) -> Bool {
-        guard depth < maxDepth else { m.warnings.append(.nestingTooDeep(limit: maxDepth)); return false }
+        guard depth < maxDepth else { return stopped(.nestingTooDeep(limit: maxDepth), at: pos, m) }
         let (first, n) = program.ranges[mi]
         var k = Int(first)
         let end = k + Int(n)
@@ -250,8 +253,10 @@ public final class MessageDecoder {
             let room = UInt64(b.count - pos)
             let fits = !(minWidth > 0 && count > room / UInt64(minWidth))
             if op.count != .rest && (count > maxArray || !fits || UInt64(m.fields.count) + count > UInt64(Self.maxFields)) {
-                m.warnings.append(fits && count > maxArray ? .arrayOverLimit(field: fieldName(op), count: count, limit: Int(maxArray))
-                                  : .arrayTooLong(field: fieldName(op), count: count))
+                let w: DecodeWarning = fits && count > maxArray ? .arrayOverLimit(field: fieldName(op), count: count, limit: Int(maxArray))
+                    : .arrayTooLong(field: fieldName(op), count: count)
+                // (Past --max-array or the fields' bound, more bytes would not help.)
+                if fits { _ = stopped(w, at: start, m) } else { m.warnings.append(w) }
                 pos = start  // the count itself is shown in the undecoded rest
                 return false
             }
@@ -345,10 +350,15 @@ public final class MessageDecoder {
             let shift = UInt64(64 - op.width * 8)
             value = .signed(Int64(bitPattern: v << shift) >> Int64(shift)); pos += Int(op.width)
         case .varint, .svarint:
-            guard case .value(let v, let n) = b.varint(pos, maxBytes: Int(op.width)) else { return short(op, start, m) }
+            let r = b.varint(pos, maxBytes: Int(op.width))
+            guard case .value(let v, let n) = r else {
+                return r == .overlong ? bad(op, start, "is a varint longer than \(op.width) bytes", m) : short(op, start, m)
+            }
             value = op.kind == .varint ? .unsigned(v) : .signed(zigzagDecoded(v)); pos += n
         case .decimal:
-            guard let (v, next) = decimal(op, b, pos) else { return short(op, start, m) }
+            guard let (v, next) = decimal(op, b, pos) else {
+                return noNumber(op, b, pos) ? bad(op, start, "is no decimal number", m) : short(op, start, m)
+            }
             value = .signed(v); pos = next
         case .float32:
             guard let v = b.uint(pos, width: 4, bigEndian: op.bigEndian) else { return short(op, start, m) }
@@ -409,6 +419,36 @@ public final class MessageDecoder {
     func short(_ op: DecodeOp, _ at: Int, _ m: DecodedMessage) -> Bool {
         m.warnings.append(.bodyTooShort(field: fieldName(op), at: at))
         return false
+    }
+
+    /// A field whose bytes can hold no value of its type, whatever follows: said, and (for
+    /// `frame_length = message`) the frame's end is unknown rather than still to come.
+    func bad(_ op: DecodeOp, _ at: Int, _ why: String, _ m: DecodedMessage) -> Bool {
+        stopped(.badValue(field: fieldName(op), at: at, why: why), at: at, m)
+    }
+
+    /// Decoding stops for good at `at` (not for want of bytes): `w` said, and kept for `measure`.
+    func stopped(_ w: DecodeWarning, at: Int, _ m: DecodedMessage) -> Bool {
+        m.warnings.append(w)
+        invalid = (at, w)
+        return false
+    }
+
+    /// After `decimal` found no number: whether the bytes at `pos` already show there is none
+    /// (a byte that is no digit, sign or delimiter; more than 19 digits; past Int64), rather than
+    /// that it has not all arrived.
+    func noNumber(_ op: DecodeOp, _ b: UnsafeRawBufferPointer, _ pos: Int) -> Bool {
+        let d = program.delimiters[Int(op.ruleParam)]
+        var i = pos
+        if i < b.count && b[i] == 0x2d { i += 1 }
+        let first = i
+        while i < b.count, b[i] >= 0x30, b[i] <= 0x39 { i += 1 }
+        if i == b.count { return i - first > 19 }
+        if i == first || i - first > 19 { return true }
+        let have = min(d.count, b.count - i)
+        for k in 0..<have where b[i + k] != d[k] { return true }
+        // Digits and the whole delimiter: `decimal` refused them, so they are past Int64.
+        return have == d.count
     }
 
     /// Where a string/bytes value lies: (start, length, position after it).

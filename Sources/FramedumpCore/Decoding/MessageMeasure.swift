@@ -8,11 +8,15 @@ extension MessageDecoder {
         case needMoreData
         /// No message to measure (an id that names none, or none for a frame without an id).
         case unknownMessage(UInt64?)
+        /// A field at this byte holds no value of its type (or a bound stops decoding there):
+        /// where the frame ends cannot be known.
+        case invalid(at: Int)
     }
 
     /// Measures the message at the start of `b` (a direction's frame under `layout`).
     func measure(_ b: UnsafeRawBufferPointer, _ dir: Direction, layout: FrameLayout, into m: DecodedMessage) -> Measure {
         m.reset()
+        invalid = nil
         switch layout.headerEnd(b, at: 0) {
         case .at: break
         case .needMoreData: return .needMoreData
@@ -24,7 +28,7 @@ extension MessageDecoder {
         let mi: Int?
         if let fixed = layout.message { mi = fixed } else if let id { mi = message(dir, id) } else { mi = defaultMessage }
         guard let mi else { return .unknownMessage(id) }
-        guard decodeFields(mi, b, &pos, depth: 0, into: m) else { return .needMoreData }
+        guard decodeFields(mi, b, &pos, depth: 0, into: m) else { return invalid.map { .invalid(at: $0.at) } ?? .needMoreData }
         // Every frame takes a byte at least, so the deframer always moves on.
         return pos > 0 ? .length(pos) : .unknownMessage(id)
     }

@@ -521,6 +521,7 @@ public final class Deframer {
                                      hex: h.hex, signed: h.signed)
         case .badVarint(let f): return .badVarint(field: layout.fields[f].name, maxBytes: layout.fields[f].varintMax)
         case .unknownSize(let id): return .unknownSize(id: id)
+        case .badValue: return .badValue((layout.end as? MessageEnd)?.invalidText ?? "a field holds no value of its type")
         default: return .skipped
         }
     }

@@ -45,6 +45,8 @@ public enum MalformedReason: Sendable, Equatable {
     case badVarint(field: String, maxBytes: Int)
     /// `frame_length = message;`: the frame's message id names no message, so its end is unknown.
     case unknownSize(id: UInt64?)
+    /// `frame_length = message;`: a field of the frame holds no value of its type (the text says which).
+    case badValue(String)
     /// A layer of the stack could not read its own framing here (it says why).
     case layer(LayerProblem)
 
@@ -71,6 +73,7 @@ public enum MalformedReason: Sendable, Equatable {
         case .unknownSize(let id):
             return (id.map { "message id \($0) names no message" } ?? "no message is declared for a frame without an id")
                 + ": where its frame ends is unknown (frame_length = message)"
+        case .badValue(let t): return t + ": where its frame ends is unknown (frame_length = message)"
         case .layer(let l): return l.text
         }
     }
@@ -93,6 +96,7 @@ public enum MalformedReason: Sendable, Equatable {
         case .cutByUnitEnd: return "cut-by-datagram-end"
         case .badVarint: return "bad-varint"
         case .unknownSize: return "unknown-size"
+        case .badValue: return "bad-value"
         case .layer(let l): return l.kind
         }
     }

@@ -242,6 +242,8 @@ public final class FrameLayout: @unchecked Sendable {
         case needMoreData
         /// `frame_length = message;`: no message of this id is declared, so where its frame ends is unknown.
         case unknownSize(id: UInt64?)
+        /// `frame_length = message;`: a field at this byte of the frame holds no value of its type.
+        case badValue(at: Int)
     }
 
     /// Reads the header at `base` and says how long its frame is, or what is wrong with it.

@@ -88,6 +88,40 @@ final class ConsumedFramingTests: XCTestCase {
         }
     }
 
+    /// A `Decimal` whose bytes are no number ends nothing: it is reported at once as a frame whose
+    /// end is unknown, and the frames after it are found (it used to wait for bytes up to
+    /// `max_frame`, taking every later frame of the stream into one `length-too-long` report).
+    /// The same field in a frame of known length is a warning that says what is wrong with it.
+    func testANumberThatIsNoNumberIsReportedAndDecodingGoesOn() throws {
+        let text = """
+        protocol t { port 7700; header { uint8 type; } frame_length = message; message_id = type; max_frame 65536; }
+        Message Num = 0x3a { Decimal(crlf) value; }
+        Message Simple = 0x2b { String(crlf) text; }
+        """
+        let schemas = try DissectorLoader.parse(text: text, file: "t.dissector")
+        for bad in [":1x\r\n", ":12345678901234567890\r\n", ":99999999999999999999\r\n", ":-\r\n", ":5\rX"] {
+            let stream = Array((":12\r\n" + bad + "+OK\r\n:7\r\n:8\r\n").utf8)
+            for piece in [1, 3, 1000] {
+                let out = OutputBuffer(fd: nil)
+                let sessions = SessionManager(protocols: schemas, sink: JSONPrinter(output: out, diffable: true))
+                FuzzStreams.feed(sessions, runs: [(true, stream)], piece: piece, port: 7700)
+                let all = try out.text.split(separator: "\n").map { try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+                let ms = all.filter { $0["dir"] != nil && $0["type"] == nil }
+                XCTAssertEqual(ms.map { $0["message"] as? String ?? "-" }, ["Num", "Simple", "Num", "Num"], "\(bad) piece \(piece)")
+                let reasons = all.compactMap { $0["reason"] as? String }
+                XCTAssertEqual(reasons.first, "bad-value", "\(bad) piece \(piece): \(all.filter { $0["type"] != nil })")
+                let detail = all.compactMap { $0["detail"] as? String }.first ?? ""
+                XCTAssertTrue(detail.hasPrefix("field 'value' at byte 1 is no decimal number: where its frame ends is unknown"), detail)
+            }
+        }
+        // Framed by a length instead: the message is decoded, with a warning that says why the field is not shown.
+        let framed = try DissectorLoader.parse(text: "protocol u { port 7701; header { uint8 length; } frame_length = length + 1; }\nMessage N { Decimal(crlf) value; }", file: "u.dissector")
+        let out = OutputBuffer(fd: nil)
+        let sessions = SessionManager(protocols: framed, sink: JSONPrinter(output: out, diffable: true))
+        FuzzStreams.feed(sessions, runs: [(true, [4] + Array("1y\r\n".utf8))], piece: 1000, port: 7701)
+        XCTAssertTrue(out.text.contains("field 'value' at byte 1 is no decimal number"), out.text)
+    }
+
     func testMisuseIsSaid() {
         for (text, want) in [
             ("protocol p { port 1; header { uint8 id; } frame_length = message; message_id = id; }\nMessage A = 1 { Bytes(rest) b; }",

@@ -74,8 +74,12 @@ final class MessageEnd: FrameEnd {
         case .length(let n): return .ok(frameLength: n)
         case .needMoreData: return b.count - base >= maxFrame ? .tooLong(Int64(maxFrame) + 1) : .needMoreData
         case .unknownMessage(let id): return .unknownSize(id: id)
+        case .invalid(let at): return .badValue(at: at)
         }
     }
 
     func boundary(in b: UnsafeRawBufferPointer, from p: Int) -> Int? { nil }
+
+    /// What the last measure that stopped for good found (for the report).
+    var invalidText: String { decoder.invalid?.warning.text ?? "a field holds no value of its type" }
 }
