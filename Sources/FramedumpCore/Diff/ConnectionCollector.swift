@@ -30,9 +30,9 @@ public final class ConnectionCollector: MessageSink {
     let printer: JSONPrinter
     let scanner: LineScanner
     public private(set) var connections: [TrackedConnection] = []
-    var byNumber: [UInt64: TrackedConnection] = [:]
+    @exclusivity(unchecked) var byNumber: [UInt64: TrackedConnection] = [:]
     /// Per connection (by order) and direction: items seen (the fetch pass counts, keeps nothing).
-    var counts: [[Int]] = []
+    @exclusivity(unchecked) var counts: [[Int]] = []
     public private(set) var fetched: [ItemRef: JSONValue] = [:]
     let fetching: Bool
     let exporting: Bool
@@ -70,8 +70,8 @@ public final class ConnectionCollector: MessageSink {
     }
 
     /// The connection of the previous call (consecutive messages are often of one connection).
-    var last: TrackedConnection?
-    var lastNumber: UInt64 = 0
+    @exclusivity(unchecked) var last: TrackedConnection?
+    @exclusivity(unchecked) var lastNumber: UInt64 = 0
 
     @inline(__always)
     func track(_ c: Connection, _ p: ProtocolRuntime?) -> TrackedConnection {
@@ -107,7 +107,7 @@ public final class ConnectionCollector: MessageSink {
         return true
     }
 
-    var pendingRef: ItemRef?
+    @exclusivity(unchecked) var pendingRef: ItemRef?
     /// Fetch: called once every wanted line is in (the reading can stop there).
     public var onAllFetched: (() -> Void)?
 

@@ -26,13 +26,13 @@ public struct LineFacts {
 public final class LineScanner {
     let ignore: [IgnorePattern]
     /// The full path of the value being read: protocol, message, then keys (see `IgnorePattern`).
-    var path: [(Int, Int)] = []
+    @exclusivity(unchecked) var path: [(Int, Int)] = []
     /// Byte ranges of ignored members, in order.
-    public private(set) var cuts: [Range<Int>] = []
+    @exclusivity(unchecked) public private(set) var cuts: [Range<Int>] = []
 
     /// Per `--ignore` pattern: whether it matched a member of any line scanned (a pattern that
     /// never does is probably misspelt, and `diff` says so).
-    public private(set) var matched: [Bool]
+    @exclusivity(unchecked) public private(set) var matched: [Bool]
 
     public init(ignore: [IgnorePattern]) {
         self.ignore = ignore

@@ -34,14 +34,14 @@ public final class TrackedConnection {
     public var key = ""
     var givenKey = false
     /// Every item's fingerprint, per direction (kept by `diff`; the export keeps only `summary`).
-    public var prints: [[MessagePrint]] = [[], []]
+    @exclusivity(unchecked) public var prints: [[MessagePrint]] = [[], []]
     /// What the stable key's order reads of each direction.
-    var summary: [OrderSummary] = [OrderSummary(), OrderSummary()]
-    public var firstPacket: UInt64 = 0
-    public var lastPacket: UInt64 = 0
+    @exclusivity(unchecked) var summary: [OrderSummary] = [OrderSummary(), OrderSummary()]
+    @exclusivity(unchecked) public var firstPacket: UInt64 = 0
+    @exclusivity(unchecked) public var lastPacket: UInt64 = 0
     /// Export only: each direction's latest lines (after `conn` and `dir`, `--ignore` applied),
     /// the earlier ones as blocks in the spool (offset, length), and the open and close lines.
-    var lines: [[UInt8]] = [[], []]
+    @exclusivity(unchecked) var lines: [[UInt8]] = [[], []]
     var spooled: [[(Int, Int)]] = [[], []]
     var openLine: [UInt8]?
     var closeLine: [UInt8]?
