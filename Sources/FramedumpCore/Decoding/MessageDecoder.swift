@@ -72,10 +72,10 @@ public final class MessageDecoder {
     /// The message every frame is, for a protocol whose frames carry no id.
     let defaultMessage: Int?
     let protoDefaults: Bool
-    /// The protobuf decoder for the DecodedMessage last decoded into (a session uses one).
     /// Where and why the last decoding stopped for good (a value no bytes could mend), not
     /// for want of bytes; reset by `measure`.
     @exclusivity(unchecked) var invalid: (at: Int, warning: DecodeWarning)?
+    /// The protobuf decoder for the DecodedMessage last decoded into (a session uses one).
     @exclusivity(unchecked) var protobuf: ProtobufDecoder?
 
     /// `as`: the message the frame is, when its id does not say (a reply typed by its request).

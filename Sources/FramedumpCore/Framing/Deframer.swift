@@ -125,10 +125,7 @@ public final class Deframer {
         guard firstPending else { return }
         firstPending = false
         let first = firstLayout.unsafelyUnwrapped
-        if measureDeferred, case .ok(let n) = buffer.withUnsafeBytes({ first.check($0, at: 0) }), n <= buffer.count {
-            emitHeldFrame(n, packet: packet, first: true)
-            return
-        }
+        if settleDeferred(packet, first: first) { return }
         reportUnfinished(packet, layout: first, reason)
     }
 
@@ -489,13 +486,20 @@ public final class Deframer {
     }
 
     /// Before the stream ends or breaks: a frame whose measuring was put off is measured on
-    /// all its bytes, and cut (with those after it) if it is whole.
-    func settleDeferred(_ packet: PacketRef) {
-        while state == .synced, measureDeferred, buffer.count >= layout.headerSize {
+    /// all its bytes, and cut (with those after it) if it is whole; `first`: the direction's
+    /// first frame, of that layout. Whether a frame was cut.
+    @discardableResult
+    func settleDeferred(_ packet: PacketRef, first: FrameLayout? = nil) -> Bool {
+        var cut = false
+        var l = first ?? layout
+        while state == .synced, measureDeferred, buffer.count >= l.headerSize {
             measured.count = buffer.count
-            guard case .ok(let n) = buffer.withUnsafeBytes({ layout.check($0, at: 0) }), n <= buffer.count else { return }
-            emitHeldFrame(n, packet: packet)
+            guard case .ok(let n) = buffer.withUnsafeBytes({ l.check($0, at: 0) }), n <= buffer.count else { break }
+            emitHeldFrame(n, packet: packet, first: !cut && first != nil)
+            cut = true
+            l = layout
         }
+        return cut
     }
 
     /// How far a search for the frame's end in `buffer` got (its stream offset then, and the

@@ -118,6 +118,19 @@ final class MeasureDeferralTests: XCTestCase {
                 XCTAssertEqual(c.malformed, 0)
             }
         }
+        // The first frame alone, whole only once the stream ends: cut then, not reported.
+        let c = Collector()
+        let d = Deframer(layout: FrameLayout(schema, schema.variants.first { $0.direction == .c2s && !$0.first }!), direction: .c2s,
+                         consumer: c, startsAtBoundary: true, first: FrameLayout(schema, schema.variants.first { $0.first }!))
+        hello.withUnsafeBytes { b in
+            for i in 0..<b.count {
+                d.data(UnsafeRawBufferPointer(rebasing: b[i..<(i + 1)]), offset: UInt64(i), packet: PacketRef(number: UInt64(i + 1), ts: Timestamp(seconds: 0, nanos: 0)))
+            }
+        }
+        XCTAssertEqual(c.frames.count, 0, "its last bytes came while its measuring was put off")
+        d.finish(packet: PacketRef(number: 99999, ts: Timestamp(seconds: 0, nanos: 0)), captureEnded: true)
+        XCTAssertEqual(c.frames.map { "\($0.length) \($0.last)" }, ["\(hello.count) \(hello.count)"])
+        XCTAssertEqual(c.malformed, 0)
     }
 
     /// A frame whole but not yet measured when a gap comes is cut before the gap, not reported as cut by it.
