@@ -131,6 +131,7 @@ public final class Deframer {
 
     public func data(_ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {
         started = true
+        if let p = peer, _slowPath(p.measureDeferred) { p.peerSpoke() }
         var b = bytes
         var off = offset
         if _slowPath(firstPending) {
@@ -464,6 +465,41 @@ public final class Deframer {
         measured.offset == bufferOffset && measured.count < buffer.count && measured.count > 0
     }
 
+    /// The other direction of the connection, when this one measures frames by decoding them
+    /// (set by `link`; both are owned by the same stack, which outlives them).
+    unowned(unsafe) var peer: Deframer?
+
+    /// Links the two directions of a stack whose frames are measured by decoding, so that a
+    /// frame whose measuring was put off is cut before the other side's next bytes are read:
+    /// a peer that answers has most likely read the whole request, and its answer must not be
+    /// shown (or paired) before it.
+    static func link(_ a: Deframer, _ b: Deframer) {
+        func measures(_ d: Deframer) -> Bool {
+            d.layout.end?.marksBoundaries == false || d.firstLayout?.end?.marksBoundaries == false
+        }
+        guard measures(a) || measures(b) else { return }
+        a.peer = b
+        b.peer = a
+    }
+
+    /// The other side sent bytes while a frame here waits to be measured again: it is measured
+    /// on all its bytes now, within twice the budget `measureNow` keeps (so a stream whose two
+    /// sides alternate tiny pieces still costs linear work; past it, the eighth rule alone).
+    func peerSpoke() {
+        guard measured.work <= 2 * remeasureFactor * buffer.count else { return }
+        measured.work += buffer.count
+        measuredBytes += buffer.count
+        // (Dated by this side's last packet: the peer's says nothing of these bytes.)
+        let packet = unmeasuredSpans.last?.packet ?? bufferPacket
+        if _slowPath(firstPending) {
+            firstPending = false
+            if !settleDeferred(packet, first: firstLayout) { firstPending = true }
+        } else {
+            settleDeferred(packet)
+        }
+        if state == .hunting { hunt(final: false, packet: packet) }
+    }
+
     /// The first `n` bytes of `buffer` are a frame whose measuring was put off: it is emitted,
     /// and the bytes after it, held as this frame's, are read again as the stream's next ones
     /// (carried, as far as the output can tell, by the packet that let the frame be cut).
@@ -486,20 +522,57 @@ public final class Deframer {
     }
 
     /// Before the stream ends or breaks: a frame whose measuring was put off is measured on
-    /// all its bytes, and cut (with those after it) if it is whole; `first`: the direction's
-    /// first frame, of that layout. Whether a frame was cut.
+    /// all its bytes, and cut (with those after it) if it is whole, or reported with what is
+    /// wrong with it (its first byte, and the rest hunted in) if it can be no frame; `first`:
+    /// the direction's first frame, of that layout. Whether a frame was cut or reported.
     @discardableResult
     func settleDeferred(_ packet: PacketRef, first: FrameLayout? = nil) -> Bool {
-        var cut = false
+        var settled = false
         var l = first ?? layout
         while state == .synced, measureDeferred, buffer.count >= l.headerSize {
             measured.count = buffer.count
-            guard case .ok(let n) = buffer.withUnsafeBytes({ l.check($0, at: 0) }), n <= buffer.count else { break }
-            emitHeldFrame(n, packet: packet, first: !cut && first != nil)
-            cut = true
+            let check = buffer.withUnsafeBytes { l.check($0, at: 0) }
+            switch check {
+            case .ok(let n) where n <= buffer.count:
+                emitHeldFrame(n, packet: packet, first: !settled && first != nil)
+            case .ok, .needMoreData:
+                return settled
+            default:
+                reportHeldBad(check, layout: l, packet: packet)
+                return true
+            }
+            settled = true
             l = layout
         }
-        return cut
+        return settled
+    }
+
+    /// The frame in `buffer`, measured late, can be no frame: its first byte is reported with
+    /// the reason, and the bytes after it are hunted in, each still dated by its packet.
+    func reportHeldBad(_ check: FrameLayout.Check, layout l: FrameLayout, packet: PacketRef) {
+        let spans = unmeasuredSpans
+        flushSkipped(packet)
+        buffer.withUnsafeBytes { hb in
+            consumer.malformed(dir, offset: bufferOffset, length: 1, reason: reason(check, l), packet: packet,
+                               bytes: UnsafeRawBufferPointer(rebasing: hb.prefix(l.headerSize)))
+        }
+        let rest = Array(buffer.dropFirst())
+        let restOffset = bufferOffset + 1
+        buffer.removeAll(keepingCapacity: true)
+        measured = (0, 0, 0)
+        unmeasuredSpans.removeAll(keepingCapacity: true)
+        state = .hunting
+        var from = restOffset
+        rest.withUnsafeBytes { b in
+            for sp in spans where sp.end > from {
+                let to = min(sp.end, restOffset + UInt64(b.count))
+                appendForHunt(UnsafeRawBufferPointer(rebasing: b[Int(from - restOffset)..<Int(to - restOffset)]), offset: from, packet: sp.packet)
+                from = to
+            }
+            if from < restOffset + UInt64(b.count) {
+                appendForHunt(UnsafeRawBufferPointer(rebasing: b[Int(from - restOffset)...]), offset: from, packet: packet)
+            }
+        }
     }
 
     /// How far a search for the frame's end in `buffer` got (its stream offset then, and the

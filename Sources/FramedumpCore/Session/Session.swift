@@ -57,11 +57,16 @@ final class Session {
         p.connections += 1
         let f = SessionFrames(manager: manager, runtime: p, connection: connection)
         frames = f
-        for d in Direction.allCases {
-            let deframer = Deframer(layout: p.layout(d), direction: d, consumer: f, startsAtBoundary: connection.startsAtSYN(d),
-                                    first: p.firstLayout(d), knownID: p.knownID(d), plausibleBody: p.plausibleBody(d))
-            // A UDP flow's datagrams are each cut on their own.
-            layers[d.rawValue] = connection.udp ? DatagramDeframer(deframer) : deframer
+        let deframers = Direction.allCases.map { d in
+            Deframer(layout: p.layout(d), direction: d, consumer: f, startsAtBoundary: connection.startsAtSYN(d),
+                     first: p.firstLayout(d), knownID: p.knownID(d), plausibleBody: p.plausibleBody(d))
+        }
+        // A UDP flow's datagrams are each cut on their own.
+        if connection.udp {
+            layers = deframers.map { DatagramDeframer($0) }
+        } else {
+            Deframer.link(deframers[0], deframers[1])
+            layers = deframers
         }
     }
 

@@ -65,9 +65,11 @@ final class WebSocketConnection {
     func makeTunnel() {
         tunnelled = inner.schema.webSocketStream
         guard tunnelled else { tunnel = [nil, nil]; return }
-        tunnel = Direction.allCases.map {
+        let deframers = Direction.allCases.map {
             Deframer(layout: inner.layout, direction: $0, consumer: frames, startsAtBoundary: true, knownID: inner.knownID($0), plausibleBody: inner.plausibleBody($0))
         }
+        Deframer.link(deframers[0], deframers[1])
+        tunnel = deframers
     }
 
     /// The protocol changes at the handshake (path, subprotocol): messages go to it from then on.

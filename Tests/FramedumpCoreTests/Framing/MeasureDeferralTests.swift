@@ -143,4 +143,84 @@ final class MeasureDeferralTests: XCTestCase {
             XCTAssertEqual(c.malformed, 0, "factor \(factor)")
         }
     }
+
+    /// What two linked deframers (the two sides of one connection) cut, in the order they cut it.
+    final class Sides: FrameConsumer {
+        var log: [String] = []
+        func frame(_ f: Frame, _ dir: Direction) { log.append("\(dir) \(f.bytes.count) last \(f.lastPacket.number)") }
+        func malformed(_ dir: Direction, offset: UInt64, length: UInt64, reason: MalformedReason, packet: PacketRef) {
+            log.append("\(dir) malformed at \(offset): \(reason.kind)")
+        }
+    }
+
+    /// A request whose measuring was put off is cut before its answer is read, not after it
+    /// (it was cut only at the stream's end: the answer came first, and pairing failed).
+    func testAFrameMeasuredLateIsCutBeforeTheOtherSidesAnswer() {
+        let request = Self.big(2000)
+        for factor in [16, 64] {
+            let c = Sides()
+            let a = Deframer(layout: Self.layout, direction: .c2s, consumer: c, startsAtBoundary: true)
+            let b = Deframer(layout: Self.layout, direction: .s2c, consumer: c, startsAtBoundary: true)
+            a.remeasureFactor = factor
+            Deframer.link(a, b)
+            var number: UInt64 = 0
+            func packet() -> PacketRef { number += 1; return PacketRef(number: number, ts: Timestamp(seconds: 0, nanos: 0)) }
+            request.withUnsafeBytes { r in
+                for i in 0..<r.count { a.data(UnsafeRawBufferPointer(rebasing: r[i..<(i + 1)]), offset: UInt64(i), packet: packet()) }
+            }
+            let last = number
+            [UInt8(3), 3].withUnsafeBytes { b.data($0, offset: 0, packet: packet()) }
+            XCTAssertEqual(c.log, ["c2s \(request.count) last \(last)", "s2c 1 last \(last + 1)", "s2c 1 last \(last + 1)"], "factor \(factor)")
+            a.finish(packet: packet(), captureEnded: true)
+            b.finish(packet: packet(), captureEnded: true)
+            XCTAssertEqual(c.log.count, 3)
+        }
+    }
+
+    /// Both sides sending one byte at a time, turn about: the answers' prompting stays within
+    /// its budget (linear work), and the frames are the same.
+    func testSidesTakingTurnsInTinyPiecesStayLinear() {
+        let stream = Self.big(3000) + [3]
+        let c = Sides()
+        let a = Deframer(layout: Self.layout, direction: .c2s, consumer: c, startsAtBoundary: true)
+        let b = Deframer(layout: Self.layout, direction: .s2c, consumer: c, startsAtBoundary: true)
+        Deframer.link(a, b)
+        stream.withUnsafeBytes { s in
+            for i in 0..<s.count {
+                let p = PacketRef(number: UInt64(2 * i + 1), ts: Timestamp(seconds: 0, nanos: 0))
+                a.data(UnsafeRawBufferPointer(rebasing: s[i..<(i + 1)]), offset: UInt64(i), packet: p)
+                b.data(UnsafeRawBufferPointer(rebasing: s[i..<(i + 1)]), offset: UInt64(i), packet: PacketRef(number: p.number + 1, ts: p.ts))
+            }
+        }
+        a.finish(packet: PacketRef(number: 1_000_000, ts: Timestamp(seconds: 0, nanos: 0)), captureEnded: true)
+        b.finish(packet: PacketRef(number: 1_000_001, ts: Timestamp(seconds: 0, nanos: 0)), captureEnded: true)
+        XCTAssertEqual(c.log.filter { $0.hasPrefix("c2s") }, ["c2s \(stream.count - 1) last \(2 * stream.count - 3)", "c2s 1 last \(2 * stream.count - 1)"])
+        XCTAssertEqual(c.log.filter { $0.hasPrefix("s2c") }.count, 2)
+        XCTAssertLessThan(a.measuredBytes + b.measuredBytes, 2 * 160 * stream.count)
+    }
+
+    /// A frame measured late that can be no frame (a varint past its bytes) is reported, at a gap
+    /// or the end, with what is wrong with it: not as a frame the gap or the end cut.
+    func testAFrameMeasuredLateThatIsBadIsReportedWithItsReason() throws {
+        let text = Self.text + "\nMessage Bad = 4 { Uint16 n; Item[n] items; Varint32 v; }"
+        let layout = FrameLayout(try DissectorLoader.parse(text: text, file: "t.dissector")[0])
+        var bad = Self.big(300)
+        bad[0] = 4
+        bad += Array(repeating: 0xff, count: 6) + [0]
+        for gap in [false, true] {
+            let c = Sides()
+            let d = Deframer(layout: layout, direction: .c2s, consumer: c, startsAtBoundary: true)
+            (bad + [3]).withUnsafeBytes { b in
+                for i in 0..<(b.count - 1) {
+                    d.data(UnsafeRawBufferPointer(rebasing: b[i..<(i + 1)]), offset: UInt64(i), packet: PacketRef(number: UInt64(i + 1), ts: Timestamp(seconds: 0, nanos: 0)))
+                }
+            }
+            XCTAssertTrue(d.measureDeferred, "the bad bytes came while its measuring was put off")
+            let end = PacketRef(number: 99999, ts: Timestamp(seconds: 0, nanos: 0))
+            if gap { d.gap(offset: UInt64(bad.count), length: 10, packet: end) } else { d.finish(packet: end, captureEnded: true) }
+            XCTAssertEqual(c.log.first, "c2s malformed at 0: bad-value", "gap \(gap)")
+            // (The hunt after it goes on in the frame's bytes, as after any bad frame.)
+            XCTAssertFalse(c.log.contains { $0.contains("at 0: cut") }, "gap \(gap): \(c.log)")
+        }
+    }
 }
