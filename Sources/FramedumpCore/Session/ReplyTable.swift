@@ -13,6 +13,9 @@ final class ReplyTable {
     unowned(unsafe) let runtime: ProtocolRuntime
     /// Per request message: its rule's reply (-1: none), by schema index.
     let replyOf: [Int32]
+    /// Per request message: where its key is read, the header field or else the top-level
+    /// field of the rule's name (-1: not there), found once here rather than per request.
+    let keyAt: [(header: Int32, field: Int32)]
     /// The (reply direction, header field) pairs replies are looked up by (usually one).
     let lookups: [(direction: Direction, header: Int)]
     @exclusivity(unchecked) var waiting: [Key: Int32] = [:]
@@ -23,13 +26,17 @@ final class ReplyTable {
         guard !s.replies.isEmpty else { return nil }
         runtime = p
         var of = [Int32](repeating: -1, count: s.messages.count)
+        var at = [(header: Int32, field: Int32)](repeating: (-1, -1), count: s.messages.count)
         var seen: [(Direction, Int)] = []
         for r in s.replies {
             guard let a = s.messages[r].answers else { continue }
             of[a.request] = Int32(r)
+            at[a.request] = (Int32(s.header.firstIndex { $0.name == a.requestField } ?? -1),
+                             Int32(s.messages[a.request].fields.firstIndex { $0.name == a.requestField } ?? -1))
             if !seen.contains(where: { $0 == (a.replyDirection, a.replyHeader) }) { seen.append((a.replyDirection, a.replyHeader)) }
         }
         replyOf = of
+        keyAt = at
         lookups = seen.map { (direction: $0.0, header: $0.1) }
     }
 
@@ -62,7 +69,7 @@ final class ReplyTable {
         guard let mi = m.message, mi < replyOf.count, replyOf[mi] >= 0 else { return }
         let reply = Int(replyOf[mi])
         let s = runtime.schema
-        guard let a = s.messages[reply].answers, let v = key(m, a.requestField) else { return }
+        guard let a = s.messages[reply].answers, let v = key(m, keyAt[mi]) else { return }
         let k = Key(header: Int32(a.replyHeader), direction: a.replyDirection.rawValue, value: v)
         // Full: a request whose key waits still takes its place (a reply must not be typed by the
         // older request of that key); one of a new key is not waited for.
@@ -70,12 +77,11 @@ final class ReplyTable {
         if waiting.updateValue(Int32(reply), forKey: k) == nil { runtime.repliesWaiting += 1 }
     }
 
-    /// The request's key: its header field or top-level integer field of that name.
-    func key(_ m: DecodedMessage, _ name: String) -> UInt64? {
-        let s = runtime.schema
-        if let h = s.header.firstIndex(where: { $0.name == name }), let f = m.header(h) { return Self.integer(f.value) }
-        guard let mi = m.message, let fi = s.messages[mi].fields.firstIndex(where: { $0.name == name }) else { return nil }
-        return m.topLevel(fi).flatMap { Self.integer($0.value) }
+    /// The request's key: its header field, else its top-level integer field, where `keyAt` says.
+    func key(_ m: DecodedMessage, _ at: (header: Int32, field: Int32)) -> UInt64? {
+        if at.header >= 0, let f = m.header(Int(at.header)) { return Self.integer(f.value) }
+        guard at.field >= 0 else { return nil }
+        return m.topLevel(Int(at.field)).flatMap { Self.integer($0.value) }
     }
 
     static func integer(_ v: FieldValue) -> UInt64? {
