@@ -356,10 +356,11 @@ public final class MessageDecoder {
             }
             value = op.kind == .varint ? .unsigned(v) : .signed(zigzagDecoded(v)); pos += n
         case .decimal:
-            guard let (v, next) = decimal(op, b, pos) else {
-                return noNumber(op, b, pos) ? bad(op, start, "is no decimal number", m) : short(op, start, m)
+            switch decimal(op, b, pos) {
+            case .value(let v, let next): value = .signed(v); pos = next
+            case .short: return short(op, start, m)
+            case .noNumber: return bad(op, start, "is no decimal number", m)
             }
-            value = .signed(v); pos = next
         case .float32:
             guard let v = b.uint(pos, width: 4, bigEndian: op.bigEndian) else { return short(op, start, m) }
             value = .float(Double(Float(bitPattern: UInt32(truncatingIfNeeded: v)))); pos += 4
@@ -434,23 +435,6 @@ public final class MessageDecoder {
         return false
     }
 
-    /// After `decimal` found no number: whether the bytes at `pos` already show there is none
-    /// (a byte that is no digit, sign or delimiter; more than 19 digits; past Int64), rather than
-    /// that it has not all arrived.
-    func noNumber(_ op: DecodeOp, _ b: UnsafeRawBufferPointer, _ pos: Int) -> Bool {
-        let d = program.delimiters[Int(op.ruleParam)]
-        var i = pos
-        if i < b.count && b[i] == 0x2d { i += 1 }
-        let first = i
-        while i < b.count, b[i] >= 0x30, b[i] <= 0x39 { i += 1 }
-        if i == b.count { return i - first > 19 }
-        if i == first || i - first > 19 { return true }
-        let have = min(d.count, b.count - i)
-        for k in 0..<have where b[i + k] != d[k] { return true }
-        // Digits and the whole delimiter: `decimal` refused them, so they are past Int64.
-        return have == d.count
-    }
-
     /// Where a string/bytes value lies: (start, length, position after it).
     @inline(__always)
     func span(_ op: DecodeOp, _ b: UnsafeRawBufferPointer, _ pos: Int, _ m: DecodedMessage, _ depth: Int) -> (Int, Int, Int)? {
@@ -484,27 +468,38 @@ public final class MessageDecoder {
         }
     }
 
-    /// `Decimal(...)`: ASCII digits, a leading `-` allowed, up to the delimiter; nil when they
-    /// are not all here, or are no number (no delimiter after at most 19 digits, or past Int64).
-    func decimal(_ op: DecodeOp, _ b: UnsafeRawBufferPointer, _ pos: Int) -> (value: Int64, next: Int)? {
+    /// What `decimal` read: a number and the position after its delimiter; bytes that have
+    /// not all arrived yet; or bytes that already show there is no number, whatever follows.
+    enum DecimalRead {
+        case value(Int64, next: Int)
+        case short
+        case noNumber
+    }
+
+    /// `Decimal(...)`: ASCII digits, a leading `-` allowed, up to the delimiter. No number: a
+    /// byte that is no digit, sign or delimiter, more than 19 digits, or past Int64.
+    func decimal(_ op: DecodeOp, _ b: UnsafeRawBufferPointer, _ pos: Int) -> DecimalRead {
         let d = program.delimiters[Int(op.ruleParam)]
         var i = pos
         var negative = false
         if i < b.count && b[i] == 0x2d { negative = true; i += 1 }
         var v: Int64 = 0
         let first = i
-        while i < b.count, b[i] >= 0x30, b[i] <= 0x39, i - first < 19 {
+        while i < b.count, b[i] >= 0x30, b[i] <= 0x39 {
+            if i - first == 19 { return .noNumber }
             // 19 digits can pass Int64 ("9999999999999999999"): such digits are no number.
             // (Summed with the sign as read, so -9223372036854775808 is one.) A fuzz finding.
             let digit = Int64(b[i] - 0x30)
             let (t, o1) = v.multipliedReportingOverflow(by: 10)
             let (u, o2) = negative ? t.subtractingReportingOverflow(digit) : t.addingReportingOverflow(digit)
-            if o1 || o2 { return nil }
+            if o1 || o2 { return .noNumber }
             v = u
             i += 1
         }
-        guard i > first, b.count - i >= d.count else { return nil }
-        for k in 0..<d.count where b[i + k] != d[k] { return nil }
-        return (v, i + d.count)
+        if i == b.count { return .short }
+        if i == first { return .noNumber }
+        let have = min(d.count, b.count - i)
+        for k in 0..<have where b[i + k] != d[k] { return .noNumber }
+        return have < d.count ? .short : .value(v, next: i + d.count)
     }
 }
