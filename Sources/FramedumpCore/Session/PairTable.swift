@@ -111,15 +111,16 @@ final class PairRules {
 /// response takes the oldest), found through an open-addressing table. The oldest request of
 /// the ring, when still waiting, is the oldest of its chain: its head.
 final class PairTable {
+    /// (72 bytes; a connection keeps up to `limit` of them.)
     struct Waiting {
-        var tag: Int32
-        var request: Int32
         var key: UInt64
         var number: UInt64
-        var ts: Timestamp
         var firstPacket: UInt64
         var lastPacket: UInt64
         var offset: UInt64
+        var ts: Timestamp
+        var tag: Int32
+        var request: Int32
         /// The next request of the same rule and key (-1: none).
         var next: Int32 = -1
         /// Still waiting (not answered, not forgotten).
@@ -134,13 +135,18 @@ final class PairTable {
     }
     let rules: PairRules
     unowned(unsafe) let runtime: ProtocolRuntime
-    /// The ring: grows to `limit`, then the next request takes the place of the oldest.
-    @exclusivity(unchecked) var ring: [Waiting] = []
+    /// The ring: grows (doubling) to `limit`, then the next request takes the place of the
+    /// oldest. (Plain memory this table alone owns: no reference count or uniqueness check
+    /// per access, as an array's would cost.)
+    @exclusivity(unchecked) var ring: UnsafeMutablePointer<Waiting>
+    @exclusivity(unchecked) var ringCount = 0
+    @exclusivity(unchecked) var capacity = 8
     /// Where the next request goes.
     @exclusivity(unchecked) var place = 0
-    @exclusivity(unchecked) var slots = [Slot](repeating: Slot(), count: 16)
+    @exclusivity(unchecked) var slots: UnsafeMutablePointer<Slot>
+    @exclusivity(unchecked) var slotCount = 16
     @exclusivity(unchecked) var used = 0
-    /// 64 - log2(slots.count): a key's home is its hash's top bits, which every bit of the key
+    /// 64 - log2(slotCount): a key's home is its hash's top bits, which every bit of the key
     /// and rule reaches (a product's low bits see only the factors' low bits).
     @exclusivity(unchecked) var shift: UInt64 = 60
     static let limit = 1024
@@ -148,6 +154,14 @@ final class PairTable {
     init(_ rules: PairRules, _ runtime: ProtocolRuntime) {
         self.rules = rules
         self.runtime = runtime
+        ring = .allocate(capacity: capacity)
+        slots = .allocate(capacity: slotCount)
+        slots.initialize(repeating: Slot(), count: slotCount)
+    }
+
+    deinit {
+        ring.deallocate()
+        slots.deallocate()
     }
 
     @inline(__always)
@@ -157,8 +171,9 @@ final class PairTable {
     }
 
     /// The slot of rule `tag` and `key`, or the empty slot where it would go.
+    @inline(__always)
     func slot(_ tag: Int32, _ key: UInt64) -> Int {
-        let mask = slots.count - 1
+        let mask = slotCount - 1
         var i = home(tag, key)
         while slots[i].head >= 0 && (slots[i].key != key || slots[i].tag != tag) { i = (i + 1) & mask }
         return i
@@ -182,9 +197,9 @@ final class PairTable {
         let i = slot(tag, key)
         let h = slots[i].head
         guard h >= 0 else { m.pair.role = .unmatched; return }
-        let w = ring[Int(h)]
-        m.pair = PairMark(role: .answered, request: w.request, number: w.number, ts: w.ts, firstPacket: w.firstPacket,
-                          lastPacket: w.lastPacket, offset: w.offset)
+        let w = ring + Int(h)
+        m.pair = PairMark(role: .answered, request: w.pointee.request, number: w.pointee.number, ts: w.pointee.ts,
+                          firstPacket: w.pointee.firstPacket, lastPacket: w.pointee.lastPacket, offset: w.pointee.offset)
         pop(i, h)
     }
 
@@ -197,23 +212,26 @@ final class PairTable {
     }
 
     func wait(_ m: DecodedMessage, _ f: Frame, _ tag: Int32, _ key: UInt64, _ number: UInt64) {
-        let w = Waiting(tag: tag, request: Int32(m.message ?? -1), key: key, number: number, ts: f.lastPacket.ts,
-                        firstPacket: f.firstPacket.number, lastPacket: f.lastPacket.number, offset: f.offset)
         let e = Int32(place)
-        if place == ring.count {
-            ring.append(w)
-        } else {
-            let old = ring[place]
-            if old.live {
-                let i = slot(old.tag, old.key)
-                assert(slots[i].head == e, "the ring's oldest waiting request heads its chain")
-                pop(i, e)
-                runtime.pairsForgotten += 1
+        if place == ringCount {
+            if ringCount == capacity {
+                let more = UnsafeMutablePointer<Waiting>.allocate(capacity: capacity * 2)
+                more.moveInitialize(from: ring, count: ringCount)
+                ring.deallocate()
+                ring = more
+                capacity *= 2
             }
-            ring[place] = w
+            ringCount += 1
+        } else if ring[place].live {
+            let i = slot(ring[place].tag, ring[place].key)
+            assert(slots[i].head == e, "the ring's oldest waiting request heads its chain")
+            pop(i, e)
+            runtime.pairsForgotten += 1
         }
+        ring[place] = Waiting(key: key, number: number, firstPacket: f.firstPacket.number, lastPacket: f.lastPacket.number,
+                              offset: f.offset, ts: f.lastPacket.ts, tag: tag, request: Int32(m.message ?? -1))
         place = place + 1 == Self.limit ? 0 : place + 1
-        if (used + 1) * 2 > slots.count { grow() }
+        if (used + 1) * 2 > slotCount { grow() }
         let i = slot(tag, key)
         if slots[i].head >= 0 {
             ring[Int(slots[i].tail)].next = e
@@ -227,7 +245,7 @@ final class PairTable {
     /// Empties slot `i`, moving back the slots after it that probed past it (linear probing
     /// needs no tombstones).
     func remove(_ at: Int) {
-        let mask = slots.count - 1
+        let mask = slotCount - 1
         var i = at, j = at
         while true {
             j = (j + 1) & mask
@@ -244,12 +262,16 @@ final class PairTable {
     }
 
     func grow() {
-        let old = slots
-        slots = [Slot](repeating: Slot(), count: old.count * 2)
+        let old = slots, oldCount = slotCount
+        slotCount *= 2
+        slots = .allocate(capacity: slotCount)
+        slots.initialize(repeating: Slot(), count: slotCount)
         shift -= 1
-        for s in old where s.head >= 0 { slots[slot(s.tag, s.key)] = s }
+        for k in 0..<oldCount where old[k].head >= 0 { slots[slot(old[k].tag, old[k].key)] = old[k] }
+        old.deallocate()
     }
 
+    @inline(__always)
     static func key(_ m: DecodedMessage, _ k: PairRules.Key) -> UInt64? {
         switch k {
         case .order: return 0

@@ -85,4 +85,9 @@ final class PairTableTests: XCTestCase {
         // Forgotten: the requests never answered among all but the last 1,024.
         XCTAssertEqual(manager.protocols[0].pairsForgotten, UInt64(asks.dropLast(1024).filter { $0 == 1 }.count))
     }
+
+    /// A waiting request's entry stays 72 bytes (a connection keeps up to 1,024 of them).
+    func testAWaitingRequestTakesSeventyTwoBytes() {
+        XCTAssertEqual(MemoryLayout<PairTable.Waiting>.stride, 72)
+    }
 }
