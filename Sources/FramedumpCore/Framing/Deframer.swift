@@ -320,17 +320,7 @@ public final class Deframer {
             state = .hunting
             let restStart = offset + UInt64(at + 1)
             if let spans {
-                // Keep where each remaining byte came from.
-                var from = at + 1
-                for sp in spans where sp.end > restStart {
-                    let to = Int(sp.end - offset)
-                    if to > from {
-                        appendForHunt(UnsafeRawBufferPointer(rebasing: b[from..<min(to, b.count)]),
-                                      offset: offset + UInt64(from), packet: sp.packet)
-                        from = min(to, b.count)
-                    }
-                }
-                if from < b.count { appendForHunt(UnsafeRawBufferPointer(rebasing: b[from...]), offset: offset + UInt64(from), packet: packet) }
+                appendForHunt(UnsafeRawBufferPointer(rebasing: b[(at + 1)...]), offset: restStart, spans: spans, packet: packet)
             } else {
                 appendForHunt(UnsafeRawBufferPointer(rebasing: b[(at + 1)...]), offset: restStart, packet: packet)
                 hunt(final: false, packet: packet)
@@ -482,6 +472,17 @@ public final class Deframer {
         b.peer = a
     }
 
+    /// Protocol `p`'s deframers for the two directions of a connection, linked; `startsAtBoundary`
+    /// says whether each direction is read from its first byte.
+    static func both(_ p: ProtocolRuntime, consumer: FrameConsumer, startsAtBoundary: (Direction) -> Bool) -> [Deframer] {
+        let d = Direction.allCases.map { d in
+            Deframer(layout: p.layout(d), direction: d, consumer: consumer, startsAtBoundary: startsAtBoundary(d),
+                     first: p.firstLayout(d), knownID: p.knownID(d), plausibleBody: p.plausibleBody(d))
+        }
+        link(d[0], d[1])
+        return d
+    }
+
     /// The other side sent bytes while a frame here waits to be measured again: it is measured
     /// on all its bytes now, within twice the budget `measureNow` keeps (so a stream whose two
     /// sides alternate tiny pieces still costs linear work; past it, the eighth rule alone).
@@ -562,17 +563,7 @@ public final class Deframer {
         measured = (0, 0, 0)
         unmeasuredSpans.removeAll(keepingCapacity: true)
         state = .hunting
-        var from = restOffset
-        rest.withUnsafeBytes { b in
-            for sp in spans where sp.end > from {
-                let to = min(sp.end, restOffset + UInt64(b.count))
-                appendForHunt(UnsafeRawBufferPointer(rebasing: b[Int(from - restOffset)..<Int(to - restOffset)]), offset: from, packet: sp.packet)
-                from = to
-            }
-            if from < restOffset + UInt64(b.count) {
-                appendForHunt(UnsafeRawBufferPointer(rebasing: b[Int(from - restOffset)...]), offset: from, packet: packet)
-            }
-        }
+        rest.withUnsafeBytes { appendForHunt($0, offset: restOffset, spans: spans, packet: packet) }
     }
 
     /// How far a search for the frame's end in `buffer` got (its stream offset then, and the
@@ -616,6 +607,19 @@ public final class Deframer {
         }
         buffer.append(contentsOf: b)
         if !b.isEmpty { huntSpans.append((offset + UInt64(b.count), packet)) }
+    }
+
+    /// Bytes `b` at stream offset `offset` held for the hunt, each kept with the packet `spans`
+    /// says carried it (past the last span, `packet`).
+    func appendForHunt(_ b: UnsafeRawBufferPointer, offset: UInt64, spans: [(end: UInt64, packet: PacketRef)], packet: PacketRef) {
+        var from = 0
+        for sp in spans where sp.end > offset + UInt64(from) {
+            let to = min(Int(sp.end - offset), b.count)
+            appendForHunt(UnsafeRawBufferPointer(rebasing: b[from..<to]), offset: offset + UInt64(from), packet: sp.packet)
+            from = to
+            if from == b.count { return }
+        }
+        if from < b.count { appendForHunt(UnsafeRawBufferPointer(rebasing: b[from...]), offset: offset + UInt64(from), packet: packet) }
     }
 
     static func packet(at o: UInt64, in spans: [(end: UInt64, packet: PacketRef)]) -> PacketRef? {

@@ -57,17 +57,9 @@ final class Session {
         p.connections += 1
         let f = SessionFrames(manager: manager, runtime: p, connection: connection)
         frames = f
-        let deframers = Direction.allCases.map { d in
-            Deframer(layout: p.layout(d), direction: d, consumer: f, startsAtBoundary: connection.startsAtSYN(d),
-                     first: p.firstLayout(d), knownID: p.knownID(d), plausibleBody: p.plausibleBody(d))
-        }
-        // A UDP flow's datagrams are each cut on their own.
-        if connection.udp {
-            layers = deframers.map { DatagramDeframer($0) }
-        } else {
-            Deframer.link(deframers[0], deframers[1])
-            layers = deframers
-        }
+        let deframers = Deframer.both(p, consumer: f, startsAtBoundary: connection.startsAtSYN)
+        // A UDP flow's datagrams are each cut on their own (and each one's end settles its frames).
+        layers = connection.udp ? deframers.map { DatagramDeframer($0) } : deframers
     }
 
     /// Ends the dissection (the connection closed): also breaks the frames → connection link.

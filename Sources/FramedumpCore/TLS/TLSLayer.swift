@@ -66,12 +66,7 @@ enum TLSLayer: LayerKind {
         guard s.lower == nil else { return nil }
         var uppers: [StreamLayer?] = [nil, nil]
         if let p = s.proto, let f = s.frames {
-            let deframers = Direction.allCases.map { d in
-                Deframer(layout: p.layout(d), direction: d, consumer: f, startsAtBoundary: true,
-                         first: p.firstLayout(d), knownID: p.knownID(d), plausibleBody: p.plausibleBody(d))
-            }
-            Deframer.link(deframers[0], deframers[1])
-            uppers = deframers
+            uppers = Deframer.both(p, consumer: f) { _ in true }
         }
         let t = TLSConnection(session: s, manager: state(s.manager), uppers: uppers, upperChosen: s.proto != nil)
         s.lower = t
