@@ -67,7 +67,11 @@ public enum FuzzState {
             if m.pair.role == .answered {
                 precondition(m.pair.number < m.number, "a response answers an earlier message")
                 if m.pair.request >= 0, let mi = m.message, !s.pairs.isEmpty, s.pairBy == nil {
-                    precondition(s.pairs.contains { $0.request == Int(m.pair.request) && $0.response == mi }, "paired by a rule")
+                    // (Pairs that share a rule answer each other's requests.)
+                    let rules = s.pairs.indices.map { s.pairs[$0].rule ?? $0 }
+                    precondition(s.pairs.indices.contains { i in
+                        s.pairs[i].response == mi && s.pairs.indices.contains { rules[$0] == rules[i] && s.pairs[$0].request == Int(m.pair.request) }
+                    }, "paired by a rule")
                 }
             }
             inner.message(m, c, p)

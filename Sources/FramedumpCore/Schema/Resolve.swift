@@ -111,8 +111,12 @@ struct Resolver {
         s.maxFrame = min(s.maxFrame, options.limits.maxFrame)
         do throws(DissectorError) { try resolveLength(p, &s) } catch { errors.add(error) }
         resolveRest(p, &s, &errors)
-        // What the transport and the layers need of the protocol.
         let at = p.token ?? Token(kind: .end, line: p.line, column: 1)
+        // A body kind that brings its messages (the text body's, for a layer's text messages).
+        for kind in [s.body.kind, s.textBody.kind] {
+            if let m = kind.define(&s) { errors.add(err(at, "protocol '\(s.name)': " + m)) }
+        }
+        // What the transport and the layers need of the protocol.
         if s.udp && s.anyPort { errors.add(err(at, "protocol '\(s.name)': UDP flows are chosen by port ('udp port N;'), not by any_port")) }
         for k in LayerRegistry.kinds { if let m = k.check(s) { errors.add(err(at, "protocol '\(s.name)': " + m)) } }
         if let k = FramingRegistry.kind(of: s), let m = k.check(s) { errors.add(err(at, "protocol '\(s.name)': " + m)) }

@@ -279,6 +279,9 @@ public struct PairSpec: Sendable, Equatable {
     /// `responseField`; nil: the oldest request not yet answered is the one.
     public var requestField: String?
     public var responseField: String?
+    /// The pair (its index) whose rule this one shares: a response of either answers a request
+    /// of either (Socket.IO's acks and binary acks, its events and binary events). nil: its own.
+    public var rule: Int? = nil
 }
 
 /// A protocol's connection phases (`phase auth; phase command midstream;

@@ -43,7 +43,8 @@ final class PairRules {
         case missing
     }
     struct Part {
-        /// Which rule (a `pair` by index; `pairs.count` for `pair_by`).
+        /// Which rule (a `pair` by index; `pairs.count` for `pair_by`), times two, plus the
+        /// side whose request it is (`pair_by`'s: the client's).
         var tag: Int32
         var request: Bool
         var key: Key
@@ -75,7 +76,11 @@ final class PairRules {
                     let spec = s.pairs[i]
                     // One message on both ends (paired by a field): the client's is the request.
                     let request = spec.request == spec.response ? d == .c2s : spec.request == mi
-                    parts[mi * 2 + d.rawValue] = Part(tag: Int32(i), request: request,
+                    // A response answers a request of the other side: the rule's tag says which
+                    // side asked (a protocol whose two sides both ask, Socket.IO's events with
+                    // acks, counts its ack ids per side).
+                    let asker = request ? d : d.opposite
+                    parts[mi * 2 + d.rawValue] = Part(tag: Int32((spec.rule ?? i) * 2 + asker.rawValue), request: request,
                                                       key: key(mi, request ? spec.requestField : spec.responseField))
                 } else if let rule = s.pairBy {
                     let k: Key
@@ -83,7 +88,7 @@ final class PairRules {
                     case .messageID: k = .id
                     case .field(let q, let r): k = key(mi, d == .c2s ? q : r)
                     }
-                    parts[mi * 2 + d.rawValue] = Part(tag: Int32(s.pairs.count), request: d == .c2s, key: k)
+                    parts[mi * 2 + d.rawValue] = Part(tag: Int32(s.pairs.count * 2), request: d == .c2s, key: k)
                 }
             }
         }
@@ -91,10 +96,10 @@ final class PairRules {
         // A frame whose id names no message: by its id, or a header field (its body is unread).
         unknown = Direction.allCases.map { d in
             switch s.pairBy {
-            case .messageID?: return Part(tag: Int32(s.pairs.count), request: d == .c2s, key: .id)
+            case .messageID?: return Part(tag: Int32(s.pairs.count * 2), request: d == .c2s, key: .id)
             case .field(let q, let r)?:
                 let h = s.header.firstIndex { $0.name == (d == .c2s ? q : r) && !$0.isPadding }
-                return Part(tag: Int32(s.pairs.count), request: d == .c2s, key: h.map { .header($0) } ?? .missing)
+                return Part(tag: Int32(s.pairs.count * 2), request: d == .c2s, key: h.map { .header($0) } ?? .missing)
             case nil: return nil
             }
         }
@@ -310,7 +315,7 @@ final class PairTable {
 
 extension ProtocolRuntime {
     /// How message `m` pairs, as its connection's table reads it: its rule (a `pair` by index,
-    /// `pair_by` after them), whether it is the request, and its key (nil: it takes no part or
+    /// `pair_by` after them; times two, plus the side that asks), whether it is the request, and its key (nil: it takes no part or
     /// lacks the key). For checkers that model pairing (the `state` fuzz target).
     public func pairing(of m: DecodedMessage) -> (rule: Int32, request: Bool, key: UInt64)? {
         guard let part = pairRules?.part(m), let key = PairTable.key(m, part.key) else { return nil }

@@ -43,10 +43,15 @@ final class WebSocketDecoding: MessageLayerDecoder {
     let protocolState: WebSocketProtocolState
     /// The protocol's header size (a binary message shorter than it is shown raw).
     let headerSize: Int
+    /// Socket.IO (`text socketio`): a binary message is an attachment of the binary packet before it.
+    let socketIO: Bool
+    /// Per direction: the attachments the last binary packet announced, and how many came.
+    var attachments: [(announced: UInt64, came: UInt64)] = [(0, 0), (0, 0)]
 
     init(manager: SessionManager, runtime: ProtocolRuntime) {
         protocolState = runtime.webSocketState!
         headerSize = runtime.layout.headerSize
+        socketIO = runtime.schema.textBody == BodyEncoding(SocketIOBody.self)
     }
 
     func decode(_ f: Frame, _ dir: Direction, _ note: LayerNote, _ frames: SessionFrames) {
@@ -70,10 +75,18 @@ final class WebSocketDecoding: MessageLayerDecoder {
         let isData = ws.opcode == .text || ws.opcode == .binary || ws.opcode == .continuation
         let decoded = frames.decoded
         switch body {
-        case .binary: frames.decoder.decode(f, dir, into: decoded)
-        case .text: protocolState.textDecoder.decode(f, dir, into: decoded)
+        case .binary:
+            frames.decoder.decode(f, dir, into: decoded)
+            if socketIO { attachment(decoded, dir) }
+        case .text:
+            protocolState.textDecoder.decode(f, dir, into: decoded)
+            if socketIO, ws.opcode == .text { attachments[dir.rawValue] = (SocketIOPackets.announced(decoded), 0) }
         case .layer: layerBody(f, dir, ws, decoded)
         }
+        // Numbered and paired as a plain connection's frames are (Socket.IO's events and acks).
+        frames.messages += 1
+        decoded.number = frames.messages
+        if let t = frames.pairs { t.pair(decoded, number: frames.messages) }
         decoded.layerNotes.setOnly(WebSocketLayer.note(ws))
         if ws.hasViolations || (ws.opcode == .close && f.bytes.count == 1) { warnings(ws, f, decoded) }
         // The protocol's line counts data messages, and those of them with warnings; control
@@ -84,6 +97,15 @@ final class WebSocketDecoding: MessageLayerDecoder {
         }
         if !decoded.warnings.isEmpty { p.limitHits.count(decoded.warnings) }
         frames.sink.message(decoded, frames.connection, p)
+    }
+
+    /// A Socket.IO binary message: the next attachment the last binary packet announced (one no
+    /// packet announced stays a binary message).
+    func attachment(_ m: DecodedMessage, _ dir: Direction) {
+        let a = attachments[dir.rawValue]
+        guard a.came < a.announced else { return }
+        SocketIOPackets.attachment(m, num: a.came)
+        attachments[dir.rawValue].came += 1
     }
 
     /// Control frames and undecodable payloads: the close code and reason, or the bytes.

@@ -31,6 +31,10 @@ protocol BodyFormat {
     /// nothing); `decode` finds it in `MessageDecoder.bodyTables`.
     static func tables(_ s: ProtocolSchema) -> AnyObject?
 
+    /// A kind that brings the protocol's messages (Socket.IO's packet types) adds them, once
+    /// the file is read; returns why the protocol cannot be read so (nil: it can).
+    static func define(_ s: inout ProtocolSchema) -> String?
+
     /// Decodes `b[body...]` (the frame, header first; transforms already undone) into `m`, whose
     /// header, id and message are set.
     static func decode(_ d: MessageDecoder, _ b: UnsafeRawBufferPointer, from body: Int, into m: DecodedMessage)
@@ -46,6 +50,7 @@ extension BodyFormat {
     static var judgesFrames: Bool { false }
     static var readsConditions: Bool { false }
     static func tables(_ s: ProtocolSchema) -> AnyObject? { nil }
+    static func define(_ s: inout ProtocolSchema) -> String? { nil }
 }
 
 /// Every kind of body a dissector can declare, one line each.
@@ -58,6 +63,7 @@ enum BodyRegistry {
         RawBody.self,
         ProtobufBody.self,
         MessagePackBody.self,
+        SocketIOBody.self,
     ]
 
     /// "fields, json, text, raw or protobuf": for a dissector error.
