@@ -9,6 +9,8 @@
 #   protobuf-wire   protobuf bodies, typed and schema-less
 #   msgpack         MessagePack bodies, schema-less and objects written as arrays, through the
 #                   tree and NDJSON printers and a -Y filter over keys, elements and timestamps
+#   socketio        Socket.IO text messages and attachments of a `text socketio` protocol, both
+#                   sides, through the tree and NDJSON printers, pairing and a -Y filter
 #   websocket       a WebSocket connection (handshake, frames, with and without
 #                   permessage-deflate, mid-stream), through the tree printer
 #   http-head       WebSocket handshake heads
@@ -130,6 +132,23 @@ for f in sorted(glob.glob(out + "/s/*")):
 PY
       rm -rf "$seeds"/s
       run msgpack "$seeds" ;;
+    socketio)
+      # Seeds: samples/socketio.messages.json, each connection's messages as the peers wrote
+      # them, NUL-separated behind their side and kind byte (see FuzzSocketIO).
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      python3 - "$seeds" <<'PY'
+import json, sys
+log = json.load(open("samples/socketio.messages.json"))
+for n, c in enumerate(log["connections"]):
+    parts = []
+    for side, d in ((0, "c2s"), (1, "s2c")):
+        for m in c[d]:
+            body = m["text"].encode() if "text" in m else bytes.fromhex(m["binary"])
+            parts.append(bytes([side | (0 if "text" in m else 2)]) + body.replace(b"\0", b""))
+    open("%s/conn%d" % (sys.argv[1], n), "wb").write(b"\0".join(parts))
+PY
+      run socketio "$seeds" ;;
     websocket|http-head)
       # Seeds: the WebSocket samples' reassembled streams, behind the 3 choice bytes.
       seeds="$(mktemp -d)"
@@ -518,12 +537,12 @@ for i, b in enumerate(bodies):
 PY
       run "$1" "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, msgpack, websocket, http-head, tls, tls-sealed, kcp, link, reassembly, dissector, deframer, state, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, msgpack, socketio, websocket, http-head, tls, tls-sealed, kcp, link, reassembly, dissector, deframer, state, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire msgpack websocket http-head tls tls-sealed kcp link reassembly dissector deframer state guess pipeline ui pcapng pcap display-filter ndjson-line \
+  for t in proto-parser protobuf-wire msgpack socketio websocket http-head tls tls-sealed kcp link reassembly dissector deframer state guess pipeline ui pcapng pcap display-filter ndjson-line \
            transform-zlib transform-gzip transform-deflate transform-lz4 transform-lz4-block transform-xor transform-base64 transform-aes transform-chain; do
     fuzz_one "$t"
   done

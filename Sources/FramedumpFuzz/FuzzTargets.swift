@@ -9,6 +9,7 @@ public enum FuzzTargets {
             "proto-parser": FuzzProtobuf.protoParser,
             "protobuf-wire": FuzzProtobuf.protobufWire,
             "msgpack": FuzzMessagePack.run,
+            "socketio": FuzzSocketIO.run,
             "link": FuzzLink.run,
             "dissector": FuzzDissector.fileAndTraffic,
             "display-filter": FuzzDissector.displayFilter,
