@@ -14,7 +14,7 @@ public enum FuzzSocketIO {
 
     /// A WebSocket frame: FIN, the opcode, and a client's frames masked (with a zero key: the
     /// payload as it is).
-    static func frame(_ payload: ArraySlice<UInt8>, client: Bool, binary: Bool) -> [UInt8] {
+    package static func frame(_ payload: ArraySlice<UInt8>, client: Bool, binary: Bool) -> [UInt8] {
         var f: [UInt8] = [binary ? 0x82 : 0x81]
         let mask: UInt8 = client ? 0x80 : 0
         if payload.count < 126 {

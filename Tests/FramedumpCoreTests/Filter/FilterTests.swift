@@ -80,6 +80,8 @@ final class FilterTests: XCTestCase {
         try check("bridge", "bridge.messageType matches \"^heart\"") { (f($0)["messageType"] as? String)?.hasPrefix("heart") ?? false }
         try check("bridge", "bridge.appId in {7 8 9}") { [7, 8, 9].contains((($0["header"] as? [String: Any])?["appId"] as? Int) ?? -1) }
         try check("game", "tcp.srcport == 8000") { ($0["dir"] as? String) == "s2c" }
+        try check("socketio", "socketio.event == \"chat\"") { (f($0)["event"] as? String) == "chat" }
+        try check("socketio", "socketio.ack > 1 and msg.name == \"ack\"") { (f($0)["ack"] as? Int ?? 0) > 1 && ($0["message"] as? String) == "ack" }
     }
 
     func testEnumLabelsCompareByName() throws {

@@ -158,6 +158,7 @@ struct SocketIOReader {
             m.fields.append(DecodedField(name: name(.event), value: .jsonString, offset: Int32(s), width: Int32(e - s), depth: 0))
             j.skipSpace()
             if j.pos < b.count && b[j.pos] == 0x2c { j.pos += 1 }
+            if j.pos == b.count { return "the arguments' array is not closed" }
         }
         let group = m.fields.count
         m.fields.append(DecodedField(name: name(.args), value: .array(count: 0), offset: Int32(open), width: 0, depth: 0))
@@ -168,6 +169,7 @@ struct SocketIOReader {
         } else {
             while true {
                 j.skipSpace()
+                guard j.pos < b.count else { return "the arguments' array is not closed" }
                 guard j.value(name: .element(count), depth: 2) else { return failed(j, "the arguments") }
                 count += 1
                 j.skipSpace()
