@@ -100,6 +100,10 @@ public final class TreePrinter: MessageSink {
         if color { k.write("\u{1b}[0m") }
         if let mi = m.message {
             k.write(names.treeMessage(mi))
+            if _slowPath(p.infoFields != nil), case let fi = p.infoFields.unsafelyUnwrapped[mi], fi >= 0, let x = m.topLevel(Int(fi)) {
+                k.byte(0x20)
+                value(x, ft, &k, out)
+            }
         } else if let id = m.id {
             k.write(" (id ")
             if m.idPair {

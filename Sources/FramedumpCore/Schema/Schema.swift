@@ -140,6 +140,9 @@ public struct MessageDef: Sendable {
     /// `in auth, command`: the connection phases in which a frame's id names this message
     /// (nil: every phase).
     public var phases: [Int]? = nil
+    /// The top-level field the tree's summary line shows after the message's name, as
+    /// Wireshark's Info column would (Socket.IO's event name: `socketio event "chat"`).
+    public var infoField: Int? = nil
 
     package init(name: String, title: String?, id: UInt64?, direction: Direction?, fields: [FieldDef], nameBytes: [UInt8],
                  line: Int, protoType: Int? = nil) {

@@ -18,6 +18,9 @@ public final class ProtocolRuntime {
     let jsonHeaderShown: [Bool]
     /// Per header field, its named bits; nil when no field has any (the printers' fast path).
     let headerBits: [[BitField]]?
+    /// Per message, the field the tree's summary line shows after its name (-1: none); nil when
+    /// no message has one (the printers' fast path).
+    let infoFields: [Int32]?
     public let nameBytes: [UInt8]
     /// Messages decoded, per schema message index; the last slot counts unknown ids.
     @exclusivity(unchecked) public var messageCounts: [UInt64]
@@ -72,6 +75,7 @@ public final class ProtocolRuntime {
         maxFrameFlag = limits.maxFrame
         self.limits = limits
         names = NameTable(schema)
+        infoFields = schema.messages.contains { $0.infoField != nil } ? schema.messages.map { Int32($0.infoField ?? -1) } : nil
         var shown = schema.header.map { !$0.isPadding }
         // The id is the message's "id"; a field whose id is some of its bits carries more (flags).
         if let id = schema.idField, schema.idBits == nil { shown[id] = false }

@@ -96,8 +96,10 @@ enum SocketIOPackets {
                 FieldDef(name: String(describing: f), type: f.type, array: nil, tag: nil, description: f.description,
                          labels: nil, nameBytes: Array(String(describing: f).utf8))
             }
-            s.messages.append(MessageDef(name: k.name, title: nil, id: nil, direction: nil, fields: fields,
-                                         nameBytes: Array(k.name.utf8), line: 0))
+            var m = MessageDef(name: k.name, title: nil, id: nil, direction: nil, fields: fields,
+                               nameBytes: Array(k.name.utf8), line: 0)
+            m.infoField = k.fields.firstIndex(of: .event)
+            s.messages.append(m)
         }
         // An ack answers an event, a binary_ack too, and either may answer a binary_event (the
         // ack has binary arguments or not): the two pairs are one rule.
