@@ -9,6 +9,8 @@
 #   protobuf-wire   protobuf bodies, typed and schema-less
 #   msgpack         MessagePack bodies, schema-less and objects written as arrays, through the
 #                   tree and NDJSON printers and a -Y filter over keys, elements and timestamps
+#   hpack           HPACK header blocks through one decoder (RFC 7541: its dynamic table kept from
+#                   block to block), its invariants checked after each block
 #   socketio        Socket.IO text messages and attachments of a `text socketio` protocol, both
 #                   sides, through the tree and NDJSON printers, pairing and a -Y filter
 #   websocket       a WebSocket connection (handshake, frames, with and without
@@ -132,6 +134,22 @@ for f in sorted(glob.glob(out + "/s/*")):
 PY
       rm -rf "$seeds"/s
       run msgpack "$seeds" ;;
+    hpack)
+      # Seeds: each session of the HPACK fixture (another encoder's blocks), as the target
+      # reads them: the allowed-size byte, then [u16 length][block] per block.
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      python3 - "$seeds" <<'PY'
+import json, sys
+f = json.load(open("Tests/FramedumpCoreTests/Fixtures/hpack/sessions.json"))
+for n, session in enumerate(f["sessions"]):
+    out = bytearray([4])
+    for block in session:
+        b = bytes.fromhex(block["hex"])
+        out += len(b).to_bytes(2, "big") + b
+    open("%s/session%d" % (sys.argv[1], n), "wb").write(out)
+PY
+      run hpack "$seeds" ;;
     socketio)
       # Seeds: samples/socketio.messages.json, each connection's messages as the peers wrote
       # them, NUL-separated behind their side and kind byte (see FuzzSocketIO).
@@ -537,12 +555,12 @@ for i, b in enumerate(bodies):
 PY
       run "$1" "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, msgpack, socketio, websocket, http-head, tls, tls-sealed, kcp, link, reassembly, dissector, deframer, state, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, msgpack, socketio, hpack, websocket, http-head, tls, tls-sealed, kcp, link, reassembly, dissector, deframer, state, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire msgpack socketio websocket http-head tls tls-sealed kcp link reassembly dissector deframer state guess pipeline ui pcapng pcap display-filter ndjson-line \
+  for t in proto-parser protobuf-wire msgpack socketio hpack websocket http-head tls tls-sealed kcp link reassembly dissector deframer state guess pipeline ui pcapng pcap display-filter ndjson-line \
            transform-zlib transform-gzip transform-deflate transform-lz4 transform-lz4-block transform-xor transform-base64 transform-aes transform-chain; do
     fuzz_one "$t"
   done

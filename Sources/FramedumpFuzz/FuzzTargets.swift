@@ -10,6 +10,7 @@ public enum FuzzTargets {
             "protobuf-wire": FuzzProtobuf.protobufWire,
             "msgpack": FuzzMessagePack.run,
             "socketio": FuzzSocketIO.run,
+            "hpack": FuzzHPACK.run,
             "link": FuzzLink.run,
             "dissector": FuzzDissector.fileAndTraffic,
             "display-filter": FuzzDissector.displayFilter,
