@@ -6,6 +6,13 @@ root from the repository root (`pip install python-socketio aiohttp`):
 
     python3 samples/make_socketio_sample.py
 
+and the same scenario between peers of python-socketio 4 (Socket.IO v4 on Engine.IO v3, as
+Socket.IO 2.x clients speak it: the client pings, the server pongs; auth by query string), into
+samples/socketio-eio3.pcap on port 7701 (`python3 -m venv V && V/bin/pip install
+"python-socketio<5" "python-engineio<4" aiohttp`):
+
+    V/bin/python samples/make_socketio_sample.py
+
 Connection 1 (transport websocket only, namespaces "/" and "/admin" with the right token):
 the Engine.IO open packet and the namespace connects; chat events both ways (no ack); an event
 with an ack (`add` → 5); an event whose text has quotes, a backslash, CJK and an emoji; nested
@@ -30,7 +37,17 @@ from aiohttp import web, web_ws, client_ws
 import socketio
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PORT = 7700
+# python-socketio 4 speaks Engine.IO v3.
+EIO3 = socketio.__version__.startswith("4.")
+PORT = 7701 if EIO3 else 7700
+NAME = "socketio-eio3" if EIO3 else "socketio"
+if EIO3:
+    # python-socketio 4 hands asyncio.wait coroutines, which Python 3.11 refuses: made tasks.
+    _wait = asyncio.wait
+
+    async def wait_tasks(fs, *args, **kwargs):
+        return await _wait([asyncio.ensure_future(f) for f in fs], *args, **kwargs)
+    asyncio.wait = wait_tasks
 TIMEOUT = 10
 LOG = []
 
@@ -65,11 +82,13 @@ def server():
     sio.attach(app)
 
     @sio.event
-    async def connect(sid, environ, auth):
+    async def connect(sid, environ, auth=None):
         return True
 
     @sio.on("connect", namespace="/admin")
-    async def admin_connect(sid, environ, auth):
+    async def admin_connect(sid, environ, auth=None):
+        if EIO3:
+            auth = {"token": environ.get("QUERY_STRING", "").partition("token=")[2].partition("&")[0]}
         if not auth or auth.get("token") != "secret":
             raise socketio.exceptions.ConnectionRefusedError("bad token")
 
@@ -117,8 +136,11 @@ async def client_one():
     async def blob(data):
         got.set()
 
-    await c.connect("http://127.0.0.1:%d" % PORT, transports=["websocket"], namespaces=["/", "/admin"],
-                    auth={"token": "secret"}, wait_timeout=TIMEOUT)
+    if EIO3:
+        await c.connect("http://127.0.0.1:%d?token=secret" % PORT, transports=["websocket"], namespaces=["/", "/admin"])
+    else:
+        await c.connect("http://127.0.0.1:%d" % PORT, transports=["websocket"], namespaces=["/", "/admin"],
+                        auth={"token": "secret"}, wait_timeout=TIMEOUT)
     await c.emit("chat", {"text": "hello", "room": "lobby"})
     assert await c.call("add", (2, 3), timeout=TIMEOUT) == 5
     await c.emit("chat", {"text": "quote \" backslash \\ 你好 🎮", "room": "lobby"})
@@ -139,8 +161,11 @@ async def client_one():
 async def client_two():
     c = socketio.AsyncClient()
     try:
-        await c.connect("http://127.0.0.1:%d" % PORT, transports=["websocket"], namespaces=["/admin"],
-                        auth={"token": "wrong"}, wait_timeout=3)
+        if EIO3:
+            await c.connect("http://127.0.0.1:%d?token=wrong" % PORT, transports=["websocket"], namespaces=["/admin"])
+        else:
+            await c.connect("http://127.0.0.1:%d" % PORT, transports=["websocket"], namespaces=["/admin"],
+                            auth={"token": "wrong"}, wait_timeout=3)
     except socketio.exceptions.ConnectionError:
         pass
     await asyncio.sleep(0.3)
@@ -182,11 +207,11 @@ def check(pcap):
 
 
 if __name__ == "__main__":
-    out = os.path.join(HERE, "socketio.pcap")
+    out = os.path.join(HERE, NAME + ".pcap")
     with Capture(out, PORT):
         asyncio.run(main())
     check(out)
-    with open(os.path.join(HERE, "socketio.messages.json"), "w") as f:
+    with open(os.path.join(HERE, NAME + ".messages.json"), "w") as f:
         json.dump({"server_port": PORT, "connections": LOG}, f, indent=1, ensure_ascii=False)
         f.write("\n")
-    print("wrote", os.path.join(HERE, "socketio.messages.json"))
+    print("wrote", os.path.join(HERE, NAME + ".messages.json"))

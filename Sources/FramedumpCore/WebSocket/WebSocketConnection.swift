@@ -100,6 +100,8 @@ final class WebSocketConnection {
                                            port: session.connection.server.port) {
                 select(p)
             }
+            // Engine.IO v3 (Socket.IO 2.x clients) starts each binary message with its packet type.
+            decoding.engineIO3 = h.path.contains("?EIO=3") || h.path.contains("&EIO=3")
         } else {
             // A final status answers the oldest request; 1xx other than 101 only announce one.
             let answers = h.status / 100 != 1 || h.status == 101 ? (unanswered.isEmpty ? nil : unanswered.removeFirst()) : nil

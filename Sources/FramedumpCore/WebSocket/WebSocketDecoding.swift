@@ -45,6 +45,8 @@ final class WebSocketDecoding: MessageLayerDecoder {
     let headerSize: Int
     /// Socket.IO (`text socketio`): a binary message is an attachment of the binary packet before it.
     let socketIO: Bool
+    /// The handshake asked for Engine.IO v3: an attachment's first byte is its packet type (4).
+    var engineIO3 = false
     /// Per direction: the attachments the last binary packet announced, and how many came.
     var attachments: [(announced: UInt64, came: UInt64)] = [(0, 0), (0, 0)]
 
@@ -104,7 +106,7 @@ final class WebSocketDecoding: MessageLayerDecoder {
     func attachment(_ m: DecodedMessage, _ dir: Direction) {
         let a = attachments[dir.rawValue]
         guard a.came < a.announced else { return }
-        SocketIOPackets.attachment(m, num: a.came)
+        SocketIOPackets.attachment(m, num: a.came, typed: engineIO3)
         attachments[dir.rawValue].came += 1
     }
 

@@ -34,20 +34,33 @@ final class SocketIOTests: XCTestCase {
         if !digits.isEmpty { fields["ack"] = Int(digits)! }
         t = t.dropFirst(digits.count)
         if !t.isEmpty {
-            let json = try JSONSerialization.jsonObject(with: Data(t.utf8))
+            let json = try JSONSerialization.jsonObject(with: Data(t.utf8), options: .fragmentsAllowed)
             if var a = json as? [Any] {
                 if kind == 2 || kind == 5 { fields["event"] = a.removeFirst() }
                 fields["args"] = a
+            } else if let o = json as? [String: Any] {
+                for (k, v) in o { fields[k] = v }
             } else {
-                for (k, v) in json as! [String: Any] { fields[k] = v }
+                fields["data"] = json
             }
         }
         return (kinds[kind], fields)
     }
 
+    /// python-socketio 5 (Socket.IO v5 on Engine.IO v4).
     func testEveryMessageThePeersWroteDecodesAsTheirText() throws {
-        let log = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: TestSupport.sample("socketio.messages.json")))) as! [String: Any]
-        let flows = try TestSupport.messagesByFlow("socketio.pcap").flows
+        try checkSample("socketio", engineIO3: false)
+    }
+
+    /// python-socketio 4 (Socket.IO v4 on Engine.IO v3, as Socket.IO 2.x clients speak it): the
+    /// client pings, a connect_error carries a string, an attachment starts with its packet type.
+    func testEngineIOv3PeersDecodeAsTheirText() throws {
+        try checkSample("socketio-eio3", engineIO3: true)
+    }
+
+    func checkSample(_ sample: String, engineIO3: Bool) throws {
+        let log = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: TestSupport.sample(sample + ".messages.json")))) as! [String: Any]
+        let flows = try TestSupport.messagesByFlow(sample + ".pcap").flows
         let server = log["server_port"] as! Int
         // The connections in the order the capture has them (by client port, first message first).
         let clients = flows.keys.filter { $0.hasSuffix(">\(server)") }
@@ -69,7 +82,8 @@ final class SocketIOTests: XCTestCase {
                     if let hex = want["binary"] {
                         XCTAssertEqual(m["message"] as? String, "attachment")
                         let f = m["fields"] as! [String: Any]
-                        XCTAssertEqual(f["payload"] as? String, hex)
+                        XCTAssertEqual(f["payload"] as? String, engineIO3 ? String(hex.dropFirst(2)) : hex)
+                        if engineIO3 { XCTAssertTrue(hex.hasPrefix("04"), "Engine.IO v3's binary message type") }
                         XCTAssertEqual(f["num"] as? Int, attachment)
                         attachment += 1
                         names.insert("attachment")

@@ -111,6 +111,13 @@ struct SocketIOReader {
         case .disconnect:
             return pos == b.count ? nil : "\(b.count - pos) bytes after a disconnect packet"
         case .connectError:
+            // v5 sends an object ({"message": ...}); Socket.IO v4 (2.x clients) any JSON value.
+            if pos < b.count && b[pos] != 0x7b {
+                var j = JSONFlattener(bytes: b, start: pos, into: m, maxDepth: maxDepth)
+                guard j.value(name: name(.data), depth: 1) else { return failed(j, "a connect_error packet's data") }
+                j.skipSpace()
+                return j.pos == b.count ? nil : "\(b.count - j.pos) bytes after a connect_error packet's data at byte \(j.pos)"
+            }
             return object(required: false, what: "a connect_error packet's data")
         default:
             let s = pos

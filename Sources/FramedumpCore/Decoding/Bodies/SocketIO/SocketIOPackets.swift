@@ -27,7 +27,8 @@ enum SocketIOPackets {
             switch self {
             case .ping, .pong, .message: return [.data]
             case .open, .close, .upgrade, .noop: return []
-            case .connect, .disconnect, .connectError: return [.namespace]
+            case .connect, .disconnect: return [.namespace]
+            case .connectError: return [.namespace, .data]
             case .event: return [.namespace, .ack, .event, .args]
             case .ack: return [.namespace, .ack, .args]
             case .binaryEvent: return [.attachments, .namespace, .ack, .event, .args]
@@ -62,7 +63,7 @@ enum SocketIOPackets {
 
         var description: String {
             switch self {
-            case .data: return "the packet's data (a probe, or a plain Engine.IO message)"
+            case .data: return "the packet's data (a probe, a plain Engine.IO message, an error that is no JSON object)"
             case .namespace: return "the namespace (\"/\" when the packet names none)"
             case .attachments: return "the binary messages that follow with the packet's binary arguments"
             case .ack: return "the acknowledgement id: the ack that answers carries the same"
@@ -121,13 +122,17 @@ extension SocketIOPackets {
         return 0
     }
 
-    /// Binary message `m` (decoded raw) as attachment `num` of the packet before it.
-    static func attachment(_ m: DecodedMessage, num: UInt64) {
+    /// Binary message `m` (decoded raw) as attachment `num` of the packet before it; `typed`:
+    /// Engine.IO v3's, whose first byte is the Engine.IO packet type (4, a message).
+    static func attachment(_ m: DecodedMessage, num: UInt64, typed: Bool) {
         let mi = Int32(Kind.attachment.rawValue)
-        let count = m.frame.map { $0.bytes.count } ?? 0
+        let b = m.frame.map { $0.bytes } ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        let skip = typed && b.first == 0x04 ? 1 : 0
         m.message = Int(mi)
         m.fields.removeAll()
         m.fields.append(DecodedField(name: .field(mi, 0), value: .unsigned(num), offset: 0, width: 0, depth: 0))
-        if count > 0 { m.fields.append(DecodedField(name: .field(mi, 1), value: .bytes, offset: 0, width: Int32(count), depth: 0)) }
+        if b.count > skip {
+            m.fields.append(DecodedField(name: .field(mi, 1), value: .bytes, offset: Int32(skip), width: Int32(b.count - skip), depth: 0))
+        }
     }
 }
