@@ -6,7 +6,7 @@
 # captures), game.lua (the Lua dissector), genz.py, zgame.lua and zgame-bench.dissector (the
 # zgame row: bodies compressed and XORed under header flags), genkcp.py and kcp.lua (the kcp row),
 # gentls.py and tls_game.lua (the tls row), genmctext.py and mctext.lua (the mctext row),
-# genmsgpack.py and msgpack.lua (the msgpack row).
+# genmsgpack.py and msgpack.lua (the msgpack row), gensocketio.py (the socketio row).
 #
 # Usage: bench/run.sh [YARDSTICK_DIR]   (optional: another folder's pcapread.c, genbench.py and
 #                                        game.lua to use instead, for comparison with them)
@@ -18,6 +18,7 @@
 #   VARINT_MESSAGES=1000000 (the varint row: protobuf behind varint lengths, needs python3-protobuf; 0 leaves it out)
 #   MCTEXT_MESSAGES=1000000 (the mctext row: memcached's text protocol, lines with counted data blocks; 0 leaves it out)
 #   MSGPACK_MESSAGES=1000000 (the msgpack row: MessagePack bodies; 0 leaves it out)
+#   SOCKETIO_MESSAGES=200000 (the socketio row: Socket.IO over WebSocket; 0 leaves it out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
@@ -213,5 +214,24 @@ if [ "$msgpack_n" != 0 ]; then
   if [ -z "${SKIP_TSHARK:-}" ]; then
     label="tshark + msgpack.lua -V"; row tshark -r "$cap" -X lua_script:bench/msgpack.lua -V
     label="tshark + msgpack.lua -T json"; row tshark -r "$cap" -X lua_script:bench/msgpack.lua -T json
+  fi
+fi
+
+# socketio (bench/gensocketio.py): Socket.IO v5 on Engine.IO v4 over WebSocket on port 7700
+# (events with JSON arguments, acks, pings, binary events with attachments), decoded with
+# Dissectors/socketio.dissector, against tshark's own WebSocket dissector reading each text
+# message as JSON (Wireshark has no Socket.IO dissector; its JSON tree is the nearest it shows).
+socketio_n=${SOCKETIO_MESSAGES:-200000}
+if [ "$socketio_n" != 0 ]; then
+  cap="$out/socketio-$socketio_n.pcap"
+  [ -f "$cap" ] || python3 bench/gensocketio.py "$cap" "$socketio_n" >/dev/null
+  n=$socketio_n
+  row() { read -r w m < <(measure "$@"); printf '| %s socketio msgs | `%s` | %s s | %s MiB |\n' "$n" "$label" "$w" "$m"; }
+  label="framedump -q (socketio)"; row "$bin" -r "$cap" -q
+  label="framedump (tree, socketio)"; row "$bin" -r "$cap"
+  label="framedump -T json (socketio)"; row "$bin" -r "$cap" -T json
+  if [ -z "${SKIP_TSHARK:-}" ]; then
+    label="tshark websocket+json -V"; row tshark -r "$cap" -d tcp.port==7700,http -o "websocket.text_type:As json" -V
+    label="tshark websocket+json -T json"; row tshark -r "$cap" -d tcp.port==7700,http -o "websocket.text_type:As json" -T json
   fi
 fi

@@ -46,13 +46,13 @@ struct JSONFlattener {
                                          depth: Int16(max(0, depth - 1))))
             return true
         case 0x74, 0x66, 0x6e:
-            for lit in ["true", "false", "null"] where matches(lit) {
-                pos += lit.utf8.count
-                m.fields.append(DecodedField(name: name, value: .jsonLiteral, offset: Int32(s), width: Int32(pos - s),
-                                             depth: Int16(max(0, depth - 1))))
-                return true
-            }
-            return false
+            // true, false, null: read as bytes (no string per literal on this path).
+            let n = literalLength()
+            guard n > 0 else { return false }
+            pos += n
+            m.fields.append(DecodedField(name: name, value: .jsonLiteral, offset: Int32(s), width: Int32(n),
+                                         depth: Int16(max(0, depth - 1))))
+            return true
         default:
             guard number() else { return false }
             m.fields.append(DecodedField(name: name, value: .jsonNumber, offset: Int32(s), width: Int32(pos - s),
@@ -61,13 +61,16 @@ struct JSONFlattener {
         }
     }
 
-    func matches(_ lit: String) -> Bool {
-        var i = pos
-        for c in lit.utf8 {
-            guard i < b.count, b[i] == c else { return false }
-            i += 1
+    /// The length of the `true`, `false` or `null` at `pos` (0: none).
+    @inline(__always)
+    func literalLength() -> Int {
+        if pos + 4 <= b.count {
+            // The four bytes as one little-endian word: "true", "null", "fals".
+            let w = UInt32(littleEndian: b.loadUnaligned(fromByteOffset: pos, as: UInt32.self))
+            if w == 0x6575_7274 || w == 0x6c6c_756e { return 4 }
+            if w == 0x736c_6166 && pos + 5 <= b.count && b[pos + 4] == 0x65 { return 5 }
         }
-        return true
+        return 0
     }
 
     mutating func container(name: FieldName, depth: Int, object: Bool) -> Bool {

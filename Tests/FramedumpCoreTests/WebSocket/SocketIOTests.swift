@@ -186,6 +186,13 @@ final class SocketIOTests: XCTestCase {
         XCTAssertNotNil(got[1]["answers"], "the probe's pong answers its ping")
     }
 
+    /// The decoder names a field by arithmetic: the same index as the kind's list of fields.
+    func testFieldSlotsAreTheKindsLists() {
+        for k in SocketIOPackets.Kind.allCases {
+            for (i, f) in k.fields.enumerated() { XCTAssertEqual(SocketIOPackets.slot(k, f), Int32(i), "\(k.name).\(f)") }
+        }
+    }
+
     func testCheckRefusesWhatTextSocketIOCannotHave() throws {
         for (text, says) in [
             ("protocol s { websocket \"/x\"; text socketio; header { uint8 a; } }", "declare no header and no messages"),

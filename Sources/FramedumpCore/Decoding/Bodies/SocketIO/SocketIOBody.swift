@@ -70,14 +70,17 @@ struct SocketIOReader {
         }
     }
 
+    /// The packet's kind, once read.
+    var kind = Kind.noop
+
     mutating func set(_ k: Kind) {
+        kind = k
         m.message = k.rawValue
     }
 
     /// A field of the current message.
     func name(_ f: Field) -> FieldName {
-        let k = m.message!
-        return .field(Int32(k), SocketIOPackets.slots[k][f.rawValue])
+        .field(Int32(kind.rawValue), SocketIOPackets.slot(kind, f))
     }
 
     mutating func data(_ k: Kind) -> String? {

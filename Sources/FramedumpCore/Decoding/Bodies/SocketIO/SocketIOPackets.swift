@@ -75,9 +75,21 @@ enum SocketIOPackets {
         }
     }
 
-    /// `slot[kind][field]`: the field's index in the kind's message, or -1.
-    static let slots: [[Int32]] = Kind.allCases.map { k in
-        Field.allCases.map { f in Int32(k.fields.firstIndex(of: f) ?? -1) }
+    /// Field `f`'s index in kind `k`'s message (`k.fields`), for a field the kind has: the
+    /// lists above as arithmetic, so the per-message path reads no table (SocketIOTests checks
+    /// it against the lists).
+    @inline(__always)
+    static func slot(_ k: Kind, _ f: Field) -> Int32 {
+        let binary: Int32 = k == .binaryEvent || k == .binaryAck ? 1 : 0
+        switch f {
+        case .attachments, .num: return 0
+        case .namespace: return binary
+        case .ack: return binary + 1
+        case .event: return binary + 2
+        case .args: return binary + (k == .event || k == .binaryEvent ? 3 : 2)
+        case .data: return k == .connectError ? 1 : 0
+        case .payload: return 1
+        }
     }
 
     /// Adds the packet types as the protocol's messages, and the pairs; refuses a protocol that
