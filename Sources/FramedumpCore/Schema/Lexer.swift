@@ -66,7 +66,9 @@ struct Lexer {
         var i = 0
         var sawToken = false
         func isIdentStart(_ c: Unicode.Scalar) -> Bool {
-            c == "_" || (c.value < 128 && c.properties.isAlphabetic) || c.value >= 0x80 && c.properties.isAlphabetic
+            // (ASCII letters by their codes: a Unicode property lookup per character made
+            // reading the shipped dissectors a tenth of a short run.)
+            c.value < 128 ? (c.value | 0x20 >= 0x61 && c.value | 0x20 <= 0x7a) || c == "_" : c.properties.isAlphabetic
         }
         func isIdent(_ c: Unicode.Scalar) -> Bool { isIdentStart(c) || ("0"..."9").contains(c) || c == "." }
         while i < s.count {
