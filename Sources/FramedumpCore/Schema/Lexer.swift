@@ -45,8 +45,9 @@ struct Lexer {
         // Accept CRLF files and a UTF-8 BOM as pasted from other editors.
         var t = text
         if t.hasPrefix("\u{FEFF}") { t.removeFirst() }
-        lines = t.split(separator: "\n", omittingEmptySubsequences: false).map {
-            $0.hasSuffix("\r") ? String($0.dropLast()) : String($0)
+        // (Split as bytes: a String's split by Character walks grapheme clusters.)
+        lines = t.utf8.split(separator: 0x0a, omittingEmptySubsequences: false).map {
+            String(decoding: $0.last == 0x0d ? $0.dropLast() : $0, as: UTF8.self)
         }
         for (i, l) in lines.enumerated() { scan(Array(l.unicodeScalars), line: i + 1) }
         tokens.append(Token(kind: .end, line: lines.count, column: 1, file: index))
@@ -60,6 +61,20 @@ struct Lexer {
     func location(_ line: Int, _ column: Int) -> SourceLocation {
         SourceLocation(file: file, line: line, column: column,
                        text: line >= 1 && line <= lines.count ? lines[line - 1] : "")
+    }
+
+    /// The scalars `r` of `s` as a string: ASCII written straight into its storage (building
+    /// it through a scalar view cost thousands of instructions a token).
+    static func string(_ s: [Unicode.Scalar], _ r: Range<Int>) -> String {
+        if s[r].allSatisfy({ $0.isASCII }) {
+            return String(unsafeUninitializedCapacity: r.count) { buf in
+                for (k, i) in r.enumerated() { buf[k] = UInt8(truncatingIfNeeded: s[i].value) }
+                return r.count
+            }
+        }
+        var t = ""
+        t.unicodeScalars.append(contentsOf: s[r])
+        return t
     }
 
     mutating func scan(_ s: [Unicode.Scalar], line: Int) {
@@ -77,7 +92,7 @@ struct Lexer {
             let col = i + 1
             if c == "#" || (c == "/" && i + 1 < s.count && s[i + 1] == "/") {
                 let start = c == "#" ? i + 1 : i + 2
-                var text = String(String.UnicodeScalarView(s[start...]))
+                var text = Self.string(s, start..<s.count)
                 text = text.trimmingSpaces
                 comments[line] = Comment(text: text, wholeLine: !sawToken)
                 return
@@ -86,12 +101,12 @@ struct Lexer {
             if isIdentStart(c) {
                 var j = i
                 while j < s.count && isIdent(s[j]) { j += 1 }
-                tokens.append(Token(kind: .ident(String(String.UnicodeScalarView(s[i..<j]))), line: line, column: col, file: index))
+                tokens.append(Token(kind: .ident(Self.string(s, i..<j)), line: line, column: col, file: index))
                 i = j
             } else if ("0"..."9").contains(c) {
                 var j = i
                 while j < s.count && (isIdent(s[j])) { j += 1 }
-                let text = String(String.UnicodeScalarView(s[i..<j]))
+                let text = Self.string(s, i..<j)
                 let v: UInt64?
                 if text.lowercased().hasPrefix("0x") { v = UInt64(text.dropFirst(2), radix: 16) } else { v = UInt64(text) }
                 if let v {

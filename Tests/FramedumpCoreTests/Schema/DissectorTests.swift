@@ -60,6 +60,17 @@ final class DissectorTests: XCTestCase {
         expectError("protocol p { port 1 $ header { uint8 n; } frame_length = n; }", "1:21", "unexpected character")
     }
 
+    /// A file saved with CRLF line ends (a Windows editor) reads as the same file with LF, and
+    /// its errors point at the same line and column (it was once refused at each CR).
+    func testCRLFFilesReadAsLFFiles() throws {
+        let text = header + "Message Cs_1 = 1 { Uint8 a; String(u8) 名前; }\n"
+        let crlf = text.replacingOccurrences(of: "\n", with: "\r\n")
+        let a = try parse(text), b = try parse("\u{FEFF}" + crlf)
+        XCTAssertEqual(b.map(\.name), a.map(\.name))
+        XCTAssertEqual(b[0].messages.map { $0.fields.map(\.name) }, [["a", "名前"]])
+        expectError((header + "Message Cs_1 {\n  Uint7 a = 1;\n}\n").replacingOccurrences(of: "\n", with: "\r\n"), "8:3", "unknown type 'Uint7'")
+    }
+
     func testAllFieldKindsParse() throws {
         let s = try parse(header + """
         Enum Color : Uint16 { RED = 1; GREEN = 2; }
