@@ -11,6 +11,7 @@ Usage: gensocketio.py OUT.pcap [MESSAGES] [CONNECTIONS]
 import base64, hashlib, json, os, random, struct, sys
 
 sys.path.insert(0, os.path.dirname(__file__))
+import pcapgen
 from pcapgen import Connection, PcapWriter
 
 out = sys.argv[1]
@@ -25,18 +26,7 @@ WORDS = ["hello", "打开页面", "gg", "ready?", "pay 12.50", "ok", "retry", "l
 
 
 def ws_frame(opcode, payload, mask):
-    n = len(payload)
-    m = 0x80 if mask else 0
-    if n < 126:
-        head = struct.pack(">BB", 0x80 | opcode, m | n)
-    elif n <= 0xFFFF:
-        head = struct.pack(">BBH", 0x80 | opcode, m | 126, n)
-    else:
-        head = struct.pack(">BBQ", 0x80 | opcode, m | 127, n)
-    if not mask:
-        return head + payload
-    key = bytes(rng.randrange(256) for _ in range(4))
-    return head + key + bytes(c ^ key[i & 3] for i, c in enumerate(payload))
+    return pcapgen.ws_frame(opcode, payload, mask, rng)
 
 
 def text(c, d, s):

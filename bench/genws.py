@@ -14,6 +14,7 @@ Usage: genws.py OUT.pcap [MESSAGES] [CONNECTIONS]
 import base64, hashlib, json, os, random, struct, sys, zlib
 
 sys.path.insert(0, os.path.dirname(__file__))
+import pcapgen
 from pcapgen import Connection, PcapWriter
 
 out = sys.argv[1]
@@ -27,21 +28,7 @@ WORDS = ["open page /home", "打开页面", "heartBeat", "scan", "pay 12.50", "s
 
 
 def ws_frame(opcode, payload, mask, rsv1):
-    b0 = 0x80 | (0x40 if rsv1 else 0) | opcode
-    n = len(payload)
-    m = 0x80 if mask else 0
-    if n < 126:
-        head = struct.pack(">BB", b0, m | n)
-    elif n <= 0xFFFF:
-        head = struct.pack(">BBH", b0, m | 126, n)
-    else:
-        head = struct.pack(">BBQ", b0, m | 127, n)
-    if not mask:
-        return head + payload
-    key = bytes(rng.randrange(256) for _ in range(4))
-    return head + key + bytes(c ^ key[i & 3] for i, c in enumerate(payload))
-
-
+    return pcapgen.ws_frame(opcode, payload, mask, rng, rsv1)
 
 
 pcap = PcapWriter(out, step_us=9)

@@ -11,6 +11,23 @@ def eth_ip_tcp(src, dst, sport, dport, seq, ack, flags, payload):
     return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + tcp + payload
 
 
+def ws_frame(opcode, payload, mask, rng, rsv1=False):
+    """An RFC 6455 frame with FIN set; a client's (mask) masked with a key drawn from rng."""
+    b0 = 0x80 | (0x40 if rsv1 else 0) | opcode
+    n = len(payload)
+    m = 0x80 if mask else 0
+    if n < 126:
+        head = struct.pack(">BB", b0, m | n)
+    elif n <= 0xFFFF:
+        head = struct.pack(">BBH", b0, m | 126, n)
+    else:
+        head = struct.pack(">BBQ", b0, m | 127, n)
+    if not mask:
+        return head + payload
+    key = bytes(rng.randrange(256) for _ in range(4))
+    return head + key + bytes(c ^ key[i & 3] for i, c in enumerate(payload))
+
+
 class PcapWriter:
     def __init__(self, path, step_us=5, start=1700000000):
         self.f = open(path, "wb")
