@@ -378,9 +378,12 @@ struct Parser {
             guard n > 0 && n <= 1 << 30 else { throw err(kt, "max_frame must be between 1 and 1073741824") }
             p.schema.maxFrame = Int(n)
         case "body":
-            let (b, bt) = try ident(BodyRegistry.names())
+            let (b, bt) = try ident(BodyRegistry.names { $0.readsFrames })
             guard let e = BodyEncoding(rawValue: b) else {
-                throw err(bt, "body must be one of " + BodyRegistry.kinds.map { $0.name }.joined(separator: ", "))
+                throw err(bt, "body must be one of " + BodyRegistry.kinds.filter { $0.readsFrames }.map { $0.name }.joined(separator: ", "))
+            }
+            guard e.kind.readsFrames else {
+                throw err(bt, "'\(e.rawValue)' reads a WebSocket's text messages, not frames: write 'text \(e.rawValue);'")
             }
             p.schema.body = e
         case "pair_by":

@@ -8,8 +8,17 @@ final class BodyRegistryTests: XCTestCase {
     let head = "protocol z { port 7301; header { uint16 id; uint32 len; } body_length = len; message_id = id; "
 
     func testEveryKindIsDeclaredByItsNameAndNamedInTheErrors() throws {
-        XCTAssertEqual(BodyRegistry.kinds.map { $0.name }, ["fields", "json", "text", "raw", "protobuf", "msgpack"])
+        XCTAssertEqual(BodyRegistry.kinds.map { $0.name }, ["fields", "json", "text", "raw", "protobuf", "msgpack", "socketio"])
         for k in BodyRegistry.kinds {
+            guard k.readsFrames else {
+                // A kind that reads only a layer's text messages is refused as a body, at its name.
+                XCTAssertThrowsError(try DissectorLoader.parse(text: head + "body \(k.name); }", file: "z.dissector")) { e in
+                    let d = (e as! DissectorError).description
+                    XCTAssertTrue(d.hasPrefix("z.dissector:1:\(head.count + 6):") && d.contains("write 'text \(k.name);'"), d)
+                }
+                XCTAssertTrue(k.readsText, "\(k.name) reads something")
+                continue
+            }
             let s = try DissectorLoader.parse(text: head + "body \(k.name.uppercased()); }", file: "z.dissector")[0]
             XCTAssertEqual(s.body.rawValue, k.name)
             XCTAssertTrue(DissectorDescription.text(s).contains("body: \(k.name)"))
@@ -21,14 +30,14 @@ final class BodyRegistryTests: XCTestCase {
                 XCTAssertThrowsError(try DissectorLoader.parse(text: text, file: "t.dissector")) { e in
                     let d = (e as! DissectorError).description
                     XCTAssertTrue(d.hasPrefix("t.dissector:1:"), d)
-                    XCTAssertTrue(d.contains("text messages are json, text or raw"), d)
+                    XCTAssertTrue(d.contains("text messages are json, text, raw or socketio"), d)
                 }
             }
         }
         XCTAssertThrowsError(try DissectorLoader.parse(text: head + "body yaml; }", file: "z.dissector")) { e in
             let d = (e as! DissectorError).description
             XCTAssertTrue(d.hasPrefix("z.dissector:1:"), d)
-            XCTAssertTrue(d.contains("body must be one of fields, json, text, raw, protobuf, msgpack"), d)
+            XCTAssertTrue(d.contains("body must be one of fields, json, text, raw, protobuf, msgpack") && !d.contains("socketio"), d)
         }
     }
 
@@ -36,7 +45,8 @@ final class BodyRegistryTests: XCTestCase {
     /// flags the other parts ask agree with what it does.
     func testEveryKindStaysInsideTheFrame() throws {
         var rng = SystemRandomNumberGenerator()
-        for k in BodyRegistry.kinds {
+        // (A kind that reads only text messages is fuzzed through them: `scripts/fuzz.sh socketio`.)
+        for k in BodyRegistry.kinds where k.readsFrames {
             let s = try DissectorLoader.parse(text: head + "body \(k.name); } Message A = 1 { uint8 a; String b; }", file: "z.dissector")[0]
             let d = MessageDecoder(schema: s)
             let m = DecodedMessage()
@@ -59,7 +69,7 @@ final class BodyRegistryTests: XCTestCase {
             }
         }
         // `-Y` takes any name exactly under the kinds whose names come from the traffic.
-        for k in BodyRegistry.kinds {
+        for k in BodyRegistry.kinds where k.readsFrames {
             let s = try DissectorLoader.parse(text: head + "body \(k.name); } Message A = 1 { uint8 a; }", file: "z.dissector")[0]
             let parsed = Result { try FilterParser.parse("z.someName == 1", protocols: [s]) }
             if k.namesFromTraffic { XCTAssertNoThrow(try parsed.get(), k.name) } else { XCTAssertThrowsError(try parsed.get(), k.name) }
@@ -69,7 +79,7 @@ final class BodyRegistryTests: XCTestCase {
     /// `when` is taken only where the kind reads declared fields in their layout; elsewhere it
     /// would be ignored, and is refused where it is written.
     func testWhenOnlyWhereFieldsAreReadInTheirLayout() throws {
-        for k in BodyRegistry.kinds {
+        for k in BodyRegistry.kinds where k.readsFrames {
             let text = head + "body \(k.name); }\nMessage A = 1 { Uint8 a; Uint8 b when a; }"
             if k.readsConditions {
                 XCTAssertNoThrow(try DissectorLoader.parse(text: text, file: "z.dissector"), k.name)

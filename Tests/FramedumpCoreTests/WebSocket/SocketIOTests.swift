@@ -198,7 +198,7 @@ final class SocketIOTests: XCTestCase {
             ("protocol s { websocket \"/x\"; text socketio; header { uint8 a; } }", "declare no header and no messages"),
             ("protocol s { websocket \"/x\"; text socketio; }\nMessage A { Int32 a; }", "declare no header and no messages"),
             ("protocol s { port 1; frame_length = message; text socketio; }", "reads the text messages of a WebSocket"),
-            ("protocol s { websocket \"/x\"; body socketio; }", "write 'text socketio;'"),
+            ("protocol s { websocket \"/x\"; body socketio; }", "s.dissector:1:35: error: 'socketio' reads a WebSocket's text messages, not frames: write 'text socketio;'"),
         ] {
             XCTAssertThrowsError(try DissectorLoader.parse(text: text, file: "s.dissector"), text) { e in
                 XCTAssertTrue("\(e)".contains(says), "\(text): \(e)")

@@ -6,6 +6,9 @@ protocol BodyFormat {
     static var name: String { get }
     /// A layer's text messages may be read as this (`text NAME;`).
     static var readsText: Bool { get }
+    /// A protocol's frames may be read as this (`body NAME;`); false for a kind that reads only
+    /// a layer's text messages (Socket.IO's packets).
+    static var readsFrames: Bool { get }
     /// Its field names come from the traffic (JSON keys, protobuf field numbers without a
     /// schema), so `-Y` takes any name under the protocol and cannot check a value's type.
     static var namesFromTraffic: Bool { get }
@@ -42,6 +45,7 @@ protocol BodyFormat {
 
 extension BodyFormat {
     static var readsText: Bool { false }
+    static var readsFrames: Bool { true }
     static var namesFromTraffic: Bool { false }
     static var builtinFields: [BuiltinName] { [] }
     static var idsSelectLayout: Bool { false }

@@ -7,6 +7,7 @@
 enum SocketIOBody: BodyFormat {
     static let name = "socketio"
     static var readsText: Bool { true }
+    static var readsFrames: Bool { false }
     /// The JSON arguments' keys name their fields.
     static var namesFromTraffic: Bool { true }
     static var problemClass: String? { "socketio" }

@@ -96,9 +96,6 @@ enum SocketIOPackets {
     /// declares a header or messages of its own (a Socket.IO connection's binary messages are
     /// the attachments of its packets).
     static func define(_ s: inout ProtocolSchema) -> String? {
-        if s.body == BodyEncoding(SocketIOBody.self) {
-            return "Socket.IO packets are a WebSocket's text messages: write 'text socketio;' (not 'body socketio;')"
-        }
         if !s.header.isEmpty || !s.messages.isEmpty {
             return "'text socketio' gives the protocol its messages (Socket.IO's packets; its binary messages are their attachments): declare no header and no messages"
         }
