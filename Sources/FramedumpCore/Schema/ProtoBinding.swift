@@ -108,8 +108,11 @@ extension Resolver {
             guard let bytes = DissectorLoader.readBytes(path, limit: 64 << 20) else { throw err(t, "cannot read descriptor set '\(path)'") }
             try reg.loadDescriptorSet(path: path, bytes: bytes)
         }
+        // gRPC: each method's request and response become the protocol's messages.
+        let rpcs = s.overLayers.contains(GRPCLayer.name) ? GRPCLayer.define(reg, &s) : []
         let tables = ProtoTables.attach(reg, to: &s)
         s.proto = tables
+        for (mi, type) in rpcs { s.messages[mi].protoType = tables.byName[String(type.dropFirst())] }
         for (mi, m) in p.messages.enumerated() {
             guard let (type, t) = m.protoType else { continue }
             let n = type.hasPrefix(".") ? String(type.dropFirst()) : type

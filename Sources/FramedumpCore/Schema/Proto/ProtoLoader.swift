@@ -106,6 +106,18 @@ public final class ProtoRegistry {
                     f.type = isEnum ? .enumeration : .message
                 }
             }
+            for r in parser.methodRefs {
+                for output in [false, true] {
+                    let written = output ? model.services[r.service].methods[r.method].outputType
+                                         : model.services[r.service].methods[r.method].inputType
+                    let t = output ? r.output : r.input
+                    guard let (full, isEnum) = resolve(written, scope: model.package), !isEnum else {
+                        throw parser.lexer.error(t.line, t.column, "unknown message type '\(written)'")
+                    }
+                    if output { model.services[r.service].methods[r.method].outputType = "." + full }
+                    else { model.services[r.service].methods[r.method].inputType = "." + full }
+                }
+            }
             // The resolved fields replace the registered copies.
             added.removeAll()
             for m in model.messages { reRegister(m, model.package, &added) }
@@ -196,6 +208,12 @@ public final class ProtoRegistry {
         m.publicDependencies = f.publicDependency
         m.messages = f.messageType.map(model)
         m.enums = f.enumType.map(model)
+        m.services = f.service.map { s in
+            ProtoServiceModel(name: s.name, methods: s.method.map {
+                ProtoMethodModel(name: $0.name, inputType: $0.inputType, outputType: $0.outputType,
+                                 clientStreaming: $0.clientStreaming, serverStreaming: $0.serverStreaming)
+            })
+        }
         return m
     }
 

@@ -89,6 +89,23 @@ public struct ProtoFileModel: Sendable, Equatable {
     public var publicDependencies: [Int32] = []
     public var messages: [ProtoMessageModel] = []
     public var enums: [ProtoEnumModel] = []
+    /// `service` blocks: what gRPC reads (a call's request and response types by its path).
+    public var services: [ProtoServiceModel] = []
+}
+
+/// `service Chat { rpc Send (Req) returns (stream Resp); }`, as `ServiceDescriptorProto`.
+public struct ProtoServiceModel: Sendable, Equatable {
+    public var name: String
+    public var methods: [ProtoMethodModel] = []
+}
+
+public struct ProtoMethodModel: Sendable, Equatable {
+    public var name: String
+    /// Fully qualified with a leading dot once resolved; as written before.
+    public var inputType: String
+    public var outputType: String
+    public var clientStreaming = false
+    public var serverStreaming = false
 }
 
 /// protoc's default JSON name: underscores removed, the letter after each one capitalised.

@@ -2,8 +2,8 @@
 /// enum type names as written; `ProtoLoader` resolves them once every import is loaded.
 ///
 /// Options are parsed and kept only where they change decoding or the descriptor
-/// (`packed`, `json_name`, `default`, `map_entry`); services, `extend` blocks and
-/// `extensions` are parsed and skipped. Groups become nested messages, as in protoc.
+/// (`packed`, `json_name`, `default`, `map_entry`); `extend` blocks and `extensions` are
+/// parsed and skipped; services keep their methods' names and types (gRPC's). Groups become nested messages, as in protoc.
 struct ProtoParser {
     let lexer: ProtoLexer
     var tokens: [ProtoToken] { lexer.tokens }
@@ -14,6 +14,7 @@ struct ProtoParser {
     /// Where every declared field, message, enum and value is, for later checks.
     var fieldTokens: [[Int]: [ProtoToken]] = [:]
     var importTokens: [ProtoToken] = []
+    var methodRefs: [MethodRef] = []
     static let maxNesting = 64
     static let maxFieldNumber: Int64 = 536_870_911
 
@@ -163,8 +164,8 @@ struct ProtoParser {
                 file.enums.append(try enumeration())
             case .ident("service"):
                 _ = next()
-                _ = try name("a service name")
-                try skipBlock()
+                sawDecl = true
+                file.services.append(try service())
             case .ident("extend"):
                 _ = next()
                 _ = try ident("the extended message")
@@ -177,7 +178,67 @@ struct ProtoParser {
         }
     }
 
-    /// Skips a `{ ... }` block (services, extend blocks, aggregate option values).
+    /// `service NAME { rpc M (stream? Req) returns (stream? Resp) [{ options }|;] ... }` (the word
+    /// `service` already read); the types are resolved with the messages' (`ProtoLoader`).
+    mutating func service() throws(DissectorError) -> ProtoServiceModel {
+        let (n, nt) = try name("a service name")
+        var s = ProtoServiceModel(name: n)
+        try expect("{", "to open service '\(n)'")
+        var names: Set<String> = []
+        while !accept("}") {
+            let t = tok
+            switch t.kind {
+            case .end: throw err(nt, "service '\(n)' is not closed with '}'")
+            case .punct(0x3b): _ = next()
+            case .ident("option"):
+                _ = next()
+                _ = try option()
+                try expect(";", "after the option")
+            case .ident("rpc"):
+                _ = next()
+                let (m, mt) = try name("a method name")
+                if names.contains(m) { throw err(mt, "method '\(m)' is declared twice in service '\(n)'") }
+                names.insert(m)
+                func type(_ what: String) throws(DissectorError) -> (String, Bool, ProtoToken) {
+                    try expect("(", "before the \(what) type of '\(m)'")
+                    var streaming = false
+                    // `stream` is a word a type may be named too: `(stream)` is a type.
+                    if isWord("stream"), case .ident = tokens[min(pos + 1, tokens.count - 1)].kind {
+                        _ = next()
+                        streaming = true
+                    }
+                    let absolute = accept(".")
+                    var (ty, tt) = try ident("the \(what) message type")
+                    if absolute { ty = "." + ty }
+                    try expect(")", "after the \(what) type of '\(m)'")
+                    return (ty, streaming, tt)
+                }
+                let (input, cs, it) = try type("request")
+                guard isWord("returns") else { throw err(tok, "expected 'returns' after the request type of '\(m)', found \(describe(tok))") }
+                _ = next()
+                let (output, ss, ot) = try type("response")
+                var method = ProtoMethodModel(name: m, inputType: input, outputType: output)
+                method.clientStreaming = cs
+                method.serverStreaming = ss
+                if isPunct("{") { try skipBlock() } else { try expect(";", "after method '\(m)'") }
+                methodRefs.append(MethodRef(service: file.services.count, method: s.methods.count, input: it, output: ot))
+                s.methods.append(method)
+            default:
+                throw err(t, "expected 'rpc' or 'option' in service '\(n)', found \(describe(t))")
+            }
+        }
+        return s
+    }
+
+    /// Where each method's types were written, for `ProtoLoader`'s errors.
+    struct MethodRef {
+        var service: Int
+        var method: Int
+        var input: ProtoToken
+        var output: ProtoToken
+    }
+
+    /// Skips a `{ ... }` block (extend blocks, aggregate option values, method options).
     mutating func skipBlock() throws(DissectorError) {
         let open = tok
         try expect("{")
