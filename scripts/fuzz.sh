@@ -11,6 +11,8 @@
 #                   tree and NDJSON printers and a -Y filter over keys, elements and timestamps
 #   hpack           HPACK header blocks through one decoder (RFC 7541: its dynamic table kept from
 #                   block to block), its invariants checked after each block
+#   grpc            HTTP/2 connections carrying gRPC (frames, header blocks, calls, messages
+#                   across DATA frames, compression), through the printers, pairing and a -Y filter
 #   socketio        Socket.IO text messages and attachments of a `text socketio` protocol, both
 #                   sides, through the tree and NDJSON printers, pairing and a -Y filter
 #   websocket       a WebSocket connection (handshake, frames, with and without
@@ -150,6 +152,26 @@ for n, session in enumerate(f["sessions"]):
     open("%s/session%d" % (sys.argv[1], n), "wb").write(out)
 PY
       run hpack "$seeds" ;;
+    grpc)
+      # Seeds: samples/grpc.pcap's connections, each the client's stream then the server's as
+      # records of at most 32 KiB behind their 2-byte side-and-length header (see FuzzGRPC).
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      framedump -r samples/grpc.pcap --streams "$seeds/grpc" -q >/dev/null 2>&1 || true
+      python3 - "$seeds" <<'PY'
+import glob, sys
+out = sys.argv[1]
+for i, c2s in enumerate(sorted(glob.glob(out + "/grpc/*.c2s"))):
+    rec = bytearray()
+    for side, path in ((0, c2s), (0x8000, c2s[:-4] + ".s2c")):
+        b = open(path, "rb").read()
+        for k in range(0, len(b), 32767):
+            part = b[k:k + 32767]
+            rec += (side | len(part)).to_bytes(2, "big") + part
+    open("%s/conn%d.seed" % (out, i), "wb").write(rec)
+PY
+      rm -rf "$seeds"/grpc
+      run grpc "$seeds" ;;
     socketio)
       # Seeds: samples/socketio.messages.json, each connection's messages as the peers wrote
       # them, NUL-separated behind their side and kind byte (see FuzzSocketIO).
@@ -555,12 +577,12 @@ for i, b in enumerate(bodies):
 PY
       run "$1" "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, msgpack, socketio, hpack, websocket, http-head, tls, tls-sealed, kcp, link, reassembly, dissector, deframer, state, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, msgpack, socketio, hpack, grpc, websocket, http-head, tls, tls-sealed, kcp, link, reassembly, dissector, deframer, state, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire msgpack socketio hpack websocket http-head tls tls-sealed kcp link reassembly dissector deframer state guess pipeline ui pcapng pcap display-filter ndjson-line \
+  for t in proto-parser protobuf-wire msgpack socketio hpack grpc websocket http-head tls tls-sealed kcp link reassembly dissector deframer state guess pipeline ui pcapng pcap display-filter ndjson-line \
            transform-zlib transform-gzip transform-deflate transform-lz4 transform-lz4-block transform-xor transform-base64 transform-aes transform-chain; do
     fuzz_one "$t"
   done

@@ -11,6 +11,7 @@ public enum FuzzTargets {
             "msgpack": FuzzMessagePack.run,
             "socketio": FuzzSocketIO.run,
             "hpack": FuzzHPACK.run,
+            "grpc": FuzzGRPC.run,
             "link": FuzzLink.run,
             "dissector": FuzzDissector.fileAndTraffic,
             "display-filter": FuzzDissector.displayFilter,

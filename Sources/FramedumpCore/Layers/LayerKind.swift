@@ -167,6 +167,8 @@ protocol LayerFieldVisitor {
     mutating func text(_ name: StaticString, _ value: StaticString)
     mutating func bool(_ name: StaticString, _ value: Bool)
     mutating func unsigned(_ name: StaticString, _ value: UInt64)
+    /// Text from the wire (a gRPC method): escaped in NDJSON.
+    mutating func string(_ name: StaticString, _ value: String)
     /// Two numbers from `first` to `last` (a frame's TLS records): an array in NDJSON, two
     /// fields for `-Y` (`last` under the plain name, since most spans are one).
     mutating func span(_ name: StaticString, _ first: UInt64, _ last: UInt64, filterNames: (first: StaticString, last: StaticString))
@@ -192,6 +194,12 @@ struct JSONLayerFields: LayerFieldVisitor {
         self.name(name); k.write(value ? "true" : "false")
     }
 
+    mutating func string(_ name: StaticString, _ value: String) {
+        self.name(name)
+        var v = value
+        v.withUTF8 { k.jsonString(UnsafeRawBufferPointer($0)) }
+    }
+
     @inline(__always) mutating func unsigned(_ name: StaticString, _ value: UInt64) {
         self.name(name); k.decimal(value)
     }
@@ -214,6 +222,7 @@ struct LayerFieldList: LayerFieldVisitor {
     mutating func text(_ name: StaticString, _ value: StaticString) { fields.append(("\(name)", .text("\(value)"))) }
     mutating func bool(_ name: StaticString, _ value: Bool) { fields.append(("\(name)", .bool(value))) }
     mutating func unsigned(_ name: StaticString, _ value: UInt64) { fields.append(("\(name)", .unsigned(value))) }
+    mutating func string(_ name: StaticString, _ value: String) { fields.append(("\(name)", .text(value))) }
     mutating func span(_ name: StaticString, _ first: UInt64, _ last: UInt64, filterNames: (first: StaticString, last: StaticString)) {
         fields.append(("\(filterNames.last)", .unsigned(last)))
         fields.append(("\(filterNames.first)", .unsigned(first)))

@@ -6,6 +6,7 @@ public enum LayerRegistry {
         WebSocketLayer.self,
         KCPLayer.self,
         TLSLayer.self,
+        GRPCLayer.self,
     ]
 
     /// The kind named `name` in a dissector file or a `check -r` class, if any.

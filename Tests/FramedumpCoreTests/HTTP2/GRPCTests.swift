@@ -1,0 +1,233 @@
+import Foundation
+import XCTest
+@testable import FramedumpCore
+import FramedumpFuzz
+
+/// What the gRPC layer hands to an output: each message's call, bytes and schema message, and
+/// each call's record.
+final class GRPCCollector: MessageSink {
+    struct Message: Equatable {
+        var dir: Direction
+        var method: String
+        var stream: UInt32
+        var sequence: UInt32
+        var compressed: Bool
+        var name: String?
+        var bytes: [UInt8]
+        var warnings: [String]
+        /// The connection's place among the run's (in the order their first message came).
+        var connection = 0
+    }
+    var connections: [ObjectIdentifier: Int] = [:]
+    var callConnections: [Int] = []
+    func place(_ c: Connection) -> Int {
+        if let n = connections[ObjectIdentifier(c)] { return n }
+        connections[ObjectIdentifier(c)] = connections.count
+        return connections.count - 1
+    }
+    var messages: [Message] = []
+    var calls: [GRPCCallEvent] = []
+    var malformed: [(Direction, UInt64, UInt64, MalformedReason)] = []
+
+    func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {}
+    func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
+        guard let g = m.layerNotes.note(of: GRPCLayer.layer).map(GRPCLayer.info) else { return XCTFail("a message without its gRPC note") }
+        messages.append(Message(dir: m.direction, method: GRPCMethodNames.name(g.method), stream: g.stream, sequence: g.sequence,
+                                compressed: g.compressed, name: m.message.map { p.schema.messages[$0].name },
+                                bytes: Array(m.frame.bytes), warnings: m.warnings.map(\.text), connection: place(c)))
+    }
+    func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
+                   reason: MalformedReason, packet: PacketRef) { malformed.append((d, offset, length, reason)) }
+    func gap(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, offset: UInt64, length: UInt64,
+             reason: GapReason, packet: PacketRef) {}
+    func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {}
+    func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {}
+    func finish() {}
+    func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction, packet: PacketRef) {
+        if let call = e as? GRPCCallEvent { calls.append(call); callConnections.append(place(c)) }
+    }
+}
+
+/// gRPC over HTTP/2 (`grpc;`): samples/grpc.pcap is grpcio's server and client (every call
+/// shape, gzip, a failed call, two connections); samples/grpc.messages.json every message each
+/// peer serialized, by call. Crafted edges (CONTINUATION, padding, a message across DATA
+/// frames, trailers-only, a reset, an unknown method, a message past max_frame) come from
+/// scripts/make_grpc_fixtures.py.
+final class GRPCTests: XCTestCase {
+    static func hex(_ s: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var i = s.startIndex
+        while i < s.endIndex {
+            let j = s.index(i, offsetBy: 2)
+            out.append(UInt8(s[i..<j], radix: 16)!)
+            i = j
+        }
+        return out
+    }
+
+    static func schemas(_ file: String) throws -> [ProtocolSchema] {
+        try DissectorLoader.load(paths: [file])
+    }
+
+    /// A capture through the pipeline, in packet order, with `dissector`.
+    static func decoded(_ pcap: String, _ dissector: String) throws -> GRPCCollector {
+        let sink = GRPCCollector()
+        var o = PipelineOptions()
+        o.dissectorPaths = [dissector]
+        let p = try Pipeline(options: o, output: OutputBuffer(fd: nil), messageSink: sink)
+        try p.run(try PacketSource(.file(pcap)), limit: nil, dumper: nil, lineBuffered: false)
+        p.finish()
+        return sink
+    }
+
+    /// Each connection's two reassembled streams (`--streams`), by client port.
+    static func streams(_ pcap: String) throws -> [(c2s: [UInt8], s2c: [UInt8])] {
+        let dir = NSTemporaryDirectory() + "framedump-grpc-streams-\(getpid())-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try TestSupport.framedump(["-r", pcap, "--streams", dir, "-q"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".c2s") }.sorted()
+        return try names.map { n in
+            let base = dir + "/" + String(n.dropLast(4))
+            return (Array(try Data(contentsOf: URL(fileURLWithPath: base + ".c2s"))), Array(try Data(contentsOf: URL(fileURLWithPath: base + ".s2c"))))
+        }
+    }
+
+    /// One connection's streams through the session stage, the client's first (a server never
+    /// answers before it is asked), each cut at `cuts`.
+    static func run(_ c2s: [UInt8], _ s2c: [UInt8], port: UInt16, protocols: [ProtocolSchema],
+                    c2sCuts: [Int] = [], s2cCuts: [Int] = []) -> GRPCCollector {
+        let sink = GRPCCollector()
+        let sessions = SessionManager(protocols: protocols, sink: sink)
+        var runs: [(client: Bool, bytes: [UInt8])] = []
+        func cut(_ b: [UInt8], _ cuts: [Int], client: Bool) {
+            var last = 0
+            for c in (cuts.filter { $0 > 0 && $0 < b.count }.sorted()) + [b.count] where c > last {
+                runs.append((client, Array(b[last..<c])))
+                last = c
+            }
+        }
+        cut(c2s, c2sCuts, client: true)
+        cut(s2c, s2cCuts, client: false)
+        FuzzStreams.feed(sessions, runs: runs, piece: 1 << 30, port: port)
+        return sink
+    }
+
+    func testEveryMessageOfTheSampleDecodesAsThePeersSerializedIt() throws {
+        let log = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: TestSupport.sample("grpc.messages.json")))) as! [String: Any]
+        let connections = log["connections"] as! [[String: Any]]
+        let all = try Self.decoded(TestSupport.sample("grpc.pcap"), TestSupport.dissectors + "/grpcchat.dissector")
+        XCTAssertTrue(all.malformed.isEmpty, "\(all.malformed)")
+        XCTAssertEqual(all.connections.count, connections.count)
+        var checked = 0, compressed = 0
+        for (n, c) in connections.enumerated() {
+            let got = GRPCCollector()
+            got.messages = all.messages.filter { $0.connection == n }
+            got.calls = zip(all.calls, all.callConnections).filter { $0.1 == n }.map(\.0)
+            let calls = c["calls"] as! [[String: Any]]
+            // Calls in the order they were made: their streams in increasing order.
+            let ids = Array(Set(got.calls.map(\.stream))).sorted()
+            XCTAssertEqual(ids.count, calls.count)
+            for (id, call) in zip(ids, calls) {
+                let method = call["method"] as! String
+                let shortName = method.split(separator: "/").map(String.init).joined(separator: ".")
+                    .split(separator: ".").suffix(2).joined(separator: ".")
+                for (dir, key, role) in [(Direction.c2s, "requests", "request"), (.s2c, "responses", "response")] {
+                    let want = (call[key] as! [String]).map { GRPCTests.hex($0) }
+                    let mine = got.messages.filter { $0.stream == id && $0.dir == dir }
+                    XCTAssertEqual(mine.map(\.bytes), want, "\(method) stream \(id) \(key)")
+                    for m in mine {
+                        XCTAssertEqual(m.method, method)
+                        XCTAssertEqual(m.name, shortName + " " + role)
+                        XCTAssertEqual(m.warnings, [])
+                        if m.compressed { compressed += 1 }
+                        checked += 1
+                    }
+                    XCTAssertEqual(mine.map(\.sequence), Array(1...UInt32(max(1, mine.count))).prefix(mine.count).map { $0 })
+                }
+                let event = got.calls.first { $0.stream == id }!
+                XCTAssertEqual(event.path, method)
+                XCTAssertEqual(event.status, call["status"] as? Int)
+                XCTAssertEqual(event.statusMessage ?? "", call["details"] as? String ?? "")
+                XCTAssertTrue(event.finished)
+            }
+        }
+        XCTAssertEqual(checked, 23)
+        XCTAssertGreaterThan(compressed, 0, "the sample's gzip call")
+    }
+
+    /// Every cut of the client's stream, and a sweep of cuts of both, give the same messages
+    /// and calls as the stream in one piece.
+    func testEverySplitOfTheStreamsGivesTheSameMessages() throws {
+        let streams = try Self.streams(TestSupport.sample("grpc.pcap"))
+        let schemas = try Self.schemas(TestSupport.dissectors + "/grpcchat.dissector")
+        let s = streams[0]
+        let whole = Self.run(s.c2s, s.s2c, port: 50051, protocols: schemas)
+        XCTAssertGreaterThan(whole.messages.count, 20)
+        func same(_ got: GRPCCollector, _ what: String) {
+            XCTAssertEqual(got.messages, whole.messages, what)
+            XCTAssertEqual(got.calls.map(\.stream), whole.calls.map(\.stream), what)
+            XCTAssertEqual(got.calls.map(\.status), whole.calls.map(\.status), what)
+            XCTAssertTrue(got.malformed.isEmpty, what)
+        }
+        for cut in 1..<s.c2s.count { same(Self.run(s.c2s, s.s2c, port: 50051, protocols: schemas, c2sCuts: [cut]), "c2s cut at \(cut)") }
+        for cut in 1..<s.s2c.count { same(Self.run(s.c2s, s.s2c, port: 50051, protocols: schemas, s2cCuts: [cut]), "s2c cut at \(cut)") }
+        // Every byte its own segment.
+        same(Self.run(s.c2s, s.s2c, port: 50051, protocols: schemas, c2sCuts: Array(1..<s.c2s.count), s2cCuts: Array(1..<s.s2c.count)), "byte by byte")
+    }
+
+    /// The crafted edges, one stream each (scripts/make_grpc_fixtures.py).
+    func testCraftedEdges() throws {
+        let fixtures = TestSupport.testsDir.appendingPathComponent("Fixtures").path
+        let log = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: fixtures + "/grpc_edges.json"))) as! [String: Any]
+        let want = log["streams"] as! [String: [String: [String]]]
+        let got = try Self.decoded(fixtures + "/grpc_edges.pcap", fixtures + "/proto/grpc_edges.dissector")
+        for (id, w) in want {
+            let stream = UInt32(id)!
+            XCTAssertEqual(got.messages.filter { $0.stream == stream && $0.dir == .c2s }.map(\.bytes), w["requests"]!.map { GRPCTests.hex($0) }, "stream \(id)")
+            XCTAssertEqual(got.messages.filter { $0.stream == stream && $0.dir == .s2c }.map(\.bytes), w["responses"]!.map { GRPCTests.hex($0) }, "stream \(id)")
+        }
+        let byStream = Dictionary(uniqueKeysWithValues: got.calls.map { ($0.stream, $0) })
+        XCTAssertEqual(byStream[1]?.status, 0)
+        XCTAssertEqual(got.messages.filter { $0.stream == 3 }.map(\.compressed), [true, true])
+        XCTAssertEqual(byStream[5]?.status, 5)
+        XCTAssertEqual(byStream[5]?.statusMessage, "no such room: 房间")
+        XCTAssertEqual(byStream[7]?.reset, 8)
+        XCTAssertEqual(byStream[7]?.problems.map(\.kind), ["reset"])
+        XCTAssertEqual(byStream[9]?.status, 12)
+        XCTAssertEqual(got.messages.filter { $0.stream == 9 }.map(\.name), [nil, nil])
+        XCTAssertEqual(got.messages.filter { $0.stream == 9 }.map(\.method), ["/other.Service/Missing", "/other.Service/Missing"])
+        XCTAssertEqual(byStream[11]?.status, 8)
+        XCTAssertEqual(got.malformed.count, 1)
+        if case .lengthTooLong(let l, _)? = got.malformed.first?.3 { XCTAssertEqual(l, 1 << 30) } else { XCTFail("\(got.malformed)") }
+        XCTAssertEqual(got.calls.count, 6)
+    }
+
+    /// A connection the capture joined mid-way, a gap, a broken preface and a broken header
+    /// block are each said, and nothing is decoded from what cannot be followed.
+    func testWhatCannotBeFollowedIsSaid() throws {
+        let s = try Self.streams(TestSupport.sample("grpc.pcap"))[0]
+        let schemas = try Self.schemas(TestSupport.dissectors + "/grpcchat.dissector")
+        // Not a preface: said once, nothing decoded.
+        var bad = s.c2s
+        bad[0] = 0x47
+        let b = Self.run(bad, s.s2c, port: 50051, protocols: schemas)
+        XCTAssertEqual(b.malformed.count, 1)
+        if case .layer(let p)? = b.malformed.first?.3 { XCTAssertEqual(p.kind, "preface") } else { XCTFail("\(b.malformed)") }
+        XCTAssertTrue(b.messages.filter { $0.dir == .c2s }.isEmpty)
+        // A header block the table cannot read: reported, and the calls after it in that
+        // direction are not typed by a method they may not have.
+        var broken = s.c2s
+        var firstHeaders = 24
+        while broken[firstHeaders + 3] != 1 {
+            firstHeaders += 9 + (Int(broken[firstHeaders]) << 16 | Int(broken[firstHeaders + 1]) << 8 | Int(broken[firstHeaders + 2]))
+        }
+        // (An indexed field, index 127 + a long continuation: past the table.)
+        broken[firstHeaders + 9] = 0xff
+        broken[firstHeaders + 10] = 0xff
+        broken[firstHeaders + 11] = 0x7f
+        let h = Self.run(broken, s.s2c, port: 50051, protocols: schemas)
+        XCTAssertTrue(h.malformed.contains { if case .layer(let p) = $0.3 { return p.kind == "hpack" }; return false }, "\(h.malformed)")
+        XCTAssertFalse(h.messages.contains { $0.dir == .c2s && $0.method == "/grpcchat.Chat/Send" && $0.stream == 1 })
+    }
+}
