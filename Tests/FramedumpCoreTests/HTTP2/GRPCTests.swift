@@ -231,3 +231,34 @@ final class GRPCTests: XCTestCase {
         XCTAssertFalse(h.messages.contains { $0.dir == .c2s && $0.method == "/grpcchat.Chat/Send" && $0.stream == 1 })
     }
 }
+
+extension GRPCTests {
+    /// tshark's HTTP/2 and gRPC dissectors read the same messages from the sample, each
+    /// direction of each connection in the same order (its `grpc.message_data`: inflated).
+    func testMessagesMatchTshark() throws {
+        let tshark = try TestSupport.oracle("tshark")
+        let r = try TestSupport.run(tshark, ["-r", TestSupport.sample("grpc.pcap"), "-d", "tcp.port==50051,http2", "-Y", "grpc",
+                                             "-T", "fields", "-E", "separator=/t", "-e", "tcp.srcport", "-e", "tcp.dstport",
+                                             "-e", "grpc.message_data"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        var theirs: [String: [[UInt8]]] = [:]
+        for line in r.stdout.split(separator: "\n") {
+            let f = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            guard f.count == 3 else { continue }
+            for m in f[2].split(separator: ",", omittingEmptySubsequences: false) { theirs[f[0] + ">" + f[1], default: []].append(Self.hex(String(m))) }
+        }
+        let all = try Self.decoded(TestSupport.sample("grpc.pcap"), TestSupport.dissectors + "/grpcchat.dissector")
+        // framedump's connections by client port: from tshark's keys (the side that is not 50051).
+        let ports = Set(theirs.keys.flatMap { $0.split(separator: ">").map(String.init) }).subtracting(["50051"]).sorted()
+        XCTAssertEqual(ports.count, all.connections.count)
+        var compared = 0
+        for (n, port) in ports.enumerated() {
+            for (dir, key) in [(Direction.c2s, "\(port)>50051"), (.s2c, "50051>\(port)")] {
+                let mine = all.messages.filter { $0.connection == n && $0.dir == dir }.map(\.bytes)
+                XCTAssertEqual(mine, theirs[key] ?? [], key)
+                compared += mine.count
+            }
+        }
+        XCTAssertEqual(compared, 23)
+    }
+}
