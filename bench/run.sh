@@ -6,7 +6,7 @@
 # captures), game.lua (the Lua dissector), genz.py, zgame.lua and zgame-bench.dissector (the
 # zgame row: bodies compressed and XORed under header flags), genkcp.py and kcp.lua (the kcp row),
 # gentls.py and tls_game.lua (the tls row), genmctext.py and mctext.lua (the mctext row),
-# genmsgpack.py and msgpack.lua (the msgpack row), gensocketio.py (the socketio row).
+# genmsgpack.py and msgpack.lua (the msgpack row), gensocketio.py (the socketio row), gengrpc.py (the grpc row).
 #
 # Usage: bench/run.sh [YARDSTICK_DIR]   (optional: another folder's pcapread.c, genbench.py and
 #                                        game.lua to use instead, for comparison with them)
@@ -19,6 +19,7 @@
 #   MCTEXT_MESSAGES=1000000 (the mctext row: memcached's text protocol, lines with counted data blocks; 0 leaves it out)
 #   MSGPACK_MESSAGES=1000000 (the msgpack row: MessagePack bodies; 0 leaves it out)
 #   SOCKETIO_MESSAGES=200000 (the socketio row: Socket.IO over WebSocket; 0 leaves it out)
+#   GRPC_MESSAGES=200000 (the grpc row: gRPC over HTTP/2 with protobuf; 0 leaves it out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
@@ -214,6 +215,26 @@ if [ "$msgpack_n" != 0 ]; then
   if [ -z "${SKIP_TSHARK:-}" ]; then
     label="tshark + msgpack.lua -V"; row tshark -r "$cap" -X lua_script:bench/msgpack.lua -V
     label="tshark + msgpack.lua -T json"; row tshark -r "$cap" -X lua_script:bench/msgpack.lua -T json
+  fi
+fi
+
+# grpc (bench/gengrpc.py): gRPC over HTTP/2 (h2c) on port 50051, unary, server-streaming and
+# bidirectional calls of Dissectors/grpcchat.proto's Chat service, decoded with
+# Dissectors/grpcchat.dissector, against tshark's own HTTP/2, gRPC and protobuf dissectors
+# reading the same .proto file.
+grpc_n=${GRPC_MESSAGES:-200000}
+if [ "$grpc_n" != 0 ]; then
+  cap="$out/grpc-$grpc_n.pcap"
+  [ -f "$cap" ] || python3 bench/gengrpc.py "$cap" "$grpc_n" >/dev/null
+  n=$grpc_n
+  row() { read -r w m < <(measure "$@"); printf '| %s grpc msgs | `%s` | %s s | %s MiB |\n' "$n" "$label" "$w" "$m"; }
+  label="framedump -q (grpc)"; row "$bin" -r "$cap" -q
+  label="framedump (tree, grpc)"; row "$bin" -r "$cap"
+  label="framedump -T json (grpc)"; row "$bin" -r "$cap" -T json
+  if [ -z "${SKIP_TSHARK:-}" ]; then
+    protos="uat:protobuf_search_paths:\"$PWD/Dissectors\",\"TRUE\""
+    label="tshark http2+grpc+protobuf -V"; row tshark -r "$cap" -d tcp.port==50051,http2 -o "$protos" -V
+    label="tshark http2+grpc+protobuf -T json"; row tshark -r "$cap" -d tcp.port==50051,http2 -o "$protos" -T json
   fi
 fi
 

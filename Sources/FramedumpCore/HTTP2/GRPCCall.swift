@@ -3,22 +3,22 @@ final class GRPCCall {
     let stream: UInt32
     /// The `:path`'s number in `GRPCMethodNames`, and the schema messages its method types the
     /// request and response messages as (-1: not known).
-    var method = GRPCMethodNames.none
-    var typed: (request: Int32, response: Int32) = (-1, -1)
+    @exclusivity(unchecked) var method = GRPCMethodNames.none
+    @exclusivity(unchecked) var typed: (request: Int32, response: Int32) = (-1, -1)
     /// `grpc-encoding` of each direction's headers (what a compressed message is compressed with).
-    var encoding: [String?] = [nil, nil]
+    @exclusivity(unchecked) var encoding: [String?] = [nil, nil]
     /// Each direction's messages, cut from its DATA frames.
-    var readers = [GRPCMessageReader(), GRPCMessageReader()]
-    var messages: [UInt32] = [0, 0]
-    var requestHeaders: [(String, String)] = []
-    var responseHeaders: [(String, String)] = []
-    var trailers: [(String, String)] = []
+    @exclusivity(unchecked) var readers = [GRPCMessageReader(), GRPCMessageReader()]
+    @exclusivity(unchecked) var messages: [UInt32] = [0, 0]
+    @exclusivity(unchecked) var requestHeaders: [(String, String)] = []
+    @exclusivity(unchecked) var responseHeaders: [(String, String)] = []
+    @exclusivity(unchecked) var trailers: [(String, String)] = []
     /// The first request message, for pairing the first response with it (latency per call).
-    var request: PairMark?
+    @exclusivity(unchecked) var request: PairMark?
     let opened: PacketRef
     /// Headers seen from the server (so a later HEADERS block is its trailers).
-    var responded = false
-    var ended: [Bool] = [false, false]
+    @exclusivity(unchecked) var responded = false
+    @exclusivity(unchecked) var ended: [Bool] = [false, false]
 
     init(stream: UInt32, opened: PacketRef) {
         self.stream = stream

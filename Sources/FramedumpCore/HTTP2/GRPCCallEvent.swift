@@ -31,13 +31,11 @@ public struct GRPCCallEvent: LayerEvent {
         if let m = statusMessage, !m.isEmpty { w.write(" \""); w.text(m); w.write("\"") }
         w.write(", "); w.decimal(UInt64(messages.requests)); w.write(messages.requests == 1 ? " request, " : " requests, ")
         w.decimal(UInt64(messages.responses)); w.write(messages.responses == 1 ? " response, " : " responses, ")
-        w.text(String(format: "%.3f ms", Double(nanos) / 1_000_000))
+        w.milliseconds(nanos: nanos); w.write(" ms")
         w.newline()
-        for (title, list) in [("request", requestHeaders), ("response", responseHeaders), ("trailer", trailers)] {
-            for (n, v) in list {
-                w.write("    "); w.text(title); w.write(" "); w.text(n); w.write(": "); w.text(v); w.newline()
-            }
-        }
+        for (n, v) in requestHeaders { w.write("    request "); w.text(n); w.write(": "); w.text(v); w.newline() }
+        for (n, v) in responseHeaders { w.write("    response "); w.text(n); w.write(": "); w.text(v); w.newline() }
+        for (n, v) in trailers { w.write("    trailer "); w.text(n); w.write(": "); w.text(v); w.newline() }
     }
 
     /// `type` `grpc_call`, the method, stream, status (its code, name and message), the reset
@@ -60,8 +58,9 @@ public struct GRPCCallEvent: LayerEvent {
         out.write(",\"responses\":"); out.decimal(UInt64(messages.responses))
         if !diffable { out.write(",\"duration_ns\":"); out.decimal(UInt64(nanos)) }
         out.write(",\"finished\":"); out.write(finished ? "true" : "false")
-        for (key, list) in [("request_headers", requestHeaders), ("response_headers", responseHeaders), ("trailers", trailers)] {
-            out.write(",\""); out.write(key); out.write("\":{")
+        for (key, list) in [(",\"request_headers\":{" as StaticString, requestHeaders), (",\"response_headers\":{", responseHeaders),
+                            (",\"trailers\":{", trailers)] {
+            out.write(key)
             var first = true
             for (n, v) in list {
                 if diffable && (n == "date" || n == "user-agent" || n == "grpc-timeout") { continue }

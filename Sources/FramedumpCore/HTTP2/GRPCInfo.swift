@@ -25,6 +25,8 @@ enum GRPCMethodNames {
     static let none: UInt32 = .max
     static let limit = 4096
     nonisolated(unsafe) private static var names: [String] = []
+    /// Each name as the tree writes it (control characters escaped), made once.
+    nonisolated(unsafe) private static var shown: [[UInt8]] = []
     nonisolated(unsafe) private static var numbers: [String: UInt32] = [:]
     private static let lock = NSLock()
 
@@ -34,8 +36,25 @@ enum GRPCMethodNames {
         guard names.count < limit else { return none }
         let n = UInt32(names.count)
         names.append(path)
+        var t: [UInt8] = []
+        for c in path.utf8 {
+            if c < 0x20 || c == 0x7f {
+                t += Array("\\x".utf8) + [OutputBuffer.hexDigits.utf8Start[Int(c >> 4)], OutputBuffer.hexDigits.utf8Start[Int(c & 15)]]
+            } else {
+                t.append(c)
+            }
+        }
+        shown.append(t)
         numbers[path] = n
         return n
+    }
+
+    /// Writes name `n` as the tree shows it (`(method unknown)` for none).
+    static func writeShown(_ n: UInt32, _ k: inout Cursor) {
+        guard n != none else { return k.write("(method unknown)") }
+        lock.lock(); defer { lock.unlock() }
+        guard Int(n) < shown.count else { return k.write("(method unknown)") }
+        shown[Int(n)].withUnsafeBytes { k.write($0) }
     }
 
     static func name(_ n: UInt32) -> String {

@@ -86,13 +86,7 @@ enum GRPCLayer: LayerKind {
     static func writeTree(_ n: LayerNote, _ f: Frame, color: Bool, _ k: inout Cursor) {
         let i = info(n)
         k.write(color ? "    \u{1b}[2mgrpc: " : "    grpc: ")
-        let m = GRPCMethodNames.name(i.method)
-        if m.isEmpty { k.write("(method unknown)") } else {
-            // Text from the wire: control characters escaped, so they cannot drive the terminal.
-            for c in m.utf8 {
-                if c < 0x20 || c == 0x7f { k.write("\\x"); k.byte(OutputBuffer.hexDigits.utf8Start[Int(c >> 4)]); k.byte(OutputBuffer.hexDigits.utf8Start[Int(c & 15)]) } else { k.byte(c) }
-            }
-        }
+        GRPCMethodNames.writeShown(i.method, &k)
         k.write(", stream "); k.decimal(UInt64(i.stream))
         k.write(", message "); k.decimal(UInt64(i.sequence))
         if i.compressed {

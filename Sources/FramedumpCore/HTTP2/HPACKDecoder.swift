@@ -46,20 +46,20 @@ package final class HPACKDecoder {
     package static let maxTableCeiling = 1 << 20
     package static let maxText = 1 << 20
 
-    package private(set) var headers: [Header] = []
-    package private(set) var text: [UInt8] = []
+    @exclusivity(unchecked) package private(set) var headers: [Header] = []
+    @exclusivity(unchecked) package private(set) var text: [UInt8] = []
     /// Entries, oldest first from `first`; the newest is dynamic index 62.
-    private var entries: [Entry] = []
-    private var first = 0
-    package private(set) var tableSize = 0
+    @exclusivity(unchecked) private var entries: [Entry] = []
+    @exclusivity(unchecked) private var first = 0
+    @exclusivity(unchecked) package private(set) var tableSize = 0
     /// The table's size limit as the encoder last set it (§4.2), and the most it may set
     /// (SETTINGS_HEADER_TABLE_SIZE of the decoding side; 4,096 until it says otherwise).
-    package private(set) var maxSize = 4096
-    package var allowedSize = 4096 {
+    @exclusivity(unchecked) package private(set) var maxSize = 4096
+    @exclusivity(unchecked) package var allowedSize = 4096 {
         didSet { allowedSize = min(allowedSize, Self.maxTableCeiling) }
     }
     /// A block could not be read: the table no longer follows the peer's.
-    package private(set) var broken: Failure?
+    @exclusivity(unchecked) package private(set) var broken: Failure?
 
     package var dynamicCount: Int { entries.count - first }
 

@@ -23,6 +23,14 @@ public struct TreeEventWriter {
 
     public func write(_ s: StaticString) { out.write(s) }
     public func decimal(_ v: UInt64) { out.decimal(v) }
+
+    /// `12.345`: a duration in milliseconds, three decimals.
+    public func milliseconds(nanos: Int64) {
+        let us = UInt64(max(0, nanos)) / 1000
+        out.decimal(us / 1000)
+        let f = us % 1000
+        out.byte(0x2e); out.byte(UInt8(0x30 + f / 100)); out.byte(UInt8(0x30 + f / 10 % 10)); out.byte(UInt8(0x30 + f % 10))
+    }
     public func newline() { out.newline() }
 
     /// `s` in red when colour is on.
@@ -35,6 +43,13 @@ public struct TreeEventWriter {
     /// Text from the wire, with control characters escaped (`\x1b`) so they cannot drive the
     /// terminal.
     public func text(_ s: String) {
+        // The common case, no control character: written at once.
+        var s = s
+        let clean = s.withUTF8 { b in
+            for c in b where c < 0x20 || c == 0x7f { return false }
+            return true
+        }
+        if clean { return out.write(s) }
         for c in s.utf8 {
             if c < 0x20 || c == 0x7f {
                 out.write("\\x")
