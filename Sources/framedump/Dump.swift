@@ -134,7 +134,7 @@ struct Dump: ParsableCommand {
     @Option(name: [.customShort("Y"), .customLong("filter")], help: ArgumentHelp("Show only the messages this display filter selects (Wireshark's syntax: game.Res == 1 and msg.dir == \"s2c\").", valueName: "filter"))
     var displayFilter: String?
 
-    @Option(name: .customShort("z"), help: ArgumentHelp("Statistics at the end (repeatable): msgs (per protocol, message and direction), conv (per connection), rtt (request/response latency, where a dissector says pair_by), kcp (per KCP conversation: retransmission rate, lost segments, round trips), rate[,SECONDS] (messages per interval; SECONDS from 0.001 to 86400, default 1: rate,0.02 for 20 ms ticks).", valueName: "stat"))
+    @Option(name: .customShort("z"), help: ArgumentHelp("Statistics at the end (repeatable): msgs (per protocol, message and direction), conv (per connection), rtt (request/response latency, where a dissector says pair_by), kcp (per KCP conversation: retransmission rate, lost segments, round trips), grpc (per gRPC method: calls, statuses, messages, durations), rate[,SECONDS] (messages per interval; SECONDS from 0.001 to 86400, default 1: rate,0.02 for 20 ms ticks).", valueName: "stat"))
     var stats: [String] = []
 
     @Flag(name: .long, help: "No progress line on stderr while a file is read (it is shown only when stderr is a terminal).")
@@ -187,7 +187,7 @@ struct Dump: ParsableCommand {
             throw ValidationError("-x adds a hex dump to the tree output; NDJSON has no place for it (leave out -x or -T json).")
         }
         for z in stats where StatisticsKind(argument: z) == nil {
-            throw ValidationError("-z \(z): not a statistic (msgs, conv, rtt, kcp, rate or rate,SECONDS with SECONDS from 0.001 to 86400).")
+            throw ValidationError("-z \(z): not a statistic (msgs, conv, rtt, kcp, grpc, rate or rate,SECONDS with SECONDS from 0.001 to 86400).")
         }
         _ = try ignorePatterns(ignore)
         if !ignore.isEmpty && !diffable { throw ValidationError("--ignore leaves fields out of --diffable output: add --diffable.") }

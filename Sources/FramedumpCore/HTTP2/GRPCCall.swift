@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// One gRPC call: an HTTP/2 stream, from its request headers to its trailers (or its reset).
 final class GRPCCall {
     let stream: UInt32
@@ -10,9 +16,9 @@ final class GRPCCall {
     /// Each direction's messages, cut from its DATA frames.
     @exclusivity(unchecked) var readers = [GRPCMessageReader(), GRPCMessageReader()]
     @exclusivity(unchecked) var messages: [UInt32] = [0, 0]
-    @exclusivity(unchecked) var requestHeaders: [(String, String)] = []
-    @exclusivity(unchecked) var responseHeaders: [(String, String)] = []
-    @exclusivity(unchecked) var trailers: [(String, String)] = []
+    @exclusivity(unchecked) var requestHeaders = HeaderList()
+    @exclusivity(unchecked) var responseHeaders = HeaderList()
+    @exclusivity(unchecked) var trailers = HeaderList()
     /// The first request message, for pairing the first response with it (latency per call).
     @exclusivity(unchecked) var request: PairMark?
     let opened: PacketRef
@@ -25,16 +31,14 @@ final class GRPCCall {
         self.opened = opened
     }
 
-    var path: String? { requestHeaders.first { $0.0 == ":path" }?.1 }
+    var path: String? { requestHeaders.value(":path") }
 
     /// The status from the trailers (or a trailers-only response): nil when none came.
-    var status: Int? {
-        (trailers.first { $0.0 == "grpc-status" } ?? responseHeaders.first { $0.0 == "grpc-status" }).flatMap { Int($0.1) }
-    }
+    var status: Int? { (trailers.value("grpc-status") ?? responseHeaders.value("grpc-status")).flatMap { Int($0) } }
 
     /// `grpc-message`, percent-decoded (the gRPC spec's encoding of it).
     var statusMessage: String? {
-        guard let raw = (trailers.first { $0.0 == "grpc-message" } ?? responseHeaders.first { $0.0 == "grpc-message" })?.1 else { return nil }
+        guard let raw = trailers.value("grpc-message") ?? responseHeaders.value("grpc-message") else { return nil }
         var out: [UInt8] = []
         let u = Array(raw.utf8)
         var i = 0
@@ -56,6 +60,53 @@ final class GRPCCall {
             }
         }
         return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// A header list as HPACK decoded it: the names and values laid end to end in one buffer (the
+/// decoder's own, kept), and where each lies. Two allocations per block, however many fields.
+struct HeaderList: Sendable {
+    var text: [UInt8] = []
+    var fields: [(name: Range<Int>, value: Range<Int>)] = []
+
+    init() {}
+
+    init(_ d: HPACKDecoder) {
+        text = d.text
+        fields = d.headers.map { ($0.name, $0.value) }
+    }
+
+    var isEmpty: Bool { fields.isEmpty }
+
+    /// The first field named `name` (lower case, as HTTP/2 writes names), as text.
+    func value(_ name: StaticString) -> String? {
+        guard let r = range(name) else { return nil }
+        return text.withUnsafeBytes { String(decoding: UnsafeRawBufferPointer(rebasing: $0[r]), as: UTF8.self) }
+    }
+
+    /// Where the first field named `name` has its value in `text`.
+    func range(_ name: StaticString) -> Range<Int>? {
+        text.withUnsafeBytes { t in
+            let n = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+            for f in fields where f.name.count == n.count && memcmp(t.baseAddress! + f.name.lowerBound, n.baseAddress!, n.count) == 0 {
+                return f.value
+            }
+            return nil
+        }
+    }
+
+    /// Each field's name and value bytes, in order.
+    func forEach(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Void) {
+        text.withUnsafeBytes { t in
+            for f in fields { body(UnsafeRawBufferPointer(rebasing: t[f.name]), UnsafeRawBufferPointer(rebasing: t[f.value])) }
+        }
+    }
+
+    /// Appends `other`'s fields (request trailers kept with the request's headers).
+    mutating func append(_ other: HeaderList) {
+        let base = text.count
+        text += other.text
+        fields += other.fields.map { ((base + $0.name.lowerBound)..<(base + $0.name.upperBound), (base + $0.value.lowerBound)..<(base + $0.value.upperBound)) }
     }
 }
 

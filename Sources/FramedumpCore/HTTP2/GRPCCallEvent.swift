@@ -9,9 +9,9 @@ public struct GRPCCallEvent: LayerEvent {
     let reset: UInt32?
     let resetBy: Direction
     let messages: (requests: UInt32, responses: UInt32)
-    let requestHeaders: [(String, String)]
-    let responseHeaders: [(String, String)]
-    let trailers: [(String, String)]
+    let requestHeaders: HeaderList
+    let responseHeaders: HeaderList
+    let trailers: HeaderList
     /// From the request headers to the end.
     let nanos: Int64
     /// False: the connection or the capture ended first.
@@ -33,9 +33,9 @@ public struct GRPCCallEvent: LayerEvent {
         w.decimal(UInt64(messages.responses)); w.write(messages.responses == 1 ? " response, " : " responses, ")
         w.milliseconds(nanos: nanos); w.write(" ms")
         w.newline()
-        for (n, v) in requestHeaders { w.write("    request "); w.text(n); w.write(": "); w.text(v); w.newline() }
-        for (n, v) in responseHeaders { w.write("    response "); w.text(n); w.write(": "); w.text(v); w.newline() }
-        for (n, v) in trailers { w.write("    trailer "); w.text(n); w.write(": "); w.text(v); w.newline() }
+        requestHeaders.forEach { n, v in w.write("    request "); w.text(n); w.write(": "); w.text(v); w.newline() }
+        responseHeaders.forEach { n, v in w.write("    response "); w.text(n); w.write(": "); w.text(v); w.newline() }
+        trailers.forEach { n, v in w.write("    trailer "); w.text(n); w.write(": "); w.text(v); w.newline() }
     }
 
     /// `type` `grpc_call`, the method, stream, status (its code, name and message), the reset
@@ -62,14 +62,18 @@ public struct GRPCCallEvent: LayerEvent {
                             (",\"trailers\":{", trailers)] {
             out.write(key)
             var first = true
-            for (n, v) in list {
-                if diffable && (n == "date" || n == "user-agent" || n == "grpc-timeout") { continue }
+            list.forEach { n, v in
+                if diffable && (Self.same(n, "date") || Self.same(n, "user-agent") || Self.same(n, "grpc-timeout")) { return }
                 if !first { out.byte(0x2c) }
                 first = false
-                JSONText.string(n, to: out); out.byte(0x3a); JSONText.string(v, to: out)
+                JSONText.utf8(n, to: out); out.byte(0x3a); JSONText.utf8(v, to: out)
             }
             out.byte(0x7d)
         }
+    }
+
+    static func same(_ b: UnsafeRawBufferPointer, _ s: StaticString) -> Bool {
+        b.count == s.utf8CodeUnitCount && b.elementsEqual(UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 
     /// A call that failed is what `check -r` reports (by its status, or its reset).

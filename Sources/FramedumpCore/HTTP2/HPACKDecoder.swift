@@ -122,6 +122,7 @@ package final class HPACKDecoder {
     func entry(_ i: Int, at: Int) throws(Failure) -> (Range<Int>, Range<Int>) {
         if i <= HPACKTables.staticTable.count {
             let e = HPACKTables.staticTable[i - 1]
+            try room(e.name.utf8CodeUnitCount + e.value.utf8CodeUnitCount, at: at)
             return (append(e.name), append(e.value))
         }
         let d = i - HPACKTables.staticTable.count - 1
@@ -129,7 +130,14 @@ package final class HPACKDecoder {
             throw Failure(at: at, text: "index \(i): the table has \(HPACKTables.staticTable.count + dynamicCount) entries")
         }
         let e = entries[entries.count - 1 - d]
+        try room(e.name.count + e.value.count, at: at)
         return (append(e.name), append(e.value))
+    }
+
+    /// A block's strings stay within `maxText`, those copied from the tables too (a one-byte
+    /// index of a 4 KiB entry, repeated, would otherwise grow `text` without bound).
+    func room(_ n: Int, at: Int) throws(Failure) {
+        guard text.count + n <= Self.maxText else { throw Failure(at: at, text: "the block's strings run past \(Self.maxText >> 20) MiB") }
     }
 
     func append(_ s: StaticString) -> Range<Int> {

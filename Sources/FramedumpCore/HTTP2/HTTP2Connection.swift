@@ -3,7 +3,8 @@
 /// they carry, handed to `SessionFrames.layered` and decoded here (`MessageLayerDecoder`), as
 /// the request or response type of the call's method.
 final class HTTP2Connection: MessageLayerDecoder {
-    let frames: SessionFrames
+    /// (Not owned: `frames.layer` is this object, and the session holds both while it lives.)
+    unowned(unsafe) let frames: SessionFrames
     let state: GRPCProtocolState
     unowned(unsafe) let session: Session
     @exclusivity(unchecked) private(set) var readers: [HTTP2Reader] = []
@@ -18,6 +19,9 @@ final class HTTP2Connection: MessageLayerDecoder {
     let out = ByteBlock()
     @exclusivity(unchecked) var gzip: InflateStep?
     @exclusivity(unchecked) var deflate: InflateStep?
+
+    /// The last `:path` seen, its method number and its types.
+    @exclusivity(unchecked) var lastPath: (text: [UInt8], method: UInt32, typed: (request: Int32, response: Int32)?) = ([], GRPCMethodNames.none, nil)
 
     /// More open calls than this on one connection are not followed (their frames are passed over).
     static let maxCalls = 1024
@@ -134,28 +138,31 @@ final class HTTP2Connection: MessageLayerDecoder {
         }
         // A server push is no call: its block is read only to keep the table in step.
         guard !push else { return }
-        var list: [(String, String)] = []
-        list.reserveCapacity(decoder.headers.count)
-        decoder.text.withUnsafeBytes { t in
-            for x in decoder.headers {
-                list.append((String(decoding: UnsafeRawBufferPointer(rebasing: t[x.name]), as: UTF8.self),
-                             String(decoding: UnsafeRawBufferPointer(rebasing: t[x.value]), as: UTF8.self)))
-            }
-        }
-        let encoding = list.first { $0.0 == "grpc-encoding" }?.1
+        let list = HeaderList(decoder)
+        let encoding = list.value("grpc-encoding")
         if d == .c2s {
             guard calls[stream] == nil || calls[stream]!.requestHeaders.isEmpty else {
-                // Request trailers (rare in gRPC): kept with the request's headers.
-                calls[stream]!.requestHeaders += list
+                // Request trailers (rare in gRPC): kept with the request's headers, up to maxText in all.
+                let call = calls[stream]!
+                guard call.requestHeaders.text.count + list.text.count <= HPACKDecoder.maxText else {
+                    return problem(d, "headers", "stream \(stream): request headers and trailers past \(HPACKDecoder.maxText >> 20) MiB (not kept)",
+                                   offset, block.count, packet, lose: false)
+                }
+                call.requestHeaders.append(list)
                 if endStream { ended(d, calls[stream]!, packet) }
                 return
             }
             guard let call = calls[stream] ?? open(stream, packet) else { return }
             call.requestHeaders = list
             call.encoding[0] = encoding
-            if let path = call.path {
-                call.method = GRPCMethodNames.number(path)
-                if let t = state.methods[path] { call.typed = t } else { state.unknownMethods += 1 }
+            if let r = list.range(":path") {
+                // (Calls of one connection mostly repeat a few methods: the last one is kept.)
+                if !list.text[r].elementsEqual(lastPath.text) {
+                    let path = String(decoding: list.text[r], as: UTF8.self)
+                    lastPath = (Array(list.text[r]), GRPCMethodNames.number(path), state.methods[path])
+                }
+                call.method = lastPath.method
+                if let t = lastPath.typed { call.typed = t } else { state.unknownMethods += 1 }
             }
             state.calls += 1
             if endStream { ended(d, call, packet) }

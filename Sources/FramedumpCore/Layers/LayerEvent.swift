@@ -40,6 +40,15 @@ public struct TreeEventWriter {
         if color { out.write("\u{1b}[0m") }
     }
 
+    /// Bytes from the wire (UTF-8 text), written as `text` writes a string.
+    func text(_ b: UnsafeRawBufferPointer) {
+        for c in b where c < 0x20 || c == 0x7f {
+            _ = c
+            return text(String(decoding: b, as: UTF8.self))
+        }
+        out.write(b)
+    }
+
     /// Text from the wire, with control characters escaped (`\x1b`) so they cannot drive the
     /// terminal.
     public func text(_ s: String) {

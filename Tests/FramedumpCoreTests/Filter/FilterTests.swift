@@ -82,6 +82,11 @@ final class FilterTests: XCTestCase {
         try check("game", "tcp.srcport == 8000") { ($0["dir"] as? String) == "s2c" }
         try check("socketio", "socketio.event == \"chat\"") { (f($0)["event"] as? String) == "chat" }
         try check("socketio", "socketio.ack > 1 and msg.name == \"ack\"") { (f($0)["ack"] as? Int ?? 0) > 1 && ($0["message"] as? String) == "ack" }
+        func g(_ o: [String: Any]) -> [String: Any] { o["grpc"] as? [String: Any] ?? [:] }
+        try check("grpc", "grpc.method == \"/grpcchat.Chat/Talk\"") { (g($0)["method"] as? String) == "/grpcchat.Chat/Talk" }
+        try check("grpc", "grpc.message > 1 and msg.dir == \"s2c\"") { (g($0)["message"] as? Int ?? 0) > 1 && ($0["dir"] as? String) == "s2c" }
+        try check("grpc", "grpc.compressed == true") { (g($0)["compressed"] as? Bool) == true }
+        try check("grpc", "grpcchat.sender.name == \"bob\"") { ((f($0)["sender"] as? [String: Any])?["name"] as? String) == "bob" }
     }
 
     func testEnumLabelsCompareByName() throws {

@@ -261,4 +261,36 @@ extension GRPCTests {
         }
         XCTAssertEqual(compared, 23)
     }
+
+    /// A connection's HTTP/2 state goes with its connection (its frames and decoder held each
+    /// other: every connection, its tables and calls, and the sink stayed until the run's end).
+    func testAConnectionsStateIsFreedWithIt() throws {
+        let s = try Self.streams(TestSupport.sample("grpc.pcap"))[0]
+        let schemas = try Self.schemas(TestSupport.dissectors + "/grpcchat.dissector")
+        weak var gone: GRPCCollector?
+        do {
+            let sink = Self.run(s.c2s, s.s2c, port: 50051, protocols: schemas)
+            XCTAssertGreaterThan(sink.messages.count, 20)
+            gone = sink
+        }
+        XCTAssertNil(gone, "the sink (and the connection's stack) outlived the run")
+    }
+
+    /// Request trailers on one stream, again and again, are kept only up to the header bound.
+    func testRepeatedRequestTrailersAreBounded() throws {
+        func frame(_ type: UInt8, _ flags: UInt8, _ stream: UInt32, _ p: [UInt8]) -> [UInt8] {
+            [UInt8(p.count >> 16 & 0xff), UInt8(p.count >> 8 & 0xff), UInt8(p.count & 0xff), type, flags,
+             UInt8(stream >> 24), UInt8(stream >> 16 & 0xff), UInt8(stream >> 8 & 0xff), UInt8(stream & 0xff)] + p
+        }
+        var c2s = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8) + frame(4, 0, 0, [])
+        let path = Array("/test.kinds.Calls/Unary".utf8)
+        c2s += frame(1, 4, 1, [0x83, 0x86, 0x04, UInt8(path.count)] + path + [0x40, 0x01, 0x78, 0x7f, 0xa1, 0x1e] + [UInt8](repeating: 0x78, count: 4000))
+        for _ in 0..<300 { c2s += frame(1, 4, 1, [UInt8](repeating: 0xbe, count: 2)) }
+        let got = Self.run(c2s, [], port: 50061, protocols: try Self.schemas(TestSupport.testsDir.appendingPathComponent("Fixtures/proto/grpc_edges.dissector").path))
+        let kinds = got.malformed.compactMap { m -> String? in if case .layer(let p) = m.3 { return p.kind }; return nil }
+        XCTAssertFalse(kinds.isEmpty, "past the bound, a problem is said")
+        XCTAssertTrue(kinds.allSatisfy { $0 == "headers" }, "\(kinds)")
+        XCTAssertEqual(got.calls.count, 1, "the call is said, unfinished")
+        XCTAssertEqual(got.calls.first?.finished, false)
+    }
 }

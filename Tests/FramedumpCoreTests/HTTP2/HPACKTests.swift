@@ -139,4 +139,19 @@ final class HPACKTests: XCTestCase {
         XCTAssertEqual(d.dynamicCount, 0)
         XCTAssertEqual(d.tableSize, 0)
     }
+
+    /// A block of one-byte indices of a large table entry expands no further than `maxText`
+    /// (it did: 64,000 references to a 4,000-byte entry made 256 MB of text).
+    func testIndexedEntriesCountAgainstTheBlocksTextBound() {
+        let d = HPACKDecoder()
+        let value = [UInt8](repeating: 0x78, count: 4000)
+        // x: 4000 x's, added to the table (literal with incremental indexing, new name).
+        let add: [UInt8] = [0x40, 0x01, 0x78, 0x7f, 0xa1, 0x1e] + value
+        XCTAssertNil(add.withUnsafeBytes { d.decode($0) })
+        XCTAssertEqual(d.dynamicCount, 1)
+        let refs = [UInt8](repeating: 0xbe, count: 300)             // 300 x 4001 bytes: past 1 MiB
+        let failure = refs.withUnsafeBytes { d.decode($0) }
+        XCTAssertTrue(failure?.text.contains("run past 1 MiB") ?? false, String(describing: failure))
+        XCTAssertLessThanOrEqual(d.text.count, HPACKDecoder.maxText)
+    }
 }
