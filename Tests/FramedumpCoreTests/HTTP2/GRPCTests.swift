@@ -70,10 +70,12 @@ final class GRPCTests: XCTestCase {
     }
 
     /// A capture through the pipeline, in packet order, with `dissector`.
-    static func decoded(_ pcap: String, _ dissector: String) throws -> GRPCCollector {
+    static func decoded(_ pcap: String, _ dissector: String, keyLog: String? = nil) throws -> GRPCCollector {
         let sink = GRPCCollector()
         var o = PipelineOptions()
         o.dissectorPaths = [dissector]
+        o.load.protoPaths = [TestSupport.dissectors]
+        if let keyLog { o.tlsKeyLogs = [keyLog] }
         let p = try Pipeline(options: o, output: OutputBuffer(fd: nil), messageSink: sink)
         try p.run(try PacketSource(.file(pcap)), limit: nil, dumper: nil, lineBuffered: false)
         p.finish()
@@ -292,5 +294,21 @@ extension GRPCTests {
         XCTAssertTrue(kinds.allSatisfy { $0 == "headers" }, "\(kinds)")
         XCTAssertEqual(got.calls.count, 1, "the call is said, unfinished")
         XCTAssertEqual(got.calls.first?.finished, false)
+    }
+
+    /// gRPC inside TLS (ALPN h2, decrypted with a key log): the plaintext of the sample's first
+    /// connection, replayed over TLS 1.3 by scripts/make_grpc_tls_fixture.py, decodes to the
+    /// same messages and calls as the sample's.
+    func testInsideTLSTheSameMessagesAndCalls() throws {
+        let fixtures = TestSupport.testsDir.appendingPathComponent("Fixtures").path
+        let tls = try Self.decoded(fixtures + "/grpc_tls.pcap", fixtures + "/grpc_tls.dissector", keyLog: fixtures + "/grpc_tls.keys")
+        let plain = try Self.decoded(TestSupport.sample("grpc.pcap"), TestSupport.dissectors + "/grpcchat.dissector")
+        let first = plain.messages.filter { $0.connection == 0 }
+        XCTAssertEqual(first.count, 21)
+        XCTAssertEqual(tls.messages.map(\.bytes), first.map(\.bytes))
+        XCTAssertEqual(tls.messages.map(\.method), first.map(\.method))
+        XCTAssertEqual(tls.messages.map(\.name), first.map(\.name))
+        XCTAssertEqual(tls.calls.map(\.status), zip(plain.calls, plain.callConnections).filter { $0.1 == 0 }.map(\.0.status))
+        XCTAssertTrue(tls.malformed.isEmpty, "\(tls.malformed)")
     }
 }

@@ -149,12 +149,13 @@ final class ShardPoolTests: XCTestCase {
         // The whole-run aggregates too, from the command line.
         for args in [["-r", "samples/kcp.pcap", "-z", "kcp", "-z", "conv", "-z", "msgs"],
                      ["-r", "samples/scenario-a.pcap", "-r", "samples/game-latency.pcap", "-T", "json", "--diffable", "-z", "rtt"],
-                     ["-r", "samples/pairs.pcap", "-r", "samples/game-latency.pcap", "-q", "-z", "rtt"]] {
+                     ["-r", "samples/pairs.pcap", "-r", "samples/game-latency.pcap", "-q", "-z", "rtt"],
+                     ["-r", "samples/grpc.pcap", "-z", "grpc", "-z", "rtt"]] {
             let one = try TestSupport.run(TestSupport.binary, args + ["-j", "1"], cwd: TestSupport.root.path)
             let four = try TestSupport.run(TestSupport.binary, args + ["-j", "4"], cwd: TestSupport.root.path)
             XCTAssertEqual(one.status, 0, one.stderr)
             XCTAssertTrue(one.stdout.contains("\"stat\":\"rtt\"") || one.stdout.contains("=== KCP conversations ===")
-                          || one.stdout.contains("EnterRoomReq         6"), one.stdout)
+                          || one.stdout.contains("EnterRoomReq         6") || one.stdout.contains("=== gRPC calls by method ==="), one.stdout)
             XCTAssertEqual(one.stdout, four.stdout, "\(args)")
         }
         let bad = try TestSupport.run(TestSupport.binary, ["-r", "samples/game.pcap", "-j", "0"], cwd: TestSupport.root.path)
