@@ -175,8 +175,19 @@ public final class MessageDecoder {
     func variableHeader(_ b: UnsafeRawBufferPointer, _ layout: FrameLayout, into m: DecodedMessage) -> Int {
         var p = 0
         for i in 0..<layout.fieldCount {
-            guard case .value(let v, let n) = layout.read(i, in: b, at: p) else {
-                m.warnings.append(.bodyTooShort(field: layout.fields[i].name, at: p))
+            let r = layout.read(i, in: b, at: p)
+            guard case .value(let v, let n) = r else {
+                let f = layout.fields[i]
+                if r == .overlong {
+                    m.warnings.append(.badValue(field: f.name, at: p, why: f.isDecimal ? "is no decimal number" : "is a varint longer than \(f.varintMax) bytes"))
+                } else {
+                    m.warnings.append(.bodyTooShort(field: f.name, at: p))
+                }
+                // A text header that is not there: the text shown as it came.
+                if f.isDecimal && p < b.count {
+                    m.fields.append(DecodedField(name: .builtin(.text), value: .string, offset: Int32(p),
+                                                 width: Int32(b.count - p), depth: 0))
+                }
                 return b.count
             }
             if !layout.isPadding(i) {

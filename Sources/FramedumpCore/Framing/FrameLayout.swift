@@ -18,6 +18,10 @@ public final class FrameLayout: @unchecked Sendable {
         var hasConstant: Bool
         /// A varint of at most this many bytes (0: fixed width); zigzag-encoded when `signed`.
         var varintMax: Int
+        /// A number in ASCII digits: exactly `width` digits, or (`decimalEnd` ≥ 0) up to the
+        /// delimiter `decimalEnds[decimalEnd]`.
+        var decimal: Bool
+        var decimalEnd: Int
     }
 
     struct Term {
@@ -55,7 +59,9 @@ public final class FrameLayout: @unchecked Sendable {
     /// The layout every frame of `s` has (its one header), or for a protocol whose headers
     /// differ, its c2s main header's.
     public convenience init(_ s: ProtocolSchema, direction: Direction? = nil) {
-        if let v = s.variants.first(where: { !$0.first && $0.direction == direction ?? .c2s }) { self.init(s, v) } else {
+        if let v = s.variants.first(where: { !$0.first && $0.direction == direction ?? .c2s }) { self.init(s, v) } else if let h = s.plainHeader {
+            self.init(s, fields: h.fields, global: h.global, length: s.length, message: nil, direction: direction)
+        } else {
             self.init(s, fields: s.header, global: nil, length: s.length, message: nil, direction: direction)
         }
     }
@@ -71,7 +77,7 @@ public final class FrameLayout: @unchecked Sendable {
         self.fields = fields
         headerSize = fields.last.map { $0.offset + $0.width } ?? 0
         maxHeaderSize = fields.reduce(0) { $0 + $1.maxWidth }
-        firstVariable = fields.firstIndex(where: \.isVarint) ?? fields.count
+        firstVariable = fields.firstIndex(where: \.isVariable) ?? fields.count
         variable = firstVariable < fields.count
         // A header field by its index in the schema's header, and back.
         let toGlobal = global ?? Array(fields.indices)
@@ -93,11 +99,14 @@ public final class FrameLayout: @unchecked Sendable {
         trailerSize = end?.trailerSize ?? 0
         let length = length ?? LengthRule(terms: [], countsWholeFrame: true)
         countsWholeFrame = length.countsWholeFrame
+        var ends: [[UInt8]] = []
         let sl = fields.map {
-            Slot(offset: $0.offset, width: $0.width, bigEndian: $0.order == .big, signed: $0.signed,
-                 padding: $0.isPadding, constant: $0.constant ?? 0, hasConstant: $0.constant != nil,
-                 varintMax: $0.varintMax)
+            if !$0.decimalEnd.isEmpty { ends.append($0.decimalEnd) }
+            return Slot(offset: $0.offset, width: $0.width, bigEndian: $0.order == .big, signed: $0.signed,
+                        padding: $0.isPadding, constant: $0.constant ?? 0, hasConstant: $0.constant != nil,
+                        varintMax: $0.varintMax, decimal: $0.isDecimal, decimalEnd: $0.decimalEnd.isEmpty ? -1 : ends.count - 1)
         }
+        decimalEnds = ends
         slots = .allocate(capacity: max(1, sl.count))
         _ = slots.initialize(from: sl)
         // (The resolver checked that every field of the length is in this header.)
@@ -116,6 +125,8 @@ public final class FrameLayout: @unchecked Sendable {
         end?.attach(self)
     }
 
+    /// The delimiters of the `decimal("...")` fields.
+    let decimalEnds: [[UInt8]]
     /// The id is a signed field's value (no bits of it): shown negative when it is.
     public let idSigned: Bool
     /// `message_id = cmd, sub;`: the second id field, and the id is the pair.
@@ -171,6 +182,7 @@ public final class FrameLayout: @unchecked Sendable {
     @inline(__always)
     func read(_ i: Int, in b: UnsafeRawBufferPointer, at p: Int) -> VarintRead {
         let f = slots[i]
+        if _slowPath(f.decimal) { return decimal(f, in: b, at: p) }
         if f.varintMax > 0 {
             let r = b.varint(p, maxBytes: f.varintMax)
             if f.signed, case .value(let v, let n) = r { return .value(UInt64(bitPattern: zigzagDecoded(v)), length: n) }
@@ -182,6 +194,39 @@ public final class FrameLayout: @unchecked Sendable {
             return .value(UInt64(bitPattern: Int64(bitPattern: raw << shift) >> Int64(shift)), length: f.width)
         }
         return .value(raw, length: f.width)
+    }
+
+    /// A number in ASCII digits (a leading `-` allowed, at most 19 digits, within Int64):
+    /// `.overlong` when the bytes are no such number, whatever follows.
+    func decimal(_ f: Slot, in b: UnsafeRawBufferPointer, at p: Int) -> VarintRead {
+        guard p >= 0 && p <= b.count else { return .truncated }
+        let end = f.decimalEnd >= 0 ? decimalEnds[f.decimalEnd] : []
+        let limit = end.isEmpty ? min(b.count, p + f.width) : b.count
+        var i = p
+        let negative = i < limit && b[i] == 0x2d
+        if negative { i += 1 }
+        let first = i
+        var v: Int64 = 0
+        while i < limit, b[i] >= 0x30, b[i] <= 0x39 {
+            if i - first == 19 { return .overlong }
+            let digit = Int64(b[i] - 0x30)
+            let (t, o1) = v.multipliedReportingOverflow(by: 10)
+            let (u, o2) = negative ? t.subtractingReportingOverflow(digit) : t.addingReportingOverflow(digit)
+            if o1 || o2 { return .overlong }
+            v = u
+            i += 1
+        }
+        if end.isEmpty {
+            // Exactly `width` bytes, all of them digits (after the sign).
+            if i < limit { return .overlong }
+            if p + f.width > b.count { return .truncated }
+            return i == first ? .overlong : .value(UInt64(bitPattern: v), length: f.width)
+        }
+        if i == b.count { return .truncated }
+        if i == first { return .overlong }
+        let have = min(end.count, b.count - i)
+        for k in 0..<have where b[i + k] != end[k] { return .overlong }
+        return have < end.count ? .truncated : .value(UInt64(bitPattern: v), length: i + end.count - p)
     }
 
     /// Where field `i` of the header at `base` lies in `b` and its value, reading the fields

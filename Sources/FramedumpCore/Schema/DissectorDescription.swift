@@ -1,5 +1,20 @@
 /// A readable account of a loaded protocol, for `framedump dissectors`.
 public enum DissectorDescription {
+    /// A delimiter as a dissector file writes it (`\r\n`, `|`).
+    static func escaped(_ b: [UInt8]) -> String {
+        b.map { c -> String in
+            switch c {
+            case 13: return "\\r"
+            case 10: return "\\n"
+            case 9: return "\\t"
+            case 0: return "\\0"
+            case 0x22, 0x5c: return "\\" + String(UnicodeScalar(c))
+            case 0x20..<0x7f: return String(UnicodeScalar(c))
+            default: return "\\x" + String(format: "%02x", c)
+            }
+        }.joined()
+    }
+
     public static func text(_ s: ProtocolSchema) -> String {
         var lines: [String] = []
         let ports = s.ports.map(String.init).joined(separator: ", ")
@@ -8,7 +23,8 @@ public enum DissectorDescription {
         for k in LayerRegistry.kinds { lines += k.describe(s) }
         func fields(_ fs: [HeaderField]) -> String {
             fs.map { f -> String in
-                let type = f.isVarint ? "\(f.zigzag ? "s" : "")varint(\(f.varintMax))"
+                let type = f.isDecimal ? "decimal(" + (f.decimalEnd.isEmpty ? String(f.decimalDigits) : "\"" + Self.escaped(f.decimalEnd) + "\"") + ")"
+                    : f.isVarint ? "\(f.zigzag ? "s" : "")varint(\(f.varintMax))"
                     : "\(f.signed ? "int" : "uint")\(f.width * 8)\(f.order == .little ? "le" : "")"
                 let t = f.isPadding ? "pad \(f.width)" : "\(type) \(f.name)"
                 let bits = f.bits.isEmpty ? "" : " { " + f.bits.map { "\($0.name) = 0x\(String($0.mask, radix: 16))" }.joined(separator: ", ") + " }"
@@ -23,7 +39,10 @@ public enum DissectorDescription {
             }.joined()
             return "\(l.countsWholeFrame ? "frame_length" : "body_length") = \(expr)"
         }
-        if s.variants.isEmpty {
+        if let t = s.textHeader, let p = s.plainHeader {
+            lines.append(p.fields.isEmpty ? "  header: none" : "  header (\(size(p.headerSize, p.maxHeaderSize)) bytes): " + fields(p.fields))
+            lines.append("  header text (\(size(t.headerSize, t.maxHeaderSize)) bytes): " + fields(t.fields))
+        } else if s.variants.isEmpty {
             lines.append(s.header.isEmpty ? "  header: none" : "  header (\(size(s.headerSize, s.maxHeaderSize)) bytes): " + fields(s.header))
         }
         for v in s.variants {

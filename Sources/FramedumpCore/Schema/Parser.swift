@@ -321,16 +321,22 @@ struct Parser {
             // `header { }` for every frame, or `header c2s { }` / `header s2c { }` for one
             // direction's; each once (a second block would restart the offsets under the length
             // and id fields already named).
+            // `header text { }`: the header of a layer's text messages (WebSocket's).
             var direction: Direction?
+            var text = false
             if case .ident(let w) = tok.kind, let d = Direction(keyword: w) {
                 _ = next()
                 direction = d
+            } else if case .ident(let w) = tok.kind, w.lowercased() == "text" {
+                _ = next()
+                text = true
             }
-            if let earlier = p.headerBlocks.first(where: { !$0.first && $0.direction == direction }) {
-                throw err(kt, "the \(direction.map { "\($0.name) " } ?? "")header is already declared at line \(earlier.token.line) (one header block per direction)")
+            if let earlier = p.headerBlocks.first(where: { !$0.first && $0.direction == direction && $0.text == text }) {
+                throw err(kt, "the \(text ? "text " : direction.map { "\($0.name) " } ?? "")header is already declared at line \(earlier.token.line) (one header block per direction)")
             }
             var block = PendingHeaderBlock(direction: direction, first: false, token: kt)
-            block.fields = try parseHeader(&p)
+            block.text = text
+            block.fields = try parseHeader(&p, text: text)
             merge(&block, into: &p)
             p.headerBlocks.append(block)
             _ = accept(";")
@@ -458,7 +464,7 @@ struct Parser {
     }
 
     /// A header block's fields, offsets from its start.
-    mutating func parseHeader(_ p: inout PendingProtocol) throws(DissectorError) -> [HeaderField] {
+    mutating func parseHeader(_ p: inout PendingProtocol, text: Bool = false) throws(DissectorError) -> [HeaderField] {
         let open = tok
         try expect("{")
         var offset = 0
@@ -467,7 +473,7 @@ struct Parser {
         while !accept("}") {
             if let e = unclosed(open, "the header") { throw e }
             do throws(DissectorError) {
-                offset += try headerField(&p, &fields, offset: offset)
+                offset += try headerField(&p, &fields, offset: offset, text: text)
             } catch {
                 diagnostics.add(error)
                 skipStatement()
@@ -539,10 +545,16 @@ struct Parser {
     }
 
     /// One header field (or `pad N`), appended to `fields`; returns its width.
-    mutating func headerField(_ p: inout PendingProtocol, _ fields: inout [HeaderField], offset: Int) throws(DissectorError) -> Int {
+    mutating func headerField(_ p: inout PendingProtocol, _ fields: inout [HeaderField], offset: Int, text: Bool = false) throws(DissectorError) -> Int {
         let (tname, tt) = try ident("a header field type")
         var f: HeaderField
-        if tname.lowercased() == "pad" || tname.lowercased() == "padding" || tname.lowercased() == "skip" {
+        if tname.lowercased() == "decimal" {
+            guard text else { throw err(tt, "decimal header fields are read in text messages' header ('header text { ... }'); a binary header's fields are integers") }
+            f = try decimalHeaderField(tt, offset: offset)
+            if fields.contains(where: { $0.name == f.name }) { throw err(tt, "header field '\(f.name)' is declared twice") }
+        } else if text {
+            throw err(tt, "a text header's fields are numbers in ASCII digits: decimal(N) (N digits) or decimal(\"BYTES\") / decimal(crlf) (up to the bytes that end it)")
+        } else if tname.lowercased() == "pad" || tname.lowercased() == "padding" || tname.lowercased() == "skip" {
             let n = try number("a byte count")
             guard n > 0 && n <= 64 else { throw err(tt, "padding must be 1-64 bytes") }
             f = HeaderField(name: "pad", width: Int(n), signed: false, order: p.schema.order, constant: nil,
@@ -593,6 +605,44 @@ struct Parser {
         // A bit field block closes the statement itself, like a message's `}`.
         if f.bits.isEmpty { endStatement("header field '\(f.name)'") } else { _ = accept(";") }
         return f.width
+    }
+
+    /// `decimal(N) name;` (exactly N digits, 1-19) or `decimal("|") name;` (digits up to the
+    /// bytes that end them, which belong to the field), optionally `== VALUE`.
+    mutating func decimalHeaderField(_ tt: Token, offset: Int) throws(DissectorError) -> HeaderField {
+        try expect("(")
+        let pt = tok
+        var digits = 0
+        var end: [UInt8] = []
+        if case .number = pt.kind {
+            let n = try number("the number of digits (1-19)")
+            guard n >= 1 && n <= 19 else { throw err(pt, "a decimal field has 1 to 19 digits, not \(n)") }
+            digits = Int(n)
+        } else {
+            guard let d = Resolver.delimiter(pt) else {
+                throw err(pt, "expected the number of digits or the bytes that end the number (crlf, lf or 1 to 16 bytes in quotes), found \(describe(pt))")
+            }
+            if let b = d.first(where: { $0 >= 0x30 && $0 <= 0x39 || $0 == 0x2d }) {
+                throw err(pt, "a decimal's delimiter cannot hold '\(Character(Unicode.Scalar(b)))' (digits and '-' are the number's)")
+            }
+            end = d
+            _ = next()
+        }
+        try expect(")")
+        let (name, _) = try ident("a header field name")
+        var f = HeaderField(name: name, width: digits > 0 ? digits : 1 + end.count, signed: true, order: .big, constant: nil,
+                            isPadding: false, offset: offset, nameBytes: Array(name.utf8))
+        f.decimalDigits = digits
+        f.decimalEnd = end
+        if accept("==") {
+            let vt = tok
+            let (v, negative) = try bits("the constant value")
+            let s = Int64(bitPattern: v)
+            if negative ? s >= 0 : s < 0 { throw err(vt, "\(v) does not fit in decimal '\(name)'") }
+            f.constant = v
+        }
+        if at("[") { throw err(tok, "a decimal field is shown as its digits") }
+        return f
     }
 
     /// A header varint (`VarintName`: `varint`, `svarint`, `varint32`, ...) and its `(N)`, at

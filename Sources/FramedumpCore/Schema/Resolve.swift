@@ -81,6 +81,8 @@ struct PendingHeaderBlock {
     var lengthToken: Token?
     var lengthWholeFrame = true
     var message: (String, Token)?
+    /// `header text { }`: the header of a layer's text messages.
+    var text = false
 
     init(direction: Direction?, first: Bool, token: Token) {
         self.direction = direction

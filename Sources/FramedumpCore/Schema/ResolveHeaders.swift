@@ -4,7 +4,8 @@
 extension Resolver {
     func resolveVariants(_ p: PendingProtocol, _ s: inout ProtocolSchema, byName: [String: Int],
                          directionIDs: [Direction: Int], _ errors: inout Diagnostics) {
-        let blocks = p.headerBlocks
+        resolveTextHeader(p, &s, &errors)
+        let blocks = p.headerBlocks.filter { !$0.text }
         guard blocks.contains(where: { $0.direction != nil }) || !p.directionIDNames.isEmpty else { return }
         let at = p.token ?? Token(kind: .end, line: p.line, column: 1)
         if let layer = s.overLayers.first {
@@ -88,6 +89,26 @@ extension Resolver {
                 errors.add(err(lt, "the frame length of \(what) is always \(total) bytes: it must be at least \(least) (the header, and one byte) and at most max_frame \(s.maxFrame)"))
             }
         }
+    }
+}
+
+extension Resolver {
+    /// `header text { decimal("|") cmd; }`: WebSocket text messages read this header, then
+    /// the `text` body; the binary messages keep `header { }`'s (or none).
+    func resolveTextHeader(_ p: PendingProtocol, _ s: inout ProtocolSchema, _ errors: inout Diagnostics) {
+        guard let t = p.headerBlocks.first(where: { $0.text }) else { return }
+        guard s.overWebSocket else {
+            errors.add(err(t.token, "a text header is read in WebSocket text messages: the protocol needs 'websocket;' (or 'websocket \"/path\";')"))
+            return
+        }
+        if s.textBody == BodyEncoding(SocketIOBody.self) {
+            errors.add(err(t.token, "'text socketio' reads Engine.IO and Socket.IO packets itself: it takes no text header"))
+            return
+        }
+        s.textHeader = HeaderVariant(direction: .c2s, first: false, fields: t.fields, global: t.global, length: nil, message: nil)
+        let plain = p.headerBlocks.first { !$0.text && !$0.first && $0.direction == nil }
+        s.plainHeader = HeaderVariant(direction: .c2s, first: false, fields: plain?.fields ?? [], global: plain?.global ?? [],
+                                      length: nil, message: nil)
     }
 }
 

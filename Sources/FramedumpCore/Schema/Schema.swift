@@ -185,8 +185,16 @@ public struct HeaderField: Sendable {
     /// `svarint`: the varint is zigzag-encoded (protobuf's sint), a signed value.
     public var zigzag = false
     public var isVarint: Bool { varintMax > 0 }
-    /// The most bytes the field can take.
-    public var maxWidth: Int { isVarint ? varintMax : width }
+    /// A number in ASCII digits (`decimal(3)`, `decimal("|")` in a text header): exactly this
+    /// many digits (0: up to `decimalEnd`), a leading `-` allowed; a signed value.
+    public var decimalDigits = 0
+    /// `decimal("|")`: the digits end at these bytes, which belong to the field.
+    public var decimalEnd: [UInt8] = []
+    public var isDecimal: Bool { decimalDigits > 0 || !decimalEnd.isEmpty }
+    /// Its size depends on its bytes, so the fields after it are read where it ends.
+    public var isVariable: Bool { isVarint || isDecimal }
+    /// The most bytes the field can take (a sign and 19 digits, and the delimiter).
+    public var maxWidth: Int { isVarint ? varintMax : decimalEnd.isEmpty ? width : 20 + decimalEnd.count }
 
     package init(name: String, width: Int, signed: Bool, order: ByteOrder, constant: UInt64?, isPadding: Bool,
                  offset: Int, nameBytes: [UInt8], hex: Bool = false, bits: [BitField] = []) {
@@ -354,6 +362,12 @@ public struct ProtocolSchema: Sendable {
     public var layerSettings: [String: [String]] = [:]
     /// How messages a layer marks as text are decoded (json, text or raw).
     public var textBody: BodyEncoding = .text
+    /// `header text { decimal("|") cmd; }`: the header of a layer's text messages (WebSocket's),
+    /// read before the `text` body; its fields are in `header` too, by name.
+    public var textHeader: HeaderVariant?
+    /// With a text header: the header every other frame has (`header { }`'s fields alone; none
+    /// when only text messages have one). nil: `header` is that header.
+    public var plainHeader: HeaderVariant?
     public var labelsFromComments = false
     /// How a response is paired with its request, for `-z rtt`.
     public var pairBy: PairRule?
@@ -387,9 +401,22 @@ public struct ProtocolSchema: Sendable {
     public func message(_ d: Direction, _ id: UInt64) -> Int? { byID[d]?[id] }
     /// How the text messages of a layer are read: no header, the `text` rule as body.
     public var textSchema: ProtocolSchema {
-        var s = ProtocolSchema(name: name, file: file)
+        guard let textHeader else {
+            var s = ProtocolSchema(name: name, file: file)
+            s.body = textBody
+            s.nameBytes = nameBytes
+            return s
+        }
+        // A text header selects the protocol's messages by its id, as the binary header does.
+        var s = self
         s.body = textBody
-        s.nameBytes = nameBytes
+        s.plainHeader = textHeader
+        s.textHeader = nil
+        s.length = nil
+        s.framingSettings = [:]
+        s.transforms = []
+        s.variants = []
+        s.phases = PhaseRules()
         return s
     }
 
