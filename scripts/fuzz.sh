@@ -15,6 +15,9 @@
 #                   across DATA frames, compression), through the printers, pairing and a -Y filter
 #   socketio        Socket.IO text messages and attachments of a `text socketio` protocol, both
 #                   sides, through the tree and NDJSON printers, pairing and a -Y filter
+#   text-header     WebSocket text messages read through text headers (decimal fields up to a
+#                   delimiter or of N digits, with and without a binary header), both sides,
+#                   through the tree and NDJSON printers, pairing and a -Y filter
 #   websocket       a WebSocket connection (handshake, frames, with and without
 #                   permessage-deflate, mid-stream), through the tree printer
 #   http-head       WebSocket handshake heads
@@ -189,6 +192,23 @@ for n, c in enumerate(log["connections"]):
     open("%s/conn%d" % (sys.argv[1], n), "wb").write(b"\0".join(parts))
 PY
       run socketio "$seeds" ;;
+    text-header)
+      # Seeds: samples/wsgame.messages.json, each connection's messages as the peers wrote
+      # them, NUL-separated behind their side and kind byte, for each of the four protocols.
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      python3 - "$seeds" <<'PY'
+import json, sys
+log = json.load(open("samples/wsgame.messages.json"))
+for n, c in enumerate(log["connections"]):
+    parts = []
+    for side, d in ((0, "c2s"), (1, "s2c")):
+        for m in c[d]:
+            parts.append(bytes([side | (0 if m["opcode"] == "text" else 2)]) + bytes.fromhex(m["payload"]).replace(b"\0", b""))
+    for which in range(4):
+        open("%s/conn%d-%d" % (sys.argv[1], n, which), "wb").write(bytes([which << 2 | n]) + b"\0".join(parts))
+PY
+      run text-header "$seeds" ;;
     websocket|http-head)
       # Seeds: the WebSocket samples' reassembled streams, behind the 3 choice bytes.
       seeds="$(mktemp -d)"
@@ -577,12 +597,12 @@ for i, b in enumerate(bodies):
 PY
       run "$1" "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, msgpack, socketio, hpack, grpc, websocket, http-head, tls, tls-sealed, kcp, link, reassembly, dissector, deframer, state, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, msgpack, socketio, text-header, hpack, grpc, websocket, http-head, tls, tls-sealed, kcp, link, reassembly, dissector, deframer, state, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire msgpack socketio hpack grpc websocket http-head tls tls-sealed kcp link reassembly dissector deframer state guess pipeline ui pcapng pcap display-filter ndjson-line \
+  for t in proto-parser protobuf-wire msgpack socketio text-header hpack grpc websocket http-head tls tls-sealed kcp link reassembly dissector deframer state guess pipeline ui pcapng pcap display-filter ndjson-line \
            transform-zlib transform-gzip transform-deflate transform-lz4 transform-lz4-block transform-xor transform-base64 transform-aes transform-chain; do
     fuzz_one "$t"
   done

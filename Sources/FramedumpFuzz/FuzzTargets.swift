@@ -10,6 +10,7 @@ public enum FuzzTargets {
             "protobuf-wire": FuzzProtobuf.protobufWire,
             "msgpack": FuzzMessagePack.run,
             "socketio": FuzzSocketIO.run,
+            "text-header": FuzzTextHeader.run,
             "hpack": FuzzHPACK.run,
             "grpc": FuzzGRPC.run,
             "link": FuzzLink.run,
