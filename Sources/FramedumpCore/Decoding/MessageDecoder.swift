@@ -151,6 +151,8 @@ public final class MessageDecoder {
                 return
             }
         }
+        // A header with varints or digits that could not be read: said, and no body follows.
+        if _slowPath(layout.variable && body == b.count && !m.warnings.isEmpty) { return }
         bodyKind.decode(self, b, from: body, into: m)
     }
 
@@ -194,6 +196,11 @@ public final class MessageDecoder {
                 m.headerFields.append(DecodedField(
                     name: .header(layout.global(i)), value: layout.isSigned(i) ? .signed(Int64(bitPattern: v)) : .unsigned(v),
                     offset: Int32(p), width: Int32(n), depth: 0))
+                // (A stream's deframer refuses such a frame; a layer's message is said to differ.)
+                if let c = layout.constant(i), c != v {
+                    let text = { (x: UInt64) in layout.isSigned(i) ? String(Int64(bitPattern: x)) : String(x) }
+                    m.warnings.append(.badValue(field: layout.fields[i].name, at: p, why: "is \(text(v)), not \(text(c))"))
+                }
             }
             p += n
         }

@@ -174,6 +174,8 @@ public final class FrameLayout: @unchecked Sendable {
     }
 
     @inline(__always) func isPadding(_ i: Int) -> Bool { slots[i].padding }
+    /// Field `i`'s constant (`== 4`), if it has one.
+    func constant(_ i: Int) -> UInt64? { slots[i].hasConstant ? slots[i].constant : nil }
     @inline(__always) func isSigned(_ i: Int) -> Bool { slots[i].signed }
     @inline(__always) func offset(_ i: Int) -> Int { slots[i].offset }
     @inline(__always) func width(_ i: Int) -> Int { slots[i].width }
