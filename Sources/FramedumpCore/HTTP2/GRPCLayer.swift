@@ -142,6 +142,11 @@ enum GRPCLayer: LayerKind {
 
     static let hasStatistics = true
 
+    static func substream(_ n: LayerNote) -> (number: UInt64, label: String)? {
+        let i = info(n)
+        return (UInt64(i.stream), i.method == GRPCMethodNames.none ? "" : GRPCMethodNames.name(i.method))
+    }
+
     static func statistics(_ m: SessionManager) -> (title: String, header: [String], rows: [[String]])? {
         guard let g = state(of: m) else { return nil }
         func ms(_ n: Int64) -> String {

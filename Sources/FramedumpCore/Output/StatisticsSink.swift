@@ -32,6 +32,8 @@ package struct StatisticsRecord {
     /// The connection's `client-server` text, on the first record of its conversation.
     var text: String?
     var pairing = Pairing.none
+    /// `-z conv`: the part of the connection the message came on (an HTTP/2 stream), and its label.
+    var substream: (number: UInt64, label: String)?
 }
 
 /// `-z`: sits in front of the printer, turns what passes on to it into `StatisticsRecord`s and
@@ -40,6 +42,7 @@ package struct StatisticsRecord {
 public final class StatisticsSink: MessageSink {
     let inner: MessageSink?
     let rtt: Bool
+    let conv: Bool
     /// Nil in a shard: the records wait in `records` for the merge.
     let tables: StatisticsTables?
     @exclusivity(unchecked) var records: [StatisticsRecord] = []
@@ -49,6 +52,7 @@ public final class StatisticsSink: MessageSink {
     public init(inner: MessageSink?, kinds: [StatisticsKind], output: OutputBuffer, json: Bool) {
         self.inner = inner
         rtt = kinds.contains(.rtt)
+        conv = kinds.contains(.conv)
         tables = StatisticsTables(kinds: kinds, output: output, json: json)
     }
 
@@ -56,6 +60,7 @@ public final class StatisticsSink: MessageSink {
     init(recordingFor inner: MessageSink?, kinds: [StatisticsKind]) {
         self.inner = inner
         rtt = kinds.contains(.rtt)
+        conv = kinds.contains(.conv)
         tables = nil
     }
 
@@ -77,6 +82,7 @@ public final class StatisticsSink: MessageSink {
         r.name = m.name(in: p) ?? m.idText.map { "id \($0)" } ?? "(no id)"
         r.bytes = UInt64(m.frame.bytes.count)
         if rtt { r.pairing = Self.pairing(m, p) }
+        if conv && !m.layerNotes.isEmpty { r.substream = m.layerNotes.all.lazy.compactMap { $0.kind.substream($0) }.first }
         emit(r)
         inner?.message(m, c, p)
     }

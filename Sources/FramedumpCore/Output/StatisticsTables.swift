@@ -21,8 +21,23 @@ final class StatisticsTables {
         /// A layer below the protocol (TLS: `tls 1.3`), shown beside its name.
         var below: String?
         var shownProto: String { below.map { "\(proto) in \($0)" } ?? proto }
+        /// Its parts (HTTP/2 streams) in the order they came, at most `maxSubstreams`.
+        var substreams: [UInt64: Substream] = [:]
+        var substreamOrder: [Substream] = []
+        /// Messages of parts past the bound.
+        var otherSubstreams: UInt64 = 0
         init(text: String, proto: String, ts: Timestamp) { self.text = text; self.proto = proto; first = ts; last = ts }
     }
+    final class Substream {
+        let number: UInt64
+        let label: String
+        var first: Timestamp
+        var last: Timestamp
+        var messages = [UInt64](repeating: 0, count: 2)
+        var bytes = [UInt64](repeating: 0, count: 2)
+        init(number: UInt64, label: String, ts: Timestamp) { self.number = number; self.label = label; first = ts; last = ts }
+    }
+    static let maxSubstreams = 4096
     /// Open conversations by connection number (a closed one's is forgotten).
     @exclusivity(unchecked) var conversations: [UInt64: Conversation] = [:]
     @exclusivity(unchecked) var conversationOrder: [Conversation] = []
@@ -86,6 +101,7 @@ final class StatisticsTables {
         conv.messages[r.dir.rawValue] += 1
         conv.bytes[r.dir.rawValue] += r.bytes
         if ts > conv.last { conv.last = ts }
+        if let s = r.substream { substream(conv, s, r) }
         switch r.pairing {
         case .none: break
         case .noRule: pairing.withoutRule.insert(r.proto ?? "tcp")
@@ -104,6 +120,20 @@ final class StatisticsTables {
             pairing.unmatched += 1
         }
         if !rates.isEmpty { countRate(ts) }
+    }
+
+    /// A message of a part of its connection (an HTTP/2 stream): counted under it.
+    func substream(_ conv: Conversation, _ s: (number: UInt64, label: String), _ r: StatisticsRecord) {
+        let sub: Substream
+        if let x = conv.substreams[s.number] { sub = x } else {
+            guard conv.substreamOrder.count < Self.maxSubstreams else { conv.otherSubstreams += 1; return }
+            sub = Substream(number: s.number, label: s.label, ts: r.ts)
+            conv.substreams[s.number] = sub
+            conv.substreamOrder.append(sub)
+        }
+        sub.messages[r.dir.rawValue] += 1
+        sub.bytes[r.dir.rawValue] += r.bytes
+        if r.ts > sub.last { sub.last = r.ts }
     }
 
     func countRate(_ ts: Timestamp) {
@@ -198,22 +228,33 @@ final class StatisticsTables {
                       })
             }
         case .conv:
-            func seconds(_ c: Conversation) -> String {
-                let ns = c.last.nanos(since: c.first)
+            func seconds(_ c: Conversation) -> String { seconds(c.first, c.last) }
+            func seconds(_ first: Timestamp, _ last: Timestamp) -> String {
+                let ns = last.nanos(since: first)
                 let us = max(0, ns) / 1000
                 let frac = String(us % 1_000_000)
                 return "\(us / 1_000_000)." + String(repeating: "0", count: 6 - frac.count) + frac
             }
             if json {
                 let rows = conversationOrder.map { c in
-                    "{\"conn\":\(JSONText.quoted(c.text)),\"protocol\":\(JSONText.quoted(c.proto)),\"below\":\(c.below.map(JSONText.quoted) ?? "null"),\"duration\":\(seconds(c)),\"messages\":{\"c2s\":\(c.messages[0]),\"s2c\":\(c.messages[1])},\"bytes\":{\"c2s\":\(c.bytes[0]),\"s2c\":\(c.bytes[1])},\"gaps\":\(c.gaps),\"malformed\":\(c.malformed)}"
+                    "{\"conn\":\(JSONText.quoted(c.text)),\"protocol\":\(JSONText.quoted(c.proto)),\"below\":\(c.below.map(JSONText.quoted) ?? "null"),\"duration\":\(seconds(c)),\"messages\":{\"c2s\":\(c.messages[0]),\"s2c\":\(c.messages[1])},\"bytes\":{\"c2s\":\(c.bytes[0]),\"s2c\":\(c.bytes[1])},\"gaps\":\(c.gaps),\"malformed\":\(c.malformed)"
+                        + (c.substreamOrder.isEmpty ? "" : ",\"streams\":[" + c.substreamOrder.map { s in
+                            "{\"stream\":\(s.number),\"method\":\(s.label.isEmpty ? "null" : JSONText.quoted(s.label)),\"duration\":\(seconds(s.first, s.last)),\"messages\":{\"c2s\":\(s.messages[0]),\"s2c\":\(s.messages[1])},\"bytes\":{\"c2s\":\(s.bytes[0]),\"s2c\":\(s.bytes[1])}}"
+                        }.joined(separator: ",") + "]" + (c.otherSubstreams > 0 ? ",\"other_stream_messages\":\(c.otherSubstreams)" : ""))
+                        + "}"
                 }
                 line("{\"type\":\"stats\",\"stat\":\"conv\",\"rows\":[" + rows.joined(separator: ",") + "]}")
             } else {
                 table("conversations", ["connection", "protocol", "duration s", "msgs c2s", "msgs s2c", "bytes c2s", "bytes s2c", "gaps", "malformed"],
-                      conversationOrder.map { c in
-                          [c.text, c.shownProto, seconds(c), "\(c.messages[0])", "\(c.messages[1])", "\(c.bytes[0])", "\(c.bytes[1])",
-                           "\(c.gaps)", "\(c.malformed)"]
+                      conversationOrder.flatMap { c in
+                          // Its streams under it, by number and method (an HTTP/2 connection's).
+                          [[c.text, c.shownProto, seconds(c), "\(c.messages[0])", "\(c.messages[1])", "\(c.bytes[0])", "\(c.bytes[1])",
+                            "\(c.gaps)", "\(c.malformed)"]]
+                          + c.substreamOrder.map { s in
+                              ["  stream \(s.number)", s.label, seconds(s.first, s.last), "\(s.messages[0])", "\(s.messages[1])",
+                               "\(s.bytes[0])", "\(s.bytes[1])", "", ""]
+                          }
+                          + (c.otherSubstreams > 0 ? [["  other streams", "", "", "\(c.otherSubstreams) msgs", "", "", "", "", ""]] : [])
                       })
             }
         case .rtt:

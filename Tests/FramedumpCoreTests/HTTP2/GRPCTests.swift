@@ -278,6 +278,41 @@ extension GRPCTests {
         XCTAssertNil(gone, "the sink (and the connection's stack) outlived the run")
     }
 
+    /// `-z conv` lists each connection's streams under it, by number and method; each agrees
+    /// with its call's record (messages each way), in one thread and sharded.
+    func testConversationsListEachStreamWithItsCall() throws {
+        let calls = try TestSupport.framedump(["-r", TestSupport.sample("grpc.pcap"), "-T", "json"]).stdout.split(separator: "\n")
+            .map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }.filter { $0["type"] as? String == "grpc_call" }
+        XCTAssertEqual(calls.count, 8)
+        for extra in [[], ["-j", "2"]] {
+            let r = try TestSupport.framedump(["-r", TestSupport.sample("grpc.pcap"), "-q", "-z", "conv", "-T", "json"] + extra)
+            XCTAssertEqual(r.status, 0, r.stderr)
+            let line = try XCTUnwrap(r.stdout.split(separator: "\n").first { $0.contains("\"stat\":\"conv\"") })
+            let rows = (try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any])["rows"] as! [[String: Any]]
+            var seen = 0
+            for row in rows {
+                for s in row["streams"] as! [[String: Any]] {
+                    let call = try XCTUnwrap(calls.first { $0["conn"] as? String == row["conn"] as? String && $0["stream"] as? Int == s["stream"] as? Int })
+                    XCTAssertEqual(s["method"] as? String, call["method"] as? String)
+                    let m = s["messages"] as! [String: Int]
+                    XCTAssertEqual(m["c2s"], call["requests"] as? Int, "\(s)")
+                    XCTAssertEqual(m["s2c"], call["responses"] as? Int, "\(s)")
+                    seen += 1
+                }
+                let m = row["messages"] as! [String: Int]
+                let sum = (row["streams"] as! [[String: Any]]).reduce(0) { $0 + ($1["messages"] as! [String: Int])["c2s"]! }
+                XCTAssertEqual(sum, m["c2s"], "every message of the connection is on one of its streams")
+            }
+            XCTAssertEqual(seen, 8, "\(extra)")
+        }
+        let plain = try TestSupport.framedump(["-r", TestSupport.sample("grpc.pcap"), "-q", "-z", "conv"])
+        XCTAssertTrue(plain.stdout.contains("  stream 11"), plain.stdout)
+        XCTAssertTrue(plain.stdout.contains("/grpcchat.Chat/Talk"), plain.stdout)
+        // A protocol without streams has no such rows.
+        let game = try TestSupport.framedump(["-r", TestSupport.sample("game.pcap"), "-q", "-z", "conv", "-T", "json"])
+        XCTAssertFalse(game.stdout.contains("\"streams\""))
+    }
+
     /// Request trailers on one stream, again and again, are kept only up to the header bound.
     func testRepeatedRequestTrailersAreBounded() throws {
         func frame(_ type: UInt8, _ flags: UInt8, _ stream: UInt32, _ p: [UInt8]) -> [UInt8] {
