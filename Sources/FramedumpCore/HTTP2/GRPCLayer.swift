@@ -124,6 +124,7 @@ enum GRPCLayer: LayerKind {
         if !parts.isEmpty { t += " (" + parts.joined(separator: ", ") + ")" }
         t += ", \(g.frames) HTTP/2 frames"
         if g.compressed > 0 { t += ", \(g.compressed) compressed messages" }
+        if g.upgrades > 0 { t += ", \(g.upgrades) \(g.upgrades == 1 ? "connection" : "connections") upgraded from HTTP/1.1 (h2c)" }
         var lines = [t]
         var notes: [String] = []
         if g.unknownMethods > 0 { notes.append("\(g.unknownMethods) calls of methods no .proto service declares (decoded without a schema)") }
@@ -131,6 +132,7 @@ enum GRPCLayer: LayerKind {
         if g.gaps > 0 { notes.append("\(g.gaps) directions with a gap (read no further)") }
         if g.hpackFailures > 0 { notes.append("\(g.hpackFailures) header blocks not read") }
         if g.tooLong > 0 { notes.append("\(g.tooLong) messages past max_frame (passed over)") }
+        if g.upgradesDeclined > 0 { notes.append("\(g.upgradesDeclined) h2c \(g.upgradesDeclined == 1 ? "upgrade" : "upgrades") the server declined (HTTP/1.1 stayed: not read)") }
         if g.callsPassedOver > 0 { notes.append("\(g.callsPassedOver) streams past \(HTTP2Connection.maxCalls) open calls (passed over)") }
         if !notes.isEmpty { lines.append("  grpc: " + notes.joined(separator: "; ")) }
         return lines
@@ -187,6 +189,9 @@ final class GRPCProtocolState {
     @exclusivity(unchecked) var hpackFailures: UInt64 = 0
     @exclusivity(unchecked) var tooLong: UInt64 = 0
     @exclusivity(unchecked) var callsPassedOver: UInt64 = 0
+    /// Connections upgraded from HTTP/1.1 (`Upgrade: h2c`).
+    @exclusivity(unchecked) var upgrades: UInt64 = 0
+    @exclusivity(unchecked) var upgradesDeclined: UInt64 = 0
 
     init(methods: [String: (request: Int32, response: Int32)]) { self.methods = methods }
 
@@ -198,6 +203,7 @@ final class GRPCProtocolState {
         calls += o.calls; frames += o.frames; noStatus += o.noStatus; resets += o.resets; unfinished += o.unfinished
         compressed += o.compressed; unknownMethods += o.unknownMethods; joinedLate += o.joinedLate; gaps += o.gaps
         hpackFailures += o.hpackFailures; tooLong += o.tooLong; callsPassedOver += o.callsPassedOver
+        upgrades += o.upgrades; upgradesDeclined += o.upgradesDeclined
         for (k, v) in o.statuses { statuses[k, default: 0] += v }
     }
 }

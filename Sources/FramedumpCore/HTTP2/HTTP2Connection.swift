@@ -152,19 +152,7 @@ final class HTTP2Connection: MessageLayerDecoder {
                 if endStream { ended(d, calls[stream]!, packet) }
                 return
             }
-            guard let call = calls[stream] ?? open(stream, packet) else { return }
-            call.requestHeaders = list
-            call.encoding[0] = encoding
-            if let r = list.range(":path") {
-                // (Calls of one connection mostly repeat a few methods: the last one is kept.)
-                if !list.text[r].elementsEqual(lastPath.text) {
-                    let path = String(decoding: list.text[r], as: UTF8.self)
-                    lastPath = (Array(list.text[r]), GRPCMethodNames.number(path), state.methods[path])
-                }
-                call.method = lastPath.method
-                if let t = lastPath.typed { call.typed = t } else { state.unknownMethods += 1 }
-            }
-            state.calls += 1
+            guard let call = request(stream, list, packet) else { return }
             if endStream { ended(d, call, packet) }
         } else {
             guard let call = calls[stream] else { return }
@@ -177,6 +165,24 @@ final class HTTP2Connection: MessageLayerDecoder {
             }
             if endStream { ended(d, call, packet) }
         }
+    }
+
+    /// A call's request headers (`list`): the call opened (or found), its method and types.
+    func request(_ stream: UInt32, _ list: HeaderList, _ packet: PacketRef) -> GRPCCall? {
+        guard let call = calls[stream] ?? open(stream, packet) else { return nil }
+        call.requestHeaders = list
+        call.encoding[0] = list.value("grpc-encoding")
+        if let r = list.range(":path") {
+            // (Calls of one connection mostly repeat a few methods: the last one is kept.)
+            if !list.text[r].elementsEqual(lastPath.text) {
+                let path = String(decoding: list.text[r], as: UTF8.self)
+                lastPath = (Array(list.text[r]), GRPCMethodNames.number(path), state.methods[path])
+            }
+            call.method = lastPath.method
+            if let t = lastPath.typed { call.typed = t } else { state.unknownMethods += 1 }
+        }
+        state.calls += 1
+        return call
     }
 
     // MARK: - Messages
@@ -388,6 +394,13 @@ final class HTTP2Reader: StreamLayer {
     /// Frames can no longer be followed (a gap, the capture joined late, a broken frame).
     @exclusivity(unchecked) var lost = false
     @exclusivity(unchecked) var finished = false
+    /// `Upgrade: h2c`: an HTTP/1.1 head being read (the client's request, the server's 101).
+    @exclusivity(unchecked) var head: HTTP1Head?
+    /// The upgrade request (stream 1) while its body is read, and the body's bytes still to come.
+    @exclusivity(unchecked) var upgradeCall: GRPCCall?
+    @exclusivity(unchecked) var bodyLeft = 0
+    @exclusivity(unchecked) var upgraded = false
+    @exclusivity(unchecked) var atStart = true
 
     init(connection: HTTP2Connection, dir: Direction) {
         self.connection = connection
@@ -408,10 +421,26 @@ final class HTTP2Reader: StreamLayer {
         guard !lost else { return }
         var i = 0
         let n = bytes.count
+        // A server that answers an upgrade starts with its HTTP/1.1 101 (a frame never with 'H').
+        if atStart && n > 0 {
+            atStart = false
+            if dir == .s2c && bytes[0] == 0x48 { head = HTTP1Head(offset: offset, packet: packet) }
+        }
+        if head != nil && !upgradeHead(bytes, &i, offset: offset, packet: packet) { return }
+        if upgradeCall != nil && !upgradeBody(bytes, &i, offset: offset, packet: packet) { return }
         while prefaceLeft > 0 && i < n {
             let k = HTTP2FrameHeader.preface.count - prefaceLeft
             guard bytes[i] == HTTP2FrameHeader.preface[k] else {
-                connection.problem(dir, "preface", "not the HTTP/2 client preface (h2c with prior knowledge, as gRPC speaks it)",
+                // Not "PRI ": an HTTP/1.1 request, which may ask to upgrade to h2c.
+                let rest = Array(HTTP2FrameHeader.preface[0..<k]) + UnsafeRawBufferPointer(rebasing: bytes[i...])
+                if dir == .c2s && k < 4 && !upgraded && rest.withUnsafeBytes({ HTTPHandshake.looksLikeHTTP($0, request: true) }) {
+                    head = HTTP1Head(bytes: Array(HTTP2FrameHeader.preface[0..<k]), offset: offset + UInt64(i) - UInt64(k), packet: packet)
+                    prefaceLeft = HTTP2FrameHeader.preface.count
+                    guard upgradeHead(bytes, &i, offset: offset, packet: packet) else { return }
+                    if upgradeCall != nil && !upgradeBody(bytes, &i, offset: offset, packet: packet) { return }
+                    continue
+                }
+                connection.problem(dir, "preface", "not the HTTP/2 client preface (h2c with prior knowledge, as gRPC speaks it) nor an HTTP/1.1 request",
                                    offset + UInt64(i), n - i, packet, lose: true)
                 return
             }
@@ -450,6 +479,40 @@ final class HTTP2Reader: StreamLayer {
         }
     }
 
+    /// Reads the HTTP/1.1 head on, from `i`; true once it is read and HTTP/2 follows.
+    func upgradeHead(_ bytes: UnsafeRawBufferPointer, _ i: inout Int, offset: UInt64, packet: PacketRef) -> Bool {
+        guard head!.take(bytes, &i) else {
+            if head!.full {
+                connection.problem(dir, "upgrade", "an HTTP/1.1 head longer than \(HTTPHandshake.maxLength) bytes", head!.offset, head!.bytes.count, packet, lose: true)
+                head = nil
+            }
+            return false
+        }
+        let h = head!
+        head = nil
+        upgraded = true
+        guard dir == .c2s else { return connection.upgradeResponse(h, packet) }
+        guard let (call, body) = connection.upgradeRequest(h, packet) else { return false }
+        upgradeCall = call
+        bodyLeft = body
+        return upgradeBody(bytes, &i, offset: offset, packet: packet)
+    }
+
+    /// The upgrade request's body (stream 1's request messages), from `i`; true once it is all read.
+    func upgradeBody(_ bytes: UnsafeRawBufferPointer, _ i: inout Int, offset: UInt64, packet: PacketRef) -> Bool {
+        let call = upgradeCall!
+        let k = min(bodyLeft, bytes.count - i)
+        if k > 0 {
+            connection.data(.c2s, call, UnsafeRawBufferPointer(rebasing: bytes[i..<(i + k)]), offset: offset + UInt64(i), packet)
+            i += k
+            bodyLeft -= k
+        }
+        guard bodyLeft == 0 else { return false }
+        upgradeCall = nil
+        connection.ended(.c2s, call, packet)
+        return true
+    }
+
     func gap(offset: UInt64, length: UInt64, packet: PacketRef) {
         guard !lost else { return }
         lost = true
@@ -458,6 +521,11 @@ final class HTTP2Reader: StreamLayer {
 
     func finish(packet: PacketRef, captureEnded: Bool) {
         finished = true
+        if let h = head, !lost {
+            let reason: MalformedReason = captureEnded ? .cutByCaptureEnd(have: h.bytes.count, need: nil) : .incompleteAtEnd(have: h.bytes.count, need: nil)
+            connection.frames.malformed(dir, offset: h.offset, length: UInt64(h.bytes.count), reason: reason, packet: packet)
+            head = nil
+        }
         if !pending.isEmpty && !lost {
             let reason: MalformedReason = captureEnded ? .cutByCaptureEnd(have: pending.count, need: nil) : .incompleteAtEnd(have: pending.count, need: nil)
             connection.frames.malformed(dir, offset: pendingOffset, length: UInt64(pending.count), reason: reason, packet: packet)

@@ -278,6 +278,45 @@ extension GRPCTests {
         XCTAssertNil(gone, "the sink (and the connection's stack) outlived the run")
     }
 
+    /// HTTP/1.1's `Upgrade: h2c` (scripts/make_h2c_upgrade_fixture.py, PyPI's h2 on both sides):
+    /// the upgrade request, with its message as an HTTP/1.1 body, is stream 1; the server's 101,
+    /// then HTTP/2. A server that declines is said, and the request stays a call without answer.
+    func testAnUpgradeFromHTTP1IsStreamOne() throws {
+        let pcap = TestSupport.testsDir.appendingPathComponent("Fixtures/grpc_upgrade.pcap").path
+        let dissector = TestSupport.testsDir.appendingPathComponent("Fixtures/proto/grpc_edges.dissector").path
+        let log = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: pcap.replacingOccurrences(of: ".pcap", with: ".json")))) as! [String: [String: [String]]]
+        func check(_ got: GRPCCollector, declined: Bool, _ what: String) {
+            let first = got.messages.filter { $0.connection == 0 }
+            XCTAssertEqual(first.count, 4, what)
+            for m in first {
+                let want = log[String(m.stream)]![m.dir == .c2s ? "requests" : "responses"]![0]
+                XCTAssertEqual(m.bytes, Array(Self.hex(want).dropFirst(5)), "\(what): stream \(m.stream) \(m.dir)")
+                XCTAssertEqual(m.method, "/test.kinds.Calls/Unary")
+                XCTAssertEqual(m.name, m.dir == .c2s ? "Calls.Unary request" : "Calls.Unary response")
+                XCTAssertEqual(m.warnings, [], what)
+            }
+            XCTAssertEqual(got.calls.filter { $0.finished && $0.status == 0 }.map(\.stream), [1, 3], what)
+            XCTAssertEqual(got.malformed.isEmpty, !declined, what)
+            if declined {
+                let m = got.malformed.first!
+                XCTAssertEqual(m.0, .s2c)
+                XCTAssertTrue(m.3.text.contains("the server answered the h2c upgrade with HTTP/1.1 200"), m.3.text)
+                XCTAssertEqual(got.calls.filter { !$0.finished }.count, 1, "the declined request: unfinished")
+            }
+        }
+        check(try Self.decoded(pcap, dissector), declined: true, "the capture")
+        // Every cut of the upgraded connection's two streams (inside the head, the body, the preface).
+        let (c2s, s2c) = try Self.streams(pcap)[0]
+        let protocols = try Self.schemas(dissector)
+        for k in 1..<c2s.count { check(Self.run(c2s, s2c, port: 50061, protocols: protocols, c2sCuts: [k]), declined: false, "c2s cut at \(k)") }
+        for k in 1..<s2c.count { check(Self.run(c2s, s2c, port: 50061, protocols: protocols, s2cCuts: [k]), declined: false, "s2c cut at \(k)") }
+        let byte = Self.run(c2s, s2c, port: 50061, protocols: protocols, c2sCuts: Array(1..<c2s.count), s2cCuts: Array(1..<s2c.count))
+        check(byte, declined: false, "one byte at a time")
+        // A request that does not ask for h2c is said.
+        let plain = Self.run(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8), [], port: 50061, protocols: protocols)
+        XCTAssertTrue(plain.malformed.first?.3.text.contains("does not ask for h2c") == true, "\(plain.malformed)")
+    }
+
     /// `-z conv` lists each connection's streams under it, by number and method; each agrees
     /// with its call's record (messages each way), in one thread and sharded.
     func testConversationsListEachStreamWithItsCall() throws {
