@@ -156,11 +156,13 @@ for n, session in enumerate(f["sessions"]):
 PY
       run hpack "$seeds" ;;
     grpc)
-      # Seeds: samples/grpc.pcap's connections, each the client's stream then the server's as
-      # records of at most 32 KiB behind their 2-byte side-and-length header (see FuzzGRPC).
+      # Seeds: samples/grpc.pcap's connections and the h2c upgrade fixture's, each the client's
+      # stream then the server's as records of at most 32 KiB behind their 2-byte side-and-length
+      # header (see FuzzGRPC).
       seeds="$(mktemp -d)"
       trap 'rm -rf "$seeds"' RETURN
       framedump -r samples/grpc.pcap --streams "$seeds/grpc" -q >/dev/null 2>&1 || true
+      framedump -r Tests/FramedumpCoreTests/Fixtures/grpc_upgrade.pcap --streams "$seeds/grpc" -q >/dev/null 2>&1 || true
       python3 - "$seeds" <<'PY'
 import glob, sys
 out = sys.argv[1]
