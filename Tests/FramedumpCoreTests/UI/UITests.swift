@@ -12,6 +12,7 @@ final class UITests: XCTestCase {
         ("game.pcap", []), ("svc.pcap", []), ("bridge.pcap", []), ("websocket-deflate.pcap", []), ("im.pcap", []),
         ("zgame.pcap", []), ("kcp.pcap", []), ("udp.pcap", []), ("game-latency.pcap", []),
         ("tls13.pcap", ["tls13.keys"]), ("tls12.pcap", ["tls12.keys"]), ("wss.pcap", ["wss.keys"]),
+        ("grpc.pcap", []), ("socketio.pcap", []), ("msgpack.pcap", []), ("wsgame.pcap", []), ("mysql.pcap", []),
     ]
 
     func indexer(_ sample: String, keys: [String] = [], diff: String? = nil) throws -> CaptureIndexer {
@@ -99,6 +100,28 @@ final class UITests: XCTestCase {
     static func bytes(_ hex: String) -> [UInt8] {
         let u = Array(hex.utf8)
         return stride(from: 0, to: u.count, by: 2).map { UInt8(String(decoding: u[$0..<($0 + 2)], as: UTF8.self), radix: 16)! }
+    }
+
+    /// The page shows what the layers and text headers add: a gRPC message's method and stream,
+    /// its pair, a failed call on its connection; a text header's fields with their bytes.
+    func testLayersAndTextHeadersOnThePage() throws {
+        let g = Views(indexer: try indexer("grpc.pcap"))
+        let m = try json(try XCTUnwrap(g.message(1)))
+        XCTAssertEqual(m["name"] as? String, "Chat.Send response")
+        let notes = (m["lines"] as! [[String: Any]]).compactMap { $0["note"] as? String }
+        XCTAssertTrue(notes.contains("grpc: /grpcchat.Chat/Send, stream 1, message 1"), "\(notes)")
+        XCTAssertNotNil((m["pair"] as? [String: Any])?["ms"])
+        let conns = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(g.connections().utf8)) as? [[String: Any]])
+        XCTAssertTrue((conns[0]["notes"] as? [String] ?? []).contains { $0.contains("NOT_FOUND") }, "\(conns[0])")
+        let w = Views(indexer: try indexer("wsgame.pcap"))
+        let rows = try json(w.rows(nil, from: 0, count: 100))["rows"] as! [[String: Any]]
+        let login = try XCTUnwrap(rows.first { $0["name"] as? String == "Login" })
+        let d = try json(try XCTUnwrap(w.message(login["n"] as! Int)))
+        let lines = d["lines"] as! [[String: Any]]
+        let cmd = try XCTUnwrap(lines.first { $0["text"] as? String == "cmd: 1001" })
+        let bytes = Self.bytes(d["bytes"] as! String)
+        let o = cmd["offset"] as! Int, width = cmd["width"] as! Int
+        XCTAssertEqual(String(decoding: bytes[o..<(o + width)], as: UTF8.self), "1001|")
     }
 
     /// A filter answers with the messages `-Y` selects; a wrong one is refused at its column.
