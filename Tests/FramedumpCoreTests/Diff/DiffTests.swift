@@ -99,6 +99,29 @@ final class DiffTests: XCTestCase {
         XCTAssertEqual(d.stdout.split(separator: "\n").count, 2, d.stdout)
     }
 
+    /// A changed value inside what a layer or a text header carries (a gRPC message's protobuf
+    /// field, a WebSocket text header's seq) is that field of those messages, and nothing else.
+    func testLayeredMessagesDiffByTheirFields() throws {
+        let dir = NSTemporaryDirectory() + "framedump-diff-layers-\(getpid())"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for (sample, from, to, want, count) in [("grpc.pcap", "\"text\":\"hello\"", "\"text\":\"hullo\"", "    text: \"hello\" → \"hullo\"", 1),
+                                                ("wsgame.pcap", "\"seq\":3}", "\"seq\":33}", "    header.seq: 3 → 33", 4)] {
+            let export = try TestSupport.framedump(["-r", TestSupport.sample(sample), "--json", "--diffable"])
+            XCTAssertEqual(export.status, 0, export.stderr)
+            XCTAssertTrue(export.stdout.contains(from), sample)
+            let edited = dir + "/" + sample + ".ndjson"
+            try export.stdout.replacingOccurrences(of: from, with: to).write(toFile: edited, atomically: true, encoding: .utf8)
+            let same = try TestSupport.framedump(["diff", TestSupport.sample(sample), TestSupport.sample(sample)])
+            XCTAssertEqual(same.status, 0, same.stdout)
+            let d = try TestSupport.framedump(["diff", "--color", "never", TestSupport.sample(sample), edited])
+            XCTAssertEqual(d.status, 1, d.stderr)
+            let lines = d.stdout.split(separator: "\n")
+            XCTAssertEqual(lines.filter { $0.hasPrefix("    ") }, Array(repeating: Substring(want), count: count), d.stdout)
+            XCTAssertTrue(d.stdout.contains("\(count) difference\(count == 1 ? "" : "s"): \(count) changed, 0 added, 0 removed"), d.stdout)
+        }
+    }
+
     /// One field changed: exactly that field of that message, as text and as JSON.
     func testOneFieldChanged() throws {
         let t = try TestSupport.framedump(["diff", scenario("a"), scenario("changed")] + ignore)
