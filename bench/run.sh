@@ -6,7 +6,8 @@
 # captures), game.lua (the Lua dissector), genz.py, zgame.lua and zgame-bench.dissector (the
 # zgame row: bodies compressed and XORed under header flags), genkcp.py and kcp.lua (the kcp row),
 # gentls.py and tls_game.lua (the tls row), genmctext.py and mctext.lua (the mctext row),
-# genmsgpack.py and msgpack.lua (the msgpack row), gensocketio.py (the socketio row), gengrpc.py (the grpc row).
+# genmsgpack.py and msgpack.lua (the msgpack row), gensocketio.py (the socketio row), gengrpc.py (the grpc row),
+# genwsgame.py and wsgame.lua (the wsgame row).
 #
 # Usage: bench/run.sh [YARDSTICK_DIR]   (optional: another folder's pcapread.c, genbench.py and
 #                                        game.lua to use instead, for comparison with them)
@@ -20,6 +21,7 @@
 #   MSGPACK_MESSAGES=1000000 (the msgpack row: MessagePack bodies; 0 leaves it out)
 #   SOCKETIO_MESSAGES=200000 (the socketio row: Socket.IO over WebSocket; 0 leaves it out)
 #   GRPC_MESSAGES=200000 (the grpc row: gRPC over HTTP/2 with protobuf; 0 leaves it out)
+#   WSGAME_MESSAGES=200000 (the wsgame row: WebSocket text messages behind a text header; 0 leaves it out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
@@ -254,5 +256,23 @@ if [ "$socketio_n" != 0 ]; then
   if [ -z "${SKIP_TSHARK:-}" ]; then
     label="tshark websocket+json -V"; row tshark -r "$cap" -d tcp.port==7700,http -o "websocket.text_type:As json" -V
     label="tshark websocket+json -T json"; row tshark -r "$cap" -d tcp.port==7700,http -o "websocket.text_type:As json" -T json
+  fi
+fi
+
+# wsgame (bench/genwsgame.py): a game's text sub-protocol over WebSocket on port 7710, each text
+# message CMD|SEQ|JSON, decoded with Dissectors/wsgame.dissector (a text header), against tshark
+# with bench/wsgame.lua (the digits read in Lua, the rest handed to Wireshark's JSON dissector).
+wsgame_n=${WSGAME_MESSAGES:-200000}
+if [ "$wsgame_n" != 0 ]; then
+  cap="$out/wsgame-$wsgame_n.pcap"
+  [ -f "$cap" ] || python3 bench/genwsgame.py "$cap" "$wsgame_n" >/dev/null
+  n=$wsgame_n
+  row() { read -r w m < <(measure "$@"); printf '| %s wsgame msgs | `%s` | %s s | %s MiB |\n' "$n" "$label" "$w" "$m"; }
+  label="framedump -q (wsgame)"; row "$bin" -r "$cap" -q
+  label="framedump (tree, wsgame)"; row "$bin" -r "$cap"
+  label="framedump -T json (wsgame)"; row "$bin" -r "$cap" -T json
+  if [ -z "${SKIP_TSHARK:-}" ]; then
+    label="tshark websocket+wsgame.lua -V"; row tshark -r "$cap" -X lua_script:bench/wsgame.lua -d tcp.port==7710,http -V
+    label="tshark websocket+wsgame.lua -T json"; row tshark -r "$cap" -X lua_script:bench/wsgame.lua -d tcp.port==7710,http -T json
   fi
 fi
