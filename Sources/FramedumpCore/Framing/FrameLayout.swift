@@ -17,11 +17,15 @@ public final class FrameLayout: @unchecked Sendable {
         var constant: UInt64
         var hasConstant: Bool
         /// A varint of at most this many bytes (0: fixed width); zigzag-encoded when `signed`.
+        /// Negative: a number in ASCII digits, `decimals[-varintMax - 1]` (the slot keeps its
+        /// size, so the fixed and varint paths read what they read before).
         var varintMax: Int
-        /// A number in ASCII digits: exactly `width` digits, or (`decimalEnd` ≥ 0) up to the
-        /// delimiter `decimalEnds[decimalEnd]`.
-        var decimal: Bool
-        var decimalEnd: Int
+    }
+
+    /// A `decimal` field: exactly `digits` digits, or (0) digits up to `end`.
+    struct Decimal {
+        var digits: Int
+        var end: [UInt8]
     }
 
     struct Term {
@@ -99,14 +103,14 @@ public final class FrameLayout: @unchecked Sendable {
         trailerSize = end?.trailerSize ?? 0
         let length = length ?? LengthRule(terms: [], countsWholeFrame: true)
         countsWholeFrame = length.countsWholeFrame
-        var ends: [[UInt8]] = []
+        var ends: [Decimal] = []
         let sl = fields.map {
-            if !$0.decimalEnd.isEmpty { ends.append($0.decimalEnd) }
+            if $0.isDecimal { ends.append(Decimal(digits: $0.decimalDigits, end: $0.decimalEnd)) }
             return Slot(offset: $0.offset, width: $0.width, bigEndian: $0.order == .big, signed: $0.signed,
                         padding: $0.isPadding, constant: $0.constant ?? 0, hasConstant: $0.constant != nil,
-                        varintMax: $0.varintMax, decimal: $0.isDecimal, decimalEnd: $0.decimalEnd.isEmpty ? -1 : ends.count - 1)
+                        varintMax: $0.isDecimal ? -ends.count : $0.varintMax)
         }
-        decimalEnds = ends
+        decimals = ends
         slots = .allocate(capacity: max(1, sl.count))
         _ = slots.initialize(from: sl)
         // (The resolver checked that every field of the length is in this header.)
@@ -125,8 +129,8 @@ public final class FrameLayout: @unchecked Sendable {
         end?.attach(self)
     }
 
-    /// The delimiters of the `decimal("...")` fields.
-    let decimalEnds: [[UInt8]]
+    /// The `decimal` fields' forms.
+    let decimals: [Decimal]
     /// The id is a signed field's value (no bits of it): shown negative when it is.
     public let idSigned: Bool
     /// `message_id = cmd, sub;`: the second id field, and the id is the pair.
@@ -184,8 +188,8 @@ public final class FrameLayout: @unchecked Sendable {
     @inline(__always)
     func read(_ i: Int, in b: UnsafeRawBufferPointer, at p: Int) -> VarintRead {
         let f = slots[i]
-        if _slowPath(f.decimal) { return decimal(f, in: b, at: p) }
-        if f.varintMax > 0 {
+        if f.varintMax != 0 {
+            if _slowPath(f.varintMax < 0) { return decimal(decimals[-f.varintMax - 1], in: b, at: p) }
             let r = b.varint(p, maxBytes: f.varintMax)
             if f.signed, case .value(let v, let n) = r { return .value(UInt64(bitPattern: zigzagDecoded(v)), length: n) }
             return r
@@ -200,10 +204,10 @@ public final class FrameLayout: @unchecked Sendable {
 
     /// A number in ASCII digits (a leading `-` allowed, at most 19 digits, within Int64):
     /// `.overlong` when the bytes are no such number, whatever follows.
-    func decimal(_ f: Slot, in b: UnsafeRawBufferPointer, at p: Int) -> VarintRead {
+    func decimal(_ f: Decimal, in b: UnsafeRawBufferPointer, at p: Int) -> VarintRead {
         guard p >= 0 && p <= b.count else { return .truncated }
-        let end = f.decimalEnd >= 0 ? decimalEnds[f.decimalEnd] : []
-        let limit = end.isEmpty ? min(b.count, p + f.width) : b.count
+        let end = f.end
+        let limit = end.isEmpty ? min(b.count, p + f.digits) : b.count
         var i = p
         let negative = i < limit && b[i] == 0x2d
         if negative { i += 1 }
@@ -221,8 +225,8 @@ public final class FrameLayout: @unchecked Sendable {
         if end.isEmpty {
             // Exactly `width` bytes, all of them digits (after the sign).
             if i < limit { return .overlong }
-            if p + f.width > b.count { return .truncated }
-            return i == first ? .overlong : .value(UInt64(bitPattern: v), length: f.width)
+            if p + f.digits > b.count { return .truncated }
+            return i == first ? .overlong : .value(UInt64(bitPattern: v), length: f.digits)
         }
         if i == b.count { return .truncated }
         if i == first { return .overlong }

@@ -144,10 +144,12 @@ enum GRPCLayer: LayerKind {
 
     static let hasStatistics = true
 
-    static func substream(_ n: LayerNote) -> (number: UInt64, label: String)? {
+    static func substream(_ n: LayerNote) -> (number: UInt64, label: UInt32)? {
         let i = info(n)
-        return (UInt64(i.stream), i.method == GRPCMethodNames.none ? "" : GRPCMethodNames.name(i.method))
+        return (UInt64(i.stream), i.method)
     }
+
+    static func substreamLabel(_ label: UInt32) -> String { label == GRPCMethodNames.none ? "" : GRPCMethodNames.name(label) }
 
     static func statistics(_ m: SessionManager) -> (title: String, header: [String], rows: [[String]])? {
         guard let g = state(of: m) else { return nil }

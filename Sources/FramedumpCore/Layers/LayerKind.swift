@@ -82,8 +82,11 @@ protocol LayerKind {
     /// Whether `-z NAME` gives a table of the layer's.
     static var hasStatistics: Bool { get }
     /// The part of its connection a message came on, for `-z conv`'s rows under the
-    /// connection (HTTP/2's stream and its method); nil: none.
-    static func substream(_ n: LayerNote) -> (number: UInt64, label: String)?
+    /// connection (HTTP/2's stream, and its method's number); nil: none. Plain values: the
+    /// record crosses threads and is copied per message.
+    static func substream(_ n: LayerNote) -> (number: UInt64, label: UInt32)?
+    /// A substream's label as the table shows it (the method's path).
+    static func substreamLabel(_ label: UInt32) -> String
     /// Its `-z NAME` table, if it has one: a title, the column names, the rows.
     static func statistics(_ m: SessionManager) -> (title: String, header: [String], rows: [[String]])?
 
@@ -134,7 +137,8 @@ extension LayerKind {
     static func firstData(_ s: Session, _ d: Direction, _ bytes: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) {}
     static var hasStatistics: Bool { false }
     static func statistics(_ m: SessionManager) -> (title: String, header: [String], rows: [[String]])? { nil }
-    static func substream(_ n: LayerNote) -> (number: UInt64, label: String)? { nil }
+    static func substream(_ n: LayerNote) -> (number: UInt64, label: UInt32)? { nil }
+    static func substreamLabel(_ label: UInt32) -> String { "" }
 
     /// `,"KEY":{...}`: its member of a message's NDJSON object.
     @inline(__always)

@@ -32,8 +32,9 @@ package struct StatisticsRecord {
     /// The connection's `client-server` text, on the first record of its conversation.
     var text: String?
     var pairing = Pairing.none
-    /// `-z conv`: the part of the connection the message came on (an HTTP/2 stream), and its label.
-    var substream: (number: UInt64, label: String)?
+    /// `-z conv`: the part of the connection the message came on (an HTTP/2 stream), its label's
+    /// number and the layer that reads it (`LayerKind.substreamLabel`); `layer` 255: none.
+    var substream: (number: UInt64, label: UInt32, layer: UInt8) = (0, 0, 255)
 }
 
 /// `-z`: sits in front of the printer, turns what passes on to it into `StatisticsRecord`s and
@@ -82,7 +83,9 @@ public final class StatisticsSink: MessageSink {
         r.name = m.name(in: p) ?? m.idText.map { "id \($0)" } ?? "(no id)"
         r.bytes = UInt64(m.frame.bytes.count)
         if rtt { r.pairing = Self.pairing(m, p) }
-        if conv && !m.layerNotes.isEmpty { r.substream = m.layerNotes.all.lazy.compactMap { $0.kind.substream($0) }.first }
+        if conv && !m.layerNotes.isEmpty {
+            for n in m.layerNotes.all { if let s = n.kind.substream(n) { r.substream = (s.number, s.label, n.layer); break } }
+        }
         emit(r)
         inner?.message(m, c, p)
     }

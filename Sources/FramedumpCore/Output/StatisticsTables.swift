@@ -101,7 +101,7 @@ final class StatisticsTables {
         conv.messages[r.dir.rawValue] += 1
         conv.bytes[r.dir.rawValue] += r.bytes
         if ts > conv.last { conv.last = ts }
-        if let s = r.substream { substream(conv, s, r) }
+        if r.substream.layer != 255 { substream(conv, r) }
         switch r.pairing {
         case .none: break
         case .noRule: pairing.withoutRule.insert(r.proto ?? "tcp")
@@ -123,11 +123,12 @@ final class StatisticsTables {
     }
 
     /// A message of a part of its connection (an HTTP/2 stream): counted under it.
-    func substream(_ conv: Conversation, _ s: (number: UInt64, label: String), _ r: StatisticsRecord) {
+    func substream(_ conv: Conversation, _ r: StatisticsRecord) {
+        let s = r.substream
         let sub: Substream
         if let x = conv.substreams[s.number] { sub = x } else {
             guard conv.substreamOrder.count < Self.maxSubstreams else { conv.otherSubstreams += 1; return }
-            sub = Substream(number: s.number, label: s.label, ts: r.ts)
+            sub = Substream(number: s.number, label: LayerRegistry.kinds[Int(s.layer)].substreamLabel(s.label), ts: r.ts)
             conv.substreams[s.number] = sub
             conv.substreamOrder.append(sub)
         }
