@@ -75,6 +75,8 @@ public final class MessageDecoder {
     /// Where and why the last decoding stopped for good (a value no bytes could mend), not
     /// for want of bytes; reset by `measure`.
     @exclusivity(unchecked) var invalid: (at: Int, warning: DecodeWarning)?
+    /// The id `variableHeader` read on its way (nil: the header has none, or it was not all there).
+    @exclusivity(unchecked) var variableID: UInt64?
     /// The protobuf decoder for the DecodedMessage last decoded into (a session uses one).
     @exclusivity(unchecked) var protobuf: ProtobufDecoder?
 
@@ -118,7 +120,8 @@ public final class MessageDecoder {
         var b = frame.bytes
         let body = readHeader(b, layout, into: m)
         m.bodyOffset = body
-        m.id = layout.messageID(b, at: 0)
+        // (A header read field by field gave its id on the way: not read a second time.)
+        m.id = layout.variable ? variableID : layout.messageID(b, at: 0)
         m.idSigned = layout.idSigned
         m.idPair = layout.idPair
         if let typed { m.message = typed } else if let id = m.id { m.message = message(dir, id) } else { m.message = layout.message ?? defaultMessage }
@@ -176,6 +179,13 @@ public final class MessageDecoder {
     /// body starts (the end of the bytes when the header itself is cut, which is said).
     func variableHeader(_ b: UnsafeRawBufferPointer, _ layout: FrameLayout, into m: DecodedMessage) -> Int {
         var p = 0
+        variableID = nil
+        var id: UInt64?, id2: UInt64?
+        defer {
+            if let v = id {
+                if layout.idPair { variableID = id2.map { (v & 0xffff_ffff) << 32 | ($0 & 0xffff_ffff) } } else { variableID = (v & layout.idMask) >> layout.idShift }
+            }
+        }
         for i in 0..<layout.fieldCount {
             let r = layout.read(i, in: b, at: p)
             guard case .value(let v, let n) = r else {
@@ -192,6 +202,7 @@ public final class MessageDecoder {
                 }
                 return b.count
             }
+            if i == layout.idField { id = v } else if i == layout.idField2 { id2 = v }
             if !layout.isPadding(i) {
                 m.headerFields.append(DecodedField(
                     name: .header(layout.global(i)), value: layout.isSigned(i) ? .signed(Int64(bitPattern: v)) : .unsigned(v),

@@ -22,10 +22,12 @@ public final class FrameLayout: @unchecked Sendable {
         var varintMax: Int
     }
 
-    /// A `decimal` field: exactly `digits` digits, or (0) digits up to `end`.
+    /// A `decimal` field: exactly `digits` digits, or (0) digits up to the delimiter at
+    /// `endStart` in `delimiters`, `endCount` bytes (plain values: read per message, no retain).
     struct Decimal {
         var digits: Int
-        var end: [UInt8]
+        var endStart: Int
+        var endCount: Int
     }
 
     struct Term {
@@ -104,13 +106,20 @@ public final class FrameLayout: @unchecked Sendable {
         let length = length ?? LengthRule(terms: [], countsWholeFrame: true)
         countsWholeFrame = length.countsWholeFrame
         var ends: [Decimal] = []
+        var delimiterBytes: [UInt8] = []
         let sl = fields.map {
-            if $0.isDecimal { ends.append(Decimal(digits: $0.decimalDigits, end: $0.decimalEnd)) }
+            if $0.isDecimal {
+                ends.append(Decimal(digits: $0.decimalDigits, endStart: delimiterBytes.count, endCount: $0.decimalEnd.count))
+                delimiterBytes += $0.decimalEnd
+            }
             return Slot(offset: $0.offset, width: $0.width, bigEndian: $0.order == .big, signed: $0.signed,
                         padding: $0.isPadding, constant: $0.constant ?? 0, hasConstant: $0.constant != nil,
                         varintMax: $0.isDecimal ? -ends.count : $0.varintMax)
         }
-        decimals = ends
+        decimals = .allocate(capacity: max(1, ends.count))
+        _ = decimals.initialize(from: ends)
+        delimiters = .allocate(capacity: max(1, delimiterBytes.count))
+        _ = delimiters.initialize(from: delimiterBytes)
         slots = .allocate(capacity: max(1, sl.count))
         _ = slots.initialize(from: sl)
         // (The resolver checked that every field of the length is in this header.)
@@ -129,8 +138,9 @@ public final class FrameLayout: @unchecked Sendable {
         end?.attach(self)
     }
 
-    /// The `decimal` fields' forms.
-    let decimals: [Decimal]
+    /// The `decimal` fields' forms, and their delimiters' bytes end to end.
+    let decimals: UnsafeMutableBufferPointer<Decimal>
+    let delimiters: UnsafeMutableBufferPointer<UInt8>
     /// The id is a signed field's value (no bits of it): shown negative when it is.
     public let idSigned: Bool
     /// `message_id = cmd, sub;`: the second id field, and the id is the pair.
@@ -153,6 +163,8 @@ public final class FrameLayout: @unchecked Sendable {
         terms.deallocate()
         constants.deallocate()
         globals.deallocate()
+        decimals.deallocate()
+        delimiters.deallocate()
     }
 
     /// The value of the schema's header field `g` (signed values as their bit pattern); nil
@@ -206,8 +218,8 @@ public final class FrameLayout: @unchecked Sendable {
     /// `.overlong` when the bytes are no such number, whatever follows.
     func decimal(_ f: Decimal, in b: UnsafeRawBufferPointer, at p: Int) -> VarintRead {
         guard p >= 0 && p <= b.count else { return .truncated }
-        let end = f.end
-        let limit = end.isEmpty ? min(b.count, p + f.digits) : b.count
+        let fixed = f.endCount == 0
+        let limit = fixed ? min(b.count, p + f.digits) : b.count
         var i = p
         let negative = i < limit && b[i] == 0x2d
         if negative { i += 1 }
@@ -222,17 +234,17 @@ public final class FrameLayout: @unchecked Sendable {
             v = u
             i += 1
         }
-        if end.isEmpty {
-            // Exactly `width` bytes, all of them digits (after the sign).
+        if fixed {
+            // Exactly `digits` bytes, all of them digits (after the sign).
             if i < limit { return .overlong }
             if p + f.digits > b.count { return .truncated }
             return i == first ? .overlong : .value(UInt64(bitPattern: v), length: f.digits)
         }
         if i == b.count { return .truncated }
         if i == first { return .overlong }
-        let have = min(end.count, b.count - i)
-        for k in 0..<have where b[i + k] != end[k] { return .overlong }
-        return have < end.count ? .truncated : .value(UInt64(bitPattern: v), length: i + end.count - p)
+        let have = min(f.endCount, b.count - i)
+        for k in 0..<have where b[i + k] != delimiters[f.endStart + k] { return .overlong }
+        return have < f.endCount ? .truncated : .value(UInt64(bitPattern: v), length: i + f.endCount - p)
     }
 
     /// Where field `i` of the header at `base` lies in `b` and its value, reading the fields
