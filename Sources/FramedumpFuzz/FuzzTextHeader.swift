@@ -26,7 +26,10 @@ public enum FuzzTextHeader {
         """,
     ]
     nonisolated(unsafe) static let schemas = dissectors.enumerated().map { i, d in try! DissectorLoader.parse(text: d, file: "t\(i).dissector") }
-    nonisolated(unsafe) static let filters = schemas.map { try! FilterParser.parse("t.cmd == 1 || t.seq < 0 || msg.id == 12 || t.n > 5", protocols: $0) }
+    /// Each dissector's filter names only its own fields (`-Y` refuses a field a protocol lacks).
+    static let filterTexts = ["t.cmd == 1 || t.seq < 0 || msg.id == 12", "t.kind == 4 || t.sub > 5 || msg.id == 12",
+                              "t.n > 5 || t.m < 0 || msg.id == 0", "t.cmd == 7 || msg.id == 7"]
+    nonisolated(unsafe) static let filters = zip(schemas, filterTexts).map { try! FilterParser.parse($1, protocols: $0) }
 
     public static func run(_ data: UnsafeRawBufferPointer) {
         guard let head = data.first else { return }
