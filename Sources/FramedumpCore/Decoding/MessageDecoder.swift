@@ -509,22 +509,7 @@ public final class MessageDecoder {
     /// byte that is no digit, sign or delimiter, more than 19 digits, or past Int64.
     func decimal(_ op: DecodeOp, _ b: UnsafeRawBufferPointer, _ pos: Int) -> DecimalRead {
         let d = program.delimiters[Int(op.ruleParam)]
-        var i = pos
-        var negative = false
-        if i < b.count && b[i] == 0x2d { negative = true; i += 1 }
-        var v: Int64 = 0
-        let first = i
-        while i < b.count, b[i] >= 0x30, b[i] <= 0x39 {
-            if i - first == 19 { return .noNumber }
-            // 19 digits can pass Int64 ("9999999999999999999"): such digits are no number.
-            // (Summed with the sign as read, so -9223372036854775808 is one.) A fuzz finding.
-            let digit = Int64(b[i] - 0x30)
-            let (t, o1) = v.multipliedReportingOverflow(by: 10)
-            let (u, o2) = negative ? t.subtractingReportingOverflow(digit) : t.addingReportingOverflow(digit)
-            if o1 || o2 { return .noNumber }
-            v = u
-            i += 1
-        }
+        guard let (v, first, i) = ASCIIDecimal.scan(b, from: pos, limit: b.count) else { return .noNumber }
         if i == b.count { return .short }
         if i == first { return .noNumber }
         let have = min(d.count, b.count - i)

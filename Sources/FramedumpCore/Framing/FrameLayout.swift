@@ -220,20 +220,7 @@ public final class FrameLayout: @unchecked Sendable {
         guard p >= 0 && p <= b.count else { return .truncated }
         let fixed = f.endCount == 0
         let limit = fixed ? min(b.count, p + f.digits) : b.count
-        var i = p
-        let negative = i < limit && b[i] == 0x2d
-        if negative { i += 1 }
-        let first = i
-        var v: Int64 = 0
-        while i < limit, b[i] >= 0x30, b[i] <= 0x39 {
-            if i - first == 19 { return .overlong }
-            let digit = Int64(b[i] - 0x30)
-            let (t, o1) = v.multipliedReportingOverflow(by: 10)
-            let (u, o2) = negative ? t.subtractingReportingOverflow(digit) : t.addingReportingOverflow(digit)
-            if o1 || o2 { return .overlong }
-            v = u
-            i += 1
-        }
+        guard let (v, first, i) = ASCIIDecimal.scan(b, from: p, limit: limit) else { return .overlong }
         if fixed {
             // Exactly `digits` bytes, all of them digits (after the sign).
             if i < limit { return .overlong }
