@@ -9,13 +9,25 @@ final class StatisticsTables {
     @exclusivity(unchecked) var perMessage: [MessageKey: (count: UInt64, bytes: UInt64)] = [:]
     @exclusivity(unchecked) var messageOrder: [MessageKey] = []
 
-    final class Conversation {
-        let text: String
-        let proto: String
+    /// Messages and bytes each way, and the time from the first to the last.
+    class Traffic {
         var first: Timestamp
         var last: Timestamp
         var messages = [UInt64](repeating: 0, count: 2)
         var bytes = [UInt64](repeating: 0, count: 2)
+        init(ts: Timestamp) { first = ts; last = ts }
+
+        @inline(__always)
+        final func count(_ r: StatisticsRecord) {
+            messages[r.dir.rawValue] += 1
+            bytes[r.dir.rawValue] += r.bytes
+            if r.ts > last { last = r.ts }
+        }
+    }
+
+    final class Conversation: Traffic {
+        let text: String
+        let proto: String
         var gaps: UInt64 = 0
         var malformed: UInt64 = 0
         /// A layer below the protocol (TLS: `tls 1.3`), shown beside its name.
@@ -26,16 +38,13 @@ final class StatisticsTables {
         var substreamOrder: [Substream] = []
         /// Messages of parts past the bound.
         var otherSubstreams: UInt64 = 0
-        init(text: String, proto: String, ts: Timestamp) { self.text = text; self.proto = proto; first = ts; last = ts }
+        init(text: String, proto: String, ts: Timestamp) { self.text = text; self.proto = proto; super.init(ts: ts) }
     }
-    final class Substream {
+    /// A part of a conversation (an HTTP/2 stream), by its number and label (its method).
+    final class Substream: Traffic {
         let number: UInt64
         let label: String
-        var first: Timestamp
-        var last: Timestamp
-        var messages = [UInt64](repeating: 0, count: 2)
-        var bytes = [UInt64](repeating: 0, count: 2)
-        init(number: UInt64, label: String, ts: Timestamp) { self.number = number; self.label = label; first = ts; last = ts }
+        init(number: UInt64, label: String, ts: Timestamp) { self.number = number; self.label = label; super.init(ts: ts) }
     }
     static let maxSubstreams = 4096
     /// Open conversations by connection number (a closed one's is forgotten).
@@ -98,9 +107,7 @@ final class StatisticsTables {
             messageOrder.append(key)
         }
         let conv = conversation(r)
-        conv.messages[r.dir.rawValue] += 1
-        conv.bytes[r.dir.rawValue] += r.bytes
-        if ts > conv.last { conv.last = ts }
+        conv.count(r)
         if r.substream.layer != 255 { substream(conv, r) }
         switch r.pairing {
         case .none: break
@@ -132,9 +139,7 @@ final class StatisticsTables {
             conv.substreams[s.number] = sub
             conv.substreamOrder.append(sub)
         }
-        sub.messages[r.dir.rawValue] += 1
-        sub.bytes[r.dir.rawValue] += r.bytes
-        if r.ts > sub.last { sub.last = r.ts }
+        sub.count(r)
     }
 
     func countRate(_ ts: Timestamp) {
