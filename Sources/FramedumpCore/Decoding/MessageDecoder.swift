@@ -181,11 +181,7 @@ public final class MessageDecoder {
         var p = 0
         variableID = nil
         var id: UInt64?, id2: UInt64?
-        defer {
-            if let v = id {
-                if layout.idPair { variableID = id2.map { (v & 0xffff_ffff) << 32 | ($0 & 0xffff_ffff) } } else { variableID = (v & layout.idMask) >> layout.idShift }
-            }
-        }
+        defer { if let v = id { variableID = layout.id(v, second: id2) } }
         for i in 0..<layout.fieldCount {
             let r = layout.read(i, in: b, at: p)
             guard case .value(let v, let n) = r else {

@@ -363,13 +363,21 @@ public final class FrameLayout: @unchecked Sendable {
     public func messageID(_ b: UnsafeRawBufferPointer, at base: Int) -> UInt64? {
         guard let i = idField, let v = slotValue(i, in: b, at: base) else { return nil }
         if _slowPath(idPair) { return pairID(v, b, at: base) }
-        return (v & idMask) >> idShift
+        return id(v, second: nil)
     }
 
-    /// `message_id = cmd, sub;`: the pair, `cmd << 32 | sub` (the rare path, kept out of line).
+    /// `message_id = cmd, sub;`: the second field read (the rare path, kept out of line).
     @inline(never)
     func pairID(_ v: UInt64, _ b: UnsafeRawBufferPointer, at base: Int) -> UInt64? {
         guard let j = idField2, let w = slotValue(j, in: b, at: base) else { return nil }
-        return (v & 0xffff_ffff) << 32 | (w & 0xffff_ffff)
+        return id(v, second: w)
+    }
+
+    /// The message id from the id field's value `v`: its id bits, or with `message_id = cmd,
+    /// sub;` the pair `cmd << 32 | sub` (nil without the second field's value `w`).
+    @inline(__always)
+    func id(_ v: UInt64, second w: UInt64?) -> UInt64? {
+        if _slowPath(idPair) { return w.map { (v & 0xffff_ffff) << 32 | ($0 & 0xffff_ffff) } }
+        return (v & idMask) >> idShift
     }
 }

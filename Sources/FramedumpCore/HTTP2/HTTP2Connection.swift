@@ -432,12 +432,13 @@ final class HTTP2Reader: StreamLayer {
             let k = HTTP2FrameHeader.preface.count - prefaceLeft
             guard bytes[i] == HTTP2FrameHeader.preface[k] else {
                 // Not "PRI ": an HTTP/1.1 request, which may ask to upgrade to h2c.
-                let rest = Array(HTTP2FrameHeader.preface[0..<k]) + UnsafeRawBufferPointer(rebasing: bytes[i...])
+                // (A method and its space are at most 8 bytes: no more is copied to look.)
+                let rest = Array(HTTP2FrameHeader.preface[0..<k]) + UnsafeRawBufferPointer(rebasing: bytes[i..<min(n, i + 8)])
                 if dir == .c2s && k < 4 && !upgraded && rest.withUnsafeBytes({ HTTPHandshake.looksLikeHTTP($0, request: true) }) {
                     head = HTTP1Head(bytes: Array(HTTP2FrameHeader.preface[0..<k]), offset: offset + UInt64(i) - UInt64(k), packet: packet)
                     prefaceLeft = HTTP2FrameHeader.preface.count
+                    // (True only once the request's body is read too: the preface follows.)
                     guard upgradeHead(bytes, &i, offset: offset, packet: packet) else { return }
-                    if upgradeCall != nil && !upgradeBody(bytes, &i, offset: offset, packet: packet) { return }
                     continue
                 }
                 connection.problem(dir, "preface", "not the HTTP/2 client preface (h2c with prior knowledge, as gRPC speaks it) nor an HTTP/1.1 request",

@@ -399,7 +399,8 @@ public struct ProtocolSchema: Sendable {
     }
 
     public func message(_ d: Direction, _ id: UInt64) -> Int? { byID[d]?[id] }
-    /// How the text messages of a layer are read: no header, the `text` rule as body.
+    /// How the text messages of a layer are read: the text header (if any), then the `text`
+    /// rule as body.
     public var textSchema: ProtocolSchema {
         guard let textHeader else {
             var s = ProtocolSchema(name: name, file: file)
