@@ -4,7 +4,8 @@ struct DecodeOp {
     enum Kind: UInt8 { case unsigned, signed, float32, float64, bool, string, bytes, message, varint, svarint, decimal }
     /// `delimited`: `ruleParam` indexes `DecodeProgram.delimiters`.
     enum Rule: UInt8 { case prefixed, nul, rest, fixed, varint, bodyField, headerField, delimited }
-    enum Count: UInt8 { case single, fixed, prefixed, field, varint, rest, headerField }
+    /// `until`: `countParam` indexes `DecodeProgram.untilTests`.
+    enum Count: UInt8 { case single, fixed, prefixed, field, varint, rest, headerField, until }
 
     var kind: Kind
     var width: Int32
@@ -21,6 +22,8 @@ struct DecodeOp {
     var field: Int32
     /// `when TEST`: index in `DecodeProgram.conditions` (-1: always there).
     var condition: Int32 = -1
+    /// `[text]` bytes: a string when they are UTF-8 text.
+    var text = false
 }
 
 final class DecodeProgram {
@@ -33,6 +36,7 @@ final class DecodeProgram {
         var r: [(Int32, Int32)] = []
         var conds: [FieldCondition] = []
         var delims: [[UInt8]] = []
+        var untils: [TransformCondition] = []
         func delimiter(_ d: [UInt8]) -> Int32 {
             if let i = delims.firstIndex(of: d) { return Int32(i) }
             delims.append(d)
@@ -57,7 +61,7 @@ final class DecodeProgram {
                     // (Its least size, for the array bound: a digit and the delimiter.)
                     op.kind = .decimal; op.width = Int32(1 + d.count); op.rule = .delimited; op.ruleParam = delimiter(d)
                 case .string(let rule), .bytes(let rule):
-                    if case .string = f.type { op.kind = .string } else { op.kind = .bytes }
+                    if case .string = f.type { op.kind = .string } else { op.kind = .bytes; op.text = f.text }
                     op.bigEndian = s.order == .big
                     switch rule {
                     case .prefixed(let w, let o):
@@ -82,6 +86,7 @@ final class DecodeProgram {
                 case .varint?: op.count = .varint
                 case .rest?: op.count = .rest
                 case .headerField(let i)?: op.count = .headerField; op.countParam = Int32(i)
+                case .until(let t)?: op.count = .until; op.countParam = Int32(untils.count); untils.append(t)
                 }
                 if let c = f.condition {
                     op.condition = Int32(conds.count)
@@ -97,6 +102,11 @@ final class DecodeProgram {
         conditions = conds
         delimiters = delims
         conditional = s.messages.map { $0.fields.contains { $0.condition != nil } }
+        untilTests = untils
+        // The messages whose fields a nested message's `when parent.F` reads.
+        referenced = .allocate(capacity: max(1, s.messages.count))
+        referenced.initialize(repeating: false)
+        for m in s.messages { for f in m.fields { for p in f.condition?.parent?.keys ?? [:].keys { referenced[p] = true } } }
         byID = s.byID
         // Ids below 65536 by direct index, the table only as long as the largest such id needs
         // (a protocol with no ids costs one slot, not 256 KiB).
@@ -116,6 +126,11 @@ final class DecodeProgram {
     let conditional: [Bool]
     /// The byte strings that end delimited values (`String(crlf)`, `Decimal(lf)`).
     let delimiters: [[UInt8]]
+    /// The tests that end `until` arrays, on a field of the element.
+    let untilTests: [TransformCondition]
+    /// Per message: a nested message's `when parent.F` reads its fields, so where each one was
+    /// decoded is kept while its fields are (rare).
+    let referenced: UnsafeMutableBufferPointer<Bool>
 
     /// Message index by id for ids below 65536 (-1: none), one table per direction;
     /// larger ids fall back to the schema's dictionary.
@@ -136,6 +151,7 @@ final class DecodeProgram {
     deinit {
         ops.deallocate()
         ranges.deallocate()
+        referenced.deallocate()
         for t in small { t.deallocate() }
     }
 }

@@ -79,6 +79,8 @@ public final class MessageDecoder {
     @exclusivity(unchecked) var variableID: UInt64?
     /// The protobuf decoder for the DecodedMessage last decoded into (a session uses one).
     @exclusivity(unchecked) var protobuf: ProtobufDecoder?
+    /// Where the fields of the messages being decoded lie, for `when parent.F` (see `Scope`).
+    @exclusivity(unchecked) var slots: [Int32] = []
 
     /// `as`: the message the frame is, when its id does not say (a reply typed by its request).
     /// The message id `id` of direction `dir` selects: its own, else the direction's `= *` one.
@@ -234,20 +236,37 @@ public final class MessageDecoder {
         }
     }
 
+    /// A message being decoded, for the messages nested in it: its index, and where its own
+    /// fields' values are in `slots` (-1: not kept, as no nested message reads them).
+    struct Scope {
+        var message: Int32
+        var slots: Int32
+        static let none = Scope(message: -1, slots: -1)
+    }
+
     /// Appends the fields of message `mi`; false when the body ran out (a warning was added).
+    /// `parent`: the message it is nested in (`when parent.F` reads that one's fields).
     func decodeFields(_ mi: Int, _ b: UnsafeRawBufferPointer, _ pos: inout Int, depth: Int,
-                      into m: DecodedMessage) -> Bool {
+                      into m: DecodedMessage, parent: Scope = .none) -> Bool {
         guard depth < maxDepth else { return stopped(.nestingTooDeep(limit: maxDepth), at: pos, m) }
         let (first, n) = program.ranges[mi]
+        var scope = Scope(message: Int32(mi), slots: -1)
+        if _slowPath(program.referenced[mi]) {
+            scope.slots = Int32(slots.count)
+            slots.append(contentsOf: repeatElement(-1, count: Int(n)))
+        }
+        defer { if _slowPath(scope.slots >= 0) { slots.removeSubrange(Int(scope.slots)...) } }
         var k = Int(first)
         let end = k + Int(n)
         while k < end {
             let op = program.ops[k]
             k += 1
-            if op.condition >= 0 && !holds(program.conditions[Int(op.condition)], m, depth: depth) { continue }
+            if op.condition >= 0 && !holds(program.conditions[Int(op.condition)], m, depth: depth, parent: parent) { continue }
             let name = FieldName.field(op.message, op.field)
             if op.count == .single {
-                if !decodeValue(op, name, b, &pos, depth: depth, into: m) { return false }
+                let at = m.fields.count
+                if !decodeValue(op, name, b, &pos, depth: depth, into: m, scope: scope) { return false }
+                if _slowPath(scope.slots >= 0) { slots[Int(scope.slots) + Int(op.field)] = Int32(at) }
                 continue
             }
             let start = pos
@@ -269,6 +288,9 @@ public final class MessageDecoder {
             case .rest:
                 // Elements until the body ends; every one takes a byte or the loop stops.
                 count = UInt64(max(0, b.count - pos))
+            case .until:
+                // Elements until one passes the test; every one takes a byte or the loop stops.
+                count = UInt64(max(0, b.count - pos)) + 1
             default:
                 count = countValue(of: Int(op.countParam), inHeader: op.count == .headerField, in: m, depth: depth)
             }
@@ -277,7 +299,7 @@ public final class MessageDecoder {
                 : op.kind == .varint || op.kind == .svarint ? 1 : Int(op.width)
             let room = UInt64(b.count - pos)
             let fits = !(minWidth > 0 && count > room / UInt64(minWidth))
-            if op.count != .rest && (count > maxArray || !fits || UInt64(m.fields.count) + count > UInt64(Self.maxFields)) {
+            if op.count != .rest && op.count != .until && (count > maxArray || !fits || UInt64(m.fields.count) + count > UInt64(Self.maxFields)) {
                 let w: DecodeWarning = fits && count > maxArray ? .arrayOverLimit(field: fieldName(op), count: count, limit: Int(maxArray))
                     : .arrayTooLong(field: fieldName(op), count: count)
                 // (Past --max-array or the fields' bound, more bytes would not help.)
@@ -291,6 +313,11 @@ public final class MessageDecoder {
             var i: UInt64 = 0
             while i < count {
                 let before = pos
+                if op.count == .until && i >= maxArray {
+                    m.fields[headerIndex].width = Int32(pos - start)
+                    m.fields[headerIndex].value = .array(count: Int32(i))
+                    return stopped(.arrayOverLimit(field: fieldName(op), count: i + 1, limit: Int(maxArray)), at: pos, m)
+                }
                 if op.count == .rest && (pos >= b.count || i >= maxArray) {
                     if pos < b.count { m.warnings.append(.arrayOverLimit(field: fieldName(op), count: i + 1, limit: Int(maxArray))) }
                     m.fields[headerIndex].width = Int32(pos - start)
@@ -304,7 +331,7 @@ public final class MessageDecoder {
                     return false
                 }
                 let elementIndex = m.fields.count
-                if !decodeValue(op, .element(Int32(i)), b, &pos, depth: depth + 1, into: m) {
+                if !decodeValue(op, .element(Int32(i)), b, &pos, depth: depth + 1, into: m, scope: scope) {
                     m.fields[headerIndex].width = Int32(pos - start)
                     // An element decoded in part (a message cut short) is an element of the array:
                     // counted, so the printers keep its fields inside the array.
@@ -312,10 +339,21 @@ public final class MessageDecoder {
                     return false
                 }
                 i += 1
+                if op.count == .until && ends(op, element: elementIndex, m) {
+                    m.fields[headerIndex].value = .array(count: Int32(i))
+                    break
+                }
                 // Elements that take no bytes would let a huge count spin: stop at the frame's end.
                 if pos == before && (pos >= b.count || op.count == .rest) {
                     m.fields[headerIndex].value = .array(count: Int32(i))
                     break
+                }
+                // An element none of whose fields is there (each under a `when` that fails) takes
+                // no bytes, and so would every one after it: the bytes hold no such array.
+                if pos == before && i < count {
+                    m.fields[headerIndex].width = Int32(pos - start)
+                    m.fields[headerIndex].value = .array(count: Int32(i))
+                    return stopped(.badValue(field: fieldName(op), at: pos, why: "has an element that takes no bytes (none of its fields is there)"), at: pos, m)
                 }
             }
             m.fields[headerIndex].width = Int32(pos - start)
@@ -324,30 +362,51 @@ public final class MessageDecoder {
     }
 
     /// Whether a field's `when` test holds for this message.
-    func holds(_ c: FieldCondition, _ m: DecodedMessage, depth: Int) -> Bool {
-        c.test.holds(valueOf(c.test.field, inHeader: c.inHeader, m, depth: depth).bits)
+    func holds(_ c: FieldCondition, _ m: DecodedMessage, depth: Int, parent: Scope) -> Bool {
+        if let p = c.parent {
+            // A field of the message this one is nested in, where it was decoded (0: none).
+            guard parent.slots >= 0, let j = p[Int(parent.message)] else { return c.test.holds(0) }
+            let at = Int(slots[Int(parent.slots) + j])
+            return c.test.holds(at < 0 ? 0 : Self.bits(m.fields[at].value).0)
+        }
+        return c.test.holds(valueOf(c.test.field, inHeader: c.inHeader, m, depth: depth).bits)
+    }
+
+    /// Whether the element just decoded at `element` ends its `until` array.
+    func ends(_ op: DecodeOp, element: Int, _ m: DecodedMessage) -> Bool {
+        let t = program.untilTests[Int(op.countParam)]
+        let fieldDepth = m.fields[element].depth + 1
+        var v: UInt64 = 0
+        for j in (element + 1)..<m.fields.count where m.fields[j].depth == fieldDepth {
+            if case .field(_, let fi) = m.fields[j].name, Int(fi) == t.field { v = Self.bits(m.fields[j].value).0; break }
+        }
+        return t.holds(v)
+    }
+
+    static func bits(_ v: FieldValue) -> (UInt64, Bool) {
+        switch v {
+        case .unsigned(let x): return (x, false)
+        case .signed(let x): return (UInt64(bitPattern: x), x < 0)
+        default: return (0, false)
+        }
     }
 
     /// A header field's value (signed values as their bit pattern), or an earlier field's at
     /// this depth; 0 for one not decoded.
     func valueOf(_ field: Int, inHeader: Bool, _ m: DecodedMessage, depth: Int) -> (bits: UInt64, negative: Bool) {
-        func read(_ v: FieldValue) -> (UInt64, Bool) {
-            switch v {
-            case .unsigned(let x): return (x, false)
-            case .signed(let x): return (UInt64(bitPattern: x), x < 0)
-            default: return (0, false)
-            }
-        }
         if inHeader {
             for i in 0..<m.headerFields.count {
                 guard case .header(let h) = m.headerFields[i].name, Int(h) == field else { continue }
-                return read(m.headerFields[i].value)
+                return Self.bits(m.headerFields[i].value)
             }
             return (0, false)
         }
-        for f in m.fields.reversed() where f.depth == depth {
-            guard case .field(_, let fi) = f.name, Int(fi) == field else { continue }
-            return read(f.value)
+        // Back to the start of this message's fields: a field left out by its `when` is not
+        // taken from a message decoded before it at the same depth.
+        for f in m.fields.reversed() {
+            if f.depth < depth { break }
+            guard f.depth == depth, case .field(_, let fi) = f.name, Int(fi) == field else { continue }
+            return Self.bits(f.value)
         }
         return (0, false)
     }
@@ -363,7 +422,7 @@ public final class MessageDecoder {
 
     @inline(__always)
     func decodeValue(_ op: DecodeOp, _ name: FieldName, _ b: UnsafeRawBufferPointer, _ pos: inout Int,
-                     depth: Int, into m: DecodedMessage) -> Bool {
+                     depth: Int, into m: DecodedMessage, scope: Scope) -> Bool {
         let start = pos
         var value: FieldValue
         switch op.kind {
@@ -407,6 +466,8 @@ public final class MessageDecoder {
             if op.kind == .string {
                 value = UTF8Check.isValid(UnsafeRawBufferPointer(rebasing: b[s..<(s + n2)])) ? .validString : .string
                 if value == .string { m.warnings.append(.invalidUTF8(field: fieldName(op))) }
+            } else if _slowPath(op.text) && UTF8Check.isValid(UnsafeRawBufferPointer(rebasing: b[s..<(s + n2)])) {
+                value = .validString
             }
             m.fields.append(DecodedField(name: name, value: value, offset: Int32(s),
                                          width: Int32(n2), depth: Int16(depth)))
@@ -417,7 +478,7 @@ public final class MessageDecoder {
             let mi = Int(op.target)
             m.fields.append(DecodedField(name: name, value: .object(count: program.ranges[mi].1),
                                          offset: Int32(start), width: 0, depth: Int16(depth)))
-            let ok = decodeFields(mi, b, &pos, depth: depth + 1, into: m)
+            let ok = decodeFields(mi, b, &pos, depth: depth + 1, into: m, parent: scope)
             m.fields[idx].width = Int32(pos - start)
             if !ok || program.conditional[mi] {
                 // Count only the children that were decoded (or are there: fields under `when`).

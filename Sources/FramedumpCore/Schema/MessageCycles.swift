@@ -1,8 +1,8 @@
 /// A message that contains itself on every path (directly or through other messages) would
 /// need infinitely many bytes: no frame can hold it, so the file is refused.
 ///
-/// A field is a "must contain" edge when it is always there: a plain field, or a fixed array
-/// of at least one element. An array with a count prefix or a count field can have zero
+/// A field is a "must contain" edge when it is always there: a plain field not under a `when`,
+/// a fixed array of at least one element, or an `until` array (its last element at least). An array with a count prefix or a count field can have zero
 /// elements, so recursion through it can end (a tree of `Node[u8] children`), and is allowed.
 enum MessageCycles {
     static func find(in s: ProtocolSchema, fieldTokens: [[Token]],
@@ -10,9 +10,10 @@ enum MessageCycles {
         // Each message's edges: (target message, field index).
         let edges: [[(Int, Int)]] = s.messages.map { m in
             m.fields.enumerated().compactMap { fi, f in
-                guard case .message(let target) = f.type else { return nil }
+                // (A field under a `when` may be left out: recursion through it can end.)
+                guard case .message(let target) = f.type, f.condition == nil else { return nil }
                 switch f.array {
-                case nil: return (target, fi)
+                case nil, .until?: return (target, fi)
                 case .fixed(let n) where n > 0: return (target, fi)
                 default: return nil
                 }

@@ -510,6 +510,12 @@ struct Parser {
             throw err(kt, "the first \(d.name) frame is already described at line \(earlier.token.line)")
         }
         var block = PendingHeaderBlock(direction: d, first: true, token: kt)
+        // `first s2c after SSLRequest { ... }`: only when the other side's first frame was one of these.
+        if case .ident(let a) = tok.kind, a.lowercased() == "after" {
+            _ = next()
+            block.after = [try ident("a message of the other direction's first frame")]
+            while accept(",") { block.after!.append(try ident("a message of the other direction's first frame")) }
+        }
         let open = tok
         try expect("{")
         while !accept("}") {
@@ -530,11 +536,27 @@ struct Parser {
                     block.lengthWholeFrame = key.lowercased() == "frame_length"
                     endStatement("'\(key)'")
                 case "message":
-                    guard block.message == nil else { throw err(st, "'first \(d.name)' already names its message") }
-                    block.message = try ident("the message the first frame is")
+                    let name = try ident("the message the first frame is")
+                    // `message SSLRequest when code == 80877103;`: the first whose test holds.
+                    if case .ident(let w) = tok.kind, w.lowercased() == "when" {
+                        _ = next()
+                        block.choices.append((name.0, name.1, try condition()))
+                    } else {
+                        guard block.message == nil else { throw err(st, "'first \(d.name)' already names its message (give the others a 'when')") }
+                        block.message = name
+                    }
                     endStatement("'message'")
+                case "again":
+                    // `again after SSLRequest;`: after such a frame, the next one is laid out as the first.
+                    guard case .ident(let a) = tok.kind, a.lowercased() == "after" else {
+                        throw err(tok, "expected 'after MESSAGE' (after which the next frame is laid out as the first again), found \(describe(tok))")
+                    }
+                    _ = next()
+                    block.again.append(try ident("a message of the first frame"))
+                    while accept(",") { block.again.append(try ident("a message of the first frame")) }
+                    endStatement("'again'")
                 default:
-                    throw err(st, "unknown setting '\(key)' in 'first \(d.name)' (expected header, frame_length, body_length, message)")
+                    throw err(st, "unknown setting '\(key)' in 'first \(d.name)' (expected header, frame_length, body_length, message, again)")
                 }
             } catch {
                 diagnostics.add(error)
@@ -824,12 +846,18 @@ struct Parser {
         if accept("[") {
             f.array = tok
             _ = next()
+            // `Field[until type == 0] fields`: elements up to the one whose field passes the test.
+            if case .ident(let w) = f.array!.kind, w.lowercased() == "until" { f.until = try condition() }
             try expect("]")
         }
         let (name, _) = try ident("a field name")
         f.name = name
         if accept("=") { f.tag = Int(try number("a field number")) }
-        if at("[") { f.hex = try displayAttribute() }
+        if at("[") {
+            // `[hex]` on an integer; `[text]` on bytes that are often text.
+            let a = try displayAttribute(allowText: true)
+            if case .ident(let w) = a.kind, w.lowercased() == "text" { f.text = a } else { f.hex = a }
+        }
         if case .ident(let w) = tok.kind, w.lowercased() == "when" {
             _ = next()
             f.when = try condition()
@@ -871,10 +899,12 @@ struct Parser {
     }
 
     /// `[hex]` after a field: how its value is shown. Returns where it was written.
-    mutating func displayAttribute() throws(DissectorError) -> Token {
+    mutating func displayAttribute(allowText: Bool = false) throws(DissectorError) -> Token {
         try expect("[")
-        let (a, at) = try ident("a display attribute ('hex')")
-        guard a.lowercased() == "hex" else { throw err(at, "unknown display attribute '\(a)' (expected 'hex')") }
+        let (a, at) = try ident(allowText ? "a display attribute ('hex', 'text')" : "a display attribute ('hex')")
+        guard a.lowercased() == "hex" || allowText && a.lowercased() == "text" else {
+            throw err(at, "unknown display attribute '\(a)' (expected 'hex'\(allowText ? " or 'text'" : ""))")
+        }
         try expect("]")
         return at
     }

@@ -9,8 +9,12 @@ struct PendingField {
     var description: String?
     /// `[hex]` after the field: where it was written, for an error on a field that is no integer.
     var hex: Token?
+    /// `[text]` after a bytes field.
+    var text: Token?
     /// `when TEST`: the field is on the wire only when the test holds.
     var when: PendingCondition?
+    /// `Item[until TEST] items`: the test on an element's field that ends the array.
+    var until: PendingCondition?
 }
 
 struct PendingMessage {
@@ -81,6 +85,11 @@ struct PendingHeaderBlock {
     var lengthToken: Token?
     var lengthWholeFrame = true
     var message: (String, Token)?
+    /// A first frame's `message NAME when TEST;` lines, in order.
+    var choices: [(String, Token, PendingCondition)] = []
+    /// `again after NAME;` and `first s2c after NAME { }`.
+    var again: [(String, Token)] = []
+    var after: [(String, Token)]?
     /// `header text { }`: the header of a layer's text messages.
     var text = false
 
@@ -237,6 +246,9 @@ struct Resolver {
 
         let phaseIndex = resolvePhaseNames(p, &s, &errors)
         var fieldTokens: [[Token]] = []
+        // `Item[until TEST]` and `when parent.F`: name fields of other messages, read once all are.
+        var untils: [(message: Int, field: Int, test: PendingCondition)] = []
+        var parents: [(message: Int, field: Int, test: PendingCondition)] = []
         for (mi, m) in p.messages.enumerated() {
             var fields: [FieldDef] = []
             var tokens: [Token] = []
@@ -253,12 +265,26 @@ struct Resolver {
                         guard pf.array == nil else { throw err(h, "[hex] is for a single integer field; '\(pf.name)' is an array (its elements are shown in decimal)") }
                         fd.hex = true
                     }
-                    if let a = pf.array { fd.array = try arrayCount(a, earlier: fields, schema: s) }
+                    if let t = pf.text {
+                        guard case .bytes = fd.type else { throw err(t, "[text] shows bytes as a string when they are UTF-8 text: '\(pf.name)' is not a Bytes field") }
+                        fd.text = true
+                    }
+                    if let u = pf.until {
+                        guard case .message = fd.type else {
+                            throw err(pf.array!, "'until' tests a field of each element: the elements of '\(pf.name)' must be messages")
+                        }
+                        // (The element's fields may be declared further down: resolved after all.)
+                        fd.array = .until(TransformCondition(field: -1))
+                        untils.append((mi, fields.count, u))
+                    } else if let a = pf.array {
+                        fd.array = try arrayCount(a, earlier: fields, schema: s)
+                    }
                     if let w = pf.when {
                         guard s.body.kind.readsConditions else {
                             throw err(w.token, "'when' is not read under body \(s.body.rawValue): its fields are not read in their declared layout, so '\(pf.name)' cannot be left out (declare it without 'when')")
                         }
                         fd.condition = try fieldCondition(w, s, earlier: fields)
+                        if fd.condition?.parent != nil { parents.append((mi, fields.count, w)) }
                     }
                     if s.labelsFromComments, fd.labels == nil, let d = pf.description, fd.type.isInteger {
                         let l = CommentLabels.parse(d)
@@ -312,12 +338,14 @@ struct Resolver {
             }
         }
         resolvePhaseSwitches(p, &s, byName: byName, phaseIndex, &errors)
+        resolveUntils(untils, &s, &errors)
+        resolveParents(parents, &s, &errors)
         // An array whose elements can take no bytes would let a count from the packet make the
         // decoder produce that many fields from nothing: refused here, so it cannot happen.
         var widths = MinimumWidths(s)
         for (mi, m) in s.messages.enumerated() {
-            for (fi, f) in m.fields.enumerated() where f.array != nil && widths.of(f.type) == 0 {
-                errors.add(err(fieldTokens[mi][fi], "array '\(f.name)' of elements that can take no bytes (an empty message, Bytes(0), rest, fields that are all under a when): its count could make fields out of nothing"))
+            for (fi, f) in m.fields.enumerated() where f.array != nil && widths.of(f.type) == 0 && !widths.mayTakeBytes(f.type) {
+                errors.add(err(fieldTokens[mi][fi], "array '\(f.name)' of elements that can take no bytes (an empty message, Bytes(0), rest): its count could make fields out of nothing"))
             }
         }
         for e in MessageCycles.find(in: s, fieldTokens: fieldTokens, error: err) { errors.add(e) }
@@ -525,6 +553,11 @@ struct Resolver {
     /// `when TEST` after a field: a header field or bit group (as a transform's `when`), or an
     /// earlier integer field of the same message (`String(u16) user when flags & 0x80;`).
     func fieldCondition(_ c: PendingCondition, _ s: ProtocolSchema, earlier: [FieldDef]) throws(DissectorError) -> FieldCondition {
+        // `parent.etype`: a field of the message this one is nested in (resolveParents names it),
+        // unless the header has a field named `parent` whose bit field this is.
+        if c.field.lowercased().hasPrefix("parent."), !s.header.contains(where: { $0.name == "parent" }) {
+            return FieldCondition(inHeader: false, test: TransformCondition(field: -1, mask: c.mask, test: c.test), parent: [:])
+        }
         if let i = earlier.firstIndex(where: { $0.name == c.field }) {
             guard earlier[i].type.isInteger, earlier[i].array == nil else {
                 throw err(c.token, "'\(c.field)' is not a single integer field: a field's 'when' tests a header field or an earlier integer field")
@@ -705,6 +738,13 @@ struct MinimumWidths {
         }
     }
 
+    /// An element whose fields are all under a `when` may take bytes or none: allowed in an
+    /// array, whose decoder stops at the first element that takes none.
+    func mayTakeBytes(_ t: FieldType) -> Bool {
+        guard case .message(let mi) = t else { return false }
+        return schema.messages[mi].fields.contains { $0.condition != nil }
+    }
+
     mutating func message(_ mi: Int) -> Int {
         if let w = known[mi] { return w }
         guard !visiting.contains(mi) else { return 0 }
@@ -718,6 +758,7 @@ struct MinimumWidths {
             case .fixed(let n): total += n * w
             case .prefixed(let pw, _): total += pw
             case .varint: total += 1
+            case .until: total += w  // (one element at least: the one that ends it)
             case .field, .rest, .headerField: break
             }
         }

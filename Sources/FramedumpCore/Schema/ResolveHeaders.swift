@@ -63,11 +63,13 @@ extension Resolver {
                 } else {
                     errors.add(err(t, "unknown message '\(name)'" + Self.suggestion(name, p.messages.map(\.name))))
                 }
-            } else if (directionIDs[d] ?? s.idField).map({ v.global.contains($0) }) != true {
+            } else if b.choices.isEmpty, (directionIDs[d] ?? s.idField).map({ v.global.contains($0) }) != true {
                 errors.add(err(b.token, "the first \(d.name) frame's header has no message id: say which message it is ('message NAME;')"))
             }
+            resolveFirstChoices(b, &v, p, s, byName: byName, &errors)
             s.variants.append(v)
         }
+        resolveFirstAfter(blocks, p, &s, byName: byName, &errors)
         // Every header must hold the fields its length reads, and leave room for itself.
         for v in s.variants {
             let block = v.first ? blocks.first { $0.first && $0.direction == v.direction }! : mains[v.direction]!
@@ -143,6 +145,64 @@ extension Resolver {
             if id >> 32 > hi || id & 0xffff_ffff > lo {
                 errors.add(err(m.idPair!, "message id \(id >> 32):\(id & 0xffff_ffff) does not fit in '\(s.header[main].name)' (at most \(hi)) and '\(name)' (at most \(lo))"))
             }
+        }
+    }
+}
+
+extension Resolver {
+    /// A first frame's `message NAME when TEST;` lines and `again after NAME;`.
+    func resolveFirstChoices(_ b: PendingHeaderBlock, _ v: inout HeaderVariant, _ p: PendingProtocol, _ s: ProtocolSchema,
+                             byName: [String: Int], _ errors: inout Diagnostics) {
+        let d = b.direction!
+        for (name, t, c) in b.choices {
+            guard let mi = byName[name.lowercased()] else {
+                errors.add(err(t, "unknown message '\(name)'" + Self.suggestion(name, p.messages.map(\.name))))
+                continue
+            }
+            if let md = s.messages[mi].direction, md != d {
+                errors.add(err(t, "'\(s.messages[mi].name)' is a \(md.name) message: it cannot be the first \(d.name) frame"))
+                continue
+            }
+            do throws(DissectorError) {
+                let test = try condition(c, s)
+                guard v.global.contains(test.field) else {
+                    throw err(c.token, "'\(c.field)' is not a field of the first \(d.name) frame's header")
+                }
+                v.choices.append((test, mi))
+            } catch {
+                errors.add(error)
+            }
+        }
+        let mine = Set(v.choices.map(\.message) + (v.message.map { [$0] } ?? []))
+        for (name, t) in b.again {
+            guard let mi = byName[name.lowercased()], mine.contains(mi) else {
+                errors.add(err(t, "'again after \(name)': '\(name)' is not a message the first \(d.name) frame can be (its 'message' lines)"))
+                continue
+            }
+            v.again.append(mi)
+        }
+    }
+
+    /// `first s2c after NAME { }`: NAME is a message the other direction's first frame can be.
+    func resolveFirstAfter(_ blocks: [PendingHeaderBlock], _ p: PendingProtocol, _ s: inout ProtocolSchema,
+                           byName: [String: Int], _ errors: inout Diagnostics) {
+        for b in blocks where b.first {
+            guard let after = b.after, let d = b.direction,
+                  let vi = s.variants.firstIndex(where: { $0.first && $0.direction == d }) else { continue }
+            guard let other = s.variants.first(where: { $0.first && $0.direction == d.opposite }) else {
+                errors.add(err(after[0].1, "'first \(d.name) after ...' follows the \(d.opposite.name) side's first frame, which the protocol does not describe ('first \(d.opposite.name) { }')"))
+                continue
+            }
+            let theirs = Set(other.choices.map(\.message) + (other.message.map { [$0] } ?? []))
+            var ids: [Int] = []
+            for (name, t) in after {
+                guard let mi = byName[name.lowercased()], theirs.contains(mi) else {
+                    errors.add(err(t, "'\(name)' is not a message the first \(d.opposite.name) frame can be (its 'message' lines)"))
+                    continue
+                }
+                ids.append(mi)
+            }
+            s.variants[vi].after = ids
         }
     }
 }

@@ -37,6 +37,10 @@ public enum ArrayCount: Sendable, Equatable {
     case rest
     /// The value of a header field (`Item[count] items` with `count` in the header).
     case headerField(Int)
+    /// `Field[until type == 0] fields`: elements (messages) up to and including the first whose
+    /// field (`test.field` indexes the element message's fields) passes the test, as Thrift's
+    /// struct fields end with a STOP field.
+    case until(TransformCondition)
 }
 
 public indirect enum FieldType: Sendable {
@@ -105,6 +109,8 @@ public struct FieldDef: Sendable {
     public var hex = false
     /// `when TEST`: the field is on the wire only when the test holds (else it is left out).
     public var condition: FieldCondition? = nil
+    /// `[text]` on bytes: shown as a string when they are UTF-8 text (Thrift's string-or-binary).
+    public var text = false
 }
 
 /// `Uint16 packet_id when fixed.qos;`: a test of a header field (or bit group), or of an
@@ -113,6 +119,10 @@ public struct FieldCondition: Sendable {
     /// A header field (`test.field` indexes the header) or an earlier field of the message.
     public var inHeader: Bool
     public var test: TransformCondition
+    /// `when parent.etype == 8`: a field of the message this one is nested in, by the nesting
+    /// message's index (its field's index there); `test.field` is unused. A message decoded as
+    /// a frame's own has no parent: the value is 0.
+    public var parent: [Int: Int]? = nil
 }
 
 public struct MessageDef: Sendable {
@@ -248,6 +258,15 @@ public struct HeaderVariant: Sendable {
     public var length: LengthRule?
     /// A first frame's `message NAME;`: the message it is.
     public var message: Int?
+    /// A first frame's `message NAME when TEST;`: the message of the first test that holds
+    /// (tests of this header's fields, by their `header` index); else `message`.
+    public var choices: [(test: TransformCondition, message: Int)] = []
+    /// `again after NAME;`: after a first frame that is one of these messages, the next frame of
+    /// the direction is a first frame again (PostgreSQL's SSLRequest, then the startup message).
+    public var again: [Int] = []
+    /// `first s2c after NAME { }`: this first frame is there only when the other direction's
+    /// first frame was one of these messages (the server's one-byte answer to an SSLRequest).
+    public var after: [Int]? = nil
     /// `message_id s2c = xid;`: this direction's id field (nil: the protocol's `message_id`).
     public var idField: Int?
 

@@ -1,5 +1,6 @@
 import XCTest
 @testable import FramedumpCore
+import FramedumpFuzz
 
 /// `when TEST` after a field (on the wire only when a header field, bit group or earlier field
 /// says so) and `Item[rest]` arrays (elements to the body's end), as MQTT needs them
@@ -110,8 +111,6 @@ final class FieldConditionTests: XCTestCase {
             ("Message M = 1 { Uint8 x when nosuch; }", "'nosuch' is neither a header field nor an earlier field"),
             ("Message M = 1 { Uint8 x when fixed.nope; }", "'nope' is not a bit field of 'fixed'"),
             ("Message M = 1 { Uint8 x when later; Uint8 later; }", "'later' is neither a header field nor an earlier field"),
-            // An element whose every field may be absent takes no bytes: a count could make fields from nothing.
-            ("Message E { Uint8 a when fixed.t; } Message M = 1 { E[u8] es; }", "array 'es' of elements that can take no bytes"),
         ]
         let head = "protocol z { port 1; header { uint8 fixed { t = 0xf0; } uint8 len; } body_length = len; message_id = fixed.t; }\n"
         for (text, message) in errors {
@@ -121,5 +120,21 @@ final class FieldConditionTests: XCTestCase {
                 XCTAssertTrue(d.contains(message), d)
             }
         }
+    }
+
+    /// An element whose every field may be absent may take no bytes: allowed, and a count could
+    /// then make fields from nothing, so decoding stops at the first element that takes none.
+    func testElementsThatTakeNoBytesStopTheirArray() throws {
+        let text = "protocol z { port 7001; header { uint8 fixed { t = 0xf0; } uint8 len; } body_length = len; message_id = fixed.t; }\n"
+            + "Message E { Uint8 a when fixed.t == 2; } Message M = 1 { E[u8] es; Uint8 tail; } Message N = 2 { E[u8] es; }"
+        let schemas = try DissectorLoader.parse(text: text, file: "z.dissector")
+        let out = OutputBuffer(fd: nil)
+        let sessions = SessionManager(protocols: schemas, sink: JSONPrinter(output: out, diffable: true))
+        FuzzStreams.feed(sessions, runs: [(true, [0x10, 2, 200, 7] + [0x20, 3, 2, 5, 6])], piece: 1000, port: 7001)
+        let ms = out.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .filter { $0["dir"] != nil && $0["type"] == nil }
+        XCTAssertEqual(ms.count, 2, out.text)
+        XCTAssertEqual((ms.first?["warnings"] as? [String])?.first, "field 'es' at byte 3 has an element that takes no bytes (none of its fields is there)", out.text)
+        XCTAssertEqual(((ms.last?["fields"] as? [String: Any])?["es"] as? [[String: Any]])?.count, 2, out.text)
     }
 }
