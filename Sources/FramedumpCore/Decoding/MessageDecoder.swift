@@ -126,7 +126,9 @@ public final class MessageDecoder {
         m.id = layout.variable ? variableID : layout.messageID(b, at: 0)
         m.idSigned = layout.idSigned
         m.idPair = layout.idPair
-        if let typed { m.message = typed } else if let id = m.id { m.message = message(dir, id) } else { m.message = layout.message ?? defaultMessage }
+        if let typed { m.message = typed } else if let id = m.id { m.message = message(dir, id) } else if _slowPath(!layout.choices.isEmpty) {
+            m.message = layout.firstMessage(b)
+        } else { m.message = layout.message ?? defaultMessage }
         // A framing kind's delimiter ends the frame and is no part of its body.
         if layout.trailerSize > 0 && frame.missing == 0 && b.count - body >= layout.trailerSize {
             b = UnsafeRawBufferPointer(rebasing: b[..<(b.count - layout.trailerSize)])

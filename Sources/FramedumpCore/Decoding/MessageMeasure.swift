@@ -26,7 +26,7 @@ extension MessageDecoder {
         var pos = readHeader(b, layout, into: m)
         let id = layout.messageID(b, at: 0)
         let mi: Int?
-        if let fixed = layout.message { mi = fixed } else if let id { mi = message(dir, id) } else { mi = defaultMessage }
+        if layout.namesMessage { mi = layout.firstMessage(b) } else if let id { mi = message(dir, id) } else { mi = defaultMessage }
         guard let mi else { return .unknownMessage(id) }
         guard decodeFields(mi, b, &pos, depth: 0, into: m) else { return invalid.map { .invalid(at: $0.at) } ?? .needMoreData }
         // Every frame takes a byte at least, so the deframer always moves on.

@@ -37,7 +37,7 @@ public final class Deframer {
                 plausibleBody: ((UnsafeRawBufferPointer) -> Bool)? = nil) {
         self.layout = layout
         self.firstLayout = first
-        firstPending = startsAtBoundary && first != nil
+        firstPending = startsAtBoundary && first != nil && first?.after == nil
         self.dir = direction
         self.consumer = consumer
         self.knownID = knownID
@@ -56,7 +56,7 @@ public final class Deframer {
         guard !started else { return }
         started = true
         state = atBoundary ? .synced : .hunting
-        firstPending = atBoundary && firstLayout != nil
+        firstPending = atBoundary && firstLayout != nil && (firstLayout?.after == nil || armed)
     }
 
     // MARK: - The first frame of its own layout (the rare path)
@@ -65,6 +65,25 @@ public final class Deframer {
     /// cut, bytes are held here (the main path, and its `layout`, never see them).
     let firstLayout: FrameLayout?
     @exclusivity(unchecked) var firstPending: Bool
+    /// `first s2c after NAME`: the other side's first frame was such a message.
+    @exclusivity(unchecked) var armed = false
+
+    /// The other side's first frame was one after which this side's first frame comes
+    /// (PostgreSQL's one-byte answer to an SSLRequest): expected next, at a frame boundary.
+    func armFirst() {
+        armed = true
+        guard firstLayout != nil, state == .synced, buffer.isEmpty else { return }
+        firstPending = true
+    }
+
+    /// A first frame was cut: `again after` it, the next frame is a first one too; `first s2c
+    /// after` it, the other side's next frame is its first.
+    func firstEmitted(_ b: UnsafeRawBufferPointer) {
+        let first = firstLayout.unsafelyUnwrapped
+        guard first.namesMessage, let mi = first.firstMessage(b) else { return }
+        if first.again.contains(mi) { firstPending = true }
+        if let p = peer, let after = p.firstLayout?.after, after.contains(mi) { p.armFirst() }
+    }
 
     /// Takes bytes for the first frame; returns how many of `b` it used (the rest go the main way).
     func firstData(_ b: UnsafeRawBufferPointer, offset: UInt64, packet: PacketRef) -> Int {
@@ -95,6 +114,7 @@ public final class Deframer {
                               firstPacket: bufferPacket.asFirst, lastPacket: packet, coalesced: 1)
                 f.first = true
                 consumer.frame(f, dir)
+                firstEmitted(f.bytes)
             }
             buffer.removeAll(keepingCapacity: true)
             // (Its end is past the bytes held before: they were not enough to cut it.)
@@ -135,9 +155,12 @@ public final class Deframer {
         var b = bytes
         var off = offset
         if _slowPath(firstPending) {
-            let used = firstData(b, offset: off, packet: packet)
-            b = UnsafeRawBufferPointer(rebasing: b[used...])
-            off += UInt64(used)
+            // (`again after`: first frames may follow each other.)
+            repeat {
+                let used = firstData(b, offset: off, packet: packet)
+                b = UnsafeRawBufferPointer(rebasing: b[used...])
+                off += UInt64(used)
+            } while firstPending && !b.isEmpty
             if b.isEmpty && state == .synced { return }
         }
         if let end = skipTo {
@@ -467,7 +490,8 @@ public final class Deframer {
         func measures(_ d: Deframer) -> Bool {
             d.layout.end?.marksBoundaries == false || d.firstLayout?.end?.marksBoundaries == false
         }
-        guard measures(a) || measures(b) else { return }
+        // (A first frame that follows the other side's needs it too.)
+        guard measures(a) || measures(b) || a.firstLayout?.after != nil || b.firstLayout?.after != nil else { return }
         a.peer = b
         b.peer = a
     }
@@ -513,12 +537,15 @@ public final class Deframer {
                           coalesced: 1)
             f.first = first
             consumer.frame(f, dir)
+            if first { firstEmitted(f.bytes) }
         }
         let rest = Array(buffer[n...])
         buffer.removeAll(keepingCapacity: true)
         measured = (0, 0, 0)
         unmeasuredSpans.removeAll(keepingCapacity: true)
         guard !rest.isEmpty else { return }
+        // (Another first frame comes next: the rest is read that way.)
+        if _slowPath(firstPending) { rest.withUnsafeBytes { data($0, offset: restOffset, packet: packet) }; return }
         rest.withUnsafeBytes { scan($0, offset: restOffset, packet: packet, spans: spans.filter { $0.end > restOffset }) }
     }
 

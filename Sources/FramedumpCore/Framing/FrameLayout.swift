@@ -75,11 +75,14 @@ public final class FrameLayout: @unchecked Sendable {
     /// The layout of one of `s`'s headers (`header s2c { }`, a `first` block).
     public convenience init(_ s: ProtocolSchema, _ v: HeaderVariant) {
         self.init(s, fields: v.fields, global: v.global, length: v.length ?? s.length, message: v.message, idField: v.idField,
-                  direction: v.direction)
+                  direction: v.direction, first: v)
     }
 
     init(_ s: ProtocolSchema, fields: [HeaderField], global: [Int]?, length: LengthRule?, message: Int?, idField id: Int? = nil,
-         direction: Direction? = nil) {
+         direction: Direction? = nil, first v: HeaderVariant? = nil) {
+        choices = v?.choices ?? []
+        again = v?.again ?? []
+        after = v?.after
         self.fields = fields
         headerSize = fields.last.map { $0.offset + $0.width } ?? 0
         maxHeaderSize = fields.reduce(0) { $0 + $1.maxWidth }
@@ -91,7 +94,7 @@ public final class FrameLayout: @unchecked Sendable {
         for (l, g) in toGlobal.enumerated() where g < toLocal.count { toLocal[g] = l }
         self.message = message
         let idGlobal = id ?? s.idField
-        idField = message != nil ? nil : idGlobal.flatMap { toLocal[$0] >= 0 ? toLocal[$0] : nil }
+        idField = message != nil || !choices.isEmpty ? nil : idGlobal.flatMap { toLocal[$0] >= 0 ? toLocal[$0] : nil }
         // (Bits of a field are the protocol's `message_id = f.bits;`, never a direction's own id.)
         let bits = id == nil ? s.idBits : nil
         idMask = bits?.mask ?? .max
@@ -148,6 +151,20 @@ public final class FrameLayout: @unchecked Sendable {
     public let idPair: Bool
     /// A first frame's message (its layout carries no id).
     public let message: Int?
+    /// A first frame's `message NAME when TEST;` lines (tests of `header` indexes), `again after`
+    /// and `first s2c after` (see `HeaderVariant`).
+    let choices: [(test: TransformCondition, message: Int)]
+    /// The layout names its frames' message (`message` lines): they carry no id.
+    var namesMessage: Bool { message != nil || !choices.isEmpty }
+    let again: [Int]
+    public let after: [Int]?
+
+    /// The message a frame of this (first) layout is, by its `message` lines: the first whose
+    /// test holds, else its plain `message`.
+    func firstMessage(_ b: UnsafeRawBufferPointer) -> Int? {
+        for c in choices where c.test.holds(value(c.test.field, in: b, at: 0) ?? 0) { return c.message }
+        return message
+    }
     /// Per field, its index in the schema's header (what decoded fields are named by).
     let globals: UnsafeMutableBufferPointer<Int32>
     /// Per schema header field, its index here or -1; nil when they are the same.

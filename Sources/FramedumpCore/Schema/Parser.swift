@@ -126,6 +126,11 @@ struct Parser {
 
     func startsTopLevel() -> Bool {
         guard case .ident(let w) = tok.kind else { return false }
+        // (A first frame's `message NAME;` and `message NAME when ...;` lines are its own.)
+        if w.lowercased() == "message", pos + 2 < tokens.count {
+            if tokens[pos + 2].kind == .punct(";") { return false }
+            if case .ident(let x) = tokens[pos + 2].kind, x.lowercased() == "when" { return false }
+        }
         return ["protocol", "message", "enum", "include"].contains(w.lowercased())
     }
 

@@ -105,9 +105,10 @@ public final class ProtocolRuntime {
     /// Whether a header at the start of `b` (a direction's first bytes) looks like this protocol
     /// (for any-port detection).
     func recognises(_ b: UnsafeRawBufferPointer, _ dir: Direction) -> Bool {
-        let layout = firstLayout(dir) ?? layout(dir)
+        // (A first frame that follows the other side's is not where a stream starts.)
+        let layout = firstLayout(dir).flatMap { $0.after == nil ? $0 : nil } ?? layout(dir)
         guard case .ok = layout.check(b, at: 0) else { return false }
-        if layout.message != nil { return true }
+        if layout.namesMessage { return true }
         if schema.hasMessageIDs, let id = layout.messageID(b, at: 0) { return schema.message(dir, id) != nil }
         return true
     }

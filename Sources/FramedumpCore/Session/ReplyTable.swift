@@ -59,7 +59,7 @@ final class ReplyTable {
         guard lookups.contains(where: { $0.direction == dir }) else { return false }
         let layout = d.layout(of: f, dir)
         // (A first frame of its own layout is the message its block names: no reply.)
-        if layout.message != nil { return false }
+        if layout.namesMessage { return false }
         guard let id = layout.messageID(f.bytes, at: 0) else { return true }
         return d.named(dir, id) == nil
     }

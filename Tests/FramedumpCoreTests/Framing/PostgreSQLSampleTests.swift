@@ -74,6 +74,6 @@ final class PostgreSQLSampleTests: XCTestCase {
             XCTAssertTrue(statements.contains(q), "a query the client's log has: \(q)")
         }
         let startup = try XCTUnwrap(flows.values.joined().first { $0["message"] as? String == "StartupMessage" })
-        XCTAssertEqual((startup["fields"] as? [String: Any])?["major"] as? Int, 3)
+        XCTAssertEqual((startup["header"] as? [String: Any])?["version"] as? Int, 3 << 16)  // 3.0
     }
 }
