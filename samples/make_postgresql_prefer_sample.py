@@ -59,7 +59,8 @@ def connect(sslmode, gssencmode):
                            sslmode=sslmode, gssencmode=gssencmode, application_name="framedump-sample",
                            connect_timeout=TIMEOUT, autocommit=True)
     with socket.fromfd(conn.pgconn.socket, socket.AF_INET, socket.SOCK_STREAM) as s:
-        entry = {"client_port": s.getsockname()[1], "sslmode": sslmode, "gssencmode": gssencmode, "statements": []}
+        entry = {"client_port": s.getsockname()[1], "sslmode": sslmode, "gssencmode": gssencmode,
+                 "first_c2s": None, "ssl_answer": None, "statements": []}
     LOG["connections"].append(entry)
     return conn, entry
 
@@ -98,64 +99,74 @@ def scenario(datadir):
     assert st.get("error", {}).get("sqlstate") == "57014", st
     conn.close()
     # The cancel connection's port is only on the wire: main() fills it in.
-    LOG["connections"].append({"client_port": None, "sslmode": None, "gssencmode": None, "statements": [],
-                               "cancel_of": b["client_port"]})
+    LOG["connections"].append({"client_port": None, "sslmode": None, "gssencmode": None, "first_c2s": None,
+                               "ssl_answer": None, "statements": [], "cancel_of": b["client_port"]})
 
 
 def untyped(c2s, s2c):
-    """The untyped messages a connection starts with and the one-byte answers to its requests:
-    (names, {request: answer}, BackendKeyData or CancelRequest (pid, key), the rest of each side)."""
-    names, answers, key, pos, spos = [], {}, None, 0, 0
+    """The untyped messages a connection starts with, each [name, length], the one-byte answers to
+    its requests ({request: answer}), a CancelRequest's (process id, secret key), and the rest of
+    each side (typed messages only)."""
+    first, answers, key, pos, spos = [], {}, None, 0, 0
     while pos < len(c2s):
         n, code = struct.unpack_from(">ii", c2s, pos)
-        names.append(CODES[code])
-        if code == 80877102:
+        first.append([CODES[code], n])
+        if CODES[code] == "CancelRequest":
             key = struct.unpack_from(">ii", c2s, pos + 8)
         pos += n
-        if names[-1] not in ("SSLRequest", "GSSENCRequest"):
+        if CODES[code] not in ("SSLRequest", "GSSENCRequest"):
             break
-        answers[names[-1]] = chr(s2c[spos])
+        answers[CODES[code]] = chr(s2c[spos])
         spos += 1
-    return names, answers, key, c2s[pos:], s2c[spos:]
+    return first, answers, key, c2s[pos:], s2c[spos:]
+
+
+def backend_key(s2c, messages):
+    """The (process id, secret key) of the BackendKeyData among a server's typed messages."""
+    pos = 0
+    for m in messages:
+        if m["type"] == "K":
+            return struct.unpack_from(">ii", s2c, pos + 5)
+        pos += 1 + m["length"]
+    return None
 
 
 def check(pcap):
-    """Fills in first_c2s, ssl_answer and the cancel connection's port from the capture, checks that
-    the CancelRequest carries the cancelled connection's BackendKeyData, and that the typed messages
-    after the untyped ones split as tshark's pgsql dissector sees them, with the same lengths."""
+    """Fills in each connection's first_c2s and ssl_answer, and the cancel connection's port, from
+    the streams as tshark's follow,tcp gives them; checks that the CancelRequest carries the
+    BackendKeyData of the connection it cancels, and that every message splits as tshark's pgsql
+    dissector sees it, with the same lengths (the one-byte answers have none there)."""
     out = subprocess.run(["tshark", "-r", pcap, "-Y", "tcp.flags.syn == 1 && tcp.flags.ack == 0", "-T", "fields",
                           "-e", "tcp.stream", "-e", "tcp.srcport"], capture_output=True, text=True, check=True,
                          timeout=60).stdout
     streams = [tuple(map(int, ln.split("\t"))) for ln in out.splitlines()]
     conns = LOG["connections"]
     assert len(streams) == len(conns), (streams, conns)
-    keys, typed = {}, {}
+    mine, keys = {}, {}
     for (stream, port), entry in zip(streams, conns):
         entry["client_port"] = entry["client_port"] or port
         assert entry["client_port"] == port, (streams, conns)
         sides = follow(pcap, stream)
-        names, answers, key, c2s, s2c = untyped(sides["c2s"], sides["s2c"])
-        entry["first_c2s"], entry["ssl_answer"] = names, answers.get("SSLRequest")
-        typed[port] = split(c2s, False), split(s2c, False)
-        for m in typed[port][1]:
-            if m["type"] == "K":
-                pos = s2c.index(b"K\0\0\0\x0c")
-                keys[port] = struct.unpack_from(">ii", s2c, pos + 5)
+        first, answers, key, c2s, s2c = untyped(sides["c2s"], sides["s2c"])
+        entry["first_c2s"], entry["ssl_answer"] = [name for name, _ in first], answers.get("SSLRequest")
+        c2s, s2c = split(c2s, False), split(s2c, False) if s2c else []
+        mine[port] = [n for _, n in first] + [m["length"] for m in c2s], [m["length"] for m in s2c]
+        keys[port] = key or backend_key(sides["s2c"][len(answers):], s2c)
         if "cancel_of" in entry:
-            assert names == ["CancelRequest"] and not c2s and not s2c, (names, c2s, s2c)
-            assert key == keys[entry["cancel_of"]], (key, keys)
+            assert entry["first_c2s"] == ["CancelRequest"] and not c2s and not s2c, (first, c2s, s2c)
+            assert keys[port] == keys[entry["cancel_of"]], keys
     out = subprocess.run(["tshark", "-r", pcap, "-d", "tcp.port==%d,pgsql" % PORT, "-T", "fields",
-                          "-e", "tcp.srcport", "-e", "tcp.dstport", "-e", "pgsql.type", "-e", "pgsql.length"],
+                          "-e", "tcp.srcport", "-e", "tcp.dstport", "-e", "pgsql.length"],
                          capture_output=True, text=True, check=True, timeout=60).stdout
-    seen = {}
+    theirs = {port: ([], []) for port in mine}
     for ln in out.splitlines():
-        src, dst, types, lengths = ln.split("\t")
+        src, dst, lengths = ln.split("\t")
         if lengths:
-            side = (dst, 0) if int(src) == PORT else (src, 1)
-            seen.setdefault(int(side[0]), ([], []))[1 - side[1]].extend(zip(types.split(","), map(int, lengths.split(","))))
-    for port, (c2s, s2c) in typed.items():
-        print(port, seen.get(port))
-    print("checked against tshark's pgsql dissector")
+            c2s, s2c = theirs[int(src) if int(dst) == PORT else int(dst)]
+            (s2c if int(src) == PORT else c2s).extend(int(n) for n in lengths.split(","))
+    assert theirs == mine, (theirs, mine)
+    print("checked against tshark's pgsql dissector: %d connections, %d c2s, %d s2c messages"
+          % (len(mine), sum(len(c) for c, _ in mine.values()), sum(len(s) for _, s in mine.values())))
 
 
 def main():
