@@ -5,7 +5,7 @@ ssl off, and a query cancelled by a CancelRequest; and samples/postgresql-prefer
 connections with their untyped first messages and their statements. Run as root from the
 repository root (Debian's postgresql and python3-psycopg):
 
-    apt-get install -y postgresql python3-psycopg
+    apt-get install -y postgresql python3-psycopg tshark
     /usr/bin/python3 samples/make_postgresql_prefer_sample.py
 
 On the wire (see make_postgresql_sample.py for the typed messages): before its StartupMessage a
@@ -98,7 +98,7 @@ def scenario(datadir):
     cancel.join()
     assert st.get("error", {}).get("sqlstate") == "57014", st
     conn.close()
-    # The cancel connection's port is only on the wire: main() fills it in.
+    # The cancel connection's port is only on the wire: check() fills it in.
     LOG["connections"].append({"client_port": None, "sslmode": None, "gssencmode": None, "first_c2s": None,
                                "ssl_answer": None, "statements": [], "cancel_of": b["client_port"]})
 
@@ -149,7 +149,7 @@ def check(pcap):
         sides = follow(pcap, stream)
         first, answers, key, c2s, s2c = untyped(sides["c2s"], sides["s2c"])
         entry["first_c2s"], entry["ssl_answer"] = [name for name, _ in first], answers.get("SSLRequest")
-        c2s, s2c = split(c2s, False), split(s2c, False) if s2c else []
+        c2s, s2c = split(c2s, False), split(s2c, False)
         mine[port] = [n for _, n in first] + [m["length"] for m in c2s], [m["length"] for m in s2c]
         keys[port] = key or backend_key(sides["s2c"][len(answers):], s2c)
         if "cancel_of" in entry:
