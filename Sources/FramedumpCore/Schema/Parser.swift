@@ -737,7 +737,16 @@ struct Parser {
         _ = next()
         var after = [try ident("a message name")]
         while accept(",") { after.append(try ident("a message name")) }
-        p.phases.switches.append((from, to, after))
+        // `after ColumnDefinition * ColumnCount.status`: after as many as that field of that message said.
+        var count: (String, Token)?
+        if accept("*") { count = try ident("MESSAGE.FIELD: the message whose field counts them") }
+        // `after EOF when length == 5`: only when the message passes the test.
+        var when: PendingCondition?
+        if case .ident(let w) = tok.kind, w.lowercased() == "when" {
+            _ = next()
+            when = try condition()
+        }
+        p.phases.switches.append((from, to, after, count, when))
     }
 
     mutating func parseMessage(_ start: Token) throws(DissectorError) {

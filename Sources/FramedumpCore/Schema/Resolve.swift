@@ -42,7 +42,7 @@ struct PendingMessage {
 /// `phase NAME [midstream];` and `phase FROM -> TO after M, N;`, names still text.
 struct PendingPhases {
     var names: [(name: String, token: Token, midstream: Token?)] = []
-    var switches: [(from: (String, Token)?, to: (String, Token), after: [(String, Token)])] = []
+    var switches: [(from: (String, Token)?, to: (String, Token), after: [(String, Token)], count: (String, Token)?, when: PendingCondition?)] = []
 }
 
 struct PendingProtocol {

@@ -118,12 +118,24 @@ extension Resolver {
                     wrong = true
                     continue
                 }
-                if s.phases.switches.contains(where: { $0.message == mi && ($0.from == nil || from == nil || $0.from == from!) }) {
-                    errors.add(err(t, "'\(s.messages[mi].name)' already switches the phase" + (from.map { " in '\(names[$0!])'" } ?? "")))
+                // (Switches after one message in one phase are told apart by their tests.)
+                let guarded = sw.when != nil || sw.count != nil
+                if s.phases.switches.contains(where: { $0.message == mi && ($0.from == nil || from == nil || $0.from == from!) && !guarded && $0.isPlain }) {
+                    errors.add(err(t, "'\(s.messages[mi].name)' already switches the phase" + (from.map { " in '\(names[$0!])'" } ?? "")
+                                   + " (give one of them a 'when')"))
                     wrong = true
                     continue
                 }
-                s.phases.switches.append(PhaseSwitch(from: from ?? nil, message: mi, to: to))
+                var ps = PhaseSwitch(from: from ?? nil, message: mi, to: to)
+                do throws(DissectorError) {
+                    if let c = sw.when { ps.when = try switchCondition(c, message: mi, s) }
+                    if let c = sw.count { ps.count = try switchCount(c, byName: byName, p, s) }
+                } catch {
+                    errors.add(error)
+                    wrong = true
+                    continue
+                }
+                s.phases.switches.append(ps)
             }
         }
         guard !s.phases.isEmpty, !wrong else { return }
@@ -142,5 +154,44 @@ extension Resolver {
         for (i, n) in p.phases.names.enumerated() where !reached.contains(i) {
             errors.add(err(n.token, "phase '\(n.name)' can never be entered: no 'phase ... -> \(n.name) after MESSAGE;' leads to it from '\(names[0])'"))
         }
+    }
+}
+
+extension Resolver {
+    /// A switch's `when`: a header field (or bit group), or a top-level integer field of the
+    /// message after which it switches.
+    func switchCondition(_ c: PendingCondition, message mi: Int, _ s: ProtocolSchema) throws(DissectorError) -> FieldCondition {
+        let fields = s.messages[mi].fields
+        if let i = fields.firstIndex(where: { $0.name == c.field }) {
+            guard fields[i].type.isInteger, fields[i].array == nil else {
+                throw err(c.token, "'\(c.field)' is not a single integer field of '\(s.messages[mi].name)'")
+            }
+            return FieldCondition(inHeader: false, test: TransformCondition(field: i, mask: c.mask, test: c.test))
+        }
+        guard s.header.contains(where: { $0.name == c.field }) || c.field.contains(".") else {
+            throw err(c.token, "'\(c.field)' is neither a header field nor a field of '\(s.messages[mi].name)'" + s.headerFieldHint(c.field))
+        }
+        return FieldCondition(inHeader: true, test: try condition(c, s))
+    }
+
+    /// `* ColumnCount.status`: a message and its header field or top-level integer field.
+    func switchCount(_ c: (String, Token), byName: [String: Int], _ p: PendingProtocol, _ s: ProtocolSchema) throws(DissectorError) -> (source: Int, field: Int, inHeader: Bool) {
+        guard let dot = c.0.firstIndex(of: ".") else {
+            throw err(c.1, "expected MESSAGE.FIELD after '*' (the message whose field says how many), found '\(c.0)'")
+        }
+        let name = String(c.0[..<dot]), field = String(c.0[c.0.index(after: dot)...])
+        guard let mi = byName[name.lowercased()], mi < s.messages.count else {
+            throw err(c.1, "unknown message '\(name)'" + Self.suggestion(name, p.messages.map(\.name)))
+        }
+        if let i = s.messages[mi].fields.firstIndex(where: { $0.name == field }) {
+            guard s.messages[mi].fields[i].type.isInteger, s.messages[mi].fields[i].array == nil else {
+                throw err(c.1, "'\(field)' is not a single integer field of '\(name)'")
+            }
+            return (mi, i, false)
+        }
+        guard let h = s.header.firstIndex(where: { $0.name == field && !$0.isPadding }) else {
+            throw err(c.1, "'\(field)' is neither a header field nor a field of '\(s.messages[mi].name)'")
+        }
+        return (mi, h, true)
     }
 }

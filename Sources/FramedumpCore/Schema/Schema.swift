@@ -332,10 +332,19 @@ public struct PhaseRules: Sendable {
     public var isEmpty: Bool { names.isEmpty }
 }
 
-public struct PhaseSwitch: Sendable, Equatable {
+public struct PhaseSwitch: Sendable {
     public var from: Int?
     public var message: Int
     public var to: Int
+    /// `after EOF when length == 5`: only after such a message that passes the test (of a header
+    /// field, or of one of the message's own top-level fields).
+    public var when: FieldCondition? = nil
+    /// `after ColumnDefinition * ColumnCount.status`: after as many of `message` (decoded in
+    /// `from`) as the last `source` message's field said (a header field's index, or a top-level
+    /// field's of that message).
+    public var count: (source: Int, field: Int, inHeader: Bool)? = nil
+    /// Plain: no test, no count (the phase table's fast path).
+    public var isPlain: Bool { when == nil && count == nil }
 }
 
 public struct ProtocolSchema: Sendable {

@@ -19,11 +19,21 @@ final class PhaseTable {
         messageCount = s.messages.count
         var n = [Int32](repeating: -1, count: r.names.count * s.messages.count)
         // A switch from one phase wins over one from any (the checker refuses two of a kind).
-        for sw in r.switches where sw.from == nil {
+        for sw in r.switches where sw.from == nil && sw.isPlain {
             for ph in r.names.indices { n[ph * s.messages.count + sw.message] = Int32(sw.to) }
         }
-        for sw in r.switches { if let f = sw.from { n[f * s.messages.count + sw.message] = Int32(sw.to) } }
+        for sw in r.switches where sw.isPlain { if let f = sw.from { n[f * s.messages.count + sw.message] = Int32(sw.to) } }
         next = n
+        // Switches with a test or a count, tried before the plain one of their phase and message.
+        rules = r.switches.filter { !$0.isPlain }
+        var sp: [Int: [Int]] = [:], src: [Int: [Int]] = [:]
+        for (k, sw) in rules.enumerated() {
+            for ph in sw.from.map({ [$0] }) ?? Array(r.names.indices) { sp[ph * s.messages.count + sw.message, default: []].append(k) }
+            if let c = sw.count { src[c.source, default: []].append(k) }
+        }
+        special = sp
+        sources = src
+        hasSpecial = !rules.isEmpty
         byID = r.byID
         otherwise = r.otherwise
     }
@@ -42,5 +52,43 @@ final class PhaseTable {
     func after(_ phase: Int32, _ mi: Int) -> Int32? {
         let v = next[Int(phase) * messageCount + mi]
         return v < 0 ? nil : v
+    }
+
+    /// Switches with a test (`after EOF when length == 5`) or a count (`after ColumnDefinition *
+    /// ColumnCount.status`), and per phase and message the ones to try; per message, the counts
+    /// it sets. A connection keeps a counter per such rule (`counters`).
+    let rules: [PhaseSwitch]
+    private let special: [Int: [Int]]
+    private let sources: [Int: [Int]]
+    let hasSpecial: Bool
+
+    /// The phase after message `m` (of type `mi`) in phase `phase`, by the switches with a test
+    /// or a count first, then the plain one; and the counts `m` sets, set.
+    func after(_ phase: Int32, _ mi: Int, _ m: DecodedMessage, counters: inout [Int64]) -> Int32? {
+        var to: Int32? = nil
+        for k in special[Int(phase) * messageCount + mi] ?? [] {
+            let sw = rules[k]
+            if let c = sw.when, !c.test.holds(Self.value(c.test.field, inHeader: c.inHeader, m)) { continue }
+            if sw.count != nil {
+                // (Counted down by each one; one never counted, or counted out, switches nothing.)
+                guard counters[k] > 0 else { continue }
+                counters[k] -= 1
+                if counters[k] > 0 { continue }
+            }
+            to = Int32(sw.to)
+            break
+        }
+        for k in sources[mi] ?? [] {
+            let c = rules[k].count!
+            let v = Self.value(c.field, inHeader: c.inHeader, m)
+            counters[k] = Int64(bitPattern: v) > 0 ? Int64(bitPattern: v) : 0
+        }
+        return to ?? after(phase, mi)
+    }
+
+    /// A header field's value, or a top-level field's of the message (0: not there).
+    static func value(_ field: Int, inHeader: Bool, _ m: DecodedMessage) -> UInt64 {
+        let f = inHeader ? m.header(field) : m.topLevel(field)
+        return f.map { MessageDecoder.bits($0.value).0 } ?? 0
     }
 }

@@ -101,6 +101,8 @@ final class SessionFrames: FrameConsumer {
     @exclusivity(unchecked) var phase: Int32 = 0
     @exclusivity(unchecked) var phaseAssumed = false
     @exclusivity(unchecked) var phaseStarted = false
+    /// Under phases with counted switches: the connection's count for each (`PhaseTable.rules`).
+    @exclusivity(unchecked) var phaseCounters: [Int64] = []
     /// Requests waiting for their responses (`pair`, `pair_by`); nil when the protocol pairs
     /// nothing or the run shows no pairing (`-q` without `-z rtt`).
     let pairs: PairTable?
@@ -164,7 +166,14 @@ final class SessionFrames: FrameConsumer {
     func markPhase(_ mi: Int?) {
         var mark = PhaseMark(current: phase, next: -1, assumed: phaseAssumed)
         phaseAssumed = false
-        if let mi, let n = decoder.phases.unsafelyUnwrapped.after(phase, mi) {
+        let table = decoder.phases.unsafelyUnwrapped
+        if _slowPath(table.hasSpecial), let mi {
+            if phaseCounters.count != table.rules.count { phaseCounters = Array(repeating: 0, count: table.rules.count) }
+            if let n = table.after(phase, mi, decoded, counters: &phaseCounters) {
+                if n != phase { mark.next = n }
+                phase = n
+            }
+        } else if let mi, let n = table.after(phase, mi) {
             if n != phase { mark.next = n }
             phase = n
         }

@@ -87,13 +87,13 @@ final class MySQLSampleTests: XCTestCase {
 
     /// Text result sets (COM_QUERY).
     func testResultSetsTypedByPhaseAsTsharkTypesThem() throws {
-        try resultSetsTypedByPhase("mysql.pcap", rows: 11, phases: ["auth", "command", "columns", "rows"])
+        try resultSetsTypedByPhase("mysql.pcap", rows: 11, phases: ["auth", "command", "columns", "columnsEnd", "rows"])
     }
 
     /// Prepared statements (mysql-connector-python: COM_STMT_PREPARE's counts and parameter and
     /// column definitions; COM_STMT_EXECUTE's binary result sets, whose rows start with 0x00).
     func testPreparedStatementsTypedByPhaseAsTsharkTypesThem() throws {
-        try resultSetsTypedByPhase("mysql-prepared.pcap", rows: 4, phases: ["auth", "command", "columns", "rows", "prepare"])
+        try resultSetsTypedByPhase("mysql-prepared.pcap", rows: 4, phases: ["auth", "command", "columns", "columnsEnd", "rows", "prepare"])
     }
 
     func testEveryPacketAsTsharksMysqlDissectorReadsIt() throws {
