@@ -34,8 +34,9 @@ Scenario: the server as make_mysql_sample.py starts it (`mariadb-install-db` int
 directory, `mariadbd` on 127.0.0.1 port 3306 as the `mysql` user, no TLS, its --init-file
 creating the database `game` and the user `framedump`@127.0.0.1 with a mysql_native_password
 password, stopped by its PID within 10 seconds). One connection (use_pure=False, ssl_disabled=True
-so no SSLRequest, auth plugin mysql_native_password so no auth switch, database `game`,
-CLIENT_MULTI_STATEMENTS among the client's default flags): the greeting, the handshake
+so no SSLRequest, database `game`, CLIENT_MULTI_STATEMENTS among the client's default flags; the
+greeting names mysql_native_password and libmysqlclient answers with it, so no auth switch; the
+connector's auth_plugin= is left out, the C extension fails to connect with it): the greeting, the handshake
 response, the OK, and what the connector sends by itself (a SET NAMES, SET
 @@session.autocommit, a COM_PING before each cursor it gives out). Then through a plain cursor
 (text protocol, COM_QUERY): DROP TABLE IF EXISTS of a missing table (an OK with one warning),
@@ -127,8 +128,7 @@ def run(cur, sql, params=None, protocol="text", multi=False):
 def scenario(sock_path):
     base.wait_ready(sock_path)
     conn = mysql.connector.connect(host="127.0.0.1", port=PORT, user=base.USER, password=base.PASSWORD,
-                                   database="game", use_pure=False, ssl_disabled=True,
-                                   auth_plugin="mysql_native_password", charset="utf8mb4",
+                                   database="game", use_pure=False, ssl_disabled=True, charset="utf8mb4",
                                    collation="utf8mb4_general_ci", autocommit=True,
                                    connection_timeout=base.TIMEOUT, read_timeout=base.TIMEOUT,
                                    write_timeout=base.TIMEOUT)
