@@ -37,22 +37,24 @@ password, stopped by its PID within 10 seconds). One connection (use_pure=False,
 so no SSLRequest, database `game`, CLIENT_MULTI_STATEMENTS among the client's default flags; the
 greeting names mysql_native_password and libmysqlclient answers with it, so no auth switch; the
 connector's auth_plugin= is left out, the C extension fails to connect with it): the greeting, the handshake
-response, the OK, and what the connector sends by itself (a SET NAMES, SET
-@@session.autocommit, a COM_PING before each cursor it gives out). Then through a plain cursor
+response, the OK, and what the connector sends by itself (SET NAMES, set
+autocommit=1, a COM_PING before each cursor it gives out). Then through a plain cursor
 (text protocol, COM_QUERY): DROP TABLE IF EXISTS of a missing table (an OK with one warning),
 SHOW WARNINGS (3 columns, 1 row), CREATE TABLE, a three-row INSERT (a plain OK), a SELECT of 3
 columns and 3 rows with one NULL, a SELECT of no rows, a SELECT of 1 column and 1 row, a SELECT
 from a missing table (ERR 1146), two SELECTs in one COM_QUERY (two result sets, the first ending
 in a 0xfe OK flagged SERVER_MORE_RESULTS_EXISTS); then through `cursor(prepared=True)` (binary
 protocol): a SELECT with one parameter (COM_STMT_PREPARE, COM_STMT_RESET, COM_STMT_EXECUTE; 3
-columns, 2 rows, one NULL), the cursor closed (COM_STMT_CLOSE, no answer); and the connection
-closed (COM_QUIT, which the server answers by closing it).
+columns, 2 rows, one NULL), the cursor closed (the connector sends one more COM_STMT_RESET, then
+COM_STMT_CLOSE, which gets no answer); and the connection closed (COM_QUIT, which the server
+answers by closing it).
 
 mysql-deprecate-eof.messages.json: {"protocol": "mysql", "server_port": 3306, "client_port": P,
 "client": "mysql-connector-python V (C extension, libmysqlclient V)", "server": the greeting's
 version string, "capabilities": {"server", "client", "negotiated" (server & client), as hex
 u32, and "server_mariadb_extended" / "client_mariadb_extended", the 4 bytes MariaDB carries at
-the end of the greeting's and the response's filler, 0x00000000 from libmysqlclient},
+the end of the greeting's and the response's filler when the sender leaves bit 0x00000001
+(CLIENT_MYSQL) unset, as both do here; 0x00000000 from libmysqlclient},
 "statements": [...], "commands": [...], "c2s": [...], "s2c": [...]}. Each statement, in the
 order the scenario ran them: {"sql", "protocol" ("text" or "binary"), "params" (binary),
 "columns" (how many; 0 for an OK), "rows" (how many), "column_names" and "values" (the rows as
@@ -88,7 +90,7 @@ from capture import follow
 HERE = os.path.dirname(os.path.abspath(__file__))
 PORT = base.PORT
 DEPRECATE_EOF = 0x01000000
-CLIENT_MYSQL = 0x00000001  # unset: the sender is MariaDB-aware and the filler's last 4 bytes are its extended capabilities
+CLIENT_MYSQL = 0x00000001  # unset: a MariaDB-aware side, the filler's last 4 bytes its extended capabilities
 MORE_RESULTS = 0x0008
 COMMANDS = {0x01: "COM_QUIT", 0x02: "COM_INIT_DB", 0x03: "COM_QUERY", 0x0e: "COM_PING", 0x16: "COM_STMT_PREPARE",
             0x17: "COM_STMT_EXECUTE", 0x19: "COM_STMT_CLOSE", 0x1a: "COM_STMT_RESET"}
@@ -103,7 +105,10 @@ def run(cur, sql, params=None, protocol="text", multi=False):
         entry["params"] = list(params)
     LOG["statements"].append(entry)
     try:
-        cur.execute(sql, params) if params is not None else cur.execute(sql)
+        if params is None:
+            cur.execute(sql)
+        else:
+            cur.execute(sql, params)
         sets = []
         while True:
             if cur.description is not None:
@@ -189,9 +194,12 @@ def capabilities(greeting, response):
     server_ext = int.from_bytes(greeting[i + 14:i + 18], "little")  # the last 4 of the 10 filler bytes
     client = int.from_bytes(response[0:4], "little")
     client_ext = int.from_bytes(response[28:32], "little")  # the last 4 of the 23 filler bytes
-    assert not server & CLIENT_MYSQL and not client & CLIENT_MYSQL, (hex(server), hex(client))
-    return {"server": "0x%08x" % server, "client": "0x%08x" % client, "negotiated": "0x%08x" % (server & client),
-            "server_mariadb_extended": "0x%08x" % server_ext, "client_mariadb_extended": "0x%08x" % client_ext}
+    caps = {"server": "0x%08x" % server, "client": "0x%08x" % client, "negotiated": "0x%08x" % (server & client)}
+    if not server & CLIENT_MYSQL:
+        caps["server_mariadb_extended"] = "0x%08x" % server_ext
+    if not client & CLIENT_MYSQL:
+        caps["client_mariadb_extended"] = "0x%08x" % client_ext
+    return caps
 
 
 def walk(pcap):
@@ -253,6 +261,8 @@ def walk(pcap):
         else:
             entry["response"] = "ok"
 
+    assert s2c[1][1][:1] == b"\x00", ("no OK after the handshake response (an auth switch?)", s2c[1])
+    take("ok")
     for seq, p in c2s[1:]:
         if seq != 0:  # (no auth switch, no long data: every client packet starts a command)
             raise SystemExit("a client packet that starts no command: seq %d" % seq)

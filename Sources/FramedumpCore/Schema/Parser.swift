@@ -867,10 +867,15 @@ struct Parser {
         let (name, _) = try ident("a field name")
         f.name = name
         if accept("=") { f.tag = Int(try number("a field number")) }
-        if at("[") {
-            // `[hex]` on an integer; `[text]` on bytes that are often text.
+        // `[hex]` on an integer; `[text]` on bytes that are often text; `[info]`: on the summary line.
+        while at("[") {
             let a = try displayAttribute(allowText: true)
-            if case .ident(let w) = a.kind, w.lowercased() == "text" { f.text = a } else { f.hex = a }
+            guard case .ident(let w) = a.kind else { continue }
+            switch w.lowercased() {
+            case "text": f.text = a
+            case "info": f.info = a
+            default: f.hex = a
+            }
         }
         if case .ident(let w) = tok.kind, w.lowercased() == "when" {
             _ = next()
@@ -915,9 +920,9 @@ struct Parser {
     /// `[hex]` after a field: how its value is shown. Returns where it was written.
     mutating func displayAttribute(allowText: Bool = false) throws(DissectorError) -> Token {
         try expect("[")
-        let (a, at) = try ident(allowText ? "a display attribute ('hex', 'text')" : "a display attribute ('hex')")
-        guard a.lowercased() == "hex" || allowText && a.lowercased() == "text" else {
-            throw err(at, "unknown display attribute '\(a)' (expected 'hex'\(allowText ? " or 'text'" : ""))")
+        let (a, at) = try ident(allowText ? "a display attribute ('hex', 'text', 'info')" : "a display attribute ('hex')")
+        guard a.lowercased() == "hex" || allowText && ["text", "info"].contains(a.lowercased()) else {
+            throw err(at, "unknown display attribute '\(a)' (expected 'hex'\(allowText ? ", 'text' or 'info'" : ""))")
         }
         try expect("]")
         return at

@@ -11,6 +11,8 @@ struct PendingField {
     var hex: Token?
     /// `[text]` after a bytes field.
     var text: Token?
+    /// `[info]`: the field's value on the message's summary line.
+    var info: Token?
     /// `when TEST`: the field is on the wire only when the test holds.
     var when: PendingCondition?
     /// `Item[until TEST] items`: the test on an element's field that ends the array.
@@ -252,6 +254,7 @@ struct Resolver {
         for (mi, m) in p.messages.enumerated() {
             var fields: [FieldDef] = []
             var tokens: [Token] = []
+            var infoField: Int?
             for pf in m.fields {
                 do throws(DissectorError) {
                     var fd = FieldDef(name: pf.name, type: .bool, array: nil, tag: pf.tag, description: pf.description,
@@ -264,6 +267,13 @@ struct Resolver {
                         // The printers show an array's elements in decimal: say so rather than ignore it.
                         guard pf.array == nil else { throw err(h, "[hex] is for a single integer field; '\(pf.name)' is an array (its elements are shown in decimal)") }
                         fd.hex = true
+                    }
+                    if let t = pf.info {
+                        guard pf.array == nil, !{ if case .message = fd.type { return true }; return false }() else {
+                            throw err(t, "[info] shows a value on the message's summary line: '\(pf.name)' is an array or a message")
+                        }
+                        if let other = infoField { throw err(t, "'\(m.name)' already shows '\(fields[other].name)' on its summary line") }
+                        infoField = fields.count
                     }
                     if let t = pf.text {
                         guard case .bytes = fd.type else { throw err(t, "[text] shows bytes as a string when they are UTF-8 text: '\(pf.name)' is not a Bytes field") }
@@ -303,6 +313,7 @@ struct Resolver {
                                          fields: fields, nameBytes: Array(m.name.utf8), line: m.line))
             s.messages[s.messages.count - 1].idSigned = m.id != nil && m.idPair == nil && !signedIDs.isDisjoint(with: m.direction.map { [$0] } ?? Direction.allCases)
             s.messages[s.messages.count - 1].idPair = m.idPair != nil
+            s.messages[s.messages.count - 1].infoField = infoField
             let inPhases = messagePhases(m, phaseIndex, &errors)
             s.messages[s.messages.count - 1].phases = inPhases
             if let st = m.otherwise {

@@ -65,6 +65,16 @@ final class ThriftSampleTests: XCTestCase {
         for (k, v) in theirs { XCTAssertEqual(mine[k], v, k) }
     }
 
+    /// The summary line names the method (`[info]`), as tshark's Info column does; binary
+    /// values (`[text]` bytes that are no UTF-8) are bytes, with no warning.
+    func testTheSummaryLineNamesTheMethod() throws {
+        let r = try TestSupport.framedump(["-r", TestSupport.sample("thrift.pcap")])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stdout.contains(" thrift Call (id 1) \"put_item\", 256 bytes\n"), r.stdout)
+        XCTAssertTrue(r.stdout.contains(" thrift_buffered Exception (id 3) \"restock\", 27 bytes\n"), r.stdout)
+        XCTAssertTrue(r.stdout.contains("string: 16 bytes 00112233445566778899aabbccddeeff\n"), r.stdout)
+    }
+
     /// The peers' log, message by message: the frames tile each stream, each has the logged
     /// length and bytes, and its struct the logged top-level field ids (the STOP ends it).
     func testEveryMessageAsThePeersWroteIt() throws {

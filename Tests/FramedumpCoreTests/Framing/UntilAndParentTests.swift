@@ -106,6 +106,9 @@ final class UntilAndParentTests: XCTestCase {
             (p + "Message E { Uint8 v when parent.k == 1; }\nMessage A = 1 { Uint8 k; E[2] e; }\nMessage B = 2 { E e; Uint8 k; }",
              "'B' nests 'E' (field 'e') but has no single integer field 'k' before it"),
             (p + "Message E { Uint8 v when parent.k; }\nMessage A = 1 { String k; E e; }", "'A' nests 'E' (field 'e') but has no single integer field 'k' before it"),
+            (p + "Message A = 1 { Uint8[2] a [info]; }", "t.dissector:2:29: error: [info] shows a value on the message's summary line: 'a' is an array or a message"),
+            (p + "Message A = 1 { Uint8 a [info]; Uint8 b [info]; }", "t.dissector:2:42: error: 'A' already shows 'a' on its summary line"),
+            (p + "Message A = 1 { Uint8 a [text]; }", "t.dissector:2:26: error: [text] shows bytes as a string when they are UTF-8 text: 'a' is not a Bytes field"),
         ] {
             XCTAssertThrowsError(try DissectorLoader.parse(text: text, file: "t.dissector"), text) { e in
                 let d = (e as! DissectorError).description
