@@ -90,6 +90,23 @@ final class MySQLSampleTests: XCTestCase {
         try resultSetsTypedByPhase("mysql.pcap", rows: 11, phases: ["auth", "command", "columns", "columnsEnd", "rows"])
     }
 
+    /// CLIENT_DEPRECATE_EOF (mysql-connector-python's C extension): no EOF after the column
+    /// definitions, so the switch to rows counts them; rows end with an OK whose first byte is
+    /// 0xfe, which tshark names an OK with code 0xfe; a result set with no rows is that OK right
+    /// after the definitions; a prepared statement's answer has no EOFs either.
+    func testResultSetsWithoutEOFsCountedByPhaseAsTsharkTypesThem() throws {
+        try resultSetsTypedByPhase("mysql-deprecate-eof.pcap", rows: 9, phases: ["auth", "command", "columns", "columnsEnd", "rows", "prepare"])
+        let (flows, _) = try TestSupport.messagesByFlow("mysql-deprecate-eof.pcap")
+        let server = try XCTUnwrap(flows.first { $0.key.hasPrefix("3306>") }?.value)
+        // Each result set's end: the long 0xfe packet (an OK), with its bytes, not an EOF's fields.
+        let ends = server.filter { $0["message"] as? String == "EOF" }
+        XCTAssertEqual(ends.count, 7)
+        for e in ends {
+            XCTAssertEqual((e["header"] as? [String: Any])?["length"] as? Int, 7, "\(e)")
+            XCTAssertNotNil((e["fields"] as? [String: Any])?["ok"], "\(e)")
+        }
+    }
+
     /// Prepared statements (mysql-connector-python: COM_STMT_PREPARE's counts and parameter and
     /// column definitions; COM_STMT_EXECUTE's binary result sets, whose rows start with 0x00).
     func testPreparedStatementsTypedByPhaseAsTsharkTypesThem() throws {
