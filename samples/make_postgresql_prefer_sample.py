@@ -41,12 +41,12 @@ them are checked against tshark's pgsql dissector, as make_postgresql_sample.py 
 recording differs in timestamps, ports, the SCRAM nonces and proofs, the BackendKeyData (and so
 the CancelRequest) and the server's version in a ParameterStatus.
 """
-import json, os, shutil, socket, struct, subprocess, tempfile, threading
+import json, os, socket, struct, subprocess, threading
 
 import psycopg
 
-from capture import follow, record_with_server
-from make_postgresql_sample import (BIN, DBNAME, PASSWORD, PORT, TIMEOUT, USER, as_user, dollars, jsonable, split,
+from capture import follow
+from make_postgresql_sample import (DBNAME, PASSWORD, PORT, TIMEOUT, USER, dollars, jsonable, record_server, split,
                                     wait_ready)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -170,27 +170,9 @@ def check(pcap):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="framedump-pg-")
-    try:
-        shutil.chown(tmp, "postgres", "postgres")
-        os.environ["KRB5CCNAME"] = "FILE:" + os.path.join(tmp, "no-krb5cc")
-        datadir = os.path.join(tmp, "data")
-        pwfile = os.path.join(tmp, "pw")
-        with open(pwfile, "w") as f:
-            f.write(PASSWORD + "\n")
-        shutil.chown(pwfile, "postgres", "postgres")
-        subprocess.run(as_user("postgres") + [BIN + "/initdb", "-D", datadir, "-U", USER, "--pwfile=" + pwfile,
-                                              "--auth-local=trust", "--auth-host=scram-sha-256",
-                                              "--encoding=UTF8", "--locale=C.UTF-8", "--no-sync"],
-                       check=True, stdout=subprocess.DEVNULL, timeout=120, cwd=tmp)
-        pcap = os.path.join(HERE, "postgresql-prefer.pcap")
-        record_with_server(pcap, PORT,
-                           as_user("postgres") + [BIN + "/postgres", "-D", datadir, "-p", str(PORT), "-k", tmp,
-                                                  "-c", "listen_addresses=127.0.0.1", "-c", "ssl=off",
-                                                  "-c", "fsync=off", "-c", "password_encryption=scram-sha-256"],
-                           lambda: scenario(datadir))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    pcap = os.path.join(HERE, "postgresql-prefer.pcap")
+    # (No Kerberos credential cache, whoever records: no GSSENCRequest.)
+    record_server(pcap, scenario, env=lambda tmp: {"KRB5CCNAME": "FILE:" + os.path.join(tmp, "no-krb5cc")})
     check(pcap)
     path = os.path.join(HERE, "postgresql-prefer.messages.json")
     with open(path, "w") as f:

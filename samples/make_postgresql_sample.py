@@ -243,10 +243,15 @@ def check(pcap):
     print("checked against tshark's pgsql dissector: %d c2s, %d s2c messages" % (len(LOG["c2s"]), len(LOG["s2c"])))
 
 
-def main():
+def record_server(pcap, scenario, env=None):
+    """A fresh cluster in a temporary directory (initdb as `postgres`, SCRAM for TCP), its server
+    on 127.0.0.1:PORT without TLS, and `scenario(datadir)` recorded into `pcap`; `env`: variables
+    set for the clients while the directory exists (given the directory)."""
     tmp = tempfile.mkdtemp(prefix="framedump-pg-")
     try:
         shutil.chown(tmp, "postgres", "postgres")
+        if env:
+            os.environ.update(env(tmp))
         datadir = os.path.join(tmp, "data")
         pwfile = os.path.join(tmp, "pw")
         with open(pwfile, "w") as f:
@@ -256,7 +261,6 @@ def main():
                                               "--auth-local=trust", "--auth-host=scram-sha-256",
                                               "--encoding=UTF8", "--locale=C.UTF-8", "--no-sync"],
                        check=True, stdout=subprocess.DEVNULL, timeout=120, cwd=tmp)
-        pcap = os.path.join(HERE, "postgresql.pcap")
         record_with_server(pcap, PORT,
                            as_user("postgres") + [BIN + "/postgres", "-D", datadir, "-p", str(PORT), "-k", tmp,
                                                   "-c", "listen_addresses=127.0.0.1", "-c", "ssl=off",
@@ -264,6 +268,11 @@ def main():
                            lambda: scenario(datadir))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    pcap = os.path.join(HERE, "postgresql.pcap")
+    record_server(pcap, scenario)
     if shutil.which("tshark"):
         check(pcap)
     else:
