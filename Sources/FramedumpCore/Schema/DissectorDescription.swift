@@ -15,6 +15,29 @@ public enum DissectorDescription {
         }.joined()
     }
 
+    /// A `when` test as written: `version == 80877103`, `flags & 0x4`.
+    static func test(_ t: TransformCondition, header: Bool, _ s: ProtocolSchema) -> String {
+        let h = s.header[t.field]
+        // (A named bit group: `fixed.qos == 2`.)
+        if let m = t.mask, let b = h.bits.first(where: { $0.mask == m }), t.shift == b.shift {
+            var u = t
+            u.mask = nil
+            return test(u, named: h.name + "." + b.name)
+        }
+        return test(t, named: h.name)
+    }
+
+    static func test(_ t: TransformCondition, named name: String) -> String {
+        var out = name
+        if let m = t.mask, t.shift == 0 { out += " & 0x" + String(m, radix: 16) }
+        switch t.test {
+        case .nonZero: break
+        case .equal(let v): out += " == \(v)"
+        case .notEqual(let v): out += " != \(v)"
+        }
+        return out
+    }
+
     public static func text(_ s: ProtocolSchema) -> String {
         var lines: [String] = []
         let ports = s.ports.map(String.init).joined(separator: ", ")
@@ -46,10 +69,13 @@ public enum DissectorDescription {
             lines.append(s.header.isEmpty ? "  header: none" : "  header (\(size(s.headerSize, s.maxHeaderSize)) bytes): " + fields(s.header))
         }
         for v in s.variants {
-            let what = v.first ? "first \(v.direction.name) frame" : "header \(v.direction.name)"
+            var what = v.first ? "first \(v.direction.name) frame" : "header \(v.direction.name)"
+            if let a = v.after { what += " after " + a.map { s.messages[$0].name }.joined(separator: ", ") }
             var line = "  \(what) (\(size(v.headerSize, v.maxHeaderSize)) bytes): " + fields(v.fields)
             if let l = v.length { line += "; " + length(l) }
+            for c in v.choices { line += "; message \(s.messages[c.message].name) when \(test(c.test, header: true, s))" }
             if let m = v.message { line += "; message \(s.messages[m].name)" } else if let i = v.idField { line += "; message id: \(s.header[i].name)" }
+            if !v.again.isEmpty { line += "; again after " + v.again.map { s.messages[$0].name }.joined(separator: ", ") }
             lines.append(line)
         }
         if let l = s.length { lines.append("  \(length(l)); max_frame \(s.maxFrame)") }
@@ -76,7 +102,14 @@ public enum DissectorDescription {
                 n + (i == 0 ? " (start)" : "") + (i == ph.midstream ? " (assumed when joined late)" : "")
             }.joined(separator: ", "))
             for sw in ph.switches {
-                lines.append("    \(sw.from.map { ph.names[$0] } ?? "*") -> \(ph.names[sw.to]) after \(s.messages[sw.message].name)")
+                var line = "    \(sw.from.map { ph.names[$0] } ?? "*") -> \(ph.names[sw.to]) after \(s.messages[sw.message].name)"
+                if let c = sw.count {
+                    line += " * \(s.messages[c.source].name).\(c.inHeader ? s.header[c.field].name : s.messages[c.source].fields[c.field].name)"
+                }
+                if let w = sw.when {
+                    line += " when " + (w.inHeader ? test(w.test, header: true, s) : test(w.test, named: s.messages[sw.message].fields[w.test.field].name))
+                }
+                lines.append(line)
             }
         }
         lines.append("  body: \(s.body.rawValue)")

@@ -63,6 +63,14 @@ final class FirstFrameChoiceTests: XCTestCase {
         XCTAssertEqual(f?["secretKey"] as? Int, -7)
     }
 
+    /// `framedump dissectors` says each first frame's messages, tests, `again` and `after`.
+    func testTheDescriptionSaysIt() throws {
+        let s = try DissectorLoader.load(paths: [TestSupport.root.appendingPathComponent("Dissectors/postgresql.dissector").path])
+        let text = DissectorDescription.text(s[0])
+        XCTAssertTrue(text.contains("frame_length = length; message SSLRequest when version == 80877103; message GSSENCRequest when version == 80877104; message CancelRequest when version == 80877102; message StartupMessage; again after SSLRequest, GSSENCRequest\n"), text)
+        XCTAssertTrue(text.contains("  first s2c frame after SSLRequest, GSSENCRequest (1 bytes): uint8 answer; frame_length = 1; message EncryptionResponse\n"), text)
+    }
+
     func testMisuseIsSaid() {
         let head = "protocol p { port 1; header { uint8 type; int32 length; } frame_length = length + 1; message_id = type;\n"
         let msgs = "\nMessage A { } Message B { } Message C { } Message Q = 0x51 c2s { }"

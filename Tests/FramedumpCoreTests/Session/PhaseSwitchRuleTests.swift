@@ -49,6 +49,11 @@ final class PhaseSwitchRuleTests: XCTestCase {
         }
     }
 
+    func testTheDescriptionSaysIt() throws {
+        let text = DissectorDescription.text(try DissectorLoader.parse(text: Self.text, file: "t.dissector")[0])
+        XCTAssertTrue(text.contains("    cols -> colsEnd after Col * Count.n\n    colsEnd -> rows after End when length == 2\n    colsEnd -> rows after Row\n"), text)
+    }
+
     func testMisuseIsSaid() {
         let head = "protocol t { port 1; header { uint8 length; uint8 type; } frame_length = length + 1; message_id = type;\nphase a; phase b;\n"
         let msgs = "}\nMessage C = 1 { Uint8 n; String(u8) s; } Message D = 2 { }"
