@@ -252,12 +252,10 @@ public final class MessageDecoder {
                       into m: DecodedMessage, parent: Scope = .none) -> Bool {
         guard depth < maxDepth else { return stopped(.nestingTooDeep(limit: maxDepth), at: pos, m) }
         let (first, n) = program.ranges[mi]
-        var scope = Scope(message: Int32(mi), slots: -1)
-        if _slowPath(program.referenced[mi]) {
-            scope.slots = Int32(slots.count)
-            slots.append(contentsOf: repeatElement(-1, count: Int(n)))
-        }
-        defer { if _slowPath(scope.slots >= 0) { slots.removeSubrange(Int(scope.slots)...) } }
+        // (Kept only for a message whose fields a nested one reads: rare.)
+        let keeps = program.referenced[mi]
+        let scope = Scope(message: Int32(mi), slots: keeps ? keepSlots(Int(n)) : -1)
+        defer { if _slowPath(keeps) { slots.removeSubrange(Int(scope.slots)...) } }
         var k = Int(first)
         let end = k + Int(n)
         while k < end {
@@ -266,9 +264,13 @@ public final class MessageDecoder {
             if op.condition >= 0 && !holds(program.conditions[Int(op.condition)], m, depth: depth, parent: parent) { continue }
             let name = FieldName.field(op.message, op.field)
             if op.count == .single {
-                let at = m.fields.count
-                if !decodeValue(op, name, b, &pos, depth: depth, into: m, scope: scope) { return false }
-                if _slowPath(scope.slots >= 0) { slots[Int(scope.slots) + Int(op.field)] = Int32(at) }
+                if _slowPath(keeps) {
+                    let at = m.fields.count
+                    if !decodeValue(op, name, b, &pos, depth: depth, into: m, scope: scope) { return false }
+                    slots[Int(scope.slots) + Int(op.field)] = Int32(at)
+                } else if !decodeValue(op, name, b, &pos, depth: depth, into: m, scope: scope) {
+                    return false
+                }
                 continue
             }
             let start = pos
@@ -361,6 +363,14 @@ public final class MessageDecoder {
             m.fields[headerIndex].width = Int32(pos - start)
         }
         return true
+    }
+
+    /// Room in `slots` for the `n` fields of a message being decoded; where it starts.
+    @inline(never)
+    func keepSlots(_ n: Int) -> Int32 {
+        let at = Int32(slots.count)
+        slots.append(contentsOf: repeatElement(-1, count: n))
+        return at
     }
 
     /// Whether a field's `when` test holds for this message.
