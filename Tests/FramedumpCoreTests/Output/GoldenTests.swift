@@ -20,7 +20,7 @@ final class GoldenTests: XCTestCase {
     }
 
     func testSamplesTree() throws {
-        for s in ["game", "svc", "im", "bridge", "websocket-deflate", "zgame", "kcp", "udp", "lines", "varint", "mqtt", "memcached", "memcached-text", "redis", "msgpack", "pairs", "zookeeper", "postgresql", "mysql", "socketio", "socketio-eio3", "grpc", "wsgame"] {
+        for s in ["game", "svc", "im", "bridge", "websocket-deflate", "zgame", "kcp", "udp", "lines", "varint", "mqtt", "memcached", "memcached-text", "redis", "msgpack", "pairs", "zookeeper", "postgresql", "mysql", "socketio", "socketio-eio3", "grpc", "wsgame", "thrift", "postgresql-prefer", "mysql-deprecate-eof"] {
             let r = try TestSupport.framedump(["-r", "samples/\(s).pcap", "--color", "never", "-v"])
             XCTAssertEqual(r.status, 0, r.stderr)
             // -v adds the summary, whose peak memory line differs from run to run.
@@ -37,7 +37,7 @@ final class GoldenTests: XCTestCase {
     }
 
     func testSamplesJSON() throws {
-        for s in ["game", "svc", "im", "bridge", "websocket-deflate", "zgame", "kcp", "udp", "lines", "varint", "mqtt", "memcached", "memcached-text", "redis", "msgpack", "pairs", "zookeeper", "postgresql", "mysql", "socketio", "socketio-eio3", "grpc", "wsgame"] {
+        for s in ["game", "svc", "im", "bridge", "websocket-deflate", "zgame", "kcp", "udp", "lines", "varint", "mqtt", "memcached", "memcached-text", "redis", "msgpack", "pairs", "zookeeper", "postgresql", "mysql", "socketio", "socketio-eio3", "grpc", "wsgame", "thrift", "postgresql-prefer", "mysql-deprecate-eof"] {
             let r = try TestSupport.framedump(["-r", "samples/\(s).pcap", "-T", "json"])
             XCTAssertEqual(r.status, 0, r.stderr)
             try check("\(s).ndjson", r.stdout)
