@@ -391,6 +391,58 @@ for name, (text, frames) in seeds.items():
     traffic = bytes([len(c2s) % 256]) + c2s + c2s
     open("%s/%s.seed" % (out, name), "wb").write(text.encode() + b"\0" + traffic)
 PY
+      # And the new constructs with their traffic: Thrift's dissectors (arrays up to a stop
+      # element, `when parent.F`, `[text]`; framed and `frame_length = message`), the included
+      # messages inlined, with samples/thrift.messages.json's second connection of each port; a
+      # small dissector of the same constructs; and PostgreSQL's first frames (`message X when
+      # F == N;`, `again after X;`, `first s2c after X`), the shipped file and a small one, with a
+      # client that asks for TLS first and is refused.
+      python3 - "$seeds" <<'PY'
+import json, struct, sys
+out = sys.argv[1]
+def write(name, text, c2s, s2c):
+    assert len(c2s) < 256
+    open("%s/%s.seed" % (out, name), "wb").write(text.encode() + b"\0" + bytes([len(c2s)]) + c2s + s2c)
+included = open("Dissectors/thrift_messages.txt").read()
+msgs = json.load(open("samples/thrift.messages.json"))
+for name, port, conn in (("thrift", 9090, 2), ("thrift-buffered", 9091, 4)):
+    text = open("Dissectors/%s.dissector" % name).read().replace('include "thrift_messages.txt";', included)
+    c2s, s2c = b"", b""
+    for m in msgs:
+        if (m["port"], m["connection"]) != (port, conn): continue
+        b = bytes.fromhex(m["hex"])
+        if port == 9090: b = struct.pack(">I", len(b)) + b
+        if m["direction"] == "c2s":
+            if len(c2s) + len(b) < 256: c2s += b
+        elif len(s2c) < 1500: s2c += b
+    write(name, text, c2s, s2c)
+small = ("protocol t { port 8000; strings u32; header { uint8 type; } frame_length = message; message_id = type; max_frame 4096; }\n"
+         "Message Call = 1 { String name; F[until t == 0] fields; }\n"
+         "Message F { Uint8 t; Int16 id when t; Int32 i when t == 8; Bytes(u32) s [text] when t == 11; F[until t == 0] sub when t == 12; M m when t == 13; }\n"
+         "Message M { Uint8 kt; Uint8 vt; Int32 n; E[n] entries; }\n"
+         "Message E { Int32 ki when parent.kt == 8; Bytes(u32) ks [text] when parent.kt == 11; Int32 vi when parent.vt == 8; F[until t == 0] vs when parent.vt == 12; }\n")
+f = lambda t, i, v=b"": bytes([t]) + struct.pack(">h", i) + v
+call = (b"\x01" + struct.pack(">I", 4) + b"ping" + f(8, 1, struct.pack(">i", 7)) + f(11, 2, struct.pack(">I", 3) + b"a\x00b")
+        + f(12, 3, f(8, 1, struct.pack(">i", 1)) + b"\x00")
+        + f(13, 4, bytes([11, 12]) + struct.pack(">i", 2) + struct.pack(">I", 1) + b"k" + f(8, 1, struct.pack(">i", 2)) + b"\x00"
+            + struct.pack(">I", 0) + b"\x00") + b"\x00")
+write("thrift-small", small, call + call, call)
+pg = lambda kind, body: kind + struct.pack(">i", len(body) + 4) + body
+startup = struct.pack(">i", 196608) + b"user\0postgres\0database\0postgres\0\0"
+startup = struct.pack(">i", len(startup) + 4) + startup
+c2s = struct.pack(">ii", 8, 80877103) + startup + pg(b"Q", b"SELECT 1\0") + pg(b"X", b"")
+s2c = b"N" + pg(b"R", struct.pack(">i", 0)) + pg(b"K", struct.pack(">ii", 4242, 99)) + pg(b"Z", b"I") + pg(b"C", b"SELECT 1\0") + pg(b"Z", b"I")
+write("postgresql-prefer", open("Dissectors/postgresql.dissector").read(), c2s, s2c)
+pgsmall = ("protocol pg { port 5432; strings nul; header { uint8 type [hex]; int32 length; } frame_length = length + 1; message_id = type;\n"
+           "  first c2s { header { int32 length; uint32 code; } frame_length = length;\n"
+           "    message Req when code == 80877103; message Gss when code == 80877104; message Cancel when code == 80877102; message Startup; again after Req, Gss; }\n"
+           "  first s2c after Req, Gss { header { uint8 answer [hex]; } frame_length = 1; message Answer; } }\n"
+           "Message Startup { String[rest] parameters; }\nMessage Req { }\nMessage Gss { }\nMessage Cancel { Int32 pid; Int32 key; }\nMessage Answer { }\n"
+           "Message Query = 0x51 c2s { String query; }\nMessage Auth = 0x52 s2c { Int32 code; Bytes(rest) data; }\nMessage Ready = 0x5a s2c { Uint8 status; }\n")
+write("postgresql-small", pgsmall, c2s, s2c)
+write("postgresql-small-gssenc", pgsmall, struct.pack(">ii", 8, 80877104) + c2s, b"N" + s2c)
+write("postgresql-small-cancel", pgsmall, struct.pack(">iiii", 16, 80877102, 4242, 99), b"")
+PY
       run dissector "$seeds" ;;
     reassembly)
       # Seeds: each sample's and fixture's TCP segments as the target's 8-byte records
@@ -456,7 +508,8 @@ PY
       seeds="$(mktemp -d)"
       trap 'rm -rf "$seeds"' RETURN
       # (UDP ports too: the target picks among every port, as the protocols list them.)
-      ports="$(sed -n 's/^ *\(udp \)\{0,1\}port \([0-9]*\);.*/\2/p' Dissectors/*.dissector | sort -n | tr '\n' ' ')"
+      # (`port 7700, 7701;` lists several: each is one of the target's ports.)
+      ports="$(sed -n 's/^ *\(udp \)\{0,1\}ports\{0,1\} \([0-9][0-9, ]*\);.*/\2/p' Dissectors/*.dissector | tr -s ', ' '\n\n' | grep . | sort -n | tr '\n' ' ')"
       for s in game svc im bridge websocket-deflate game-latency zgame varint memcached-text redis memcached zookeeper postgresql mysql; do
         framedump -r "samples/$s.pcap" --streams "$seeds/$s" -q >/dev/null 2>&1 || true
         c2s="$(ls "$seeds/$s"/*.c2s 2>/dev/null | head -1)"
@@ -472,6 +525,39 @@ open(out, "wb").write(struct.pack(">BBBH", pick, 200, 0, len(a)) + a + b)
 PY
         rm -rf "${seeds:?}/$s"
       done
+      # And samples/thrift.pcap's four connections (framed, port 9090; buffered, `frame_length =
+      # message`, port 9091) rebuilt from samples/thrift.messages.json, and a PostgreSQL client
+      # with sslmode=prefer (SSLRequest, the server's 'N', the startup message, a query), in
+      # segments of 200, 7 and 1 bytes, and one mid-stream.
+      python3 - "$seeds" "$ports" <<'PY'
+import json, struct, sys
+out, ports = sys.argv[1], sys.argv[2].split()
+def seed(name, port, a, b, piece=200, flags=0):
+    open("%s/%s.seed" % (out, name), "wb").write(struct.pack(">BBBH", ports.index(str(port)), piece, flags, len(a)) + a + b)
+streams = {}
+for m in json.load(open("samples/thrift.messages.json")):
+    b = bytes.fromhex(m["hex"])
+    k = (m["port"], m["connection"])
+    streams.setdefault(k, [b"", b""])[m["direction"] == "s2c"] += (struct.pack(">I", len(b)) + b) if m["port"] == 9090 else b
+for (port, conn), (a, b) in sorted(streams.items()):
+    seed("thrift-%d-%d" % (port, conn), port, a[:8000], b[:8000])
+    if len(a) < 1000: seed("thrift-%d-%d-p7" % (port, conn), port, a, b, piece=7)
+def pg(kind, body): return kind + struct.pack(">i", len(body) + 4) + body
+startup = struct.pack(">ii", 0, 196608) + b"user\0postgres\0database\0postgres\0application_name\0psql\0\0"
+startup = struct.pack(">i", len(startup)) + startup[4:]
+c2s = struct.pack(">ii", 8, 80877103) + startup + pg(b"Q", b"SELECT 1\0") + pg(b"X", b"")
+column = b"?column?\0" + struct.pack(">IhIhih", 0, 0, 23, 4, -1, 0)
+s2c = (b"N" + pg(b"R", struct.pack(">i", 0)) + pg(b"S", b"server_version\0" + b"16.2\0") + pg(b"K", struct.pack(">ii", 4242, 99))
+       + pg(b"Z", b"I") + pg(b"T", struct.pack(">h", 1) + column) + pg(b"D", struct.pack(">hi", 1, 1) + b"1")
+       + pg(b"C", b"SELECT 1\0") + pg(b"Z", b"I"))
+for piece in (200, 7, 1):
+    seed("postgresql-prefer-p%d" % piece, 5432, c2s, s2c, piece=piece)
+seed("postgresql-prefer-midstream", 5432, c2s, s2c, flags=1)
+# GSSENCRequest refused, then the SSLRequest refused, then the startup message; and a CancelRequest alone.
+gss = struct.pack(">ii", 8, 80877104)
+seed("postgresql-gssenc-then-ssl", 5432, gss + c2s, b"N" + s2c)
+seed("postgresql-cancel", 5432, struct.pack(">iiii", 16, 80877102, 4242, 99), b"")
+PY
       run deframer "$seeds" ;;
     state)
       # Seeds: a login, a trade with a deal, a typed reply and a logout in the target's own

@@ -735,11 +735,31 @@ public final class Deframer {
     /// The first position in `buffer` where a frame plausibly starts, confirmed by the header
     /// after it when the data reach that far; or the first position that needs more data.
     func findBoundary(final: Bool) -> ResyncBoundary {
+        let r = findBoundaryMeasuring(final: final)
+        // (`frame_length = message`: where it waited, and on how many bytes; see `huntWait`.)
+        if case .wait(let p) = r, layout.end?.marksBoundaries == false {
+            huntWait = (bufferOffset + UInt64(p), buffer.count - p)
+        }
+        return r
+    }
+
+    /// `frame_length = message`: where the hunt last waited for more bytes (a candidate, or the
+    /// frame after one that confirms it, found short), and the bytes from there it had then.
+    /// Until they grew by an eighth it waits again without measuring (as `measureNow` does on
+    /// the synced path): measured again at every small segment, a long candidate costs its
+    /// length squared, up to the hunt's budget (64 MiB of decoding).
+    @exclusivity(unchecked) var huntWait: (offset: UInt64, count: Int) = (.max, 0)
+
+    func findBoundaryMeasuring(final: Bool) -> ResyncBoundary {
         buffer.withUnsafeBytes { b -> ResyncBoundary in
             // A framing that marks its ends (a delimiter) says where the next frame starts.
             if let end = layout.end, end.marksBoundaries {
                 if let p = end.boundary(in: b, from: 0) { return .found(p) }
                 return final ? .none : .wait(max(0, b.count - (end.trailerSize - 1)))
+            }
+            if !final, layout.end != nil, judged <= Self.judgeBudget, bufferOffset == huntWait.offset,
+               b.count - huntWait.count < huntWait.count / 8 {
+                return .wait(0)
             }
             var p = 0
             while b.count - p >= layout.headerSize {

@@ -257,6 +257,9 @@ struct Resolver {
             var infoField: Int?
             for pf in m.fields {
                 do throws(DissectorError) {
+                    // (Kept for the resolving after all messages only once the field is: a field
+                    // refused below must leave no index behind, or it names another field or none.)
+                    var until: PendingCondition?, parent: PendingCondition?, info = false
                     var fd = FieldDef(name: pf.name, type: .bool, array: nil, tag: pf.tag, description: pf.description,
                                       labels: nil, nameBytes: Array(pf.name.utf8))
                     fd.type = try fieldType(pf, schema: s, messages: byName, enums: enumsByName, earlier: fields,
@@ -273,7 +276,7 @@ struct Resolver {
                             throw err(t, "[info] shows a value on the message's summary line: '\(pf.name)' is an array or a message")
                         }
                         if let other = infoField { throw err(t, "'\(m.name)' already shows '\(fields[other].name)' on its summary line") }
-                        infoField = fields.count
+                        info = true
                     }
                     if let t = pf.text {
                         guard case .bytes = fd.type else { throw err(t, "[text] shows bytes as a string when they are UTF-8 text: '\(pf.name)' is not a Bytes field") }
@@ -285,7 +288,7 @@ struct Resolver {
                         }
                         // (The element's fields may be declared further down: resolved after all.)
                         fd.array = .until(TransformCondition(field: -1))
-                        untils.append((mi, fields.count, u))
+                        until = u
                     } else if let a = pf.array {
                         fd.array = try arrayCount(a, earlier: fields, schema: s)
                     }
@@ -294,7 +297,7 @@ struct Resolver {
                             throw err(w.token, "'when' is not read under body \(s.body.rawValue): its fields are not read in their declared layout, so '\(pf.name)' cannot be left out (declare it without 'when')")
                         }
                         fd.condition = try fieldCondition(w, s, earlier: fields)
-                        if fd.condition?.parent != nil { parents.append((mi, fields.count, w)) }
+                        if fd.condition?.parent != nil { parent = w }
                     }
                     if s.labelsFromComments, fd.labels == nil, let d = pf.description, fd.type.isInteger {
                         let l = CommentLabels.parse(d)
@@ -303,6 +306,9 @@ struct Resolver {
                     if fields.contains(where: { $0.name == pf.name }) {
                         throw err(pf.token, "field '\(pf.name)' is declared twice in '\(m.name)'")
                     }
+                    if let u = until { untils.append((mi, fields.count, u)) }
+                    if let w = parent { parents.append((mi, fields.count, w)) }
+                    if info { infoField = fields.count }
                     fields.append(fd)
                     tokens.append(pf.token)
                 } catch {
