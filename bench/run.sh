@@ -7,7 +7,7 @@
 # zgame row: bodies compressed and XORed under header flags), genkcp.py and kcp.lua (the kcp row),
 # gentls.py and tls_game.lua (the tls row), genmctext.py and mctext.lua (the mctext row),
 # genmsgpack.py and msgpack.lua (the msgpack row), gensocketio.py (the socketio row), gengrpc.py (the grpc row),
-# genwsgame.py and wsgame.lua (the wsgame row).
+# genwsgame.py and wsgame.lua (the wsgame row), genthrift.py (the thrift row).
 #
 # Usage: bench/run.sh [YARDSTICK_DIR]   (optional: another folder's pcapread.c, genbench.py and
 #                                        game.lua to use instead, for comparison with them)
@@ -22,6 +22,7 @@
 #   SOCKETIO_MESSAGES=200000 (the socketio row: Socket.IO over WebSocket; 0 leaves it out)
 #   GRPC_MESSAGES=200000 (the grpc row: gRPC over HTTP/2 with protobuf; 0 leaves it out)
 #   WSGAME_MESSAGES=200000 (the wsgame row: WebSocket text messages behind a text header; 0 leaves it out)
+#   THRIFT_MESSAGES=1000000 (the thrift row: Thrift's binary protocol over the framed transport; 0 leaves it out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
@@ -274,5 +275,25 @@ if [ "$wsgame_n" != 0 ]; then
   if [ -z "${SKIP_TSHARK:-}" ]; then
     label="tshark websocket+wsgame.lua -V"; row tshark -r "$cap" -X lua_script:bench/wsgame.lua -d tcp.port==7710,http -V
     label="tshark websocket+wsgame.lua -T json"; row tshark -r "$cap" -X lua_script:bench/wsgame.lua -d tcp.port==7710,http -T json
+  fi
+fi
+
+# thrift (bench/genthrift.py): Apache Thrift's strict binary protocol over the framed transport on
+# port 9090, a game service's calls and replies (move, chat, inventory: structs, strings, a list of
+# structs with maps inside), decoded with Dissectors/thrift.dissector, against tshark's own Thrift
+# dissector on the same port.
+thrift_n=${THRIFT_MESSAGES:-1000000}
+if [ "$thrift_n" != 0 ]; then
+  cap="$out/thrift-$thrift_n.pcap"
+  [ -f "$cap" ] || python3 bench/genthrift.py "$cap" "$thrift_n" >/dev/null
+  n=$thrift_n
+  td=(-d Dissectors/thrift.dissector)
+  row() { read -r w m < <(measure "$@"); printf '| %s thrift msgs | `%s` | %s s | %s MiB |\n' "$n" "$label" "$w" "$m"; }
+  label="framedump -q (thrift)"; row "$bin" "${td[@]}" -r "$cap" -q
+  label="framedump (tree, thrift)"; row "$bin" "${td[@]}" -r "$cap"
+  label="framedump -T json (thrift)"; row "$bin" "${td[@]}" -r "$cap" -T json
+  if [ -z "${SKIP_TSHARK:-}" ]; then
+    label="tshark -d tcp.port==9090,thrift -V"; row tshark -r "$cap" -d tcp.port==9090,thrift -V
+    label="tshark -d tcp.port==9090,thrift -T json"; row tshark -r "$cap" -d tcp.port==9090,thrift -T json
   fi
 fi

@@ -26,6 +26,14 @@ struct DecodeOp {
     var text = false
 }
 
+/// A field's `when` as the decoder reads it: plain values (no dictionary to retain or hash).
+struct DecodeCondition {
+    var inHeader: Bool
+    var test: TransformCondition
+    /// `parent.F`: where its row of `DecodeProgram.parentFields` starts (-1: not a parent's field).
+    var parentBase: Int32
+}
+
 final class DecodeProgram {
     let ops: UnsafeMutableBufferPointer<DecodeOp>
     /// Per message: (first op, op count).
@@ -34,7 +42,8 @@ final class DecodeProgram {
     init(_ s: ProtocolSchema) {
         var all: [DecodeOp] = []
         var r: [(Int32, Int32)] = []
-        var conds: [FieldCondition] = []
+        var conds: [DecodeCondition] = []
+        var parentFields: [Int32] = []
         var delims: [[UInt8]] = []
         var untils: [TransformCondition] = []
         func delimiter(_ d: [UInt8]) -> Int32 {
@@ -90,7 +99,15 @@ final class DecodeProgram {
                 }
                 if let c = f.condition {
                     op.condition = Int32(conds.count)
-                    conds.append(c)
+                    var dc = DecodeCondition(inHeader: c.inHeader, test: c.test, parentBase: -1)
+                    if let p = c.parent {
+                        // (Per nesting message, the field read there: a flat table, no hashing.)
+                        dc.parentBase = Int32(parentFields.count)
+                        var row = [Int32](repeating: -1, count: s.messages.count)
+                        for (pm, pf) in p { row[pm] = Int32(pf) }
+                        parentFields += row
+                    }
+                    conds.append(dc)
                 }
                 all.append(op)
             }
@@ -103,10 +120,17 @@ final class DecodeProgram {
         delimiters = delims
         conditional = s.messages.map { $0.fields.contains { $0.condition != nil } }
         untilTests = untils
-        // The messages whose fields a nested message's `when parent.F` reads.
+        self.parentFields = parentFields
+        // The messages whose fields a nested message's `when parent.F`, or one of their own
+        // fields' `when`, reads: where each was decoded is kept while they are.
         referenced = .allocate(capacity: max(1, s.messages.count))
         referenced.initialize(repeating: false)
-        for m in s.messages { for f in m.fields { for p in f.condition?.parent?.keys ?? [:].keys { referenced[p] = true } } }
+        for (mi, m) in s.messages.enumerated() {
+            for f in m.fields {
+                for p in f.condition?.parent?.keys ?? [:].keys { referenced[p] = true }
+                if let c = f.condition, !c.inHeader, c.parent == nil { referenced[mi] = true }
+            }
+        }
         byID = s.byID
         // Ids below 65536 by direct index, the table only as long as the largest such id needs
         // (a protocol with no ids costs one slot, not 256 KiB).
@@ -121,7 +145,9 @@ final class DecodeProgram {
     }
 
     /// The fields' `when` tests (rare: read only for a field that has one).
-    let conditions: [FieldCondition]
+    let conditions: [DecodeCondition]
+    /// `when parent.F`: per such test, per message, the field of that message read (-1: none).
+    let parentFields: [Int32]
     /// Per message: some of its fields are under a `when` (its field count is the ones there).
     let conditional: [Bool]
     /// The byte strings that end delimited values (`String(crlf)`, `Decimal(lf)`).

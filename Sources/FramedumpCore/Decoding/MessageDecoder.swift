@@ -261,7 +261,7 @@ public final class MessageDecoder {
         while k < end {
             let op = program.ops[k]
             k += 1
-            if op.condition >= 0 && !holds(program.conditions[Int(op.condition)], m, depth: depth, parent: parent) { continue }
+            if op.condition >= 0 && !holds(program.conditions[Int(op.condition)], m, depth: depth, parent: parent, own: scope) { continue }
             let name = FieldName.field(op.message, op.field)
             if op.count == .single {
                 if _slowPath(keeps) {
@@ -374,14 +374,23 @@ public final class MessageDecoder {
     }
 
     /// Whether a field's `when` test holds for this message.
-    func holds(_ c: FieldCondition, _ m: DecodedMessage, depth: Int, parent: Scope) -> Bool {
-        if let p = c.parent {
+    func holds(_ c: DecodeCondition, _ m: DecodedMessage, depth: Int, parent: Scope, own: Scope) -> Bool {
+        if c.parentBase >= 0 {
             // A field of the message this one is nested in, where it was decoded (0: none).
-            guard parent.slots >= 0, let j = p[Int(parent.message)] else { return c.test.holds(0) }
-            let at = Int(slots[Int(parent.slots) + j])
-            return c.test.holds(at < 0 ? 0 : Self.bits(m.fields[at].value).0)
+            guard parent.slots >= 0 else { return c.test.holds(0) }
+            let j = program.parentFields[Int(c.parentBase) + Int(parent.message)]
+            return c.test.holds(j < 0 ? 0 : slotValue(parent, Int(j), m))
         }
+        // An earlier field of this message: where it was decoded is kept (`referenced`).
+        if !c.inHeader && own.slots >= 0 { return c.test.holds(slotValue(own, c.test.field, m)) }
         return c.test.holds(valueOf(c.test.field, inHeader: c.inHeader, m, depth: depth).bits)
+    }
+
+    /// Field `field` of the message of `scope` as decoded (0: not there, left out by its `when`).
+    @inline(__always)
+    func slotValue(_ scope: Scope, _ field: Int, _ m: DecodedMessage) -> UInt64 {
+        let at = Int(slots[Int(scope.slots) + field])
+        return at < 0 ? 0 : Self.bits(m.fields[at].value).0
     }
 
     /// Whether the element just decoded at `element` ends its `until` array.
