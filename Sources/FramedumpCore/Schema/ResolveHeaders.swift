@@ -173,9 +173,8 @@ extension Resolver {
                 errors.add(error)
             }
         }
-        let mine = Set(v.choices.map(\.message) + (v.message.map { [$0] } ?? []))
         for (name, t) in b.again {
-            guard let mi = byName[name.lowercased()], mine.contains(mi) else {
+            guard let mi = byName[name.lowercased()], v.firstMessages.contains(mi) else {
                 errors.add(err(t, "'again after \(name)': '\(name)' is not a message the first \(d.name) frame can be (its 'message' lines)"))
                 continue
             }
@@ -193,7 +192,7 @@ extension Resolver {
                 errors.add(err(after[0].1, "'first \(d.name) after ...' follows the \(d.opposite.name) side's first frame, which the protocol does not describe ('first \(d.opposite.name) { }')"))
                 continue
             }
-            let theirs = Set(other.choices.map(\.message) + (other.message.map { [$0] } ?? []))
+            let theirs = other.firstMessages
             var ids: [Int] = []
             for (name, t) in after {
                 guard let mi = byName[name.lowercased()], theirs.contains(mi) else {

@@ -267,6 +267,8 @@ public struct HeaderVariant: Sendable {
     /// `first s2c after NAME { }`: this first frame is there only when the other direction's
     /// first frame was one of these messages (the server's one-byte answer to an SSLRequest).
     public var after: [Int]? = nil
+    /// The messages a first frame of this layout can be (its `message` lines).
+    public var firstMessages: Set<Int> { Set(choices.map(\.message) + (message.map { [$0] } ?? [])) }
     /// `message_id s2c = xid;`: this direction's id field (nil: the protocol's `message_id`).
     public var idField: Int?
 

@@ -167,13 +167,14 @@ final class SessionFrames: FrameConsumer {
         var mark = PhaseMark(current: phase, next: -1, assumed: phaseAssumed)
         phaseAssumed = false
         let table = decoder.phases.unsafelyUnwrapped
+        var next: Int32?
         if _slowPath(table.hasSpecial), let mi {
             if phaseCounters.count != table.rules.count { phaseCounters = Array(repeating: 0, count: table.rules.count) }
-            if let n = table.after(phase, mi, decoded, counters: &phaseCounters) {
-                if n != phase { mark.next = n }
-                phase = n
-            }
-        } else if let mi, let n = table.after(phase, mi) {
+            next = table.after(phase, mi, decoded, counters: &phaseCounters)
+        } else if let mi {
+            next = table.after(phase, mi)
+        }
+        if let n = next {
             if n != phase { mark.next = n }
             phase = n
         }
