@@ -42,14 +42,17 @@ public final class OutputBuffer {
         base = .allocate(capacity: self.capacity)
     }
 
-    /// Empty, and back to `capacity` bytes if a long line grew it past four times that (a
-    /// shard's buffers go round: each would otherwise keep the largest line it ever held).
-    func empty(shrinkingTo capacity: Int) {
+    /// Empty. A buffer more than four times larger than what it held (and than `floor`) goes
+    /// back to that size: a shard's buffers go round, and each would otherwise keep the largest
+    /// line it ever held. One that held about what it can keeps its size, so a shard whose
+    /// rounds write megabytes does not grow a buffer again (copies, fresh pages) every round.
+    func empty(shrinkingTo floor: Int) {
+        let held = max(count, floor, 1)
         count = 0
-        guard self.capacity > 4 * max(capacity, 1) else { return }
+        guard capacity > 4 * held else { return }
         base.deallocate()
-        self.capacity = max(capacity, 1)
-        base = .allocate(capacity: self.capacity)
+        capacity = held
+        base = .allocate(capacity: capacity)
     }
 
     /// Trades the bytes held with `other`'s (a shard hands its output over and takes an
