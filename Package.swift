@@ -41,6 +41,14 @@ let package = Package(
             pkgConfig: "liblz4",
             providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
         ),
+        // PCRE2 for `-Y`'s `matches`: the regular expressions Wireshark's filters use, with a
+        // bound on the backtracking steps of each match (a pathological pattern gives up and is
+        // reported instead of running for minutes).
+        .systemLibrary(
+            name: "CPCRE2",
+            pkgConfig: "libpcre2-8",
+            providers: [.apt(["libpcre2-dev"]), .brew(["pcre2"])]
+        ),
         // The pipeline: Capture → Link → Reassembly → Session (Framing, Decoding) → Output.
         .target(
             name: "FramedumpCore",
@@ -48,6 +56,7 @@ let package = Package(
                 "CPcap",
                 "CZlib",
                 "CLZ4",
+                "CPCRE2",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -7,7 +7,7 @@
 #     DESTDIR=stage scripts/install.sh --prefix /usr    # staged (as scripts/make_deb.sh does)
 #
 # The Swift runtime is linked in (--static-swift-stdlib), so the installed binary needs only
-# libpcap, zlib and liblz4 at run time, not a Swift toolchain.
+# libpcap, zlib, liblz4 and PCRE2 at run time, not a Swift toolchain.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=/usr/local

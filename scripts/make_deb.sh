@@ -4,7 +4,7 @@
 #     scripts/make_deb.sh [OUT_DIR]       # default: .build/deb
 #
 # Then `apt install ./framedump_*.deb` (or `dpkg -i`). The binary carries the Swift runtime, so
-# the package depends only on libpcap, zlib and liblz4.
+# the package depends only on libpcap, zlib, liblz4 and PCRE2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-.build/deb}"
@@ -23,7 +23,7 @@ Version: $version
 Architecture: $arch
 Maintainer: framedump developers <framedump@localhost>
 Installed-Size: $size
-Depends: libpcap0.8, zlib1g, liblz4-1, libcurl4, libstdc++6, libgcc-s1
+Depends: libpcap0.8, zlib1g, liblz4-1, libpcre2-8-0, libcurl4, libstdc++6, libgcc-s1
 Section: net
 Priority: optional
 Description: tcpdump for custom binary protocols

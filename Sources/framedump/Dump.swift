@@ -398,6 +398,11 @@ struct Dump: ParsableCommand {
         }
         pipeline.finish()
         do { try dumper?.finish() } catch { readError = readError ?? error }
+        // A `matches` that gave up on messages: the run's answer is incomplete, and says so.
+        if let gaveUp = pipeline.filtering?.regexesGaveUp, let first = gaveUp.first {
+            for g in gaveUp.dropFirst() { FileHandleErr.write("framedump: \(g)\n") }
+            readError = readError ?? first
+        }
         if let dumper, !printToo, !out.closed, readError == nil, !dumper.failed {
             // What tcpdump says when it writes: how much, so an empty file is no surprise.
             let n = dumper.written

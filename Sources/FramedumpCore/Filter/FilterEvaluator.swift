@@ -4,18 +4,18 @@
 public struct FilterEvaluator {
     let expr: FilterExpr
     /// Compiled regular expressions, by their text.
-    let regexes: [String: Regex<AnyRegexOutput>]
+    let regexes: [String: FilterRegex]
     /// Field paths resolved against each protocol's schema, made on first use.
     let paths = PathCache()
 
     package init(_ e: FilterExpr) {
         expr = e
-        var r: [String: Regex<AnyRegexOutput>] = [:]
+        var r: [String: FilterRegex] = [:]
         func collect(_ e: FilterExpr) {
             switch e {
             case .or(let a, let b), .and(let a, let b): collect(a); collect(b)
             case .not(let a): collect(a)
-            case .matches(_, let re): r[re] = try? Regex(re)
+            case .matches(_, let re): r[re] = r[re] ?? (try? FilterRegex(re))
             default: break
             }
         }
@@ -29,6 +29,12 @@ public struct FilterEvaluator {
         case float(Double)
         case text(String)
         case bytes([UInt8])
+    }
+
+    /// The patterns that gave up on some messages (see FilterRegex), by pattern.
+    package var regexesGaveUp: [FilterRegexGaveUp] {
+        regexes.values.filter { $0.gaveUp > 0 }.sorted { $0.pattern < $1.pattern }
+            .map { FilterRegexGaveUp(pattern: $0.pattern, gaveUp: $0.gaveUp, notTried: $0.notTried) }
     }
 
     package func matches(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> Bool {
@@ -145,10 +151,10 @@ public struct FilterEvaluator {
         case .matches(let re):
             guard let regex = regexes[re] else { return false }
             switch o {
-            case .text(let s): return (try? regex.firstMatch(in: s)) != nil
+            case .text(let s): return regex.matches(text: s)
             // Bytes as Wireshark matches them: each byte one character (`\x00` matches a zero byte).
-            case .bytes(let b): return (try? regex.firstMatch(in: Self.latin1(b))) != nil
-            case .integer(_, _, let label?): return (try? regex.firstMatch(in: label)) != nil
+            case .bytes(let b): return regex.matches(bytes: b)
+            case .integer(_, _, let label?): return regex.matches(text: label)
             default: return false
             }
         }
@@ -226,11 +232,6 @@ public struct FilterEvaluator {
             i += 3
         }
         return out
-    }
-
-    /// Each byte as the character of the same number (what a regex sees of a bytes field).
-    static func latin1(_ b: [UInt8]) -> String {
-        String(String.UnicodeScalarView(b.map { Unicode.Scalar($0) }))
     }
 
     static func find(_ hay: [UInt8], _ needle: [UInt8]) -> Bool {
@@ -484,8 +485,21 @@ public final class FilteringSink: MessageSink {
     @exclusivity(unchecked) var position: UInt64 = 0
     @exclusivity(unchecked) var firstSeen: [UInt64] = []
 
+    /// The patterns that gave up on some messages, this sink's and its shards'.
+    public var regexesGaveUp: [FilterRegexGaveUp] {
+        var byPattern: [String: FilterRegexGaveUp] = [:]
+        for g in evaluator.regexesGaveUp + shardsGaveUp {
+            let o = byPattern[g.pattern]
+            byPattern[g.pattern] = FilterRegexGaveUp(pattern: g.pattern, gaveUp: g.gaveUp + (o?.gaveUp ?? 0),
+                                                     notTried: g.notTried + (o?.notTried ?? 0))
+        }
+        return byPattern.values.sorted { $0.pattern < $1.pattern }
+    }
+    var shardsGaveUp: [FilterRegexGaveUp] = []
+
     /// Adds a shard's matches into this (the run's) filter's, at the end of the run.
     func absorb(_ shards: [FilteringSink]) {
+        shardsGaveUp += shards.flatMap(\.regexesGaveUp)
         // Several entries first matched in one event come from one shard: their order there
         // (`local`) breaks the tie.
         var merged: [(at: UInt64, local: Int, protocolName: String, message: String, count: UInt64)] =

@@ -74,6 +74,12 @@ public struct FilterError: Error, CustomStringConvertible, Sendable {
     public var message: String
     public var filter: String
 
+    package init(column: Int, message: String, filter: String) {
+        self.column = column
+        self.message = message
+        self.filter = filter
+    }
+
     /// `filter: column N: message`, then the filter with a caret under the column.
     public var description: String {
         "framedump: filter: column \(column): \(message)\n    \(filter)\n    " + String(repeating: " ", count: max(0, column - 1)) + "^"
@@ -227,7 +233,7 @@ public struct FilterParser {
                 if let problem = known.textless(ref, "matches") { throw err(problem, tok) }
                 next()
                 guard case .string(let re) = tok.kind else { throw err("'matches' needs a regular expression in double quotes", tok) }
-                do { _ = try Regex(re) } catch { throw err("not a regular expression: \(error)", tok) }
+                do { try FilterRegex.check(re) } catch { throw err("not a regular expression: \(error.message) (at byte \(error.offset) of the pattern)", tok) }
                 next()
                 return .matches(ref, re)
             case "in":

@@ -13,7 +13,7 @@ public final class Pipeline {
     public let sessions: SessionManager?
     let sink: MessageSink?
     /// The `-Y` filter in front of the output, when one was given.
-    let filtering: FilteringSink?
+    package let filtering: FilteringSink?
     /// `--diffable`'s connections held to the end (a sharded run's shards' are merged into it).
     let collector: ConnectionCollector?
     /// The run's TLS secrets, shared by the shards; it learns the capture files at `run`.

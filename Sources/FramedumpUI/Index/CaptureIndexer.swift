@@ -169,6 +169,13 @@ public final class CaptureIndexer: @unchecked Sendable {
         if let f = configuration.bpf, !f.isEmpty { try source.setFilter(f) }
         try? again.run(source, limit: configuration.count, dumper: nil, lineBuffered: false)
         again.finish()
+        // A pattern that gave up on messages: refused as a bad filter is (the page keeps its list).
+        if let g = collector.evaluator.regexesGaveUp.first {
+            // The pattern as written in the filter: its backslashes and quotes escaped.
+            let written = "\"" + g.pattern.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            let at = text.range(of: written).map { text.distance(from: text.startIndex, to: $0.lowerBound) + 1 } ?? 1
+            throw FilterError(column: at, message: g.explanation, filter: text)
+        }
         filters.store(text, collector.matches)
         return filters.cached(text) ?? collector.matches
     }

@@ -142,6 +142,14 @@ final class UITests: XCTestCase {
         XCTAssertThrowsError(try i.filter("game.Res == \"x\"")) { e in
             XCTAssertEqual((e as? FilterError)?.column, 13)
         }
+        // A pattern that reaches PCRE2's bound on some messages is refused as a bad filter is
+        // (the page keeps its list), at the pattern.
+        let v = try indexer("varint.pcap")
+        XCTAssertThrowsError(try v.filter(#"chat.say.text matches "(.*)*o\\d""#)) { e in
+            XCTAssertEqual((e as? FilterError)?.column, 23)
+            XCTAssertTrue((e as? FilterError)?.message.contains("reached its bound of 1000000 backtracking steps") ?? false, "\(e)")
+        }
+        XCTAssertEqual(try v.filter(#"chat.say.text matches "^h""#).count, 9)
     }
 
     /// pair_by pairs each scene reply with its request: the 20 ms and 50 ms the server waited.
