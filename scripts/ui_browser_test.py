@@ -307,6 +307,12 @@ def check_live(driver, binary, shots):
     expect(not left, f"live: the temporary capture is removed when the server stops (left: {sorted(left)})")
 
 
+def console_clean(driver):
+    refused = [e["message"] for e in driver.get_log("browser")
+               if "Content Security Policy" in e["message"] or "Uncaught" in e["message"]]
+    expect(not refused, "the console: " + ("; ".join(refused) or "no script error, nothing refused"))
+
+
 def temporary_folders():
     tmp = os.environ.get("TMPDIR") or "/tmp"
     return {d for d in os.listdir(tmp) if d.startswith("framedump-ui-") and os.path.isdir(os.path.join(tmp, d))}
@@ -328,6 +334,9 @@ def main():
     chromium = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") if os.path.exists(p)), None)
     if chromium:
         opts.binary_location = chromium
+    # The browser's console: a script error, or anything the server's Content-Security-Policy
+    # refused (an inline style, a script from elsewhere), fails the sample it came with.
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driverpath = next((p for p in ("/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver") if os.path.exists(p)), None)
     driver = webdriver.Chrome(options=opts, service=Service(driverpath) if driverpath else None)
     driver.set_page_load_timeout(2 * TIMEOUT)
@@ -356,6 +365,7 @@ def main():
             try:
                 driver.get(server.url)
                 check(driver, binary, a.screenshots)
+                console_clean(driver)
             except Exception as e:  # an assertion, or the page not doing what is asked
                 failures += 1
                 print("  FAILED:", type(e).__name__, str(e).splitlines()[0] if str(e) else "")
@@ -365,6 +375,7 @@ def main():
             print("live on lo:")
             try:
                 check_live(driver, binary, a.screenshots)
+                console_clean(driver)
             except Exception as e:
                 failures += 1
                 print("  FAILED:", type(e).__name__, str(e).splitlines()[0] if str(e) else "")

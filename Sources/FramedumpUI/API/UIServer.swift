@@ -51,7 +51,9 @@ public final class UIServer: Sendable {
             case .ip4(_, let p)?, .ip6(_, let p)?: port = p
             default: port = 0
             }
-            let shown = host.contains(":") ? "[\(host)]" : host
+            // Every address: the URL names this machine, which another one can reach.
+            let reachable = host == "0.0.0.0" || host == "::" ? ProcessInfo.processInfo.hostName : host
+            let shown = reachable.contains(":") ? "[\(reachable)]" : reachable
             ready("http://\(shown):\(port)/" + (token.map { "?token=" + $0 } ?? ""))
             try await running.value
         } onCancel: {
@@ -74,13 +76,17 @@ public final class UIServer: Sendable {
         let token = self.token
         let indexer = self.indexer
         // Every request: the token when one is needed; on loopback, a Host header naming
-        // loopback (a page of another site cannot reach the API by rebinding its name).
+        // loopback (a page of another site cannot reach the API by rebinding its name); and,
+        // whatever the address, nothing a page of another origin asks (any site the user visits
+        // may send GETs and open WebSockets to a local server: three such requests once held
+        // both cores for a minute re-decoding the capture).
         await server.appendRoute("*") { request in
             if let token {
                 guard request.query["token"] == token else { return Self.text(.forbidden, "a token is needed: use the URL framedump printed\n") }
             } else if let h = request.headers[.host], !Self.isLoopbackHost(h) {
                 return Self.text(.forbidden, "this server answers only pages of 127.0.0.1 or localhost\n")
             }
+            if let why = Self.crossOrigin(request) { return Self.text(.forbidden, why) }
             throw HTTPUnhandledError()
         }
         await server.appendRoute("GET /") { _ in Self.asset(PackageResources.index_html, "text/html; charset=utf-8") }
@@ -142,17 +148,49 @@ public final class UIServer: Sendable {
         await server.appendRoute("GET /api/live", to: .webSocket(LiveFeed(index: indexer.index)))
     }
 
+    /// Why a request comes from a page of another origin, or nil: a browser says where a request
+    /// comes from in `Sec-Fetch-Site` (every current browser; `none` is the user's own address
+    /// bar), and a WebSocket's or a cross-origin fetch's `Origin` names the page, which must be
+    /// this server's own (`http://` and the Host the request was sent to).
+    static func crossOrigin(_ r: HTTPRequest) -> String? {
+        if let site = r.headers[HTTPHeader("Sec-Fetch-Site")]?.lowercased(), site != "same-origin" && site != "none" {
+            return "this server answers only its own page (Sec-Fetch-Site: \(site))\n"
+        }
+        if let origin = r.headers[HTTPHeader("Origin")] {
+            let own = r.headers[.host].map { "http://" + $0.lowercased() }
+            guard origin.lowercased() == own else { return "this server answers only its own page (Origin: \(origin))\n" }
+        }
+        return nil
+    }
+
+    /// On every answer: no other site may frame the page, run scripts or styles from elsewhere
+    /// in it, or have a JSON answer read as a script or a page.
+    static let guarded: [HTTPHeader: String] = [
+        HTTPHeader("Content-Security-Policy"): "default-src 'self'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+        HTTPHeader("X-Frame-Options"): "DENY",
+        HTTPHeader("X-Content-Type-Options"): "nosniff",
+        HTTPHeader("Referrer-Policy"): "no-referrer",
+        HTTPHeader("Cross-Origin-Resource-Policy"): "same-origin",
+    ]
+
+    static func headers(_ contentType: String, _ more: [HTTPHeader: String] = [:]) -> [HTTPHeader: String] {
+        var h = guarded
+        h[.contentType] = contentType
+        for (k, v) in more { h[k] = v }
+        return h
+    }
+
     static func isLoopbackHost(_ h: String) -> Bool {
         let name = h.hasPrefix("[") ? String(h.prefix { $0 != "]" }.dropFirst()) : String(h.split(separator: ":").first ?? "")
         return name == "127.0.0.1" || name == "localhost" || name == "::1"
     }
 
     static func asset(_ bytes: [UInt8], _ type: String) -> HTTPResponse {
-        HTTPResponse(statusCode: .ok, headers: [.contentType: type, HTTPHeader("Cache-Control"): "no-store"], body: Data(bytes))
+        HTTPResponse(statusCode: .ok, headers: headers(type, [HTTPHeader("Cache-Control"): "no-store"]), body: Data(bytes))
     }
 
     static func json(_ text: String, status: HTTPStatusCode = .ok) -> HTTPResponse {
-        HTTPResponse(statusCode: status, headers: [.contentType: "application/json"], body: Data(text.utf8))
+        HTTPResponse(statusCode: status, headers: headers("application/json"), body: Data(text.utf8))
     }
 
     static func error(_ status: HTTPStatusCode, _ text: String) -> HTTPResponse {
@@ -160,7 +198,7 @@ public final class UIServer: Sendable {
     }
 
     static func text(_ status: HTTPStatusCode, _ text: String) -> HTTPResponse {
-        HTTPResponse(statusCode: status, headers: [.contentType: "text/plain; charset=utf-8"], body: Data(text.utf8))
+        HTTPResponse(statusCode: status, headers: headers("text/plain; charset=utf-8"), body: Data(text.utf8))
     }
 
     /// Decoding the capture again blocks for a while: on a thread of its own, not the

@@ -223,7 +223,8 @@ final class UITests: XCTestCase {
         }
     }
 
-    /// On loopback, a page of another name is refused (DNS rebinding); elsewhere, a token.
+    /// On loopback, a page of another name is refused (DNS rebinding); elsewhere, a token; and
+    /// anywhere, a request a page of another origin makes (Sec-Fetch-Site, Origin).
     func testServerAnswersOnlyItsOwnPage() async throws {
         let i = try indexer("game.pcap")
         for (listen, needsToken) in [("127.0.0.1", false), ("127.0.0.2", true)] {
@@ -250,14 +251,32 @@ final class UITests: XCTestCase {
                 XCTAssertTrue(index.1.contains("<script src=\"app.js\">"))
                 let file = try await get(base + "etc/passwd")
                 XCTAssertEqual(file.0, 404)
+                // A page of another origin: refused, by what the browser says of it.
+                let own = String(base.dropLast())
+                for (name, value) in [("Sec-Fetch-Site", "cross-site"), ("Sec-Fetch-Site", "same-site"),
+                                      ("Origin", "http://attacker.example"), ("Origin", "null"), ("Origin", own + "0")] {
+                    let r = try await get(base + "api/messages?filter=game.Res%20%3D%3D%201", headers: [name: value])
+                    XCTAssertEqual(r.0, 403, "\(name): \(value)")
+                }
+                for (name, value) in [("Sec-Fetch-Site", "same-origin"), ("Sec-Fetch-Site", "none"), ("Origin", own)] {
+                    let r = try await get(base + "api/status", headers: [name: value])
+                    XCTAssertEqual(r.0, 200, "\(name): \(value)")
+                }
+                // What every answer says to the browser.
+                let (_, response) = try await URLSession.shared.data(from: URL(string: base + "api/status")!)
+                let h = try XCTUnwrap(response as? HTTPURLResponse)
+                XCTAssertEqual(h.value(forHTTPHeaderField: "X-Content-Type-Options"), "nosniff")
+                XCTAssertEqual(h.value(forHTTPHeaderField: "X-Frame-Options"), "DENY")
+                XCTAssertTrue(h.value(forHTTPHeaderField: "Content-Security-Policy")?.contains("default-src 'self'") ?? false)
             }
             await server.stop()
         }
     }
 
-    func get(_ url: String, host: String? = nil) async throws -> (Int, String) {
+    func get(_ url: String, host: String? = nil, headers: [String: String] = [:]) async throws -> (Int, String) {
         var r = URLRequest(url: URL(string: url)!)
         if let host { r.setValue(host, forHTTPHeaderField: "Host") }
+        for (k, v) in headers { r.setValue(v, forHTTPHeaderField: k) }
         let (data, response) = try await URLSession.shared.data(for: r)
         return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
     }
