@@ -496,14 +496,28 @@ enum RunInput {
 }
 
 /// Ctrl-C / SIGTERM: ask libpcap to leave its loop, so outputs are flushed and the summary printed.
+/// A run that does not stop by then (a read blocked on a pipe that sends nothing, a phase that
+/// does not look at the loop's flag) ends at once: SIGTERM after a second, either signal when it
+/// comes a second time, with the shell's status for the signal (128 + its number).
 enum StopSignal {
     nonisolated(unsafe) static var source: (any PacketInput)?
+    /// The signal that asked to stop (0: none yet).
+    nonisolated(unsafe) static var received: sig_atomic_t = 0
 
     static func install(_ s: any PacketInput) {
         source = s
-        signal(SIGINT) { _ in StopSignal.source?.stop() }
-        signal(SIGTERM) { _ in StopSignal.source?.stop() }
+        signal(SIGINT) { StopSignal.ask($0) }
+        signal(SIGTERM) { StopSignal.ask($0) }
+        signal(SIGALRM) { _ in _exit(128 + StopSignal.received) }
         signal(SIGPIPE, SIG_IGN)
+    }
+
+    /// In the signal handler: only async-signal-safe calls (a flag, pcap_breakloop, alarm, _exit).
+    static func ask(_ sig: Int32) {
+        if received != 0 { _exit(128 + sig) }
+        received = sig
+        source?.stop()
+        if sig == SIGTERM { alarm(1) }
     }
 
     static func clear() { source = nil }

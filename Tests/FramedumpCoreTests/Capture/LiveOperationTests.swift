@@ -92,6 +92,32 @@ final class LiveOperationTests: XCTestCase {
         XCTAssertTrue(back.stdout.contains("t: 1 connections, 400 messages"), back.stdout)
     }
 
+    /// SIGTERM while the run cannot look at its stop flag (here a read from a pipe that sends
+    /// nothing more, which the kernel restarts after the handler): the process ends within a
+    /// second of it anyway, with 128 + 15. (It once waited for the pipe's next byte.)
+    func testSIGTERMEndsARunThatCannotStopWithinASecond() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: TestSupport.binary)
+        p.arguments = ["-r", "-", "-q"]
+        let input = Pipe()
+        p.standardInput = input
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
+        // A whole capture's first packets, and the pipe left open.
+        input.fileHandleForWriting.write(try Data(contentsOf: TestSupport.root.appendingPathComponent("samples/game.pcap")))
+        usleep(500_000)
+        XCTAssertTrue(p.isRunning, "framedump ended before its input did")
+        kill(p.processIdentifier, SIGTERM)
+        let sent = Date()
+        while p.isRunning && Date().timeIntervalSince(sent) < 10 { usleep(10_000) }
+        XCTAssertFalse(p.isRunning, "framedump did not end on SIGTERM")
+        XCTAssertLessThan(Date().timeIntervalSince(sent), 5)
+        XCTAssertEqual(p.terminationStatus, 128 + SIGTERM)
+        try? input.fileHandleForWriting.close()
+    }
+
     /// `framedump -r ... | head -1`: the first line, then a quiet end (no error text, exit 0),
     /// without reading the rest of a large capture (tcpdump dies of SIGPIPE at that point;
     /// framedump ignores the signal, sees EPIPE, completes its files and stops).
