@@ -325,6 +325,9 @@ public final class PacketSource: PacketInput {
         reader = r
     }
 
+    /// Whether `stop` was called.
+    public var stopped: Bool { stopFlag.pointee != 0 }
+
     /// Asks a running `forEach` to return; safe to call from a signal handler.
     public func stop() {
         stopFlag.pointee = 1

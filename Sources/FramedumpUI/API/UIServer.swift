@@ -106,6 +106,9 @@ public final class UIServer: Sendable {
             if let f = request.query["filter"]?.trimmingCharacters(in: .whitespaces), !f.isEmpty {
                 do {
                     matches = try await Self.offThread { try indexer.filter(f) }
+                } catch is FilterSuperseded {
+                    // The page asked for another filter since: it reads this answer no more.
+                    return Self.error(.conflict, "a newer filter was asked for")
                 } catch let e as FilterError {
                     return Self.json(JSONOut.object([
                         ("error", JSONOut.quoted("column \(e.column): \(e.message)")), ("column", String(e.column)),

@@ -39,6 +39,16 @@ public final class CaptureIndexer: @unchecked Sendable {
     private var dumper: CaptureWriter?
     private let diffLock = NSLock()
     private var diffText: String?
+    /// Filters decode the capture one at a time (`filterGate`), and a filter of other text
+    /// stops the one decoding (the page has moved on): requests can neither pile up threads
+    /// that each decode the whole capture nor wait behind a filter nobody reads any more.
+    private let filterGate = NSLock()
+    private let runningLock = NSLock()
+    /// The filter asked for last.
+    private var latestFilter: String?
+    private var running: (text: String, source: PacketSource)?
+    /// The filter decoding now, if one is (tests wait for it).
+    package var runningFilter: String? { runningLock.lock(); defer { runningLock.unlock() }; return running?.text }
 
     /// What the page calls the capture: the file as given, or the interface.
     var shownName: String {
@@ -152,6 +162,14 @@ public final class CaptureIndexer: @unchecked Sendable {
     /// caller's thread: the server calls it off its own).
     package func filter(_ text: String) throws -> [Int] {
         if let hit = filters.cached(text) { return hit }
+        runningLock.lock()
+        latestFilter = text
+        if let r = running, r.text != text { r.source.stop() }
+        runningLock.unlock()
+        filterGate.lock()
+        defer { filterGate.unlock() }
+        // The same filter may have been answered while this one waited.
+        if let hit = filters.cached(text) { return hit }
         var options = configuration.options
         options.jobs = 1
         options.displayFilter = nil
@@ -167,8 +185,18 @@ public final class CaptureIndexer: @unchecked Sendable {
         let again = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: collector)
         let source = try PacketSource(.file(capturePath))
         if let f = configuration.bpf, !f.isEmpty { try source.setFilter(f) }
+        runningLock.lock()
+        let superseded = latestFilter != text
+        if !superseded { running = (text, source) }
+        runningLock.unlock()
+        if superseded { throw FilterSuperseded() }
         try? again.run(source, limit: configuration.count, dumper: nil, lineBuffered: false)
         again.finish()
+        runningLock.lock()
+        running = nil
+        let stopped = source.stopped
+        runningLock.unlock()
+        if stopped { throw FilterSuperseded() }
         // A pattern that gave up on messages: refused as a bad filter is (the page keeps its list).
         if let g = collector.evaluator.regexesGaveUp.first {
             // The pattern as written in the filter: its backslashes and quotes escaped.
@@ -194,6 +222,11 @@ public final class CaptureIndexer: @unchecked Sendable {
         diffText = text
         return text
     }
+}
+
+/// A filter stopped, or not started, because the page asked for another one.
+package struct FilterSuperseded: Error, CustomStringConvertible {
+    package var description: String { "a newer filter was asked for" }
 }
 
 /// A value handed to another thread that is used there alone.

@@ -122,6 +122,7 @@ async function loadPage(p) {
     state.pages.set(p, r.rows);
     showFilterError(null);
   } catch (e) {
+    if (key !== `${state.conn}|${state.filter}`) return;  // superseded: the server stopped it
     if (e.body && e.body.column) showFilterError(e.body); else throw e;
   } finally {
     state.loading.delete(p);

@@ -152,6 +152,51 @@ final class UITests: XCTestCase {
         XCTAssertEqual(try v.filter(#"chat.say.text matches "^h""#).count, 9)
     }
 
+    /// Filters decode one at a time, and a filter of other text stops the one decoding: the
+    /// stopped one answers `FilterSuperseded` (never a part of its answer), the new one its
+    /// whole answer; the same filter asked twice at once is decoded once.
+    func testANewFilterStopsTheOneDecoding() throws {
+        let dir = TestSupport.tempDir()
+        let dissector = dir + "/d/t.dissector"
+        try FileManager.default.createDirectory(atPath: dir + "/d", withIntermediateDirectories: true)
+        try "protocol t { port 8000; header { uint32 length; uint16 id; } frame_length = length; message_id = id; }\nMessage A = 1 { uint32 n; }\n"
+            .write(toFile: dissector, atomically: true, encoding: .utf8)
+        let capture = dir + "/many.pcap"
+        let b = try CaptureBuilder(capture)
+        let c = CaptureBuilder.Connection(b, index: 1, serverPort: 8000)
+        // 200,000 messages: a second of decoding in a debug build, so the second filter comes first.
+        for chunk in 0..<2000 {
+            var bytes: [UInt8] = []
+            for k in 0..<100 { bytes += .be32(10) + .be16(1) + .be32(UInt32(chunk * 100 + k)) }
+            c.send(bytes, segment: 1400)
+        }
+        b.finish()
+        var o = PipelineOptions()
+        o.dissectorPaths = [dir + "/d"]
+        let i = try CaptureIndexer(UIConfiguration(input: .file(capture), options: o))
+        i.start()
+        _ = i.waitForIndex()
+        let first = Locked<Result<[Int], Error>>()
+        let started = DispatchSemaphore(value: 0)
+        Thread {
+            started.signal()
+            first.set(Result { try i.filter("t.n >= 0") })
+        }.start()
+        started.wait()
+        let running = Date().addingTimeInterval(30)
+        while i.runningFilter == nil && first.value == nil && Date() < running { usleep(1_000) }
+        let second = try i.filter("t.n < 10")
+        XCTAssertEqual(second, Array(0..<10))
+        let deadline = Date().addingTimeInterval(60)
+        while first.value == nil && Date() < deadline { usleep(10_000) }
+        switch try XCTUnwrap(first.value) {
+        case .success(let all): XCTFail("the first filter was not stopped (\(all.count) matches)")
+        case .failure(let e): XCTAssertTrue(e is FilterSuperseded, "\(e)")
+        }
+        // Asked again, it is decoded whole.
+        XCTAssertEqual(try i.filter("t.n >= 0").count, 200_000)
+    }
+
     /// pair_by pairs each scene reply with its request: the 20 ms and 50 ms the server waited.
     func testPairsGiveTheServersDelays() throws {
         let i = try indexer("game-latency.pcap")
