@@ -251,6 +251,11 @@ def check_live(driver, binary, shots):
     try:
         driver.get(server.url)
         wait(driver, "the live page", lambda: driver.execute_script("return window.framedump.status && window.framedump.status.live"))
+        if os.geteuid() == 0:
+            # Root opens the interface; the decoders, filters and server then run as nobody.
+            with open(f"/proc/{server.proc.pid}/status") as f:
+                ids = {l.split()[0]: l.split()[1:] for l in f if l.split() and l.split()[0] in ("Uid:", "Gid:")}
+            expect(ids == {"Uid:": ["65534"] * 4, "Gid:": ["65534"] * 4}, f"live: the server runs as nobody once the interface is open ({ids})")
         listener = socket.socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", port))

@@ -29,6 +29,9 @@ struct UI: ParsableCommand {
     @Flag(name: .customShort("p"), help: "Live capture: do not put the interface in promiscuous mode.")
     var noPromiscuous = false
 
+    @Option(name: .customShort("Z"), help: ArgumentHelp("Live: after opening the interface, run as this user (default 'nobody' when root).", valueName: "user"))
+    var user: String?
+
     @OptionGroup
     var dissectorOptions: DissectorOptions
 
@@ -121,6 +124,15 @@ struct UI: ParsableCommand {
             throw ExitCode(2)
         } catch {
             fail(error)
+        }
+        // Live: the handle, the capture file and the spill are open; the decoders, the filters'
+        // regular expressions and the web server then run on packets from the network, not
+        // as root (as `framedump -i` does). The files written or read again are handed over.
+        if indexer.isLive {
+            let target = user ?? (Privileges.isRoot ? "nobody" : nil)
+            if let target, target != "root" {
+                do { try Privileges.drop(to: target, handOver: indexer.handOverPaths) } catch { fail(error) }
+            }
         }
         indexer.start()
         let done = DispatchSemaphore(value: 0)

@@ -23,19 +23,28 @@ public final class Pipeline {
     /// How many protocols the dissector files declared (none: only WebSocket is decoded, built in).
     public let dissectorCount: Int
 
+    /// The dissectors a run with these options decodes with (`-d`, `--proto-defaults`, `--decode-as`).
+    public static func loadSchemas(_ options: PipelineOptions) throws -> [ProtocolSchema] {
+        var schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: options.dissectorPaths),
+                                               options: options.load.bounded(by: options.limits))
+        if options.protoDefaults { for i in schemas.indices { schemas[i].protoAddDefaults = true } }
+        if !options.decodeAs.isEmpty { schemas = try DecodeAs.apply(options.decodeAs, to: schemas) }
+        return schemas
+    }
+
     /// Dissector files are loaded here, before any packet is read (and before privileges drop).
     /// `messageSink`, when given, takes the decoded stream in place of the printer (`diff`, `check -r`).
-    public init(options: PipelineOptions, output: OutputBuffer, messageSink: MessageSink? = nil) throws {
+    /// `schemas`, when given, are `loadSchemas(options)`'s, loaded earlier: a run that decodes
+    /// again after giving up root (the page's filters) reads no dissector file then.
+    public init(options: PipelineOptions, output: OutputBuffer, messageSink: MessageSink? = nil,
+                schemas loaded: [ProtocolSchema]? = nil) throws {
         self.options = options
         self.out = output
         let limits = options.limits
         var fragments = Defragmenter.Options()
         fragments.maxBytes = limits.maxFragmentBytes
         defragmenter = Defragmenter(options: fragments)
-        var schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: options.dissectorPaths),
-                                               options: options.load.bounded(by: limits))
-        if options.protoDefaults { for i in schemas.indices { schemas[i].protoAddDefaults = true } }
-        if !options.decodeAs.isEmpty { schemas = try DecodeAs.apply(options.decodeAs, to: schemas) }
+        let schemas = try loaded ?? Self.loadSchemas(options)
         dissectorCount = schemas.count
         let printsMessages = options.printsMessages && !options.segments && !options.follow && !options.quiet
         // The filter is checked against the loaded dissectors before any packet is read.

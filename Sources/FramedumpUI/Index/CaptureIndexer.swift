@@ -39,6 +39,8 @@ public final class CaptureIndexer: @unchecked Sendable {
     private var dumper: CaptureWriter?
     private let diffLock = NSLock()
     private var diffText: String?
+    /// The dissectors, loaded once: filters decode with them after a live run gave up root.
+    let schemas: [ProtocolSchema]
     /// Filters decode the capture one at a time (`filterGate`), and a filter of other text
     /// stops the one decoding (the page has moved on): requests can neither pile up threads
     /// that each decode the whole capture nor wait behind a filter nobody reads any more.
@@ -71,7 +73,8 @@ public final class CaptureIndexer: @unchecked Sendable {
         index = MessageIndex(keep: live ? configuration.keep : Int.max / 2)
         spill = try Spill()
         let sink = IndexSink(spill: spill, index: index, filters: filters, live: live)
-        let pipeline = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: sink)
+        schemas = try Pipeline.loadSchemas(options)
+        let pipeline = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: sink, schemas: schemas)
         let source = try PacketSource(configuration.input)
         if let f = configuration.bpf, !f.isEmpty { try source.setFilter(f) }
         switch configuration.input {
@@ -96,6 +99,15 @@ public final class CaptureIndexer: @unchecked Sendable {
     }
 
     deinit { removeTemporaryFiles() }
+
+    /// Live: what the run reads, writes and removes again after giving up root
+    /// (`Privileges.drop`'s `handOver`): the temporary folder and the capture in it, which the
+    /// filters decode again. A `-w` file stays its owner's (created with the umask, as
+    /// tcpdump's, it is readable).
+    public var handOverPaths: [String] {
+        guard isLive, let d = temporaryDirectory else { return [] }
+        return [d, capturePath]
+    }
 
     /// Live: the temporary pcap and its folder (not `-w`'s file). Called when the server
     /// stops: the process may end before this object is released.
@@ -174,15 +186,13 @@ public final class CaptureIndexer: @unchecked Sendable {
         options.jobs = 1
         options.displayFilter = nil
         options.statistics = []
-        let schemas = try DissectorLoader.load(paths: DissectorLoader.defaultPaths(explicit: options.dissectorPaths),
-                                               options: options.load.bounded(by: options.limits))
         let expr = try FilterParser.parse(text, protocols: schemas)
         var below = Int.max
         if isLive {
             below = filters.startLive(text, FilterEvaluator(expr))
         }
         let collector = FilterMatchSink(FilterEvaluator(expr), below: below)
-        let again = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: collector)
+        let again = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: collector, schemas: schemas)
         let source = try PacketSource(.file(capturePath))
         if let f = configuration.bpf, !f.isEmpty { try source.setFilter(f) }
         runningLock.lock()
