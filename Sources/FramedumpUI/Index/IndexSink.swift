@@ -44,7 +44,18 @@ final class IndexSink: MessageSink {
     }
 
     func record(_ c: Connection, _ p: ProtocolRuntime?) -> Int {
-        if let i = byNumber[c.number] { return i }
+        if let i = byNumber[c.number] {
+            // Opened before its protocol was known (a WebSocket on any port, known by its
+            // handshake): named by its first message or event that knows it.
+            if let p, !unnamed.isEmpty, unnamed.remove(i) != nil {
+                update(i) { r in
+                    let below = r.protocolName.range(of: " in ").map { String(r.protocolName[$0.lowerBound...]) } ?? ""
+                    r.protocolName = p.schema.name + below
+                }
+            }
+            return i
+        }
+        if p == nil { unnamed.insert(records.count) }
         let i = records.count
         let ts = c.firstPacket.ts
         records.append(ConnectionRecord(
@@ -55,6 +66,9 @@ final class IndexSink: MessageSink {
         changed[i] = records[i]
         return i
     }
+
+    /// Records opened with no protocol yet ("tcp", "udp").
+    var unnamed: Set<Int> = []
 
     static func seconds(_ t: Timestamp) -> Double { Double(t.seconds) + Double(t.nanos) / 1e9 }
 

@@ -152,6 +152,31 @@ final class UITests: XCTestCase {
         XCTAssertEqual(try v.filter(#"chat.say.text matches "^h""#).count, 9)
     }
 
+    /// A WebSocket on a port no dissector names is known by its handshake, after the connection
+    /// opened: its row is named by the protocol then (it was listed as "tcp").
+    func testAWebSocketOnAnyPortIsNamedByItsProtocol() throws {
+        // samples/websocket-deflate.pcap (Ethernet, IPv4) with the server's port 12346 made 45678.
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: TestSupport.sample("websocket-deflate.pcap"))))
+        var at = 24
+        while at + 16 <= bytes.count {
+            let length = Int(bytes[at + 8]) | Int(bytes[at + 9]) << 8 | Int(bytes[at + 10]) << 16 | Int(bytes[at + 11]) << 24
+            let tcp = at + 16 + 14 + Int(bytes[at + 16 + 14] & 15) * 4
+            for p in [tcp, tcp + 2] where bytes[p] == 0x30 && bytes[p + 1] == 0x3a { (bytes[p], bytes[p + 1]) = (0xb2, 0x6e) }
+            at += 16 + length
+        }
+        let path = TestSupport.tempDir() + "/ws-any-port.pcap"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        var o = PipelineOptions()
+        o.dissectorPaths = [TestSupport.dissectors]
+        let i = try CaptureIndexer(UIConfiguration(input: .file(path), options: o))
+        i.start()
+        _ = i.waitForIndex()
+        let rows = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(Views(indexer: i).connections().utf8)) as? [[String: Any]])
+        XCTAssertEqual(rows.count, 1)
+        XCTAssertEqual(rows.first?["server"] as? String, "127.0.0.1:45678")
+        XCTAssertEqual(rows.first?["protocol"] as? String, "bridge")
+    }
+
     /// Filters decode one at a time, and a filter of other text stops the one decoding: the
     /// stopped one answers `FilterSuperseded` (never a part of its answer), the new one its
     /// whole answer; the same filter asked twice at once is decoded once.
