@@ -182,6 +182,9 @@ def check_game(driver, binary, shots):
     err = wait(driver, "the filter's error", lambda: driver.find_element(By.ID, "filter-error").text if driver.find_element(By.ID, "filter-error").is_displayed() else None)
     lines = err.splitlines()
     expect(len(lines) >= 2 and lines[1].index("^") == 12, f"game.pcap: a bad filter is refused with a caret under column 13: {lines[:2]}")
+    kept = [int(r.get_attribute("data-n")) for r in driver.find_elements(By.CSS_SELECTOR, "#list-rows .row[data-n]")]
+    expect(kept == shown and list_count(driver).startswith(f"{len(want)} message"),
+           f"game.pcap: the refused filter leaves the list the last one made ({len(kept)} rows, {list_count(driver)!r})")
     driver.find_element(By.ID, "filter-clear").click()
     wait(driver, "the list back", lambda: list_count(driver).startswith(f"{len(messages)} message"))
 

@@ -6,7 +6,7 @@ const ROW = 20, PAGE = 200, MAX_SPACER = 30_000_000;
 const token = new URLSearchParams(location.search).get("token");
 const $ = (id) => document.getElementById(id);
 const state = {
-  status: null, conns: [], conn: null, filter: "", total: 0, pages: new Map(),
+  status: null, conns: [], conn: null, filter: "", trying: "", total: 0, pages: new Map(),
   selected: null, message: null, view: "messages", seqFrom: 0, diffLoaded: false, loading: new Set(),
 };
 window.framedump = state;  // for the browser tests: what the page believes
@@ -370,12 +370,29 @@ function showView(v) {
 }
 for (const b of document.querySelectorAll("nav button")) b.addEventListener("click", () => showView(b.dataset.view));
 
-$("filter-form").addEventListener("submit", (e) => {
+// A new filter replaces the list only once its first rows came: a filter the server refuses
+// leaves the list it had, with the error under the box (as Wireshark keeps its packet list).
+$("filter-form").addEventListener("submit", async (e) => {
   e.preventDefault();
-  state.filter = $("filter").value.trim();
-  resetList();
+  const text = $("filter").value.trim();
+  state.trying = text;
+  if (!text) { state.filter = ""; showFilterError(null); resetList(); return; }
+  try {
+    const r = await api("/api/messages", { from: 0, count: PAGE, conn: state.conn, filter: text });
+    if (state.trying !== text) return;  // another filter was asked for meanwhile
+    state.filter = text;
+    state.pages = new Map([[0, r.rows]]);
+    state.loading = new Set();
+    state.total = r.total;
+    $("list").scrollTop = 0;
+    showFilterError(null);
+    renderList();
+  } catch (err) {
+    if (state.trying !== text) return;
+    if (err.body && err.body.column) showFilterError(err.body); else throw err;
+  }
 });
-$("filter-clear").addEventListener("click", () => { $("filter").value = ""; state.filter = ""; showFilterError(null); resetList(); });
+$("filter-clear").addEventListener("click", () => { $("filter").value = ""; state.trying = ""; state.filter = ""; showFilterError(null); resetList(); });
 
 function watchLive() {
   const ws = new WebSocket(url(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/live`));
