@@ -16,9 +16,6 @@ let package = Package(
         // AES for encrypted bodies (`_CryptoExtras`: CBC, CTR, the block function for ECB), and
         // SHA-1 for checking the WebSocket handshake's Sec-WebSocket-Accept.
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"4.0.0"),
-        // `framedump ui`'s local web server: plain BSD sockets and Swift concurrency, no SwiftNIO
-        // (a fraction of Hummingbird's or Vapor's build time and binary size).
-        .package(url: "https://github.com/swhitty/FlyingFox", from: "0.27.1"),
     ],
     targets: [
         // libpcap, through the system's headers and pkg-config.
@@ -68,7 +65,7 @@ let package = Package(
             name: "FramedumpUI",
             dependencies: [
                 "FramedumpCore",
-                .product(name: "FlyingFox", package: "FlyingFox"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [
                 .embedInCode("Web/index.html"),

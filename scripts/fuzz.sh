@@ -21,6 +21,8 @@
 #   websocket       a WebSocket connection (handshake, frames, with and without
 #                   permessage-deflate, mid-stream), through the tree printer
 #   http-head       WebSocket handshake heads
+#   page-request    what a client sends `framedump ui`'s server: a request head (bounded), the
+#                   Host and origin checks, then the live WebSocket's client frames
 #   tls             a TCP connection to a TLS port (after a fixed ClientHello) with a key log that
 #                   has its secrets: the record layer, the handshake parser, the key schedules,
 #                   decryption, the svc deframer and the tree printer; and key log lines
@@ -220,6 +222,16 @@ PY
         for f in "$seeds/$s"/*.c2s; do [ -f "$f" ] && { printf '\001\100\007'; cat "$f"; } > "$seeds/$s.seed"; done
       done
       rm -rf "$seeds"/bridge "$seeds"/websocket-deflate
+      run "$1" "$seeds" ;;
+    page-request)
+      # Seeds: the heads a browser sends the page (a fetch, the live WebSocket with a ping and
+      # a close after it), and a head cut short.
+      seeds="$(mktemp -d)"
+      trap 'rm -rf "$seeds"' RETURN
+      printf 'GET /api/messages?from=0&count=200&filter=game.Res%%20%%3D%%3D%%201 HTTP/1.1\r\nHost: 127.0.0.1:8800\r\nSec-Fetch-Site: same-origin\r\n\r\n' > "$seeds/fetch"
+      { printf 'GET /api/live HTTP/1.1\r\nHost: 127.0.0.1:8800\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nOrigin: http://127.0.0.1:8800\r\n\r\n'
+        printf '\211\202\001\002\003\004\151\153\210\202\001\002\003\004\002\352'; } > "$seeds/live"
+      printf 'GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ' > "$seeds/cut"
       run "$1" "$seeds" ;;
     tls)
       # Seeds: the TLS samples' connections, the client's stream after its ClientHello record
@@ -685,12 +697,12 @@ for i, b in enumerate(bodies):
 PY
       run "$1" "$seeds" ;;
     *)
-      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, msgpack, socketio, text-header, hpack, grpc, websocket, http-head, tls, tls-sealed, kcp, link, reassembly, dissector, deframer, state, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
+      echo "unknown fuzz target '$1' (proto-parser, protobuf-wire, msgpack, socketio, text-header, hpack, grpc, websocket, http-head, page-request, tls, tls-sealed, kcp, link, reassembly, dissector, deframer, state, guess, pipeline, pcapng, pcap, display-filter, ndjson-line, transform-*, all)" >&2; exit 2 ;;
   esac
 }
 
 if [ "$target" = all ]; then
-  for t in proto-parser protobuf-wire msgpack socketio text-header hpack grpc websocket http-head tls tls-sealed kcp link reassembly dissector deframer state guess pipeline ui pcapng pcap display-filter ndjson-line \
+  for t in proto-parser protobuf-wire msgpack socketio text-header hpack grpc websocket http-head page-request tls tls-sealed kcp link reassembly dissector deframer state guess pipeline ui pcapng pcap display-filter ndjson-line \
            transform-zlib transform-gzip transform-deflate transform-lz4 transform-lz4-block transform-xor transform-base64 transform-aes transform-chain; do
     fuzz_one "$t"
   done

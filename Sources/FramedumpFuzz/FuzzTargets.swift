@@ -22,6 +22,7 @@ public enum FuzzTargets {
             "pipeline": FuzzPipeline.run,
             "guess": FuzzGuess.run,
             "ui": FuzzUI.run,
+            "page-request": FuzzPageRequest.run,
             "pcapng": FuzzPcapng.run,
             "pcap": FuzzPcap.run,
             "ndjson-line": FuzzNDJSON.line,
