@@ -10,7 +10,10 @@ selenium) on the shipped samples, and check the page against framedump's own NDJ
   * the sequence diagram has one arrow per message of the connection;
   * the plots show the known 20/50 ms latencies of game-latency.pcap;
   * the diff view shows the one known change of scenario-changed.pcap (Line 2 -> 3);
-  * live on lo (as root): messages sent by a client on loopback appear in the page.
+  * a page of another origin cannot open the live WebSocket;
+  * the console holds no script error and nothing the Content-Security-Policy refused;
+  * live on lo (as root): messages sent by a client on loopback appear in the page, and the
+    server runs as nobody.
 
 Usage (from the repository root; the tests run it):
     python3 scripts/ui_browser_test.py --framedump .build/debug/framedump --screenshots DIR
@@ -240,6 +243,43 @@ def check_diff(driver, binary, shots):
         driver.save_screenshot(os.path.join(shots, "diff.png"))
 
 
+def check_other_origin(driver, binary):
+    """A page of another origin (another port on 127.0.0.1, as any site the user visits could
+    be) opens the live WebSocket, which no CORS rule stops: the server refuses it."""
+    import http.server
+    ui = Server(binary, ["-r", sample("game.pcap")])
+    ws_target = ui.url.rstrip("/").replace("http://", "ws://")
+    page = f"""<!doctype html><title>elsewhere</title><script>
+window.result = {{ws: "pending"}};
+const ws = new WebSocket("{ws_target}/api/live");
+ws.onopen = () => {{ window.result.ws = "open"; }};
+ws.onerror = () => {{ if (window.result.ws === "pending") window.result.ws = "refused"; }};
+</script>""".encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *a):
+            pass
+
+    other = http.server.HTTPServer(("127.0.0.1", free_port()), Handler)
+    t = threading.Thread(target=other.serve_forever, daemon=True)
+    t.start()
+    try:
+        driver.get(f"http://127.0.0.1:{other.server_address[1]}/")
+        result = wait(driver, "the other page's attempt", lambda: (lambda r: r if r and r["ws"] != "pending" else None)(
+            driver.execute_script("return window.result")))
+        expect(result["ws"] == "refused", f"another origin's page cannot open the live WebSocket ({result['ws']})")
+    finally:
+        other.shutdown()
+        ui.stop()
+        driver.get_log("browser")  # that page's refusals are its own, not the page's
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -379,6 +419,12 @@ def main():
                 print("  FAILED:", type(e).__name__, str(e).splitlines()[0] if str(e) else "")
             finally:
                 server.stop()
+        print("a page of another origin:")
+        try:
+            check_other_origin(driver, binary)
+        except Exception as e:
+            failures += 1
+            print("  FAILED:", type(e).__name__, str(e).splitlines()[0] if str(e) else "")
         if not a.no_live:
             print("live on lo:")
             try:
@@ -389,7 +435,7 @@ def main():
                 print("  FAILED:", type(e).__name__, str(e).splitlines()[0] if str(e) else "")
     finally:
         driver.quit()
-    print(f"{len(runs) + (0 if a.no_live else 1) - failures} passed, {failures} failed")
+    print(f"{len(runs) + 1 + (0 if a.no_live else 1) - failures} passed, {failures} failed")
     sys.exit(1 if failures else 0)
 
 
