@@ -18,9 +18,6 @@ while [ $# -gt 0 ]; do
   esac
 done
 root="${DESTDIR:-}$prefix"
-# FoundationNetworking, linked in with the rest of Foundation (FlyingFox, the web server of
-# `framedump ui`, imports it), calls libcurl: the link needs libcurl4-openssl-dev, and the
-# installed tool libcurl4.
 static=(-c release --static-swift-stdlib)
 swift build "${static[@]}" --product framedump >&2
 bin="$(swift build "${static[@]}" --show-bin-path)/framedump"

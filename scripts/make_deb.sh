@@ -23,7 +23,7 @@ Version: $version
 Architecture: $arch
 Maintainer: framedump developers <framedump@localhost>
 Installed-Size: $size
-Depends: libpcap0.8, zlib1g, liblz4-1, libpcre2-8-0, libcurl4, libstdc++6, libgcc-s1
+Depends: libpcap0.8, zlib1g, liblz4-1, libpcre2-8-0, libstdc++6, libgcc-s1
 Section: net
 Priority: optional
 Description: tcpdump for custom binary protocols
