@@ -42,7 +42,7 @@ package final class PageServer: @unchecked Sendable {
     init(host: String, port: UInt16, bounds: Bounds = Bounds()) throws {
         self.bounds = bounds
         let v6 = host.contains(":")
-        let fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(v6 ? AF_INET6 : AF_INET, Self.stream, 0)
         guard fd >= 0 else { throw UIError("socket: \(Self.errnoText())") }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -79,6 +79,12 @@ package final class PageServer: @unchecked Sendable {
     }
 
     static func errnoText() -> String { String(cString: strerror(errno)) }
+
+    #if canImport(Glibc)
+    static let stream = Int32(SOCK_STREAM.rawValue)
+    #else
+    static let stream = SOCK_STREAM
+    #endif
 
     /// Accepts connections on a thread of its own until `stop`.
     func start(_ handler: @escaping Handler) {

@@ -4,6 +4,8 @@ import XCTest
 @testable import FramedumpUI
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// The page's HTTP server under what a neighbour in the browser or on the network can send:
@@ -64,21 +66,21 @@ final class PageServerTests: XCTestCase {
         return (s, s.server.port)
     }
 
-    func connect(_ port: UInt16) -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    func dial(_ port: UInt16) -> Int32 {
+        let fd = socket(AF_INET, PageServer.stream, 0)
         var a = sockaddr_in()
         a.sin_family = sa_family_t(AF_INET)
         a.sin_port = port.bigEndian
         a.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let r = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let r = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
         XCTAssertEqual(r, 0)
         var limit = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         return fd
     }
 
-    func send(_ fd: Int32, _ text: String) {
-        _ = Array(text.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    func put(_ fd: Int32, _ text: String) {
+        _ = Array(text.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, LiveConnection.noSignal) }
     }
 
     /// Everything the server sends until it closes (or 5 s pass).
@@ -98,9 +100,9 @@ final class PageServerTests: XCTestCase {
     func testAHeadNeverEndedIsAnsweredAtItsDeadline() throws {
         let (s, port) = try server()
         defer { s.server.stop() }
-        let fd = connect(port)
+        let fd = dial(port)
         defer { close(fd) }
-        send(fd, "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        put(fd, "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         let began = Date()
         let answer = readAll(fd)
         XCTAssertTrue(answer.hasPrefix("HTTP/1.1 408 "), answer)
@@ -110,9 +112,9 @@ final class PageServerTests: XCTestCase {
     func testAHeadTooLargeIsRefusedAtOnce() throws {
         let (s, port) = try server()
         defer { s.server.stop() }
-        let fd = connect(port)
+        let fd = dial(port)
         defer { close(fd) }
-        send(fd, "GET /api/status HTTP/1.1\r\nX-Big: " + String(repeating: "a", count: 20_000))
+        put(fd, "GET /api/status HTTP/1.1\r\nX-Big: " + String(repeating: "a", count: 20_000))
         let answer = readAll(fd)
         XCTAssertTrue(answer.hasPrefix("HTTP/1.1 431 "), answer)
     }
@@ -120,9 +122,9 @@ final class PageServerTests: XCTestCase {
     func testABodyIsRefused() throws {
         let (s, port) = try server()
         defer { s.server.stop() }
-        let fd = connect(port)
+        let fd = dial(port)
         defer { close(fd) }
-        send(fd, "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\n\r\nhello")
+        put(fd, "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\n\r\nhello")
         XCTAssertTrue(readAll(fd).hasPrefix("HTTP/1.1 413 "))
     }
 
@@ -131,22 +133,22 @@ final class PageServerTests: XCTestCase {
     func testConnectionsAreCappedAndIdleOnesLetGo() throws {
         let (s, port) = try server()
         defer { s.server.stop() }
-        let held = (0..<4).map { _ in connect(port) }
+        let held = (0..<4).map { _ in dial(port) }
         defer { held.forEach { close($0) } }
         let deadline = Date().addingTimeInterval(5)
         while s.server.connections < 4 && Date() < deadline { usleep(5_000) }
         XCTAssertEqual(s.server.connections, 4)
-        let extra = connect(port)
-        send(extra, "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let extra = dial(port)
+        put(extra, "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         XCTAssertEqual(readAll(extra), "", "a fifth connection was served")
         close(extra)
         // The held ones said nothing: closed after the idle deadline, without an answer.
         for fd in held { XCTAssertEqual(readAll(fd), "") }
         let until = Date().addingTimeInterval(5)
         while s.server.connections > 0 && Date() < until { usleep(5_000) }
-        let fd = connect(port)
+        let fd = dial(port)
         defer { close(fd) }
-        send(fd, "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        put(fd, "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         let two = readAll(fd)
         XCTAssertEqual(two.components(separatedBy: "HTTP/1.1 200 OK").count - 1, 2, two)
         XCTAssertTrue(two.contains("Connection: keep-alive") && two.contains("Connection: close"))
@@ -158,9 +160,9 @@ final class PageServerTests: XCTestCase {
         XCTAssertEqual(LiveSocket.accept(key: "dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
         let (s, port) = try server()
         defer { s.server.stop() }
-        let fd = connect(port)
+        let fd = dial(port)
         defer { close(fd) }
-        send(fd, "GET /api/live HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: keep-alive, Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        put(fd, "GET /api/live HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: keep-alive, Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
         // A ping, masked, then a close with 1000.
         let mask: [UInt8] = [1, 2, 3, 4]
         var ping: [UInt8] = [0x89, 0x82] + mask
@@ -168,7 +170,7 @@ final class PageServerTests: XCTestCase {
         var closing: [UInt8] = [0x88, 0x82] + mask
         closing += [0x03 ^ 1, 0xe8 ^ 2]
         usleep(300_000)
-        _ = (ping + closing).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = (ping + closing).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, LiveConnection.noSignal) }
         let bytes = readBytes(fd)
         let all = String(decoding: bytes, as: UTF8.self)
         XCTAssertTrue(all.hasPrefix("HTTP/1.1 101 Switching Protocols\r\n"), all)
