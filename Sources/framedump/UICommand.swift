@@ -157,6 +157,8 @@ struct UI: ParsableCommand {
         // Ctrl-C and SIGTERM: stop capturing, stop serving; the temporary files go with the process.
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
+        // A browser that goes away mid-answer is a failed send, not the end of the process.
+        signal(SIGPIPE, SIG_IGN)
         let stop: @Sendable () -> Void = {
             stopping.set("signal")
             indexer.stop()
