@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tests of the code that writes output buffers and hands them between threads (pipeline,
-# shards, printers, large messages) under AddressSanitizer and ThreadSanitizer, each in a build
+# shards, printers, large messages; the page's server, its connections and a filter stopped
+# from another thread) under AddressSanitizer and ThreadSanitizer, each in a build
 # of its own (.build-asan, .build-tsan); AddressSanitizer also runs the tests of the parsers that
 # work on borrowed bytes (deframer, transforms, layers, TLS). Any report fails the run, and so
 # does a sanitizer that cannot run under CI=true (elsewhere it is said and skipped).
@@ -13,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which="${1:-all}"
-threads="ShardPoolTests|LargeMessageTests|OutputEventsTests|OutputPipesTests"
+threads="ShardPoolTests|LargeMessageTests|OutputEventsTests|OutputPipesTests|PageServerTests|UITests.testANewFilterStopsTheOneDecoding"
 parsers="GoldenTests|StatisticsTests|JSONTextTests|TransformTests|TransformSampleTests|WebSocketTests|TLSTests|TLSVersionsTests|KCPTests|DeframerTests|GRPCTests|HPACKTests|SocketIOTests|TextHeaderTests|UntilAndParentTests|FirstFrameChoiceTests|PhaseSwitchRuleTests"
 address_filter="${2:-$threads|$parsers}"
 thread_filter="${2:-$threads}"
