@@ -243,6 +243,38 @@ def check_diff(driver, binary, shots):
         driver.save_screenshot(os.path.join(shots, "diff.png"))
 
 
+def check_diff_long_value(driver, binary, shots):
+    """A changed value thousands of characters long: old and new stay side by side, both in the
+    window (the new column was pushed off screen by a long old value)."""
+    driver.find_element(By.CSS_SELECTOR, "nav button[data-view='diff']").click()
+    wait(driver, "the diff", lambda: driver.find_elements(By.CSS_SELECTOR, "#diff td.changed"))
+    boxes = driver.execute_script("""
+        const w = document.documentElement.clientWidth;
+        return [...document.querySelectorAll('#diff td.changed')].map((td) => {
+          const r = td.getBoundingClientRect(); return [r.left, r.right, w]; });""")
+    expect(len(boxes) == 2 and all(0 <= left and right <= width + 1 for left, right, width in boxes) and boxes[0][1] <= boxes[1][0] + 1,
+           f"a 3,000-character value: old and new side by side within the window ({boxes})")
+
+
+def long_value_export(binary):
+    """scenario-a.pcap's --diffable export with its first `message` value 3,000 characters long
+    (a temporary file, removed at exit)."""
+    import atexit, tempfile
+    out = subprocess.run([binary, "-r", sample("scenario-a.pcap"), "--diffable"], cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
+    lines, done = [], False
+    for line in out.splitlines():
+        o = json.loads(line)
+        if not done and isinstance(o.get("fields"), dict) and "message" in o["fields"]:
+            o["fields"]["message"] = "x" * 3000
+            line, done = json.dumps(o, ensure_ascii=False, separators=(",", ":")), True
+        lines.append(line)
+    f = tempfile.NamedTemporaryFile("w", suffix=".ndjson", delete=False)
+    f.write("\n".join(lines) + "\n")
+    f.close()
+    atexit.register(os.unlink, f.name)
+    return f.name
+
+
 def check_other_origin(driver, binary):
     """A page of another origin (another port on 127.0.0.1, as any site the user visits could
     be) opens the live WebSocket, which no CORS rule stops: the server refuses it."""
@@ -393,6 +425,7 @@ def main():
         ("game.pcap", [], check_game),
         ("game-latency.pcap", [], check_latency),
         ("scenario-a.pcap", ["--diff", sample("scenario-changed.pcap"), "--ignore", "Cs_10002.ClientTime"], check_diff),
+        ("scenario-a.pcap", ["--diff", long_value_export(binary), "--ignore", "Cs_10002.ClientTime"], check_diff_long_value),
     ]
     # Every other sample: the counts, and every field of its first message linked to its bytes.
     for name, extra in [("svc.pcap", []), ("bridge.pcap", []), ("websocket-deflate.pcap", []), ("im.pcap", []),
