@@ -136,22 +136,15 @@ struct UI: ParsableCommand {
         }
         indexer.start()
         let done = DispatchSemaphore(value: 0)
-        let failure = Failure(), listening = Failure(), stopping = Failure()
         let openPage = open
+        // The socket was bound by UIServer's init (a port in use is said there, exit 1).
         let serving = Task {
-            do {
-                try await server.run { url in
-                    listening.set(url)
-                    // Unbuffered: a script waiting for the URL reads it at once.
-                    var line = "framedump ui: serving \(url)  (Ctrl-C to stop)\n"
-                    line.withUTF8 { b in _ = Platform.write(1, b.baseAddress, b.count) }
-                    if openPage { UI.openInBrowser(url) }
-                }
-            } catch where stopping.text == nil {
-                failure.set(listening.text == nil
-                    ? "framedump ui: cannot listen on \(listen) port \(port): \(error)"
-                    : "framedump ui: the server stopped: \(error)")
-            } catch {}
+            await server.run { url in
+                // Unbuffered: a script waiting for the URL reads it at once.
+                var line = "framedump ui: serving \(url)  (Ctrl-C to stop)\n"
+                line.withUTF8 { b in _ = Platform.write(1, b.baseAddress, b.count) }
+                if openPage { UI.openInBrowser(url) }
+            }
             done.signal()
         }
         // Ctrl-C and SIGTERM: stop capturing, stop serving; the temporary files go with the process.
@@ -160,7 +153,6 @@ struct UI: ParsableCommand {
         // A browser that goes away mid-answer is a failed send, not the end of the process.
         signal(SIGPIPE, SIG_IGN)
         let stop: @Sendable () -> Void = {
-            stopping.set("signal")
             indexer.stop()
             serving.cancel()
         }
@@ -174,10 +166,6 @@ struct UI: ParsableCommand {
         sources.forEach { $0.cancel() }
         indexer.stop()
         indexer.removeTemporaryFiles()
-        if let f = failure.text {
-            FileHandleErr.write(f + "\n")
-            throw ExitCode(1)
-        }
     }
 
     static func openInBrowser(_ url: String) {
@@ -196,12 +184,4 @@ struct UI: ParsableCommand {
         FileHandleErr.write("framedump ui: \(e)\n")
         Platform.exit(code)
     }
-}
-
-/// A message set on one thread and read on another once it is done.
-final class Failure: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: String?
-    func set(_ s: String) { lock.lock(); value = s; lock.unlock() }
-    var text: String? { lock.lock(); defer { lock.unlock() }; return value }
 }

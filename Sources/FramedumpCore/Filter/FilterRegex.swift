@@ -4,7 +4,8 @@ import CPCRE2
 /// pattern means what it means there). A backtracking engine can take exponential time on
 /// some patterns (`(.|.)*Z`): every match is bounded in steps, a message on which the bound is
 /// reached counts as not matching and is counted, and after `maxGiveUps` such messages the
-/// pattern is tried no more. The run then says so and fails (`report`): never a quiet answer.
+/// pattern is tried no more. The run then says so and fails (`FilterRegexGaveUp`): never a
+/// quiet answer.
 ///
 /// Text is matched as UTF-8 (`.` is one character; invalid bytes never match a character),
 /// bytes one byte per character (`\x00` matches a zero byte), as before. One per evaluator:

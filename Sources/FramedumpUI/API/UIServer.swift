@@ -1,6 +1,4 @@
 import Foundation
-
-
 import FramedumpCore
 
 /// `framedump ui`'s web server: the page, its three files compiled in, and the API over one
@@ -41,8 +39,8 @@ public final class UIServer: Sendable {
     }
 
     /// Serves until the task is cancelled or `stop` is called; `ready` is called with the
-    /// page's URL once listening.
-    public func run(ready: @escaping @Sendable (String) -> Void) async throws {
+    /// page's URL at once (the socket is bound by `init`, so nothing fails after it).
+    public func run(ready: @escaping @Sendable (String) -> Void) async {
         let views = Views(indexer: indexer)
         let token = self.token, indexer = self.indexer
         server.start { head in Self.answer(head, views: views, indexer: indexer, token: token) }

@@ -65,7 +65,7 @@ package final class PageServer: @unchecked Sendable {
             close(fd)
             let hint = e == EADDRINUSE ? ": another server there? try --port 0"
                 : e == EADDRNOTAVAIL ? ": not an address of this machine" : e == EACCES ? ": a port below 1024 needs root" : ""
-            throw UIError("bind: \(String(cString: strerror(e)).lowercased())\(hint)")
+            throw UIError("cannot listen on \(host) port \(port): \(String(cString: strerror(e)).lowercased())\(hint)")
         }
         var storage = sockaddr_storage()
         var size = socklen_t(MemoryLayout<sockaddr_storage>.size)

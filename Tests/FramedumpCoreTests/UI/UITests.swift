@@ -300,7 +300,7 @@ final class UITests: XCTestCase {
         for (listen, needsToken) in [("127.0.0.1", false), ("127.0.0.2", true)] {
             let server = try UIServer(indexer: i, listen: listen, port: 0)
             let url = Locked<String>()
-            let task = Task { try await server.run { url.set($0) } }
+            let task = Task { await server.run { url.set($0) } }
             defer { task.cancel() }
             let deadline = Date().addingTimeInterval(20)
             while url.value == nil && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
