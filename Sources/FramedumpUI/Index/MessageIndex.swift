@@ -35,6 +35,11 @@ package struct IndexEntry: Sendable {
     static let signedID: UInt8 = 4
     /// The id is a pair (`3:7`), written as a JSON string.
     static let pairID: UInt8 = 8
+    /// Not a message but a loss (`LossEvent`): its name is the kind's tag, `id` the bytes it
+    /// lost or concerns.
+    static let isLoss: UInt8 = 16
+
+    var isLossRow: Bool { flags & Self.isLoss != 0 }
 
     /// The id as NDJSON writes it, or "null".
     var idText: String {
@@ -70,7 +75,7 @@ struct ConnectionRecord: Sendable {
     static let maxNotes = 16
 }
 
-/// The index of a capture's messages, shared by the thread that decodes and the server's
+/// The index of a capture's messages (and its losses, as rows among them), shared by the thread that decodes and the server's
 /// handlers. Entries live in chunks so a live capture can drop its oldest (the ring).
 package final class MessageIndex: @unchecked Sendable {
     static let chunkShift = 16
@@ -92,6 +97,10 @@ package final class MessageIndex: @unchecked Sendable {
     private(set) var readError: String?
     /// Summary lines of the run (the protocols, gaps, limits), when it is done.
     private(set) var summary: String = ""
+    /// Loss rows of each kind (`LossEvent.Kind`'s order) and the bytes the gaps lost, as
+    /// counted by the decoding thread (dropped rows included).
+    private var losses = [Int](repeating: 0, count: LossEvent.Kind.allCases.count)
+    private var lostBytes: UInt64 = 0
 
     enum State: String, Sendable { case indexing, done, live }
 
@@ -105,8 +114,10 @@ package final class MessageIndex: @unchecked Sendable {
 
     /// Called by the decoding thread with what it has made since the last call.
     func publish(entries: [IndexEntry], pairs: [(UInt32, UInt32)], connections changed: [Int: ConnectionRecord],
-                 newNames: [String], packets: UInt64) {
+                 newNames: [String], packets: UInt64, losses: [Int], lostBytes: UInt64) {
         locked {
+            self.losses = losses
+            self.lostBytes = lostBytes
             for e in entries {
                 if chunks.isEmpty || chunks[chunks.count - 1].count == Self.chunkSize {
                     var c: [IndexEntry] = []
@@ -153,7 +164,11 @@ package final class MessageIndex: @unchecked Sendable {
 
     struct Snapshot: Sendable {
         var state: State
+        /// Rows: messages and losses.
+        var rows: Int
         var messages: Int
+        var losses: [Int]
+        var lostBytes: UInt64
         var dropped: Int
         var connections: Int
         var packets: UInt64
@@ -163,7 +178,7 @@ package final class MessageIndex: @unchecked Sendable {
 
     var snapshot: Snapshot {
         locked {
-            Snapshot(state: state, messages: total, dropped: base, connections: connections.count, packets: packets,
+            Snapshot(state: state, rows: total, messages: total - losses.reduce(0, +), losses: losses, lostBytes: lostBytes, dropped: base, connections: connections.count, packets: packets,
                      readError: readError, summary: summary)
         }
     }

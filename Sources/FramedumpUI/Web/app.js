@@ -61,6 +61,7 @@ async function refreshStatus() {
   $("status").textContent = `${s.messages.toLocaleString()} messages, ${s.connections} connections, ${s.packets.toLocaleString()} packets` +
     (s.state === "indexing" ? " — reading…" : s.state === "live" ? " — capturing" : "");
   $("tail-label").hidden = !s.live;
+  showLosses(s);
   const notices = [];
   if (s.dropped > 0) notices.push(`${s.dropped.toLocaleString()} older messages were dropped from the page (it keeps the most recent; --keep sets how many).`);
   if (s.error) notices.push("The capture could not be read to its end: " + s.error);
@@ -68,6 +69,24 @@ async function refreshStatus() {
   $("notice").textContent = notices.join(" ");
   return s;
 }
+
+// Losses in plain sight: their counts in the top bar (a click lists them: `event`), and each
+// a row of the list among the messages.
+const LOSS_WORDS = { gap: ["gap", "gaps"], malformed: ["malformed", "malformed"], resync: ["resync", "resyncs"],
+  cut: ["cut frame", "cut frames"], conflict: ["conflict", "conflicts"], notice: ["notice", "notices"], layer: ["layer problem", "layer problems"] };
+
+function showLosses(s) {
+  const parts = [];
+  for (const [k, [one, many]] of Object.entries(LOSS_WORDS)) {
+    const n = (s.losses && s.losses[k]) || 0;
+    if (!n) continue;
+    parts.push(`${n.toLocaleString()} ${n === 1 ? one : many}` + (k === "gap" && s.lostBytes ? ` (${fmtBytes(s.lostBytes)} lost)` : ""));
+  }
+  $("losses").hidden = parts.length === 0;
+  $("losses").textContent = parts.join(", ");
+}
+
+$("losses").addEventListener("click", () => { $("filter").value = "event"; $("filter-form").requestSubmit(); });
 
 async function refreshConnections() {
   state.conns = await api("/api/connections");
@@ -155,7 +174,7 @@ function renderList() {
     const r = page && page[i % PAGE];
     if (!r) { out.push(el("div", { class: "row" }, el("span", { class: "n" }, "…"))); continue; }
     out.push(el("div", {
-      class: `row ${r.dir}${r.warn ? " warn" : ""}${r.n === state.selected ? " sel" : ""}`, "data-n": r.n, "data-i": i,
+      class: `row ${r.dir}${r.warn ? " warn" : ""}${r.event ? " loss " + r.event : ""}${r.n === state.selected ? " sel" : ""}`, "data-n": r.n, "data-i": i,
       onclick: () => selectMessage(r.n),
     },
       el("span", { class: "n" }, r.n), el("span", { class: "t" }, fmtTime(r.t)), el("span", { class: "d" }, r.dir === "c2s" ? "→" : "←"),
@@ -163,7 +182,9 @@ function renderList() {
       el("span", { class: "sum" }, (r.pair && r.dir === "s2c" ? `[${fmtMs(r.pair.ms)}] ` : "") + r.summary)));
   }
   rows.replaceChildren(...out);
-  $("list-count").textContent = `${total.toLocaleString()} message${total === 1 ? "" : "s"}` +
+  // With losses in the capture the list has rows of both.
+  const what = state.status && state.status.rows !== state.status.messages ? ["row", "rows"] : ["message", "messages"];
+  $("list-count").textContent = `${total.toLocaleString()} ${total === 1 ? what[0] : what[1]}` +
     (state.filter ? ` match ${state.filter}` : "") + (state.conn !== null ? ` on connection ${state.conn}` : "");
 }
 
@@ -271,6 +292,15 @@ async function loadSequence(fresh) {
   }
   s.arrows.forEach((a, k) => {
     const y = top + (state.seqFrom + k) * step;
+    if (a.event) {  // a loss: a dashed line across both lanes, not an arrow
+      const g = svg("g", { class: `loss ${a.event}`, "data-n": a.n });
+      g.append(svg("line", { x1: L, y1: y, x2: R, y2: y }),
+        svg("text", { x: (L + R) / 2, y: y - 4, "text-anchor": "middle" }, `${a.name} ${a.dir} (${a.len} B)`),
+        svg("text", { x: 4, y: y + 4 }, "+" + fmtMs((a.t - box.t0) * 1000)));
+      g.addEventListener("click", () => { showView("messages"); selectMessage(a.n); });
+      box.append(g);
+      return;
+    }
     const [x1, x2] = a.dir === "c2s" ? [L, R] : [R, L];
     const g = svg("g", { class: `arrow ${a.dir}`, "data-n": a.n });
     g.append(svg("line", { x1, y1: y, x2: x2 + (a.dir === "c2s" ? -6 : 6), y2: y }),
