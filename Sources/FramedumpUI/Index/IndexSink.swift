@@ -17,6 +17,7 @@ final class IndexSink: MessageSink {
 
     var pending: [IndexEntry] = []
     var pendingPairs: [(UInt32, UInt32)] = []
+    var pendingCut: [(Int, UInt64)] = []
     var changed: [Int: ConnectionRecord] = [:]
     var newNames: [String] = []
     var next = 0
@@ -124,6 +125,10 @@ final class IndexSink: MessageSink {
         if m.idSigned { e.flags |= IndexEntry.signedID }
         if m.idPair { e.flags |= IndexEntry.pairID }
         if !m.warnings.isEmpty { e.flags |= IndexEntry.hasWarnings }
+        if f.missing > 0 {
+            e.flags |= IndexEntry.isCut
+            pendingCut.append((ordinal, UInt64(f.bytes.count) + UInt64(f.missing)))
+        }
         switch m.pair.role {
         case .request:
             waiting[ci, default: [:]][m.number] = UInt32(truncatingIfNeeded: ordinal)
@@ -149,8 +154,9 @@ final class IndexSink: MessageSink {
     func handOver() {
         spill.out.flush()
         index.publish(entries: pending, pairs: pendingPairs, connections: changed, newNames: newNames, packets: packets(),
-                      losses: losses, lostBytes: lostBytes)
+                      losses: losses, lostBytes: lostBytes, cut: pendingCut)
         pending.removeAll(keepingCapacity: true)
+        pendingCut.removeAll()
         pendingPairs.removeAll()
         changed.removeAll()
         newNames.removeAll()

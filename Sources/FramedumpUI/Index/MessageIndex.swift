@@ -39,6 +39,10 @@ package struct IndexEntry: Sendable {
     /// lost or concerns.
     static let isLoss: UInt8 = 16
 
+    /// The capture lost part of the frame (`[cut: N captured]`): `frameLength` counts what was
+    /// captured, `MessageIndex.declaredLength` what the frame said it had.
+    static let isCut: UInt8 = 32
+
     var isLossRow: Bool { flags & Self.isLoss != 0 }
 
     /// The id as NDJSON writes it, or "null".
@@ -101,6 +105,8 @@ package final class MessageIndex: @unchecked Sendable {
     /// counted by the decoding thread (dropped rows included).
     private var losses = [Int](repeating: 0, count: LossEvent.Kind.allCases.count)
     private var lostBytes: UInt64 = 0
+    /// The declared lengths of cut frames (rare), by ordinal.
+    private var declared: [Int: UInt64] = [:]
 
     enum State: String, Sendable { case indexing, done, live }
 
@@ -114,8 +120,9 @@ package final class MessageIndex: @unchecked Sendable {
 
     /// Called by the decoding thread with what it has made since the last call.
     func publish(entries: [IndexEntry], pairs: [(UInt32, UInt32)], connections changed: [Int: ConnectionRecord],
-                 newNames: [String], packets: UInt64, losses: [Int], lostBytes: UInt64) {
+                 newNames: [String], packets: UInt64, losses: [Int], lostBytes: UInt64, cut: [(Int, UInt64)] = []) {
         locked {
+            for (o, length) in cut { declared[o] = length }
             self.losses = losses
             self.lostBytes = lostBytes
             for e in entries {
@@ -140,6 +147,7 @@ package final class MessageIndex: @unchecked Sendable {
             while total - base > keep + Self.chunkSize, chunks.count > 1 {
                 chunks.removeFirst()
                 base += Self.chunkSize
+                if !declared.isEmpty { declared = declared.filter { $0.key >= base } }
             }
         }
     }
@@ -210,6 +218,13 @@ package final class MessageIndex: @unchecked Sendable {
     }
 
     package var range: Range<Int> { locked { base..<total } }
+
+    /// The length a row shows: a message's frame as declared (cut ones included), a loss's bytes.
+    func shownLength(_ o: Int, _ e: IndexEntry) -> UInt64 {
+        if e.isLossRow { return e.id }
+        if e.flags & IndexEntry.isCut != 0 { return locked { declared[o] } ?? UInt64(e.frameLength) }
+        return UInt64(e.frameLength)
+    }
 
     func name(_ i: UInt32) -> String { locked { Int(i) < names.count ? names[Int(i)] : "?" } }
     var allNames: [String] { locked { names } }
