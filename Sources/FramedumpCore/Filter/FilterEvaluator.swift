@@ -598,7 +598,10 @@ public final class FilteringSink: MessageSink {
         guard let loss = LossEvent.layer(e, d), evaluator.matches(event: loss, c) else { return }
         inner.layerEvent(e, c, p, d, packet: packet)
     }
-    public func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {}
+    public func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {
+        guard let loss = LossEvent.limit(reason), evaluator.matches(event: loss, c) else { return }
+        inner.closed(c, p, reason: reason, packet: packet)
+    }
     public func finish() { inner.finish() }
 }
 

@@ -60,3 +60,11 @@ struct LimitReport {
         }
     }
 }
+
+/// One bound a run hit, as the summary's `limit hit:` line says it.
+package struct LimitHit: Sendable {
+    package let flag: String
+    package let value: Int
+    package let hits: UInt64
+    package let what: String
+}

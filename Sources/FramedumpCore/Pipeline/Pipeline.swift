@@ -348,6 +348,11 @@ public final class Pipeline {
         out.flush()
     }
 
+    /// The bounds this run has run into so far, one per flag (the page's top bar).
+    package var limitsHit: [LimitHit] {
+        limitReport.rows.map { LimitHit(flag: $0.flag, value: $0.value, hits: $0.hits, what: $0.what) }
+    }
+
     /// The bounds this run ran into.
     var limitReport: LimitReport {
         LimitReport(limits: options.limits, reassembly: reassembler?.stats, fragments: defragmenter.stats, sessions: sessions)

@@ -1,10 +1,10 @@
 /// A stream event that says something was lost or could not be read: a gap, a malformed or
 /// cut frame, bytes skipped while resynchronising, a conflicting retransmission, a notice, a
-/// layer's problem (a TLS record without its key). `-Y 'event.gap'` selects them, and the
+/// layer's problem (a TLS record without its key), a connection a limit evicted. `-Y 'event.gap'` selects them, and the
 /// page lists them as rows among the messages (Wireshark's expert info on its packets).
 public struct LossEvent: Sendable {
     public enum Kind: String, Sendable, CaseIterable {
-        case gap, malformed, resync, cut, conflict, notice, layer
+        case gap, malformed, resync, cut, conflict, notice, layer, limit
 
         /// Its place in `allCases` (counts kept in arrays).
         public var index: Int { Self.allCases.firstIndex(of: self)! }
@@ -19,6 +19,7 @@ public struct LossEvent: Sendable {
             case .conflict: return "CONFLICT"
             case .notice: return "NOTICE"
             case .layer: return "PROBLEM"
+            case .limit: return "LIMIT"
             }
         }
     }
@@ -62,6 +63,14 @@ public struct LossEvent: Sendable {
         case .resetIgnored: break
         }
         return LossEvent(kind: .notice, direction: d, length: length, text: n.text)
+    }
+
+    /// A connection closed by a bound (`--max-connections` evicted it): what it had not yet
+    /// said is lost. Nil for every other close.
+    public static func limit(_ reason: CloseReason) -> LossEvent? {
+        guard reason == .evicted else { return nil }
+        return LossEvent(kind: .limit, direction: .c2s, length: 0,
+                         text: "connection evicted: --max-connections was reached and it was the least recently used")
     }
 
     /// A layer event's problems, one event for all of them; nil when it has none (a handshake

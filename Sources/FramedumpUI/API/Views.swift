@@ -19,6 +19,10 @@ package struct Views {
             // The losses listed among the messages, by kind, and the bytes the gaps lost.
             ("losses", JSONOut.object(LossEvent.Kind.allCases.map { ($0.rawValue, String(s.losses[$0.index])) })),
             ("lostBytes", String(s.lostBytes)),
+            ("limits", JSONOut.array(s.limits.map { l in
+                JSONOut.object([("flag", JSONOut.quoted(l.flag)), ("value", String(l.value)), ("hits", String(l.hits)),
+                                ("what", JSONOut.quoted(l.what))])
+            })),
             ("dropped", String(s.dropped)),
             ("connections", String(s.connections)),
             ("packets", String(s.packets)),

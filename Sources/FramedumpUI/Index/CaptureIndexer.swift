@@ -93,6 +93,7 @@ public final class CaptureIndexer: @unchecked Sendable {
             dumper = try CaptureWriter(path: capturePath) { p throws(CaptureError) in try source.openDumper(p) }
         }
         sink.packets = { [unowned pipeline] in pipeline.capture.packets }
+        sink.limits = { [unowned pipeline] in pipeline.limitsHit }
         self.pipeline = pipeline
         self.source = source
         self.sink = sink
@@ -148,7 +149,7 @@ public final class CaptureIndexer: @unchecked Sendable {
             }
             pipeline.finish()
             dumper?.flush()
-            sink.handOver()
+            sink.handOver(last: true)
             let summary = OutputBuffer(fd: nil)
             pipeline.printSummary(live: source.statistics(), to: summary)
             index.finish(state: .done, readError: failure, summary: summary.text)

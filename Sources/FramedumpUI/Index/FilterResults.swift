@@ -66,7 +66,7 @@ final class FilterResults: @unchecked Sendable {
 
 /// Collects the ordinals of the messages and losses a filter selects, in a run of its own:
 /// numbered as `IndexSink` numbers its rows (a message, or a loss: each malformed stretch, gap,
-/// conflict, notice, and layer event with problems).
+/// conflict, notice, layer event with problems, and eviction).
 final class FilterMatchSink: MessageSink {
     let evaluator: FilterEvaluator
     let below: Int
@@ -108,6 +108,8 @@ final class FilterMatchSink: MessageSink {
     func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction, packet: PacketRef) {
         if let l = LossEvent.layer(e, d) { loss(l, c) }
     }
-    func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {}
+    func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {
+        if let l = LossEvent.limit(reason) { loss(l, c) }
+    }
     func finish() {}
 }

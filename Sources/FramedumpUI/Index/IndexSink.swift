@@ -1,3 +1,4 @@
+import Foundation
 import FramedumpCore
 
 /// Takes a run's decoded stream: each message's tree (the terminal's own rendering, so the
@@ -14,6 +15,9 @@ final class IndexSink: MessageSink {
     let live: Bool
     /// The packet counter of the run, read when a batch is handed over.
     var packets: () -> UInt64 = { 0 }
+    /// The bounds the run has hit, read at most once a second (live) and at the end.
+    var limits: () -> [LimitHit] = { [] }
+    var limitsAt: UInt64 = 0
 
     var pending: [IndexEntry] = []
     var pendingPairs: [(UInt32, UInt32)] = []
@@ -151,8 +155,13 @@ final class IndexSink: MessageSink {
     }
 
     /// Everything written so far reaches the file, then the index.
-    func handOver() {
+    func handOver(last: Bool = false) {
         spill.out.flush()
+        let now = DispatchTime.now().uptimeNanoseconds
+        if last || now &- limitsAt > 1_000_000_000 {
+            limitsAt = now
+            index.setLimits(limits())
+        }
         index.publish(entries: pending, pairs: pendingPairs, connections: changed, newNames: newNames, packets: packets(),
                       losses: losses, lostBytes: lostBytes, cut: pendingCut)
         pending.removeAll(keepingCapacity: true)
@@ -245,6 +254,9 @@ final class IndexSink: MessageSink {
             r.closed = reason.rawValue
             r.last = max(r.last, t)
         }
+        if let loss = LossEvent.limit(reason) {
+            lossRow(loss, c, p, packet: packet) { $0.closed(c, p, reason: reason, packet: packet) }
+        }
     }
 
     func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction, packet: PacketRef) {
@@ -263,5 +275,5 @@ final class IndexSink: MessageSink {
         lossRow(.notice(n, d), c, p, packet: packet) { $0.notice(n, c, p, d, packet: packet) }
     }
 
-    func finish() { handOver() }
+    func finish() { handOver(last: true) }
 }

@@ -168,6 +168,10 @@ package final class MessageIndex: @unchecked Sendable {
 
     func setLive() { locked { state = .live } }
 
+    /// The bounds the run has hit (`--max-connections`, ...), for the top bar.
+    private(set) var limits: [LimitHit] = []
+    func setLimits(_ l: [LimitHit]) { locked { limits = l } }
+
     // MARK: reading (callers hold no lock; each call takes it once)
 
     struct Snapshot: Sendable {
@@ -177,6 +181,7 @@ package final class MessageIndex: @unchecked Sendable {
         var messages: Int
         var losses: [Int]
         var lostBytes: UInt64
+        var limits: [LimitHit]
         var dropped: Int
         var connections: Int
         var packets: UInt64
@@ -186,7 +191,7 @@ package final class MessageIndex: @unchecked Sendable {
 
     var snapshot: Snapshot {
         locked {
-            Snapshot(state: state, rows: total, messages: total - losses.reduce(0, +), losses: losses, lostBytes: lostBytes, dropped: base, connections: connections.count, packets: packets,
+            Snapshot(state: state, rows: total, messages: total - losses.reduce(0, +), losses: losses, lostBytes: lostBytes, limits: limits, dropped: base, connections: connections.count, packets: packets,
                      readError: readError, summary: summary)
         }
     }

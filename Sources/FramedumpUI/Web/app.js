@@ -73,7 +73,8 @@ async function refreshStatus() {
 // Losses in plain sight: their counts in the top bar (a click lists them: `event`), and each
 // a row of the list among the messages.
 const LOSS_WORDS = { gap: ["gap", "gaps"], malformed: ["malformed", "malformed"], resync: ["resync", "resyncs"],
-  cut: ["cut frame", "cut frames"], conflict: ["conflict", "conflicts"], notice: ["notice", "notices"], layer: ["layer problem", "layer problems"] };
+  cut: ["cut frame", "cut frames"], conflict: ["conflict", "conflicts"], notice: ["notice", "notices"], layer: ["layer problem", "layer problems"],
+  limit: ["connection evicted", "connections evicted"] };
 
 function showLosses(s) {
   const parts = [];
@@ -82,8 +83,11 @@ function showLosses(s) {
     if (!n) continue;
     parts.push(`${n.toLocaleString()} ${n === 1 ? one : many}` + (k === "gap" && s.lostBytes ? ` (${fmtBytes(s.lostBytes)} lost)` : ""));
   }
+  // The bounds the run hit (as the summary's "limit hit:" lines), each with what it did.
+  for (const l of s.limits || []) parts.push(`limit hit: ${l.flag} ${l.value.toLocaleString()} (${l.hits.toLocaleString()}×)`);
   $("losses").hidden = parts.length === 0;
   $("losses").textContent = parts.join(", ");
+  $("losses").title = ["list them (filter: event)", ...(s.limits || []).map((l) => `${l.flag} ${l.value}: ${l.hits} ${l.what}`)].join("\n");
 }
 
 $("losses").addEventListener("click", () => { $("filter").value = "event"; $("filter-form").requestSubmit(); });

@@ -23,8 +23,10 @@ final class UITests: XCTestCase {
     /// A sample's name, or a path.
     static func path(_ capture: String) -> String { capture.contains("/") ? capture : TestSupport.sample(capture) }
 
-    func indexer(_ sample: String, keys: [String] = [], diff: String? = nil, count: UInt64? = nil) throws -> CaptureIndexer {
+    func indexer(_ sample: String, keys: [String] = [], diff: String? = nil, count: UInt64? = nil,
+                 maxConnections: Int? = nil) throws -> CaptureIndexer {
         var o = PipelineOptions()
+        if let m = maxConnections { o.limits.maxConnections = m }
         o.dissectorPaths = [TestSupport.dissectors]
         o.tlsKeyLogs = keys.map(TestSupport.sample)
         var c = UIConfiguration(input: .file(Self.path(sample)), options: o)
@@ -58,6 +60,27 @@ final class UITests: XCTestCase {
         return try text.split(separator: "\n").map { line in
             try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         }
+    }
+
+    /// A connection evicted by `--max-connections` is a loss row (`LIMIT`), as `-Y event.limit`
+    /// prints its close, and the bound is in the status for the top bar.
+    func testEvictionsAreLimitRows() throws {
+        let r = try TestSupport.framedump(["-r", "samples/mqtt.pcap", "--max-connections", "2", "-T", "json", "-Y", "event.limit"])
+        // (NDJSON ends with its `limit` line, filter or not.)
+        let want = r.stdout.split(separator: "\n").filter { $0.contains("\"type\":\"close\"") && $0.contains("evicted") }.count
+        XCTAssertGreaterThan(want, 0, r.stderr)
+        let i = try indexer("mqtt.pcap", maxConnections: 2)
+        let views = Views(indexer: i)
+        let rows = try XCTUnwrap(try json(views.rows(nil, from: 0, count: 1000))["rows"] as? [[String: Any]])
+        let limits = rows.filter { $0["event"] as? String == "limit" }
+        XCTAssertEqual(limits.count, want)
+        XCTAssertTrue(limits.allSatisfy { $0["name"] as? String == "LIMIT" && ($0["summary"] as? String)?.contains("--max-connections") == true })
+        XCTAssertEqual(try i.filter("event.limit"), limits.map { $0["n"] as! Int })
+        let status = try json(views.status())
+        let hit = try XCTUnwrap((status["limits"] as? [[String: Any]])?.first { $0["flag"] as? String == "--max-connections" })
+        XCTAssertEqual(hit["value"] as? Int, 2)
+        XCTAssertEqual(hit["hits"] as? Int, want)
+        XCTAssertEqual((status["losses"] as? [String: Int])?["limit"], want)
     }
 
     /// The list's rows are NDJSON's messages and losses, in NDJSON's order: `-Y 'event or not
@@ -115,7 +138,7 @@ final class UITests: XCTestCase {
                 }
             }
         }
-        XCTAssertEqual(kinds, Set(LossEvent.Kind.allCases.map(\.rawValue)))
+        XCTAssertEqual(kinds, Set(LossEvent.Kind.allCases.map(\.rawValue)).subtracting(["limit"]), "(limit: testEvictionsAreLimitRows)")
     }
 
     /// Every message of every sample, in order: connection, direction, name, id and length as
