@@ -226,12 +226,19 @@ async function selectMessage(n) {
       el("span", { class: "range" }, `[${l.offset}+${l.width}]`), l.text);
   }));
   const bytes = m.fieldBytes ?? m.bytes;
-  $("hex-title").textContent = m.fieldBytes
+  $("hex-title").textContent = m.event ? lossBytesTitle(m, bytes.length / 2) : m.fieldBytes
     ? `${bytes.length / 2} bytes after the body's transforms (the fields count in these); ${m.bytes.length / 2} bytes as captured below`
     : `${bytes.length / 2} bytes`;
   const hex = $("hex");
   hex.replaceChildren(hexDump(bytes, true));
   if (m.fieldBytes) hex.append(el("div", { class: "dim" }, "as captured:"), hexDump(m.bytes, false));
+}
+
+// A loss has no frame: a gap's bytes were never seen; a malformed stretch keeps its first 256.
+function lossBytesTitle(m, n) {
+  if (m.event === "gap") return `no bytes: the capture never saw these ${m.len.toLocaleString()}`;
+  if (!n) return "no bytes";
+  return n < m.len ? `the first ${n} of its ${m.len.toLocaleString()} bytes` : `${n} bytes`;
 }
 
 function hexDump(h, linked) {
