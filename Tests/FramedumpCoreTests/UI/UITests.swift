@@ -444,10 +444,12 @@ final class UISortFollowTests: XCTestCase {
         let byLength = try rows("/api/messages?count=1000&sort=len", i).map { $0["n"] as! Int }
         XCTAssertNotEqual(byLength, Array(0..<total))
         // Pages of one order: sorted once.
-        let before = i.sorts.sortsMade
         let page1 = try rows("/api/messages?from=0&count=10&sort=len&desc=1", i)
+        let made = i.sorts.sortsMade
         let page2 = try rows("/api/messages?from=10&count=10&sort=len&desc=1", i)
-        XCTAssertEqual(i.sorts.sortsMade, before)
+        XCTAssertEqual(i.sorts.sortsMade, made)
+        _ = try rows("/api/messages?from=0&count=10&sort=len&conn=0", i)
+        XCTAssertEqual(i.sorts.sortsMade, made + 1, "another selection is sorted")
         XCTAssertEqual((page1 + page2).map { $0["n"] as! Int }, Array(try rows("/api/messages?count=1000&sort=len&desc=1", i).map { $0["n"] as! Int }.prefix(20)))
         // A filter, sorted: its messages, in the column's order.
         let filtered = try rows("/api/messages?count=1000&filter=game.Res%20%3D%3D%201", i).map { $0["n"] as! Int }
