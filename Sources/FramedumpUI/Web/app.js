@@ -367,7 +367,7 @@ async function loadDiff() {
 
 function showView(v) {
   state.view = v;
-  for (const b of document.querySelectorAll("nav button")) b.classList.toggle("on", b.dataset.view === v);
+  for (const b of document.querySelectorAll("nav button[data-view]")) b.classList.toggle("on", b.dataset.view === v);
   for (const s of document.querySelectorAll(".view")) s.hidden = s.id !== "view-" + v;
   if (v === "messages") renderList();
   if (v === "sequence") loadSequence(true);
@@ -375,7 +375,7 @@ function showView(v) {
   if (v === "diff") loadDiff();
   if (v === "follow") loadFollow(true);
 }
-for (const b of document.querySelectorAll("nav button")) b.addEventListener("click", () => showView(b.dataset.view));
+for (const b of document.querySelectorAll("nav button[data-view]")) b.addEventListener("click", () => showView(b.dataset.view));
 
 // A new filter replaces the list only once its first rows came: a filter the server refuses
 // leaves the list it had, with the error under the box (as Wireshark keeps its packet list).
