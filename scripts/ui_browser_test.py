@@ -250,6 +250,8 @@ def check_layout(driver, binary, shots):
         check_keys(driver, size)
         check_time_formats(driver, messages, size)
         if shots:
+            select_message(driver, 1)
+            driver.execute_script("document.querySelectorAll('#tree .field')[1].click()")
             driver.save_screenshot(os.path.join(shots, f"messages-{size}.png"))
         check_colouring(driver, binary, messages, size)
         check_follow(driver, url, messages, size, shots)
