@@ -24,56 +24,110 @@ package enum SortColumn: String, Sendable, CaseIterable {
 }
 
 /// Sorted orders of a selection, kept like filters' answers (the last few): sorting is made
-/// once per (column, direction, connection, filter, messages held), not once per page asked.
+/// once per (column, direction, connection, filter), not once per page asked. Live, messages
+/// that came since an order was made are sorted alone and merged in (and dropped ones left
+/// out), so a growing capture costs a pass over the order, not a sort of it, per update.
 final class SortedOrders: @unchecked Sendable {
+    typealias Key = (Int, Double, UInt64)
+    private struct Kept { var key: String; var range: Range<Int>; var ordinals: [Int] }
     private let lock = NSLock()
-    private var kept: [(key: String, ordinals: [Int])] = []
+    private var kept: [Kept] = []
     /// Orders kept (each an ordinal a message of the selection); the oldest is forgotten beyond this.
     static let limit = 4
-    /// How many orders were sorted (the tests: a page asked again is not sorted again).
     private var made = 0
+    /// How many orders were sorted whole (the tests: a page asked again is not sorted again,
+    /// nor is an order that grew).
     var sortsMade: Int { lock.lock(); defer { lock.unlock() }; return made }
 
-    /// The selection's ordinals in `column`'s order, from the cache or sorted now.
+    /// The selection's ordinals in `column`'s order, from the cache, extended, or sorted now.
     func order(_ column: SortColumn, descending: Bool, scope: String, selection: [Int]?, index: MessageIndex) -> [Int] {
         let range = index.range
-        // The held range and the selection's size name the selection: live, new messages make a new order.
-        let key = "\(column.rawValue)|\(descending)|\(scope)|\(range.lowerBound)-\(range.upperBound)|\(selection?.count ?? -1)"
-        if let hit = cached(key) { return hit }
-        let sorted = Self.sort(column, descending: descending, selection: selection, index: index)
-        store(key, sorted)
+        let key = "\(column.rawValue)|\(descending)|\(scope)"
+        let count = selection?.count ?? range.count
+        let sorter = Sorter(column: column, descending: descending, names: index.allNames)
+        if let k = cached(key) {
+            if k.range == range && k.ordinals.count == count { return k.ordinals }
+            if let grown = extend(k, to: range, count: count, selection: selection, sorter: sorter, index: index) {
+                store(Kept(key: key, range: range, ordinals: grown))
+                return grown
+            }
+        }
+        let sorted: [Int]
+        if let selection {
+            sorted = sorter.sort(sorter.keyed(index.entries(selection)))
+        } else {
+            // Keyed as they are read: no copy of a million entries.
+            var keyed: [(Int, Key)] = []
+            keyed.reserveCapacity(range.count)
+            index.forEach { o, e in keyed.append((o, column.key(e, nameRank: sorter.rank))) }
+            sorted = sorter.sort(keyed)
+        }
+        store(Kept(key: key, range: range, ordinals: sorted))
         lock.lock(); made += 1; lock.unlock()
         return sorted
     }
 
-    static func sort(_ column: SortColumn, descending: Bool, selection: [Int]?, index: MessageIndex) -> [Int] {
-        let names = index.allNames
+    /// `k`'s order with the messages held now: those dropped since left out, those that came
+    /// since sorted and merged in. Nil when the selection changed otherwise (sorted anew).
+    private func extend(_ k: Kept, to range: Range<Int>, count: Int, selection: [Int]?, sorter: Sorter,
+                        index: MessageIndex) -> [Int]? {
+        guard range.lowerBound >= k.range.lowerBound, range.upperBound >= k.range.upperBound else { return nil }
+        let added = selection.map { s in s.filter { $0 >= k.range.upperBound } } ?? Array(k.range.upperBound..<range.upperBound)
+        let old = index.entries(k.ordinals.lazy.filter { $0 >= range.lowerBound })
+        guard old.count + added.count == count else { return nil }
+        let new = sorter.keyed(index.entries(added)).sorted(by: sorter.less)
+        let held = sorter.keyed(old)
+        var out: [Int] = []
+        out.reserveCapacity(count)
+        var i = 0, j = 0
+        while i < held.count || j < new.count {
+            if j == new.count || (i < held.count && !sorter.less(new[j], held[i])) {
+                out.append(held[i].0); i += 1
+            } else {
+                out.append(new[j].0); j += 1
+            }
+        }
+        return out
+    }
+
+    private func cached(_ key: String) -> Kept? {
+        lock.lock(); defer { lock.unlock() }
+        return kept.first { $0.key == key }
+    }
+
+    private func store(_ k: Kept) {
+        lock.lock(); defer { lock.unlock() }
+        kept.removeAll { $0.key == k.key }
+        kept.append(k)
+        if kept.count > Self.limit { kept.removeFirst() }
+    }
+}
+
+/// One column's order: each entry's key, ties in ordinal order.
+struct Sorter {
+    let column: SortColumn
+    let descending: Bool
+    /// Each name index's rank among the names' texts (names sort alphabetically).
+    let rank: [Int]
+
+    init(column: SortColumn, descending: Bool, names: [String]) {
+        self.column = column
+        self.descending = descending
         var rank = [Int](repeating: 0, count: names.count)
         for (r, i) in names.indices.sorted(by: { names[$0] < names[$1] }).enumerated() { rank[i] = r }
-        var keyed: [(Int, (Int, Double, UInt64))] = []
-        if let selection {
-            keyed.reserveCapacity(selection.count)
-            for (o, e) in index.entries(selection) { keyed.append((o, column.key(e, nameRank: rank))) }
-        } else {
-            keyed.reserveCapacity(index.range.count)
-            index.forEach { o, e in keyed.append((o, column.key(e, nameRank: rank))) }
-        }
-        keyed.sort { a, b in
-            if a.1 != b.1 { return descending ? a.1 > b.1 : a.1 < b.1 }
-            return descending ? a.0 > b.0 : a.0 < b.0
-        }
-        return keyed.map { $0.0 }
+        self.rank = rank
     }
 
-    private func cached(_ key: String) -> [Int]? {
-        lock.lock(); defer { lock.unlock() }
-        return kept.first { $0.key == key }?.ordinals
+    func keyed(_ entries: [(Int, IndexEntry)]) -> [(Int, SortedOrders.Key)] {
+        entries.map { ($0.0, column.key($0.1, nameRank: rank)) }
     }
 
-    private func store(_ key: String, _ ordinals: [Int]) {
-        lock.lock(); defer { lock.unlock() }
-        kept.removeAll { $0.key == key }
-        kept.append((key, ordinals))
-        if kept.count > Self.limit { kept.removeFirst() }
+    func less(_ a: (Int, SortedOrders.Key), _ b: (Int, SortedOrders.Key)) -> Bool {
+        if a.1 != b.1 { return descending ? a.1 > b.1 : a.1 < b.1 }
+        return descending ? a.0 > b.0 : a.0 < b.0
+    }
+
+    func sort(_ keyed: [(Int, SortedOrders.Key)]) -> [Int] {
+        keyed.sorted(by: less).map { $0.0 }
     }
 }

@@ -534,3 +534,52 @@ final class UISortFollowTests: XCTestCase {
         XCTAssertFalse((o["matches"] as? [Int] ?? []).isEmpty)
     }
 }
+
+/// Live, the list's sorted order follows the capture: the messages that came are merged in and
+/// the dropped ones left out, without sorting the whole order again.
+final class UISortedOrdersTests: XCTestCase {
+    func entry(_ length: UInt32, name: UInt32) -> IndexEntry {
+        IndexEntry(spillOffset: 0, treeLength: 0, frameLength: length, transformedLength: 0, nanos: 0, seconds: 0,
+                   firstPacket: 1, lastPacket: 1, id: 0, connection: 0, name: name, pair: IndexEntry.noPair,
+                   direction: 0, flags: 0)
+    }
+
+    func testAGrowingCaptureIsMergedNotSortedAgain() {
+        let index = MessageIndex(keep: 0)
+        let orders = SortedOrders()
+        var g = SystemRandomNumberGenerator()
+        var lengths: [UInt32] = []
+        func add(_ n: Int) {
+            let new = (0..<n).map { _ in UInt32.random(in: 0..<50, using: &g) }
+            lengths += new
+            index.publish(entries: new.map { entry($0, name: $0 % 3) }, pairs: [], connections: [:], newNames: [], packets: 0)
+        }
+        func want(_ column: SortColumn, _ desc: Bool) -> [Int] {
+            let r = index.range
+            return r.sorted { a, b in
+                let (ka, kb) = column == .len ? (Int(lengths[a]), Int(lengths[b])) : (a, b)
+                if ka != kb { return desc ? ka > kb : ka < kb }
+                return desc ? a > b : a < b
+            }
+        }
+        add(500)
+        for desc in [false, true] {
+            XCTAssertEqual(orders.order(.len, descending: desc, scope: "", selection: nil, index: index), want(.len, desc))
+        }
+        let sorted = orders.sortsMade
+        XCTAssertEqual(sorted, 2)
+        for _ in 0..<5 {
+            add(Int.random(in: 1...200, using: &g))
+            for desc in [false, true] {
+                XCTAssertEqual(orders.order(.len, descending: desc, scope: "", selection: nil, index: index), want(.len, desc))
+            }
+        }
+        XCTAssertEqual(orders.sortsMade, sorted, "the grown orders were merged, not sorted again")
+        // A selection (every third message) grows the same way.
+        let third = { index.range.filter { $0 % 3 == 0 } }
+        XCTAssertEqual(orders.order(.len, descending: false, scope: "third", selection: third(), index: index), want(.len, false).filter { $0 % 3 == 0 })
+        add(77)
+        XCTAssertEqual(orders.order(.len, descending: false, scope: "third", selection: third(), index: index), want(.len, false).filter { $0 % 3 == 0 })
+        XCTAssertEqual(orders.sortsMade, sorted + 1)
+    }
+}
