@@ -258,12 +258,7 @@ def check_layout(driver, binary, shots):
     viewport(driver, *SIZES[0])
 
 
-def check_panes(driver, size):
-    m = driver.execute_script("""
-        const r = (id) => document.getElementById(id).getBoundingClientRect();
-        return {list: r('list').height, view: r('view-messages').height, detail: r('detail').height};""")
-    expect(m["list"] > 0.5 * m["view"] and m["list"] > m["detail"],
-           f"{size}: the message list takes most of the height ({m['list']:.0f} of {m['view']:.0f} px; details {m['detail']:.0f})")
+def connections_fit(driver, size):
     cut = driver.execute_script("""
         return [...document.querySelectorAll('#connections td, #connections th')]
           .filter((c) => c.scrollWidth > c.clientWidth).map((c) => c.textContent);""")
@@ -271,6 +266,15 @@ def check_panes(driver, size):
         const pane = document.querySelector('#connections-pane .scroll'), t = document.getElementById('connections');
         return t.scrollWidth <= pane.clientWidth && t.getBoundingClientRect().right <= window.innerWidth;""")
     expect(not cut and fits, f"{size}: no connection cell is cut and the table fits its pane (cut: {cut})")
+
+
+def check_panes(driver, size):
+    m = driver.execute_script("""
+        const r = (id) => document.getElementById(id).getBoundingClientRect();
+        return {list: r('list').height, view: r('view-messages').height, detail: r('detail').height};""")
+    expect(m["list"] > 0.5 * m["view"] and m["list"] > m["detail"],
+           f"{size}: the message list takes most of the height ({m['list']:.0f} of {m['view']:.0f} px; details {m['detail']:.0f})")
+    connections_fit(driver, size)
     select_message(driver, 0)
     lines = driver.execute_script("""
         const pane = document.getElementById('hex-pane').getBoundingClientRect();
@@ -636,6 +640,7 @@ def main():
                         ("scenario-b.pcap", []), ("scenario-edited.pcap", [])]:
         def generic(driver, binary, shots, name=name, extra=extra):
             check_counts(driver, binary, name, extra)
+            connections_fit(driver, f"{name} at {SIZE}")
             select_message(driver, 0)
             field_bytes_linked(driver, name)
         runs.append((name, extra, generic))

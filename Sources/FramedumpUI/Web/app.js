@@ -85,7 +85,7 @@ async function refreshConnections() {
     if (c.protocol.includes("not decrypted")) problems.push("not decrypted");
     const notes = c.notes.join("\n");
     body.append(el("tr", { class: state.conn === c.index ? "sel" : "", "data-conn": c.index, title: notes, onclick: () => selectConnection(c.index) },
-      el("td", {}, c.index), el("td", {}, c.protocol), two(c.client, "→ " + c.server),
+      el("td", {}, c.index), protocolCell(c.protocol), two(c.client, "→ " + c.server),
       el("td", {}, `${c.messages[0]} / ${c.messages[1]}`), two(fmtBytes(c.bytes[0]), fmtBytes(c.bytes[1])),
       el("td", {}, fmtMs(c.duration * 1000)),
       el("td", { class: problems.length || notes ? "problem two" : "" },
@@ -95,6 +95,8 @@ async function refreshConnections() {
 
 // A cell of two lines (client over server, c→s over s→c): the table stays narrow, nothing cut.
 const two = (a, b) => el("td", { class: "two" }, el("div", {}, a), el("div", {}, b));
+// "svc in TLS 1.3": the layer below on a line of its own.
+const protocolCell = (p) => p.includes(" in ") ? two(p.slice(0, p.indexOf(" in ")), p.slice(p.indexOf(" in ") + 1)) : el("td", {}, p);
 
 function selectConnection(i) {
   state.conn = i;
@@ -384,6 +386,7 @@ $("filter-form").addEventListener("submit", async (e) => {
   const text = $("filter").value.trim();
   state.trying = text;
   if (!text) { state.filter = ""; showFilterError(null); resetList(); return; }
+  state.filtering = (state.filtering || 0) + 1;  // colouring rules wait: their filters would stop this one
   try {
     const r = await api("/api/messages", { from: 0, count: PAGE, conn: state.conn, filter: text, ...sortParams() });
     if (state.trying !== text) return;  // another filter was asked for meanwhile
@@ -399,6 +402,8 @@ $("filter-form").addEventListener("submit", async (e) => {
   } catch (err) {
     if (state.trying !== text) return;
     if (err.body && err.body.column) showFilterError(err.body); else throw err;
+  } finally {
+    state.filtering--;
   }
 });
 $("filter-clear").addEventListener("click", () => { $("filter").value = ""; state.trying = ""; state.filter = ""; showFilterError(null); resetList(); });
@@ -411,6 +416,7 @@ function watchLive() {
     await refreshStatus();
     // The last page may have grown: ask again for it (and the rows after it).
     const lastPage = Math.floor(Math.max(0, state.total - 1) / PAGE);
+    if (sortParams().sort) state.pages.clear();  // sorted, new messages land anywhere in the list
     for (const p of [...state.pages.keys()]) if (p >= lastPage) state.pages.delete(p);
     await loadPage(lastPage);
     // Connections' counts change with every message: at most once a second, and once more
@@ -546,10 +552,18 @@ dragHandle($("detail-split"), "framedump.detailh", (m) => setDetailHeight($("det
 // the rest); the detail's default height 30% of the view (the list takes most of it).
 function defaultLayout() {
   const saved = Number(localStorage.getItem("framedump.connw"));
-  const table = $("connections").scrollWidth + 14;
-  setConnectionsWidth(saved || Math.min(table, window.innerWidth * 0.4));
+  fitConnections();
+  if (saved) setConnectionsWidth(saved);
+  // The table widens as connections and their problems come (and a TLS layer is named): the
+  // pane follows it until the user drags its edge.
+  new ResizeObserver(fitConnections).observe($("connections"));
   const h = Number(localStorage.getItem("framedump.detailh"));
   if (h) setDetailHeight(h); else $("detail").style.height = "30%";
+}
+
+function fitConnections() {
+  if (localStorage.getItem("framedump.connw")) return;
+  setConnectionsWidth(Math.min($("connections").scrollWidth + 14, window.innerWidth * 0.4));
 }
 
 function toggleConnections(show) {
@@ -584,11 +598,13 @@ async function openDetail(n) {
 // ---- colouring rules (Wireshark's): a filter and a colour; the first rule a row matches colours it ----
 
 const COLOUR = /^#[0-9a-fA-F]{6}$/;
+// The server keeps eight filters' answers: six rules and the filter box's stay answered.
+const MAX_RULES = 6;
 function loadRules() {
   let saved = [];
   try { saved = JSON.parse(localStorage.getItem("framedump.rules") || "[]"); } catch { saved = []; }
   state.rules = (Array.isArray(saved) ? saved : []).filter((r) => r && typeof r.filter === "string" && COLOUR.test(r.colour))
-    .slice(0, 16).map((r) => ({ filter: r.filter.slice(0, 1000), colour: r.colour, error: "" }));
+    .slice(0, MAX_RULES).map((r) => ({ filter: r.filter.slice(0, 1000), colour: r.colour, error: "" }));
   drawRules();
 }
 function saveRules() {
@@ -615,7 +631,7 @@ function rulesChanged() {
   for (const page of state.pages.values()) colourRows(page);
 }
 $("rule-add").addEventListener("click", () => {
-  if (state.rules.length >= 16) return;
+  if (state.rules.length >= MAX_RULES) return;
   state.rules.push({ filter: "", colour: "#ffd7a8", error: "" });
   drawRules();
   $("rules").lastChild.querySelector("input[type=text]").focus();
@@ -646,6 +662,8 @@ function colourRows(rows) {
 
 async function ruleMatches(rule, ns) {
   for (let attempt = 0; attempt < 5; attempt++) {
+    // One filter decodes at a time and a newer one stops it: the filter box's goes first.
+    for (let wait = 0; state.filtering && wait < 600; wait++) await new Promise((r) => setTimeout(r, 100));
     try {
       return (await api("/api/matches", { filter: rule.filter, n: ns.join(",") })).matches;
     } catch (e) {
