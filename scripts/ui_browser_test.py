@@ -17,6 +17,8 @@ selenium) on the shipped samples, and check the page against framedump's own NDJ
   * the plots show the known 20/50 ms latencies of game-latency.pcap;
   * the diff view shows the one known change of scenario-changed.pcap (Line 2 -> 3);
   * a page of another origin cannot open the live WebSocket;
+  * losses in plain sight: on a capture that lost segments, the top bar counts the gaps, and
+    its click lists every loss as `framedump -Y event` does (`--large`: a 1M-message one);
   * the console holds no script error and nothing the Content-Security-Policy refused;
   * live on lo (as root): messages sent by a client on loopback appear in the page, and the
     server runs as nobody.
@@ -26,7 +28,7 @@ Usage (from the repository root; the tests run it):
 
 Every server it starts is stopped by its PID, and every wait is bounded.
 """
-import argparse, json, os, signal, socket, struct, subprocess, sys, threading, time
+import argparse, json, os, signal, socket, struct, subprocess, sys, tempfile, threading, time
 
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
@@ -92,7 +94,9 @@ def wait(driver, what, check, timeout=TIMEOUT, show=None):
 
 
 def ready(driver):
-    wait(driver, "the page to be ready", lambda: driver.execute_script("return window.framedump && window.framedump.ready"))
+    # (Ready once the capture is read: a million messages take a few seconds.)
+    wait(driver, "the page to be ready", lambda: driver.execute_script("return window.framedump && window.framedump.ready"),
+         timeout=10 * TIMEOUT)
 
 
 def texts(driver, css):
@@ -123,10 +127,60 @@ def check_counts(driver, binary, name, extra):
     expect(len(rows) == len(conns), f"{name}: {len(rows)} connections shown, NDJSON has {len(conns)}")
     text = wait(driver, "the message count", lambda: list_count(driver) if list_count(driver) else None)
     shown = int(text.split()[0].replace(",", ""))
-    expect(shown == len(messages), f"{name}: {shown} messages shown, NDJSON has {len(messages)}")
+    losses = len(ndjson_losses(binary, ["-r", sample(name), *extra]))
+    expect(shown == len(messages) + losses,
+           f"{name}: {shown} rows shown, NDJSON has {len(messages)} messages and {losses} losses")
     status = driver.execute_script("return window.framedump.status.messages")
     expect(status == len(messages), f"{name}: the server indexed {status} messages")
     return messages
+
+
+def ndjson_losses(binary, args):
+    """The loss lines `-Y event` selects (gaps, malformed and cut frames, notices, layer problems)."""
+    out = subprocess.run([binary, *args, "-T", "json", "-Y", "event"], cwd=ROOT, capture_output=True, text=True, timeout=10 * TIMEOUT)
+    return [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
+
+
+def lossy_capture(folder, messages, lose):
+    """bench/gengame.py's game capture with `lose` data segments left out."""
+    whole, lossy = os.path.join(folder, "whole.pcap"), os.path.join(folder, f"game-{messages}-lossy.pcap")
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gengame.py"), whole, str(messages), "16"], check=True,
+                   capture_output=True, timeout=20 * TIMEOUT)
+    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "lose_segments.py"), whole, lossy, str(lose)], check=True,
+                   capture_output=True, timeout=5 * TIMEOUT)
+    os.unlink(whole)
+    return lossy
+
+
+def check_losses(driver, binary, shots, capture):
+    """Losses in plain sight: the top bar counts the gaps, a click lists every loss as the
+    command line's `-Y event` does, and a gap's row opens what the terminal says of it."""
+    name = os.path.basename(capture)
+    ready(driver)
+    losses = ndjson_losses(binary, ["-r", capture])
+    gaps = sum(1 for l in losses if l.get("type") == "gap")
+    expect(gaps > 0, f"{name}: the capture has {gaps} gaps")
+    shown = wait(driver, "the losses in the top bar", lambda: driver.find_element(By.ID, "losses").text)
+    expect(shown.startswith(f"{gaps:,} gap"), f"{name}: the top bar says {shown!r}")
+    driver.find_element(By.ID, "losses").click()
+    wait(driver, "the losses listed", lambda: list_count(driver).startswith(f"{len(losses):,} rows match event"),
+         timeout=10 * TIMEOUT, show=lambda: list_count(driver))
+    rows = driver.find_elements(By.CSS_SELECTOR, "#list-rows .row.loss")
+    expect(rows and len(rows) == len(driver.find_elements(By.CSS_SELECTOR, "#list-rows .row[data-n]")),
+           f"{name}: every row the filter lists is a loss ({len(rows)} on screen)")
+    first = int(rows[0].get_attribute("data-n"))
+    select_message(driver, first)
+    summary = driver.execute_script("return window.framedump.message.summary")
+    want = losses[0]
+    expect(f" GAP {want['length']} bytes missing at stream offset {want['offset']}" in summary if want.get("type") == "gap" else True,
+           f"{name}: the first loss opens as the terminal shows it: {summary[-90:]!r}")
+    if shots:
+        driver.save_screenshot(os.path.join(shots, "losses.png"))
+    driver.find_element(By.ID, "filter").clear()
+    driver.find_element(By.ID, "filter").send_keys("event.gap")
+    driver.find_element(By.CSS_SELECTOR, "#filter-form button[type='submit']").click()
+    wait(driver, "the gaps listed", lambda: list_count(driver).startswith(f"{gaps:,} row"), timeout=10 * TIMEOUT,
+         show=lambda: list_count(driver))
 
 
 def select_message(driver, n):
@@ -605,6 +659,8 @@ def main():
     ap.add_argument("--framedump", required=True)
     ap.add_argument("--screenshots", help="write a PNG of each view here")
     ap.add_argument("--no-live", action="store_true", help="skip the live capture (it needs root)")
+    ap.add_argument("--large", action="store_true",
+                    help="also a 1,000,000-message game capture with 64 segments lost (made in a temporary folder)")
     a = ap.parse_args()
     binary = os.path.abspath(a.framedump)
     if a.screenshots:
@@ -644,6 +700,15 @@ def main():
             select_message(driver, 0)
             field_bytes_linked(driver, name)
         runs.append((name, extra, generic))
+    made = tempfile.TemporaryDirectory(prefix="framedump-browser-test-")
+    # A capture that lost packets: 20,000 messages with 8 segments lost (and 1M with 64: --large).
+    for messages, lose in [(20_000, 8)] + ([(1_000_000, 64)] if a.large else []):
+        capture = lossy_capture(made.name, messages, lose)
+
+        def lossy(driver, binary, shots, capture=capture):
+            check_counts(driver, binary, capture, [])
+            check_losses(driver, binary, shots if "20000" in capture else None, capture)
+        runs.append((capture, [], lossy))
     try:
         for name, extra, check in runs:
             print(f"{name}:")
@@ -673,6 +738,7 @@ def main():
                 print("  FAILED:", type(e).__name__, str(e).splitlines()[0] if str(e) else "")
     finally:
         driver.quit()
+        made.cleanup()
     print(f"{len(runs) + 1 + (0 if a.no_live else 1) - failures} passed, {failures} failed")
     sys.exit(1 if failures else 0)
 

@@ -188,6 +188,7 @@ public struct FilterEvaluator {
             switch r {
             case .field(let proto, let path): return proto == name ? .path(CompiledPath(path, p.schema)) : nil
             case .proto(let proto): return proto == name ? .attribute(r) : nil
+            case .event, .eventLen: return nil
             default: return .attribute(r)
             }
         }
@@ -202,17 +203,48 @@ public struct FilterEvaluator {
         case .present(.proto(let proto)): return .constant(proto == name)
         case .present(let r) where { if case .layer = r { return true } else { return false } }(): return .test(.attribute(r), .exists)
         case .present(.field(let proto, let path)): return proto == name ? .present(CompiledPath(path, p.schema)) : .constant(false)
+        // A message is no loss event (`matches(event:)` answers for those).
+        case .present(.event), .present(.eventLen): return .constant(false)
         case .present: return .constant(true)
         case .compare(let r, let op, let v): return test(r, .compare(op, v))
         case .member(let r, let vs): return test(r, .member(vs))
-        case .contains(let r, let v):
-            switch v {
-            case .text(let s): return test(r, .contains(Array(s.utf8), bytes: Self.byteLiteral(s)))
-            case .integer(let n, let mag): return test(r, .contains(Array(((n ? "-" : "") + String(mag)).utf8), bytes: nil))
-            case .float(let d): return test(r, .contains(Array(String(d).utf8), bytes: nil))
-            }
+        case .contains(let r, let v): return test(r, Self.containsTest(v))
         case .matches(let r, let re): return test(r, .matches(re))
         }
+    }
+
+    static func containsTest(_ v: FilterValue) -> Test {
+        switch v {
+        case .text(let s): return .contains(Array(s.utf8), bytes: byteLiteral(s))
+        case .integer(let n, let mag): return .contains(Array(((n ? "-" : "") + String(mag)).utf8), bytes: nil)
+        case .float(let d): return .contains(Array(String(d).utf8), bytes: nil)
+        }
+    }
+
+    /// A loss event against the filter: its `event.*` fields and its connection's addresses and
+    /// ports; every message field is absent from it (so `not game` is true of a gap, as `!tcp`
+    /// is of a UDP packet in Wireshark). Events are rare: the expression is walked as parsed.
+    package func matches(event e: LossEvent, _ c: Connection) -> Bool { holds(expr, e, c) }
+
+    func holds(_ x: FilterExpr, _ e: LossEvent, _ c: Connection) -> Bool {
+        func some(_ r: FieldReference, _ t: Test) -> Bool { Self.values(event: r, e, c).contains { test($0, t) } }
+        switch x {
+        case .or(let a, let b): return holds(a, e, c) || holds(b, e, c)
+        case .and(let a, let b): return holds(a, e, c) && holds(b, e, c)
+        case .not(let a): return !holds(a, e, c)
+        case .present(.event(let k)): return k == nil || k == e.kind
+        case .present(let r): return !Self.values(event: r, e, c).isEmpty
+        case .compare(let r, let op, let v): return some(r, .compare(op, v))
+        case .member(let r, let vs): return some(r, .member(vs))
+        case .contains(let r, let v): return some(r, Self.containsTest(v))
+        case .matches(let r, let re): return some(r, .matches(re))
+        }
+    }
+
+    /// What a loss event holds for a reference: `event.len` and the endpoints.
+    static func values(event r: FieldReference, _ e: LossEvent, _ c: Connection) -> [Observed] {
+        if r == .eventLen { return [.integer(negative: false, magnitude: e.length, label: nil)] }
+        return endpoints(r, e.direction, c) ?? []
     }
 
     /// Wireshark's byte-string literal, two hex digits a byte separated by `:`, `.` or `-`
@@ -291,8 +323,6 @@ public struct FilterEvaluator {
 
     /// The message's own attributes and endpoints.
     static func values(_ r: FieldReference, _ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) -> [Observed] {
-        let src = m.direction == .c2s ? c.client : c.server
-        let dst = m.direction == .c2s ? c.server : c.client
         switch r {
         case .msgID:
             guard let id = m.id else { return [] }
@@ -304,21 +334,10 @@ public struct FilterEvaluator {
         case .msgLen: return [.integer(negative: false, magnitude: UInt64(m.frame.bytes.count), label: nil)]
         case .msgProtocol: return [.text(p.schema.name)]
         case .msgPhase: return m.phase.current >= 0 ? [.text(p.schema.phases.names[Int(m.phase.current)])] : []
-        case .ipSrc: return [.text(src.address.text)]
-        case .ipDst: return [.text(dst.address.text)]
-        case .ipAddr: return [.text(src.address.text), .text(dst.address.text)]
-        // `tcp.*` on TCP connections, `udp.*` on UDP flows (a port of the other transport is absent).
-        case .tcpPort, .udpPort:
-            guard c.udp == (r == .udpPort) else { return [] }
-            return [src.port, dst.port].map { .integer(negative: false, magnitude: UInt64($0), label: nil) }
-        case .tcpSrcPort, .udpSrcPort:
-            guard c.udp == (r == .udpSrcPort) else { return [] }
-            return [.integer(negative: false, magnitude: UInt64(src.port), label: nil)]
-        case .tcpDstPort, .udpDstPort:
-            guard c.udp == (r == .udpDstPort) else { return [] }
-            return [.integer(negative: false, magnitude: UInt64(dst.port), label: nil)]
+        case .ipSrc, .ipDst, .ipAddr, .tcpPort, .udpPort, .tcpSrcPort, .udpSrcPort, .tcpDstPort, .udpDstPort:
+            return endpoints(r, m.direction, c) ?? []
         case .proto(let name): return p.schema.name.lowercased() == name ? [.text(p.schema.name)] : []
-        case .field: return []
+        case .field, .event, .eventLen: return []
         case .layer(let key, let field):
             var out: [Observed] = []
             func observed(_ v: LayerFieldValue) -> Observed {
@@ -339,6 +358,28 @@ public struct FilterEvaluator {
                 out.append(observed(v))
             }
             return out
+        }
+    }
+
+    /// The addresses and ports of a message or event going `d` on `c`; nil for any other reference.
+    static func endpoints(_ r: FieldReference, _ d: Direction, _ c: Connection) -> [Observed]? {
+        let src = d == .c2s ? c.client : c.server
+        let dst = d == .c2s ? c.server : c.client
+        switch r {
+        case .ipSrc: return [.text(src.address.text)]
+        case .ipDst: return [.text(dst.address.text)]
+        case .ipAddr: return [.text(src.address.text), .text(dst.address.text)]
+        // `tcp.*` on TCP connections, `udp.*` on UDP flows (a port of the other transport is absent).
+        case .tcpPort, .udpPort:
+            guard c.udp == (r == .udpPort) else { return [] }
+            return [src.port, dst.port].map { .integer(negative: false, magnitude: UInt64($0), label: nil) }
+        case .tcpSrcPort, .udpSrcPort:
+            guard c.udp == (r == .udpSrcPort) else { return [] }
+            return [.integer(negative: false, magnitude: UInt64(src.port), label: nil)]
+        case .tcpDstPort, .udpDstPort:
+            guard c.udp == (r == .udpDstPort) else { return [] }
+            return [.integer(negative: false, magnitude: UInt64(dst.port), label: nil)]
+        default: return nil
         }
     }
 
@@ -447,7 +488,7 @@ extension CompareOp {
     }
 }
 
-/// Passes on the messages a filter selects; connection events, gaps and reports are left out
+/// Passes on the messages and the losses a filter selects; connection events are left out
 /// (as tshark's -Y shows only the packets that match).
 public final class FilteringSink: MessageSink {
     let inner: MessageSink
@@ -527,12 +568,36 @@ public final class FilteringSink: MessageSink {
         for (i, r) in perMessage.enumerated() { index[r.protocolName + "\u{0}" + r.message] = i }
     }
 
+    // Losses (`LossEvent`) pass when the filter is true of them (`-Y 'event.gap'`); the
+    // connection's opening and closing never do.
     public func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {}
     public func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
-                          reason: MalformedReason, packet: PacketRef) {}
+                          reason: MalformedReason, packet: PacketRef) {
+        guard evaluator.matches(event: .malformed(d, offset: offset, length: length, reason: reason), c) else { return }
+        inner.malformed(c, p, d, offset: offset, length: length, reason: reason, packet: packet)
+    }
+    public func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
+                          reason: MalformedReason, packet: PacketRef, bytes: UnsafeRawBufferPointer) {
+        guard evaluator.matches(event: .malformed(d, offset: offset, length: length, reason: reason), c) else { return }
+        inner.malformed(c, p, d, offset: offset, length: length, reason: reason, packet: packet, bytes: bytes)
+    }
     public func gap(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, offset: UInt64, length: UInt64,
-                    reason: GapReason, packet: PacketRef) {}
-    public func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {}
+                    reason: GapReason, packet: PacketRef) {
+        guard evaluator.matches(event: .gap(d, offset: offset, length: length, reason: reason), c) else { return }
+        inner.gap(c, p, d, offset: offset, length: length, reason: reason, packet: packet)
+    }
+    public func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
+        guard evaluator.matches(event: .conflict(d, offset: offset, length: length), c) else { return }
+        inner.conflict(c, d, offset: offset, length: length, packet: packet)
+    }
+    public func notice(_ n: StreamNotice, _ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, packet: PacketRef) {
+        guard evaluator.matches(event: .notice(n, d), c) else { return }
+        inner.notice(n, c, p, d, packet: packet)
+    }
+    public func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction, packet: PacketRef) {
+        guard let loss = LossEvent.layer(e, d), evaluator.matches(event: loss, c) else { return }
+        inner.layerEvent(e, c, p, d, packet: packet)
+    }
     public func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {}
     public func finish() { inner.finish() }
 }

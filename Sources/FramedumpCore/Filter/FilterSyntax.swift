@@ -36,6 +36,10 @@ public enum FieldReference: Sendable, Equatable {
     /// `KEY.FIELD`: a field of the layer the message came through (`ws.opcode`), by the layer's
     /// own names (`LayerKind.fields`).
     case layer(key: String, field: String)
+    /// `event` (any), `event.gap`, `event.malformed`, ...: a loss (`LossEvent`), not a message.
+    case event(LossEvent.Kind?)
+    /// `event.len`: the bytes an event lost, skipped or concerns.
+    case eventLen
 
     var text: String {
         switch self {
@@ -57,6 +61,8 @@ public enum FieldReference: Sendable, Equatable {
         case .proto(let p): return p
         case .field(let p, let path): return ([p] + path).joined(separator: ".")
         case .layer(let k, let f): return k + "." + f
+        case .event(let k): return k.map { "event." + $0.rawValue } ?? "event"
+        case .eventLen: return "event.len"
         }
     }
 }
@@ -298,7 +304,10 @@ struct FilterNames {
         "msg.id": .msgID, "msg.name": .msgName, "msg.dir": .msgDir, "msg.len": .msgLen, "msg.protocol": .msgProtocol, "msg.phase": .msgPhase,
         "ip.src": .ipSrc, "ip.dst": .ipDst, "ip.addr": .ipAddr, "tcp.port": .tcpPort, "tcp.srcport": .tcpSrcPort,
         "tcp.dstport": .tcpDstPort, "udp.port": .udpPort, "udp.srcport": .udpSrcPort, "udp.dstport": .udpDstPort,
-    ]
+        "event": .event(nil), "event.len": .eventLen,
+    ].merging(LossEvent.Kind.allCases.map { ("event." + $0.rawValue, FieldReference.event($0)) }) { a, _ in a }
+
+    static let eventNames = ["event"] + LossEvent.Kind.allCases.map { "event." + $0.rawValue } + ["event.len"]
 
     /// Wireshark's names a user types, and what stands for them here.
     static let wiresharkNames = [
@@ -311,6 +320,10 @@ struct FilterNames {
         let parts = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         func fail(_ m: String) -> FilterError { FilterError(column: t.column, message: m, filter: text) }
         guard !parts.contains(where: \.isEmpty) else { throw fail("'\(name)' is not a field name (an empty part between dots)") }
+        if parts[0].lowercased() == "event" {
+            throw fail("'\(name)' is not an event field (they are \(Self.eventNames.joined(separator: ", ")))"
+                       + Self.suggest(name.lowercased(), Self.eventNames))
+        }
         let protoName = parts[0].lowercased()
         if protocols[protoName] == nil, let k = LayerRegistry.kind(key: protoName) {
             guard parts.count == 2, k.fieldNames.contains(parts[1]) else {
@@ -322,7 +335,7 @@ struct FilterNames {
             if let ours = Self.wiresharkNames[name.lowercased()] {
                 throw fail("unknown field '\(name)': framedump filters messages, not frames; the message's is \(ours)")
             }
-            let all = Array(protocols.keys) + ["msg", "ip", "tcp", "udp"] + LayerRegistry.kinds.map { "\($0.key)" }
+            let all = Array(protocols.keys) + ["msg", "ip", "tcp", "udp", "event"] + LayerRegistry.kinds.map { "\($0.key)" }
             throw fail("unknown protocol or field '\(name)'" + Self.suggest(parts[0], all))
         }
         if parts.count == 1 { return .proto(protoName) }
@@ -361,9 +374,10 @@ struct FilterNames {
         switch ref {
         // (`msg.id == "3:7"` where a protocol's ids are pairs.)
         case .msgID where protocols.values.contains { $0.idField2 != nil }: return [.integer(labels: []), .text]
-        case .msgID, .msgLen, .tcpPort, .tcpSrcPort, .tcpDstPort, .udpPort, .udpSrcPort, .udpDstPort: return [.integer(labels: [])]
+        case .msgID, .msgLen, .eventLen, .tcpPort, .tcpSrcPort, .tcpDstPort, .udpPort, .udpSrcPort, .udpDstPort: return [.integer(labels: [])]
         case .msgName, .msgDir, .msgProtocol, .msgPhase, .ipSrc, .ipDst, .ipAddr: return [.text]
         case .proto: return nil
+        case .event: return [.bool]
         case .layer(let key, let field):
             guard let kind = LayerRegistry.fieldKind(key: key, field: field) else { return nil }
             switch kind {
@@ -434,6 +448,8 @@ struct FilterNames {
             guard case .text(let s) = value else { return "\(name) is a string: compare it with a \"quoted string\" (its values: \(values.joined(separator: ", ")))" }
             if !values.contains(s) { return "\"\(s)\" is not a value of \(name) (its values: \(values.joined(separator: ", ")))" }
             return nil
+        case .event:
+            return "\(name) is true of such an event: write it alone (`\(name)`, `not \(name)`)"
         case .msgPhase:
             guard case .text(let s) = value else { return "msg.phase is a phase name: write it in double quotes" }
             let names = protocols.values.flatMap(\.phases.names)

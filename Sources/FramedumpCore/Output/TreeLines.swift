@@ -48,7 +48,7 @@ public struct TreeLineTable {
     public init() {}
 
     /// A line whose text runs from output position `text` to `end` (its newline excluded).
-    mutating func line(_ kind: TreeLineKind, depth: Int, offset: Int32, width: Int32, text: UInt64, end: UInt64) {
+    package mutating func line(_ kind: TreeLineKind, depth: Int, offset: Int32, width: Int32, text: UInt64, end: UInt64) {
         lines.append(TreeLine(kind: kind, depth: UInt16(clamping: depth), offset: offset, width: width,
                               textStart: UInt32(clamping: text &- start), textEnd: UInt32(clamping: max(text, end) &- start)))
     }

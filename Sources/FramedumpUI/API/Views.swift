@@ -15,6 +15,10 @@ package struct Views {
             ("capture", JSONOut.quoted(indexer.shownName)),
             ("live", indexer.isLive ? "true" : "false"),
             ("messages", String(s.messages)),
+            ("rows", String(s.rows)),
+            // The losses listed among the messages, by kind, and the bytes the gaps lost.
+            ("losses", JSONOut.object(LossEvent.Kind.allCases.map { ($0.rawValue, String(s.losses[$0.index])) })),
+            ("lostBytes", String(s.lostBytes)),
             ("dropped", String(s.dropped)),
             ("connections", String(s.connections)),
             ("packets", String(s.packets)),
@@ -97,14 +101,30 @@ package struct Views {
     }
 
     /// Follow stream: a connection's messages' frame bytes in order, with their direction, from
-    /// its `from`th message on: at most `count` messages and `maxBytes` bytes (one message at
-    /// least, its bytes cut to `maxBytes` and said so). Bytes in no message are not here.
+    /// its `from`th row on: at most `count` rows and `maxBytes` bytes (one message at least, its
+    /// bytes cut to `maxBytes` and said so). A loss's row (bytes in no message) is a marker: its
+    /// kind, the bytes it lost or concerns, what happened; no bytes.
     package func follow(connection c: Int, from: Int, count: Int, maxBytes: Int = Views.followBytes) -> String {
         let all = index.ordinals(ofConnection: c)
         let lo = min(from, all.count)
         var items: [String] = [], bytes = 0, next = lo
         let names = index.allNames
         for (o, e) in index.entries(all[lo..<min(all.count, lo + count)]) {
+            if e.isLossRow {
+                // Bytes in no message: a marker where the loss happened, not bytes.
+                let tree = StoredTree(indexer.spill.read(offset: e.spillOffset, count: Int(e.treeLength)))
+                var said = ""
+                if let t = tree, case .note(let text)? = t.lines.first { said = text }
+                let tag = Int(e.name) < names.count ? names[Int(e.name)] : "?"
+                items.append(JSONOut.object([
+                    ("n", String(o)), ("t", JSONOut.number(e.time)),
+                    ("dir", e.direction == 0 ? "\"c2s\"" : "\"s2c\""),
+                    ("name", JSONOut.quoted(tag)), ("event", JSONOut.quoted(Self.lossKind(tag))),
+                    ("len", String(e.id)), ("summary", JSONOut.quoted(said)),
+                ]))
+                next += 1
+                continue
+            }
             let length = Int(e.frameLength)
             if !items.isEmpty && bytes + length > maxBytes { break }
             let shown = min(length, maxBytes)
@@ -137,6 +157,7 @@ package struct Views {
 
     func row(_ o: Int, _ e: IndexEntry, _ names: [String]) -> String {
         let tree = StoredTree(indexer.spill.read(offset: e.spillOffset, count: Int(e.treeLength)))
+        if e.isLossRow { return lossRow(o, e, names, tree) }
         return JSONOut.object([
             ("n", String(o)),
             ("t", JSONOut.number(e.time)),
@@ -144,11 +165,37 @@ package struct Views {
             ("dir", e.direction == 0 ? "\"c2s\"" : "\"s2c\""),
             ("name", JSONOut.quoted(Int(e.name) < names.count ? names[Int(e.name)] : "?")),
             ("id", e.idText),
-            ("len", String(e.frameLength)),
+            ("len", String(index.shownLength(o, e))),
             ("warn", e.flags & IndexEntry.hasWarnings != 0 ? "true" : "false"),
             ("pair", pairJSON(o, e)),
             ("summary", JSONOut.quoted(tree?.oneLine() ?? "")),
         ])
+    }
+
+    /// A loss's row: its kind, the bytes it lost or concerns as its length, what happened as
+    /// its summary.
+    func lossRow(_ o: Int, _ e: IndexEntry, _ names: [String], _ tree: StoredTree?) -> String {
+        let tag = Int(e.name) < names.count ? names[Int(e.name)] : "?"
+        var said = ""
+        if let t = tree, case .note(let text)? = t.lines.first { said = text }
+        return JSONOut.object([
+            ("n", String(o)),
+            ("t", JSONOut.number(e.time)),
+            ("c", String(e.connection)),
+            ("dir", e.direction == 0 ? "\"c2s\"" : "\"s2c\""),
+            ("name", JSONOut.quoted(tag)),
+            ("id", "null"),
+            ("len", String(e.id)),
+            ("warn", "true"),
+            ("pair", "null"),
+            ("summary", JSONOut.quoted(said)),
+            ("event", JSONOut.quoted(Self.lossKind(tag))),
+        ])
+    }
+
+    /// The kind (`gap`, ...) of a loss row's tag (`GAP`, ...).
+    static func lossKind(_ tag: String) -> String {
+        LossEvent.Kind.allCases.first { $0.tag == tag }?.rawValue ?? "loss"
     }
 
     /// The request a response answers (or the response a request got), and the latency.
@@ -183,8 +230,9 @@ package struct Views {
             ("protocol", JSONOut.quoted(conn?.protocolName ?? "")),
             ("dir", e.direction == 0 ? "\"c2s\"" : "\"s2c\""),
             ("name", JSONOut.quoted(index.name(e.name))),
-            ("id", e.idText),
-            ("len", String(e.frameLength)),
+            ("id", e.isLossRow ? "null" : e.idText),
+            ("len", String(index.shownLength(o, e))),
+            ("event", e.isLossRow ? JSONOut.quoted(Self.lossKind(index.name(e.name))) : "null"),
             ("pkts", "[\(e.firstPacket),\(e.lastPacket)]"),
             ("summary", JSONOut.quoted(tree.summary)),
             ("lines", JSONOut.array(lines)),
@@ -206,8 +254,10 @@ package struct Views {
                 ("t", JSONOut.number(e.time)),
                 ("dir", e.direction == 0 ? "\"c2s\"" : "\"s2c\""),
                 ("name", JSONOut.quoted(Int(e.name) < names.count ? names[Int(e.name)] : "?")),
-                ("len", String(e.frameLength)),
+                ("len", String(index.shownLength(o, e))),
                 ("pair", pairJSON(o, e)),
+                // A loss in the connection (a gap, a malformed stretch): drawn across the lanes.
+                ("event", e.isLossRow ? JSONOut.quoted(Self.lossKind(Int(e.name) < names.count ? names[Int(e.name)] : "?")) : "null"),
             ])
         }
         let conn = index.connection(c)
@@ -226,7 +276,9 @@ package struct Views {
         var times: (Double, Double) = (.infinity, -.infinity)
         var perName = [Int](repeating: 0, count: names.count + 1)
         var answered: [(Double, Int)] = []
+        // (Losses are rows of the list, not messages: the rates and latencies leave them out.)
         func visit(_ o: Int, _ e: IndexEntry) {
+            guard !e.isLossRow else { return }
             times = (min(times.0, e.time), max(times.1, e.time))
             if Int(e.name) < perName.count { perName[Int(e.name)] += 1 }
             if e.direction == 1, e.pair != IndexEntry.noPair { answered.append((e.time, Int(e.pair))) }
@@ -246,6 +298,7 @@ package struct Views {
         for t in top { series[t] = [Int](repeating: 0, count: n) }
         var other = [Int](repeating: 0, count: n)
         func bin(_ o: Int, _ e: IndexEntry) {
+            guard !e.isLossRow else { return }
             let b = min(n - 1, Int((e.time - times.0) / span * Double(n)))
             if series[Int(e.name)] != nil { series[Int(e.name)]![b] += 1 } else { other[b] += 1 }
         }

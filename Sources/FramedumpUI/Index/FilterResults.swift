@@ -54,9 +54,19 @@ final class FilterResults: @unchecked Sendable {
         guard let l = live, ordinal >= l.from, l.evaluator.matches(m, c, p) else { return }
         live!.matches.append(ordinal)
     }
+
+    /// The decoding thread, for each loss row of a live capture.
+    func observe(_ loss: LossEvent, _ c: Connection, ordinal: Int) {
+        lock.lock(); defer { lock.unlock() }
+        seen = ordinal + 1
+        guard let l = live, ordinal >= l.from, l.evaluator.matches(event: loss, c) else { return }
+        live!.matches.append(ordinal)
+    }
 }
 
-/// Collects the ordinals of the messages a filter selects, in a run of its own.
+/// Collects the ordinals of the messages and losses a filter selects, in a run of its own:
+/// numbered as `IndexSink` numbers its rows (a message, or a loss: each malformed stretch, gap,
+/// conflict, notice, and layer event with problems).
 final class FilterMatchSink: MessageSink {
     let evaluator: FilterEvaluator
     let below: Int
@@ -74,12 +84,30 @@ final class FilterMatchSink: MessageSink {
         if o < below, evaluator.matches(m, c, p) { matches.append(o) }
     }
 
+    func loss(_ e: LossEvent, _ c: Connection) {
+        let o = next
+        next += 1
+        if o < below, evaluator.matches(event: e, c) { matches.append(o) }
+    }
+
     func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {}
     func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
-                   reason: MalformedReason, packet: PacketRef) {}
+                   reason: MalformedReason, packet: PacketRef) {
+        loss(.malformed(d, offset: offset, length: length, reason: reason), c)
+    }
     func gap(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, offset: UInt64, length: UInt64,
-             reason: GapReason, packet: PacketRef) {}
-    func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {}
+             reason: GapReason, packet: PacketRef) {
+        loss(.gap(d, offset: offset, length: length, reason: reason), c)
+    }
+    func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
+        loss(.conflict(d, offset: offset, length: length), c)
+    }
+    func notice(_ n: StreamNotice, _ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, packet: PacketRef) {
+        loss(.notice(n, d), c)
+    }
+    func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction, packet: PacketRef) {
+        if let l = LossEvent.layer(e, d) { loss(l, c) }
+    }
     func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {}
     func finish() {}
 }

@@ -17,6 +17,7 @@ final class IndexSink: MessageSink {
 
     var pending: [IndexEntry] = []
     var pendingPairs: [(UInt32, UInt32)] = []
+    var pendingCut: [(Int, UInt64)] = []
     var changed: [Int: ConnectionRecord] = [:]
     var newNames: [String] = []
     var next = 0
@@ -124,6 +125,10 @@ final class IndexSink: MessageSink {
         if m.idSigned { e.flags |= IndexEntry.signedID }
         if m.idPair { e.flags |= IndexEntry.pairID }
         if !m.warnings.isEmpty { e.flags |= IndexEntry.hasWarnings }
+        if f.missing > 0 {
+            e.flags |= IndexEntry.isCut
+            pendingCut.append((ordinal, UInt64(f.bytes.count) + UInt64(f.missing)))
+        }
         switch m.pair.role {
         case .request:
             waiting[ci, default: [:]][m.number] = UInt32(truncatingIfNeeded: ordinal)
@@ -148,8 +153,10 @@ final class IndexSink: MessageSink {
     /// Everything written so far reaches the file, then the index.
     func handOver() {
         spill.out.flush()
-        index.publish(entries: pending, pairs: pendingPairs, connections: changed, newNames: newNames, packets: packets())
+        index.publish(entries: pending, pairs: pendingPairs, connections: changed, newNames: newNames, packets: packets(),
+                      losses: losses, lostBytes: lostBytes, cut: pendingCut)
         pending.removeAll(keepingCapacity: true)
+        pendingCut.removeAll()
         pendingPairs.removeAll()
         changed.removeAll()
         newNames.removeAll()
@@ -157,9 +164,17 @@ final class IndexSink: MessageSink {
 
     func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
                    reason: MalformedReason, packet: PacketRef) {
+        malformed(c, p, d, offset: offset, length: length, reason: reason, packet: packet, bytes: UnsafeRawBufferPointer(start: nil, count: 0))
+    }
+
+    func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
+                   reason: MalformedReason, packet: PacketRef, bytes: UnsafeRawBufferPointer) {
         let i = record(c, p)
         update(i) { $0.malformed += 1 }
         note(i, "\(reason.isCaptureCut ? "cut" : "malformed") \(d) at stream offset \(offset), \(length) bytes: \(reason.text)")
+        lossRow(.malformed(d, offset: offset, length: length, reason: reason), c, p, packet: packet, bytes: bytes) {
+            $0.malformed(c, p, d, offset: offset, length: length, reason: reason, packet: packet)
+        }
     }
 
     func gap(_ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, offset: UInt64, length: UInt64,
@@ -167,11 +182,60 @@ final class IndexSink: MessageSink {
         let i = record(c, p)
         update(i) { $0.gaps += 1 }
         note(i, "gap \(d): \(length) bytes missing at stream offset \(offset) (\(reason.rawValue))")
+        lossRow(.gap(d, offset: offset, length: length, reason: reason), c, p, packet: packet) {
+            $0.gap(c, p, d, offset: offset, length: length, reason: reason, packet: packet)
+        }
     }
 
     func conflict(_ c: Connection, _ d: Direction, offset: UInt64, length: UInt64, packet: PacketRef) {
         note(record(c, nil), "\(length) bytes \(d) at stream offset \(offset) retransmitted with different content")
+        lossRow(.conflict(d, offset: offset, length: length), c, nil, packet: packet) {
+            $0.conflict(c, d, offset: offset, length: length, packet: packet)
+        }
     }
+
+    /// A loss as a row of the list, numbered among the messages (a filter's run numbers it the
+    /// same way: `FilterMatchSink`): the terminal's line as its summary, what happened as its
+    /// note, and a malformed stretch's first bytes as its frame.
+    func lossRow(_ loss: LossEvent, _ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef,
+                 bytes: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0),
+                 terminal: (TreePrinter) -> Void) {
+        let ci = record(c, p)
+        let ordinal = next
+        next += 1
+        let line = OutputBuffer(fd: nil)
+        terminal(TreePrinter(output: line, hexDump: false, verbose: false, color: false))
+        let first = line.text.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? ""
+        let out = spill.out, start = spill.position
+        var table = TreeLineTable()
+        table.start = start
+        out.write(first)
+        table.line(.summary, depth: 0, offset: 0, width: 0, text: start, end: spill.position)
+        out.newline()
+        let at = spill.position
+        out.write(loss.text)
+        table.line(.note, depth: 0, offset: 0, width: 0, text: at, end: spill.position)
+        out.newline()
+        table.write(to: out)
+        let treeEnd = spill.position
+        out.write(bytes)
+        let ts = packet.ts
+        let e = IndexEntry(
+            spillOffset: start, treeLength: UInt32(clamping: treeEnd - start), frameLength: UInt32(clamping: bytes.count),
+            transformedLength: 0, nanos: ts.nanos, seconds: ts.seconds,
+            firstPacket: UInt32(clamping: packet.number), lastPacket: UInt32(clamping: packet.number),
+            id: loss.length, connection: UInt32(ci), name: intern(loss.kind.tag), pair: IndexEntry.noPair,
+            direction: UInt8(loss.direction.rawValue), flags: IndexEntry.isLoss)
+        losses[loss.kind.index] += 1
+        if loss.kind == .gap { lostBytes += loss.length }
+        if live { filters.observe(loss, c, ordinal: ordinal) }
+        pending.append(e)
+        if pending.count >= batch { handOver() }
+    }
+
+    /// Rows of each kind of loss (`LossEvent.Kind`'s order), and the bytes the gaps lost.
+    var losses = [Int](repeating: 0, count: LossEvent.Kind.allCases.count)
+    var lostBytes: UInt64 = 0
 
     func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {
         let i = record(c, p)
@@ -189,10 +253,14 @@ final class IndexSink: MessageSink {
         if let below = e.belowProtocol, !records[i].protocolName.contains(" in ") {
             update(i) { $0.protocolName += " in " + below }
         }
+        if let loss = LossEvent.layer(e, d) {
+            lossRow(loss, c, p, packet: packet) { $0.layerEvent(e, c, p, d, packet: packet) }
+        }
     }
 
     func notice(_ n: StreamNotice, _ c: Connection, _ p: ProtocolRuntime?, _ d: Direction, packet: PacketRef) {
         note(record(c, p), n.text)
+        lossRow(.notice(n, d), c, p, packet: packet) { $0.notice(n, c, p, d, packet: packet) }
     }
 
     func finish() { handOver() }

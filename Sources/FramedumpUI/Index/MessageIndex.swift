@@ -35,6 +35,15 @@ package struct IndexEntry: Sendable {
     static let signedID: UInt8 = 4
     /// The id is a pair (`3:7`), written as a JSON string.
     static let pairID: UInt8 = 8
+    /// Not a message but a loss (`LossEvent`): its name is the kind's tag, `id` the bytes it
+    /// lost or concerns.
+    static let isLoss: UInt8 = 16
+
+    /// The capture lost part of the frame (`[cut: N captured]`): `frameLength` counts what was
+    /// captured, `MessageIndex.declaredLength` what the frame said it had.
+    static let isCut: UInt8 = 32
+
+    var isLossRow: Bool { flags & Self.isLoss != 0 }
 
     /// The id as NDJSON writes it, or "null".
     var idText: String {
@@ -70,7 +79,7 @@ struct ConnectionRecord: Sendable {
     static let maxNotes = 16
 }
 
-/// The index of a capture's messages, shared by the thread that decodes and the server's
+/// The index of a capture's messages (and its losses, as rows among them), shared by the thread that decodes and the server's
 /// handlers. Entries live in chunks so a live capture can drop its oldest (the ring).
 package final class MessageIndex: @unchecked Sendable {
     static let chunkShift = 16
@@ -92,6 +101,12 @@ package final class MessageIndex: @unchecked Sendable {
     private(set) var readError: String?
     /// Summary lines of the run (the protocols, gaps, limits), when it is done.
     private(set) var summary: String = ""
+    /// Loss rows of each kind (`LossEvent.Kind`'s order) and the bytes the gaps lost, as
+    /// counted by the decoding thread (dropped rows included).
+    private var losses = [Int](repeating: 0, count: LossEvent.Kind.allCases.count)
+    private var lostBytes: UInt64 = 0
+    /// The declared lengths of cut frames (rare), by ordinal.
+    private var declared: [Int: UInt64] = [:]
 
     enum State: String, Sendable { case indexing, done, live }
 
@@ -105,8 +120,11 @@ package final class MessageIndex: @unchecked Sendable {
 
     /// Called by the decoding thread with what it has made since the last call.
     func publish(entries: [IndexEntry], pairs: [(UInt32, UInt32)], connections changed: [Int: ConnectionRecord],
-                 newNames: [String], packets: UInt64) {
+                 newNames: [String], packets: UInt64, losses: [Int], lostBytes: UInt64, cut: [(Int, UInt64)] = []) {
         locked {
+            for (o, length) in cut { declared[o] = length }
+            self.losses = losses
+            self.lostBytes = lostBytes
             for e in entries {
                 if chunks.isEmpty || chunks[chunks.count - 1].count == Self.chunkSize {
                     var c: [IndexEntry] = []
@@ -129,6 +147,7 @@ package final class MessageIndex: @unchecked Sendable {
             while total - base > keep + Self.chunkSize, chunks.count > 1 {
                 chunks.removeFirst()
                 base += Self.chunkSize
+                if !declared.isEmpty { declared = declared.filter { $0.key >= base } }
             }
         }
     }
@@ -153,7 +172,11 @@ package final class MessageIndex: @unchecked Sendable {
 
     struct Snapshot: Sendable {
         var state: State
+        /// Rows: messages and losses.
+        var rows: Int
         var messages: Int
+        var losses: [Int]
+        var lostBytes: UInt64
         var dropped: Int
         var connections: Int
         var packets: UInt64
@@ -163,7 +186,7 @@ package final class MessageIndex: @unchecked Sendable {
 
     var snapshot: Snapshot {
         locked {
-            Snapshot(state: state, messages: total, dropped: base, connections: connections.count, packets: packets,
+            Snapshot(state: state, rows: total, messages: total - losses.reduce(0, +), losses: losses, lostBytes: lostBytes, dropped: base, connections: connections.count, packets: packets,
                      readError: readError, summary: summary)
         }
     }
@@ -195,6 +218,16 @@ package final class MessageIndex: @unchecked Sendable {
     }
 
     package var range: Range<Int> { locked { base..<total } }
+
+    /// The length a row shows: a message's frame as declared (cut ones included), a loss's bytes.
+    func shownLength(_ o: Int, _ e: IndexEntry) -> UInt64 {
+        if e.isLossRow { return e.id }
+        if e.flags & IndexEntry.isCut != 0 { return locked { declared[o] } ?? UInt64(e.frameLength) }
+        return UInt64(e.frameLength)
+    }
+
+    /// Cut frames' declared lengths by ordinal (few: a sort reads them once, not per entry).
+    var declaredLengths: [Int: UInt64] { locked { declared } }
 
     func name(_ i: UInt32) -> String { locked { Int(i) < names.count ? names[Int(i)] : "?" } }
     var allNames: [String] { locked { names } }

@@ -6,17 +6,21 @@ package enum SortColumn: String, Sendable, CaseIterable {
 
     /// The key an entry sorts by; ties keep the ordinal order. `nameRank` ranks each name
     /// index by its text, so names sort alphabetically without reading them per entry.
-    func key(_ e: IndexEntry, nameRank: [Int]) -> (Int, Double, UInt64) {
+    func key(_ o: Int, _ e: IndexEntry, nameRank: [Int], declared: [Int: UInt64]) -> (Int, Double, UInt64) {
         switch self {
         case .n: return (0, 0, 0)
         case .time: return (0, e.time, 0)
         case .conn: return (0, 0, UInt64(e.connection))
         case .dir: return (0, 0, UInt64(e.direction))
         case .name: return (0, 0, UInt64(Int(e.name) < nameRank.count ? nameRank[Int(e.name)] : Int.max))
-        case .len: return (0, 0, UInt64(e.frameLength))
+        case .len:
+            // The length the row shows: a loss's bytes, a cut frame's declared length.
+            if e.isLossRow { return (0, 0, e.id) }
+            return (0, 0, e.flags & IndexEntry.isCut != 0 ? declared[o] ?? UInt64(e.frameLength) : UInt64(e.frameLength))
         case .id:
-            // No id first, then negative ids (their bit patterns order as the numbers), then the rest.
-            guard e.flags & IndexEntry.hasID != 0 else { return (0, 0, 0) }
+            // No id first (losses have none), then negative ids (their bit patterns order as the
+            // numbers), then the rest.
+            guard e.flags & IndexEntry.hasID != 0, !e.isLossRow else { return (0, 0, 0) }
             let negative = e.flags & IndexEntry.signedID != 0 && Int64(bitPattern: e.id) < 0
             return (negative ? 1 : 2, 0, e.id)
         }
@@ -44,7 +48,7 @@ final class SortedOrders: @unchecked Sendable {
         let range = index.range
         let key = "\(column.rawValue)|\(descending)|\(scope)"
         let count = selection?.count ?? range.count
-        let sorter = Sorter(column: column, descending: descending, names: index.allNames)
+        let sorter = Sorter(column: column, descending: descending, names: index.allNames, declared: index.declaredLengths)
         if let k = cached(key) {
             if k.range == range && k.ordinals.count == count { return k.ordinals }
             if let grown = extend(k, to: range, count: count, selection: selection, sorter: sorter, index: index) {
@@ -59,7 +63,7 @@ final class SortedOrders: @unchecked Sendable {
             // Keyed as they are read: no copy of a million entries.
             var keyed: [(Int, Key)] = []
             keyed.reserveCapacity(range.count)
-            index.forEach { o, e in keyed.append((o, column.key(e, nameRank: sorter.rank))) }
+            index.forEach { o, e in keyed.append((o, sorter.key(o, e))) }
             sorted = sorter.sort(keyed)
         }
         store(Kept(key: key, range: range, ordinals: sorted))
@@ -110,16 +114,24 @@ struct Sorter {
     /// Each name index's rank among the names' texts (names sort alphabetically).
     let rank: [Int]
 
-    init(column: SortColumn, descending: Bool, names: [String]) {
+    /// Cut frames' declared lengths (what their rows show), by ordinal.
+    let declared: [Int: UInt64]
+
+    init(column: SortColumn, descending: Bool, names: [String], declared: [Int: UInt64]) {
         self.column = column
         self.descending = descending
+        self.declared = declared
         var rank = [Int](repeating: 0, count: names.count)
         for (r, i) in names.indices.sorted(by: { names[$0] < names[$1] }).enumerated() { rank[i] = r }
         self.rank = rank
     }
 
+    func key(_ o: Int, _ e: IndexEntry) -> SortedOrders.Key {
+        column.key(o, e, nameRank: rank, declared: declared)
+    }
+
     func keyed(_ entries: [(Int, IndexEntry)]) -> [(Int, SortedOrders.Key)] {
-        entries.map { ($0.0, column.key($0.1, nameRank: rank)) }
+        entries.map { ($0.0, key($0.0, $0.1)) }
     }
 
     func less(_ a: (Int, SortedOrders.Key), _ b: (Int, SortedOrders.Key)) -> Bool {

@@ -62,6 +62,7 @@ async function refreshStatus() {
   $("status").textContent = `${s.messages.toLocaleString()} messages, ${s.connections} connections, ${s.packets.toLocaleString()} packets` +
     (s.state === "indexing" ? " — reading…" : s.state === "live" ? " — capturing" : "");
   $("tail-label").hidden = !s.live;
+  showLosses(s);
   const notices = [];
   if (s.dropped > 0) notices.push(`${s.dropped.toLocaleString()} older messages were dropped from the page (it keeps the most recent; --keep sets how many).`);
   if (s.error) notices.push("The capture could not be read to its end: " + s.error);
@@ -69,6 +70,24 @@ async function refreshStatus() {
   $("notice").textContent = notices.join(" ");
   return s;
 }
+
+// Losses in plain sight: their counts in the top bar (a click lists them: `event`), and each
+// a row of the list among the messages.
+const LOSS_WORDS = { gap: ["gap", "gaps"], malformed: ["malformed", "malformed"], resync: ["resync", "resyncs"],
+  cut: ["cut frame", "cut frames"], conflict: ["conflict", "conflicts"], notice: ["notice", "notices"], layer: ["layer problem", "layer problems"] };
+
+function showLosses(s) {
+  const parts = [];
+  for (const [k, [one, many]] of Object.entries(LOSS_WORDS)) {
+    const n = (s.losses && s.losses[k]) || 0;
+    if (!n) continue;
+    parts.push(`${n.toLocaleString()} ${n === 1 ? one : many}` + (k === "gap" && s.lostBytes ? ` (${fmtBytes(s.lostBytes)} lost)` : ""));
+  }
+  $("losses").hidden = parts.length === 0;
+  $("losses").textContent = parts.join(", ");
+}
+
+$("losses").addEventListener("click", () => { $("filter").value = "event"; $("filter-form").requestSubmit(); });
 
 async function refreshConnections() {
   state.conns = await api("/api/connections");
@@ -163,7 +182,7 @@ function renderList() {
     const r = page && page[i % PAGE];
     if (!r) { out.push(el("div", { class: "row" }, el("span", { class: "n" }, "…"))); continue; }
     out.push(el("div", {
-      class: `row ${r.dir}${r.warn ? " warn" : ""}${r.n === state.selected ? " sel" : ""}`, "data-n": r.n, "data-i": i,
+      class: `row ${r.dir}${r.warn ? " warn" : ""}${r.event ? " loss " + r.event : ""}${r.n === state.selected ? " sel" : ""}`, "data-n": r.n, "data-i": i,
       onclick: () => selectMessage(r.n), style: ruleStyle(r.n),
     },
       el("span", { class: "n" }, r.n), el("span", { class: "t" }, rowTime(r, i)), el("span", { class: "d" }, r.dir === "c2s" ? "→" : "←"),
@@ -171,7 +190,9 @@ function renderList() {
       el("span", { class: "sum" }, (r.pair && r.dir === "s2c" ? `[${fmtMs(r.pair.ms)}] ` : "") + r.summary)));
   }
   rows.replaceChildren(...out);
-  $("list-count").textContent = `${total.toLocaleString()} message${total === 1 ? "" : "s"}` +
+  // With losses in the capture the list has rows of both.
+  const what = state.status && state.status.rows !== state.status.messages ? ["row", "rows"] : ["message", "messages"];
+  $("list-count").textContent = `${total.toLocaleString()} ${total === 1 ? what[0] : what[1]}` +
     (state.filter ? ` match ${state.filter}` : "") + (state.conn !== null ? ` on connection ${state.conn}` : "");
 }
 
@@ -279,6 +300,15 @@ async function loadSequence(fresh) {
   }
   s.arrows.forEach((a, k) => {
     const y = top + (state.seqFrom + k) * step;
+    if (a.event) {  // a loss: a dashed line across both lanes, not an arrow
+      const g = svg("g", { class: `loss ${a.event}`, "data-n": a.n });
+      g.append(svg("line", { x1: L, y1: y, x2: R, y2: y }),
+        svg("text", { x: (L + R) / 2, y: y - 4, "text-anchor": "middle" }, `${a.name} ${a.dir} (${a.len} B)`),
+        svg("text", { x: 4, y: y + 4 }, "+" + fmtMs((a.t - box.t0) * 1000)));
+      g.addEventListener("click", () => { showView("messages"); selectMessage(a.n); });
+      box.append(g);
+      return;
+    }
     const [x1, x2] = a.dir === "c2s" ? [L, R] : [R, L];
     const g = svg("g", { class: `arrow ${a.dir}`, "data-n": a.n });
     g.append(svg("line", { x1, y1: y, x2: x2 + (a.dir === "c2s" ? -6 : 6), y2: y }),
@@ -684,9 +714,8 @@ async function loadFollow(fresh) {
   if (c === null) { $("follow-head").textContent = "No connection."; box.replaceChildren(); return; }
   if (fresh) { state.followFrom = 0; box.replaceChildren(); }
   const f = await api("/api/follow", { conn: c, from: state.followFrom });
-  const missing = f.gaps + f.malformed;
-  $("follow-head").textContent = `connection ${c}: ${f.client} (client) and ${f.server} (server), ${f.total} messages` +
-    (missing ? ` — ${f.gaps} gap(s) and ${f.malformed} malformed stretch(es): bytes in no message are not shown` : "") +
+  $("follow-head").textContent = `connection ${c}: ${f.client} (client) and ${f.server} (server), ${f.total} rows` +
+    (f.gaps + f.malformed ? ` — ${f.gaps} gap(s), ${f.malformed} malformed stretch(es), marked where they happened` : "") +
     (state.conn === null ? " — the first connection; select another on the left" : "");
   const hex = document.querySelector("input[name=follow-mode][value=hex]").checked;
   for (const m of f.messages) box.append(followMessage(m, hex));
@@ -697,6 +726,7 @@ $("follow-more").addEventListener("click", () => loadFollow(false));
 for (const r of document.querySelectorAll("input[name=follow-mode]")) r.addEventListener("change", () => loadFollow(true));
 
 function followMessage(m, hex) {
+  if (m.event) return followLoss(m);
   const mark = el("span", { class: "mark", "data-n": m.n, title: "open this message" },
     `#${m.n} ${m.dir === "c2s" ? "→" : "←"} ${m.name} (${m.len} B)`);
   mark.addEventListener("click", () => { showView("messages"); selectMessage(m.n); });
@@ -705,6 +735,14 @@ function followMessage(m, hex) {
   if (m.cut) parts.push(el("span", { class: "missing" }, `… ${m.len - m.bytes.length / 2} more bytes of this message not shown`));
   return el("div", { class: "follow-message", "data-n": m.n }, ...parts);
 }
+// A loss (bytes in no message): a marker where it happened, which opens its row.
+function followLoss(m) {
+  const mark = el("span", { class: "missing", "data-n": m.n, title: "open this row" },
+    `#${m.n} ${m.name} ${m.dir === "c2s" ? "→" : "←"} ${m.len} bytes: ${m.summary}`);
+  mark.addEventListener("click", () => { showView("messages"); selectMessage(m.n); });
+  return el("div", { class: "follow-loss", "data-n": m.n }, mark);
+}
+
 // Printable ASCII and line ends as they are, any other byte as "." (as Wireshark's ASCII view).
 function followText(h) {
   let out = "";

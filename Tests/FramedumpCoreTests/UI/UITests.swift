@@ -15,12 +15,21 @@ final class UITests: XCTestCase {
         ("grpc.pcap", []), ("socketio.pcap", []), ("msgpack.pcap", []), ("wsgame.pcap", []), ("mysql.pcap", []),
     ]
 
-    func indexer(_ sample: String, keys: [String] = [], diff: String? = nil) throws -> CaptureIndexer {
+    /// Captures with losses of every kind the list shows as rows (gaps, malformed stretches,
+    /// resyncs, conflicts, late data, an ignored RST, bytes after close, TLS without its keys).
+    static let lossCaptures = ["lost_segment.pcap", "conflict.pcap", "late_data.pcap", "check_problems.pcap", "ws_loss.pcap",
+                               "rst_out_of_window.pcap", "after_fin.pcap"].map(TestSupport.fixture) + [TestSupport.sample("tls13.pcap")]
+
+    /// A sample's name, or a path.
+    static func path(_ capture: String) -> String { capture.contains("/") ? capture : TestSupport.sample(capture) }
+
+    func indexer(_ sample: String, keys: [String] = [], diff: String? = nil, count: UInt64? = nil) throws -> CaptureIndexer {
         var o = PipelineOptions()
         o.dissectorPaths = [TestSupport.dissectors]
         o.tlsKeyLogs = keys.map(TestSupport.sample)
-        var c = UIConfiguration(input: .file(TestSupport.sample(sample)), options: o)
+        var c = UIConfiguration(input: .file(Self.path(sample)), options: o)
         c.diffWith = diff.map(TestSupport.sample)
+        c.count = count
         let i = try CaptureIndexer(c)
         i.start()
         _ = i.waitForIndex()
@@ -32,15 +41,81 @@ final class UITests: XCTestCase {
     }
 
     func ndjsonMessages(_ sample: String, keys: [String] = [], filter: String? = nil) throws -> [[String: Any]] {
-        let text = try TestSupport.pipeline(TestSupport.sample(sample)) { o in
+        try ndjsonLines(sample, keys: keys, filter: filter).filter { $0["type"] == nil }
+    }
+
+    func ndjsonLines(_ sample: String, keys: [String] = [], filter: String? = nil, count: UInt64? = nil) throws -> [[String: Any]] {
+        if let count {  // (-c is the command's: the pipeline alone reads to the end)
+            let r = try TestSupport.framedump(["-r", Self.path(sample), "-c", String(count), "-T", "json"] + (filter.map { ["-Y", $0] } ?? []))
+            XCTAssertEqual(r.status, 0, r.stderr)
+            return try r.stdout.split(separator: "\n").map { try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        }
+        let text = try TestSupport.pipeline(Self.path(sample)) { o in
             o.format = .json
             o.tlsKeyLogs = keys.map(TestSupport.sample)
             o.displayFilter = filter
         }
-        return try text.split(separator: "\n").compactMap { line in
-            let o = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-            return o["type"] == nil ? o : nil
+        return try text.split(separator: "\n").map { line in
+            try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         }
+    }
+
+    /// The list's rows are NDJSON's messages and losses, in NDJSON's order: `-Y 'event or not
+    /// event'` keeps exactly those lines (every message, every loss; no opening or closing).
+    /// A filter selects the same rows as `-Y` on the command line, losses included.
+    func testLossesAreRowsAsNDJSONHasThem() throws {
+        var kinds = Set<String>()
+        // (game.pcap's first 50 packets end in the middle of a frame: a cut.)
+        for (capture, count) in Self.lossCaptures.map({ ($0, UInt64?.none) }) + [("game.pcap", 50)] {
+            let name = (capture as NSString).lastPathComponent
+            let want = try ndjsonLines(capture, filter: "event or not event", count: count)
+            let i = try indexer(capture, count: count)
+            let views = Views(indexer: i)
+            let rows = try json(views.rows(nil, from: 0, count: 1000))
+            XCTAssertEqual(rows["total"] as? Int, want.count, name)
+            let got = try XCTUnwrap(rows["rows"] as? [[String: Any]])
+            let conns = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(views.connections().utf8)) as? [[String: Any]])
+            var losses = 0
+            for (k, (g, w)) in zip(got, want).enumerated() {
+                XCTAssertEqual(conns[g["c"] as! Int]["conn"] as? String, w["conn"] as? String, "\(name) #\(k)")
+                XCTAssertEqual(g["dir"] as? String, w["dir"] as? String, "\(name) #\(k)")
+                guard let type = w["type"] as? String else {
+                    XCTAssertNil(g["event"], "\(name) #\(k) is a message")
+                    XCTAssertEqual(g["len"] as? Int, w["length"] as? Int, "\(name) #\(k)")
+                    continue
+                }
+                losses += 1
+                let kind = try XCTUnwrap(g["event"] as? String, "\(name) #\(k) is a \(type)")
+                kinds.insert(kind)
+                switch type {
+                case "gap", "conflict", "cut": XCTAssertEqual(kind, type, "\(name) #\(k)")
+                case "malformed": XCTAssertEqual(kind, w["reason"] as? String == "skipped" ? "resync" : "malformed", "\(name) #\(k)")
+                case "late", "reset-ignored", "after-close": XCTAssertEqual(kind, "notice", "\(name) #\(k)")
+                default: XCTAssertEqual(kind, "layer", "\(name) #\(k) \(type)")
+                }
+                if let length = w["length"] as? Int { XCTAssertEqual(g["len"] as? Int, length, "\(name) #\(k)") }
+                // Its detail says what the terminal says.
+                let detail = try json(try XCTUnwrap(views.message(g["n"] as! Int)))
+                XCTAssertEqual(detail["event"] as? String, kind)
+                XCTAssertTrue((detail["summary"] as? String)?.contains(" \(g["name"] as? String == "RESYNC" ? "MALFORMED" : g["name"] as! String) ") ?? false
+                              || kind == "layer", "\(name) #\(k): \(detail["summary"] ?? "")")
+            }
+            let status = try json(views.status())
+            let counted = (status["losses"] as? [String: Int])?.values.reduce(0, +)
+            XCTAssertEqual(counted, losses, name)
+            XCTAssertEqual(status["messages"] as? Int, want.count - losses, name)
+            XCTAssertGreaterThan(losses, 0, "\(name): a capture without losses proves nothing here")
+            // The filter box: `event` lists the losses, `event.gap` the gaps, as -Y does.
+            for filter in ["event", "event.gap", "event.len > 8 and tcp.port == 8000", "not event"] {
+                let wantRows = try ndjsonLines(capture, filter: filter, count: count)
+                let ordinals = try i.filter(filter)
+                XCTAssertEqual(ordinals.count, wantRows.count, "\(name) \(filter)")
+                for (o, w) in zip(ordinals, wantRows) {
+                    XCTAssertEqual(got[o]["event"] == nil, w["type"] == nil, "\(name) \(filter) row \(o)")
+                }
+            }
+        }
+        XCTAssertEqual(kinds, Set(LossEvent.Kind.allCases.map(\.rawValue)))
     }
 
     /// Every message of every sample, in order: connection, direction, name, id and length as
@@ -51,8 +126,10 @@ final class UITests: XCTestCase {
             let i = try indexer(sample, keys: keys)
             let views = Views(indexer: i)
             let rows = try json(views.rows(nil, from: 0, count: 1000))
-            XCTAssertEqual(rows["total"] as? Int, want.count, sample)
-            let got = try XCTUnwrap(rows["rows"] as? [[String: Any]])
+            XCTAssertEqual(try json(views.status())["messages"] as? Int, want.count, sample)
+            // (The losses among them: testLossesAreRowsAsNDJSONHasThem.)
+            let got = try XCTUnwrap(rows["rows"] as? [[String: Any]]).filter { $0["event"] == nil }
+            XCTAssertEqual(got.count, want.count, sample)
             let conns = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(views.connections().utf8)) as? [[String: Any]])
             for (k, (g, w)) in zip(got, want).enumerated() {
                 let conn = conns[g["c"] as! Int]["conn"] as? String
@@ -552,7 +629,8 @@ final class UISortedOrdersTests: XCTestCase {
         func add(_ n: Int) {
             let new = (0..<n).map { _ in UInt32.random(in: 0..<50, using: &g) }
             lengths += new
-            index.publish(entries: new.map { entry($0, name: $0 % 3) }, pairs: [], connections: [:], newNames: [], packets: 0)
+            index.publish(entries: new.map { entry($0, name: $0 % 3) }, pairs: [], connections: [:], newNames: [], packets: 0,
+                          losses: [Int](repeating: 0, count: LossEvent.Kind.allCases.count), lostBytes: 0)
         }
         func want(_ column: SortColumn, _ desc: Bool) -> [Int] {
             let r = index.range
