@@ -125,7 +125,8 @@ package struct Views {
                 next += 1
                 continue
             }
-            let length = Int(e.frameLength)
+            // A cut frame (the capture lost its end) shows its captured bytes, and its declared length.
+            let length = Int(e.frameLength), declared = Int(index.shownLength(o, e))
             if !items.isEmpty && bytes + length > maxBytes { break }
             let shown = min(length, maxBytes)
             let frame = indexer.spill.read(offset: e.spillOffset + UInt64(e.treeLength), count: shown)
@@ -135,7 +136,7 @@ package struct Views {
                 ("n", String(o)), ("t", JSONOut.number(e.time)),
                 ("dir", e.direction == 0 ? "\"c2s\"" : "\"s2c\""),
                 ("name", JSONOut.quoted(Int(e.name) < names.count ? names[Int(e.name)] : "?")),
-                ("len", String(length)), ("cut", shown < length ? "true" : "false"),
+                ("len", String(declared)), ("cut", shown < declared ? "true" : "false"),
                 ("bytes", JSONOut.hex(frame)),
             ]))
         }

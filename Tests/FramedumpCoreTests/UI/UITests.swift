@@ -467,7 +467,7 @@ final class UISortFollowTests: XCTestCase {
     func indexer(_ sample: String) throws -> CaptureIndexer {
         var o = PipelineOptions()
         o.dissectorPaths = [TestSupport.dissectors]
-        let i = try CaptureIndexer(UIConfiguration(input: .file(TestSupport.sample(sample)), options: o))
+        let i = try CaptureIndexer(UIConfiguration(input: .file(UITests.path(sample)), options: o))
         i.start()
         _ = i.waitForIndex()
         return i
@@ -597,6 +597,36 @@ final class UISortFollowTests: XCTestCase {
         let (_, end) = try ask("/api/follow?conn=0&from=1000", i)
         XCTAssertEqual((end["messages"] as? [Any])?.count, 0)
         XCTAssertTrue(end["next"] is NSNull)
+    }
+
+    /// With losses: each loss of a connection is a marker in its stream (its kind and length, no
+    /// bytes), in its place among the messages; sorted by bytes, a loss counts the bytes it shows.
+    func testFollowMarksLossesAndSortsByTheLengthShown() throws {
+        var markers = 0
+        for capture in [TestSupport.fixture("lost_segment.pcap"), TestSupport.fixture("check_problems.pcap")] {
+            let i = try indexer(capture)
+            let all = try rows("/api/messages?count=1000", i)
+            for c in 0..<i.index.connectionCount {
+                let (status, o) = try ask("/api/follow?conn=\(c)&count=500", i)
+                XCTAssertEqual(status, 200)
+                let items = try XCTUnwrap(o["messages"] as? [[String: Any]])
+                let mine = all.filter { $0["c"] as? Int == c }
+                XCTAssertEqual(items.map { $0["n"] as! Int }, mine.map { $0["n"] as! Int }, "\(capture) connection \(c)")
+                for (item, row) in zip(items, mine) {
+                    XCTAssertEqual(item["event"] as? String, row["event"] as? String)
+                    XCTAssertEqual(item["len"] as? Int, row["len"] as? Int)
+                    if item["event"] != nil {
+                        XCTAssertNil(item["bytes"], "a loss has no bytes in the stream")
+                        markers += 1
+                    } else {
+                        XCTAssertEqual(item["bytes"] as? String, try ask("/api/message?n=\(item["n"]!)", i).1["bytes"] as? String)
+                    }
+                }
+            }
+            let byLength = try rows("/api/messages?count=1000&sort=len", i).map { $0["len"] as! Int }
+            XCTAssertEqual(byLength, all.map { $0["len"] as! Int }.sorted())
+        }
+        XCTAssertGreaterThan(markers, 0, "captures without losses prove nothing here")
     }
 
     /// A colouring rule's answer: of the rows listed, exactly those the filter selects.
