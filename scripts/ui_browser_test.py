@@ -175,12 +175,42 @@ def check_losses(driver, binary, shots, capture):
     expect(f" GAP {want['length']} bytes missing at stream offset {want['offset']}" in summary if want.get("type") == "gap" else True,
            f"{name}: the first loss opens as the terminal shows it: {summary[-90:]!r}")
     if shots:
-        driver.save_screenshot(os.path.join(shots, "losses.png"))
+        driver.save_screenshot(os.path.join(shots, f"losses-{SIZE}.png"))
+    where = driver.execute_script("""const b = document.getElementById('losses'), r = b.getBoundingClientRect();
+        return [r.left, r.right, window.innerWidth, b.scrollWidth <= b.clientWidth];""")
+    expect(0 <= where[0] and where[1] <= where[2] and where[3], f"{name}: at {SIZE} the top bar's {shown!r} is whole in the window ({where})")
     driver.find_element(By.ID, "filter").clear()
     driver.find_element(By.ID, "filter").send_keys("event.gap")
     driver.find_element(By.CSS_SELECTOR, "#filter-form button[type='submit']").click()
     wait(driver, "the gaps listed", lambda: list_count(driver).startswith(f"{gaps:,} row"), timeout=10 * TIMEOUT,
          show=lambda: list_count(driver))
+    follow_losses(driver, binary, capture, losses)
+
+
+def follow_losses(driver, binary, capture, losses):
+    """The follow view of the first gap's connection: its rows in NDJSON's order, each loss a
+    marker and each message a mark with its bytes."""
+    name = os.path.basename(capture)
+    out = subprocess.run([binary, "-r", capture, "-T", "json", "-Y", "event or not event"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=10 * TIMEOUT)
+    conn = next(l["conn"] for l in losses if l.get("type") == "gap")
+    want = ["loss" if "type" in l else "message" for l in map(json.loads, out.stdout.splitlines()) if l.get("conn") == conn]
+    index = next(c["index"] for c in driver.execute_script("return window.framedump.conns") if c["conn"] == conn)
+    driver.find_element(By.CSS_SELECTOR, f"#connections tbody tr[data-conn='{index}']").click()
+    driver.find_element(By.CSS_SELECTOR, "nav button[data-view='follow']").click()
+    items = lambda: driver.execute_script("""return [...document.querySelectorAll('#follow > div')]
+        .map((d) => d.classList.contains('follow-loss') ? 'loss' : 'message');""")
+    for _ in range(len(want) // 100 + 2):  # "more" until the whole connection is shown
+        got = wait(driver, "the followed rows", lambda: items() or None)
+        if len(got) >= len(want) or driver.find_element(By.ID, "follow-more").get_attribute("hidden") is not None:
+            break
+        n = len(got)
+        driver.find_element(By.ID, "follow-more").click()
+        wait(driver, "more rows", lambda: len(items()) > n)
+    got = items()
+    expect(got == want and "loss" in got,
+           f"{name}: connection {index} followed: {got.count('message')} messages and {got.count('loss')} loss markers in NDJSON's order")
+    driver.find_element(By.CSS_SELECTOR, "nav button[data-view='messages']").click()
 
 
 def select_message(driver, n):
@@ -707,6 +737,7 @@ def main():
 
         def lossy(driver, binary, shots, capture=capture):
             check_counts(driver, binary, capture, [])
+            connections_fit(driver, f"{os.path.basename(capture)} at {SIZE}")
             check_losses(driver, binary, shots if "20000" in capture else None, capture)
         runs.append((capture, [], lossy))
     try:

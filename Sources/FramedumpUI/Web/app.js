@@ -108,7 +108,7 @@ async function refreshConnections() {
       el("td", {}, `${c.messages[0]} / ${c.messages[1]}`), two(fmtBytes(c.bytes[0]), fmtBytes(c.bytes[1])),
       el("td", {}, fmtMs(c.duration * 1000)),
       el("td", { class: problems.length || notes ? "problem two" : "" },
-        ...problems.map((p) => el("div", {}, p)), ...(notes ? [el("div", {}, `${c.notes.length} note${c.notes.length > 1 ? "s" : ""} (hover)`)] : []))));
+        ...problems.map((p) => el("div", {}, p)), ...(notes ? [el("div", {}, `${c.notes.length} note${c.notes.length > 1 ? "s" : ""}`)] : []))));
   }
 }
 
