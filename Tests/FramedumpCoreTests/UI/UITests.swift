@@ -446,7 +446,7 @@ final class UITests: XCTestCase {
         let r = try TestSupport.run(python, args, cwd: TestSupport.root.path, timeout: 900)
         XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
         XCTAssertTrue(r.stdout.contains(" passed, 0 failed"), r.stdout)
-        for view in ["messages-1280x800", "messages-1920x1080", "follow-1280x800", "sequence-1280x800", "plots-1280x800", "diff-1280x800", "losses-1280x800"] {
+        for view in ["messages-1280x800", "messages-1920x1080", "follow-1280x800", "sequence-1280x800", "plots-1280x800", "diff-1280x800"] {
             let size = (try? FileManager.default.attributesOfItem(atPath: shots + "/\(view).png")[.size] as? Int) ?? 0
             XCTAssertGreaterThan(size, 10_000, "no screenshot of the \(view) view")
         }
