@@ -35,6 +35,7 @@ final class SortedOrders: @unchecked Sendable {
     typealias Key = (Int, Double, UInt64)
     private struct Kept { var key: String; var range: Range<Int>; var ordinals: [Int] }
     private let lock = NSLock()
+    private let gate = NSLock()
     private var kept: [Kept] = []
     /// Orders kept (each an ordinal a message of the selection); the oldest is forgotten beyond this.
     static let limit = 4
@@ -48,6 +49,10 @@ final class SortedOrders: @unchecked Sendable {
         let range = index.range
         let key = "\(column.rawValue)|\(descending)|\(scope)"
         let count = selection?.count ?? range.count
+        if let k = cached(key), k.range == range && k.ordinals.count == count { return k.ordinals }
+        // One sort at a time: requests for the same order wait for it rather than each sorting.
+        gate.lock()
+        defer { gate.unlock() }
         let sorter = Sorter(column: column, descending: descending, names: index.allNames, declared: index.declaredLengths)
         if let k = cached(key) {
             if k.range == range && k.ordinals.count == count { return k.ordinals }

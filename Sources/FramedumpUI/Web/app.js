@@ -45,11 +45,6 @@ function svg(tag, attrs = {}, text) {
   return e;
 }
 
-const fmtTime = (t) => {
-  if (t === null || t === undefined) return "";
-  const d = new Date(t * 1000);
-  return d.toISOString().slice(11, 23) + String(Math.round((t % 1) * 1e6) % 1000).padStart(3, "0");
-};
 const fmtBytes = (n) => n < 1024 ? n + " B" : n < 1048576 ? (n / 1024).toFixed(1) + " KiB" : (n / 1048576).toFixed(1) + " MiB";
 const fmtMs = (ms) => ms < 1 ? ms.toFixed(3) + " ms" : ms < 1000 ? ms.toFixed(1) + " ms" : (ms / 1000).toFixed(2) + " s";
 
