@@ -457,6 +457,15 @@ function watchLive() {
   ws.onclose = () => setTimeout(() => refreshStatus(), 500);
 }
 
+// ---- what the page remembers in the browser (nothing when storage is refused) ----
+
+function recall(key) {
+  try { return localStorage.getItem(key); } catch { return null; }
+}
+function remember(key, value) {
+  try { localStorage.setItem(key, value); } catch { /* not kept: the page works as it is */ }
+}
+
 // ---- sorting, time formats, column widths ----
 
 const listKey = () => `${state.conn}|${state.filter}|${state.sort}|${state.desc}`;
@@ -515,7 +524,7 @@ function previousTime(i) {
 function setTimeFormat(f) {
   state.timeFormat = ["absolute", "relative", "delta"].includes(f) ? f : "absolute";
   $("time-format").value = state.timeFormat;
-  localStorage.setItem("framedump.time", state.timeFormat);
+  remember("framedump.time", state.timeFormat);
   widths.t = state.timeFormat === "absolute" ? 26 : 10;
   applyWidths();
   renderList();
@@ -541,7 +550,7 @@ function applyWidths() {
 
 // ---- layout: resizable panes, the connections' toggle, keyboard ----
 
-// A drag on a handle sets a pane's size in pixels (kept in localStorage).
+// A drag on a handle sets a pane's size in pixels (kept in the browser).
 function dragHandle(handle, key, apply) {
   handle.addEventListener("pointerdown", (e) => {
     e.preventDefault();
@@ -552,7 +561,7 @@ function dragHandle(handle, key, apply) {
       handle.classList.remove("dragging");
       handle.removeEventListener("pointermove", move);
       handle.removeEventListener("pointerup", up);
-      localStorage.setItem(key, String(layout[key]));
+      remember(key, String(layout[key]));
     };
     handle.addEventListener("pointermove", move);
     handle.addEventListener("pointerup", up);
@@ -576,18 +585,18 @@ dragHandle($("detail-split"), "framedump.detailh", (m) => setDetailHeight($("det
 // The connections' default width is their table's (capped at 40% of the window: the list keeps
 // the rest); the detail's default height 30% of the view (the list takes most of it).
 function defaultLayout() {
-  const saved = Number(localStorage.getItem("framedump.connw"));
+  const saved = Number(recall("framedump.connw"));
   fitConnections();
   if (saved) setConnectionsWidth(saved);
   // The table widens as connections and their problems come (and a TLS layer is named): the
   // pane follows it until the user drags its edge.
   new ResizeObserver(fitConnections).observe($("connections"));
-  const h = Number(localStorage.getItem("framedump.detailh"));
+  const h = Number(recall("framedump.detailh"));
   if (h) setDetailHeight(h); else $("detail").style.height = "30%";
 }
 
 function fitConnections() {
-  if (localStorage.getItem("framedump.connw")) return;
+  if (recall("framedump.connw")) return;
   setConnectionsWidth(Math.min($("connections").scrollWidth + 14, window.innerWidth * 0.4));
 }
 
@@ -596,7 +605,7 @@ function toggleConnections(show) {
   const shown = show ?? pane.classList.contains("collapsed");
   pane.classList.toggle("collapsed", !shown);
   $("connections-toggle").classList.toggle("off", !shown);
-  localStorage.setItem("framedump.connections", shown ? "shown" : "hidden");
+  remember("framedump.connections", shown ? "shown" : "hidden");
   renderList();
 }
 $("connections-toggle").addEventListener("click", () => toggleConnections());
@@ -627,16 +636,17 @@ const COLOUR = /^#[0-9a-fA-F]{6}$/;
 const MAX_RULES = 6;
 function loadRules() {
   let saved = [];
-  try { saved = JSON.parse(localStorage.getItem("framedump.rules") || "[]"); } catch { saved = []; }
+  try { saved = JSON.parse(recall("framedump.rules") || "[]"); } catch { saved = []; }
   state.rules = (Array.isArray(saved) ? saved : []).filter((r) => r && typeof r.filter === "string" && COLOUR.test(r.colour))
     .slice(0, MAX_RULES).map((r) => ({ filter: r.filter.slice(0, 1000), colour: r.colour, error: "" }));
   drawRules();
 }
 function saveRules() {
-  localStorage.setItem("framedump.rules", JSON.stringify(state.rules.map((r) => ({ filter: r.filter, colour: r.colour }))));
+  remember("framedump.rules", JSON.stringify(state.rules.map((r) => ({ filter: r.filter, colour: r.colour }))));
 }
 
 function drawRules() {
+  $("rules-live").hidden = !(state.status && state.status.live);
   $("rules").replaceChildren(...state.rules.map((r, k) => {
     const text = el("input", { type: "text", value: r.filter, placeholder: "filter, e.g. game.Res == 1", spellcheck: "false", "data-rule": k });
     const colour = el("input", { type: "color", value: r.colour, "data-rule-colour": k });
@@ -757,10 +767,10 @@ function followHex(h) {
 }
 
 function startLayout() {
-  setTimeFormat(localStorage.getItem("framedump.time") || "absolute");
+  setTimeFormat(recall("framedump.time") || "absolute");
   loadRules();
   defaultLayout();
-  if (localStorage.getItem("framedump.connections") === "hidden") toggleConnections(false);
+  if (recall("framedump.connections") === "hidden") toggleConnections(false);
 }
 
 async function start() {
