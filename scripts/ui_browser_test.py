@@ -366,6 +366,26 @@ def check_panes(driver, size):
           const r = document.createRange(); r.selectNodeContents(l); const b = r.getBoundingClientRect();
           return [b.right <= pane.right + 0.5 && pane.right <= window.innerWidth, l.textContent.trimEnd().endsWith('|')]; });""")
     expect(lines and all(a and b for a, b in lines), f"{size}: each hex line's ASCII column ends inside the pane ({len(lines)} lines)")
+    cut = driver.execute_script("""
+        return [...document.querySelectorAll('#list-rows .row[data-n] span:not(.sum), #list-head span:not(.sum)')]
+          .filter((c) => c.scrollWidth > c.clientWidth).map((c) => c.textContent);""")
+    expect(not cut, f"{size}: the list's columns fit their values (cut: {cut[:5]})")
+    # The handles: the detail's top edge dragged up 80 px, the connections' edge left 60 px (give or
+    # take the few pixels between the pointer and the edge it grabs).
+    from selenium.webdriver.common.action_chains import ActionChains
+    size_of = lambda: driver.execute_script("""return [document.getElementById('detail').getBoundingClientRect().height,
+        document.getElementById('connections-pane').getBoundingClientRect().width]""")
+    before = size_of()
+    ActionChains(driver).drag_and_drop_by_offset(driver.find_element(By.ID, "detail-split"), 0, -80).perform()
+    ActionChains(driver).drag_and_drop_by_offset(driver.find_element(By.ID, "connections-split"), -60, 0).perform()
+    after = size_of()
+    kept = driver.execute_script("return [localStorage.getItem('framedump.detailh'), localStorage.getItem('framedump.connw')]")
+    expect(abs(after[0] - before[0] - 80) <= 5 and abs(before[1] - after[1] - 60) <= 5 and kept == [str(round(after[0])), str(round(after[1]))],
+           f"{size}: dragging the handles resizes the detail ({before[0]:.0f} -> {after[0]:.0f} px) and the connections "
+           f"({before[1]:.0f} -> {after[1]:.0f} px), kept {kept}")
+    driver.execute_script("localStorage.removeItem('framedump.detailh'); localStorage.removeItem('framedump.connw')")
+    driver.get(driver.current_url)
+    ready(driver)
     # The connections' toggle gives their width to the list, and back.
     before = driver.execute_script("return document.getElementById('list').clientWidth")
     driver.find_element(By.ID, "connections-toggle").click()
