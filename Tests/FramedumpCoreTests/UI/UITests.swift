@@ -534,6 +534,12 @@ final class UISortFollowTests: XCTestCase {
         XCTAssertFalse(filtered.isEmpty)
         XCTAssertEqual(Set(filteredByName.map { $0["n"] as! Int }), Set(filtered))
         XCTAssertEqual(filteredByName.map { $0["name"] as! String }, filteredByName.map { $0["name"] as! String }.sorted(by: >))
+        // A connection, sorted: its messages alone, in the column's order (an order per connection).
+        for c in [1, 2] {
+            let mine = try rows("/api/messages?count=1000&sort=len&desc=1&conn=\(c)", i)
+            XCTAssertEqual(Set(mine.map { $0["n"] as! Int }), Set(all.filter { $0["c"] as? Int == c }.map { $0["n"] as! Int }))
+            XCTAssertEqual(mine.map { $0["len"] as! Int }, mine.map { $0["len"] as! Int }.sorted(by: >))
+        }
         // The delta column's reference: the time of the row before the page, in the page's order.
         let (_, second) = try ask("/api/messages?from=5&count=5&sort=len", i)
         XCTAssertEqual(second["before"] as? Double, byLength.count > 4 ? all[byLength[4]]["t"] as? Double : nil)
