@@ -8,6 +8,12 @@ selenium) on the shipped samples, and check the page against framedump's own NDJ
   * clicking a field highlights exactly its byte range (on game.pcap the highlighted bytes
     are the string the NDJSON gives), and clicking a byte selects the field over it;
   * the sequence diagram has one arrow per message of the connection;
+  * at 1280x800 and 1920x1080: the message list takes most of the height, no connection cell is
+    cut, the hex dump's ASCII column is inside its pane; a click on a column header sorts the list
+    as the server's sort= does; `/` focuses the filter, Escape leaves it, Enter opens the selected
+    message; the time formats (relative starts at 0, the first delta is 0); a colouring rule colours
+    exactly the rows `framedump -Y` selects; the follow view holds the connection's messages' bytes,
+    a mark a message;
   * the plots show the known 20/50 ms latencies of game-latency.pcap;
   * the diff view shows the one known change of scenario-changed.pcap (Line 2 -> 3);
   * a page of another origin cannot open the live WebSocket;
@@ -169,12 +175,42 @@ def check_losses(driver, binary, shots, capture):
     expect(f" GAP {want['length']} bytes missing at stream offset {want['offset']}" in summary if want.get("type") == "gap" else True,
            f"{name}: the first loss opens as the terminal shows it: {summary[-90:]!r}")
     if shots:
-        driver.save_screenshot(os.path.join(shots, "losses.png"))
+        driver.save_screenshot(os.path.join(shots, f"losses-{SIZE}.png"))
+    where = driver.execute_script("""const b = document.getElementById('losses'), r = b.getBoundingClientRect();
+        return [r.left, r.right, window.innerWidth, b.scrollWidth <= b.clientWidth];""")
+    expect(0 <= where[0] and where[1] <= where[2] and where[3], f"{name}: at {SIZE} the top bar's {shown!r} is whole in the window ({where})")
     driver.find_element(By.ID, "filter").clear()
     driver.find_element(By.ID, "filter").send_keys("event.gap")
     driver.find_element(By.CSS_SELECTOR, "#filter-form button[type='submit']").click()
     wait(driver, "the gaps listed", lambda: list_count(driver).startswith(f"{gaps:,} row"), timeout=10 * TIMEOUT,
          show=lambda: list_count(driver))
+    follow_losses(driver, binary, capture, losses)
+
+
+def follow_losses(driver, binary, capture, losses):
+    """The follow view of the first gap's connection: its rows in NDJSON's order, each loss a
+    marker and each message a mark with its bytes."""
+    name = os.path.basename(capture)
+    out = subprocess.run([binary, "-r", capture, "-T", "json", "-Y", "event or not event"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=10 * TIMEOUT)
+    conn = next(l["conn"] for l in losses if l.get("type") == "gap")
+    want = ["loss" if "type" in l else "message" for l in map(json.loads, out.stdout.splitlines()) if l.get("conn") == conn]
+    index = next(c["index"] for c in driver.execute_script("return window.framedump.conns") if c["conn"] == conn)
+    driver.find_element(By.CSS_SELECTOR, f"#connections tbody tr[data-conn='{index}']").click()
+    driver.find_element(By.CSS_SELECTOR, "nav button[data-view='follow']").click()
+    items = lambda: driver.execute_script("""return [...document.querySelectorAll('#follow > div')]
+        .map((d) => d.classList.contains('follow-loss') ? 'loss' : 'message');""")
+    for _ in range(len(want) // 100 + 2):  # "more" until the whole connection is shown
+        got = wait(driver, "the followed rows", lambda: items() or None)
+        if len(got) >= len(want) or driver.find_element(By.ID, "follow-more").get_attribute("hidden") is not None:
+            break
+        n = len(got)
+        driver.find_element(By.ID, "follow-more").click()
+        wait(driver, "more rows", lambda: len(items()) > n)
+    got = items()
+    expect(got == want and "loss" in got,
+           f"{name}: connection {index} followed: {got.count('message')} messages and {got.count('loss')} loss markers in NDJSON's order")
+    driver.find_element(By.CSS_SELECTOR, "nav button[data-view='messages']").click()
 
 
 def select_message(driver, n):
@@ -220,8 +256,6 @@ def check_game(driver, binary, shots):
     driver.find_element(By.CSS_SELECTOR, "#hex-linked .b[data-i='14']").click()
     sel = driver.find_element(By.CSS_SELECTOR, "#tree .field.sel")
     expect(sel.text.endswith('"hello from 1"'), f"game.pcap: byte 14 selects '{sel.text}'")
-    if shots:
-        driver.save_screenshot(os.path.join(shots, "messages.png"))
 
     # The filter, against framedump -Y.
     want, _ = ndjson(binary, ["-r", sample("game.pcap"), "-Y", "game.Res == 1"])
@@ -260,7 +294,225 @@ def check_game(driver, binary, shots):
     if shots:
         driver.find_element(By.CSS_SELECTOR, "nav button[data-view='sequence']").click()
         time.sleep(0.5)
-        driver.save_screenshot(os.path.join(shots, "sequence.png"))
+        driver.save_screenshot(os.path.join(shots, f"sequence-{SIZE}.png"))
+
+
+# The viewport the checks and screenshots are made at; the layout checks run at each.
+SIZES = [(1280, 800), (1920, 1080)]
+SIZE = "%dx%d" % SIZES[0]
+
+
+def viewport(driver, w, h):
+    """The page's viewport exactly w x h (the window's own frame would take some of it)."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": w, "height": h, "deviceScaleFactor": 1, "mobile": False})
+
+
+def server_json(url, path):
+    """An API answer, asked as a script would."""
+    import urllib.request
+    with urllib.request.urlopen(url.rstrip("/") + path, timeout=TIMEOUT) as r:
+        return json.loads(r.read())
+
+
+def row_ns(driver):
+    return [int(n) for n in driver.execute_script(
+        "return [...document.querySelectorAll('#list-rows .row[data-n]')].map((r) => r.dataset.n)")]
+
+
+def check_layout(driver, binary, shots):
+    """The layout, sorting, keyboard, time formats, colouring rules and follow view at each size."""
+    messages, _ = ndjson(binary, ["-r", sample("game.pcap")])
+    url = driver.current_url
+    for w, h in SIZES:
+        size = f"{w}x{h}"
+        viewport(driver, w, h)
+        driver.execute_script("localStorage.clear()")
+        driver.get(url)
+        ready(driver)
+        check_panes(driver, size)
+        check_sorting(driver, url, size)
+        check_keys(driver, size)
+        check_time_formats(driver, messages, size)
+        if shots:
+            select_message(driver, 1)
+            driver.execute_script("document.querySelectorAll('#tree .field')[1].click()")
+            driver.save_screenshot(os.path.join(shots, f"messages-{size}.png"))
+        check_colouring(driver, binary, messages, size)
+        check_follow(driver, url, messages, size, shots)
+    viewport(driver, *SIZES[0])
+
+
+def connections_fit(driver, size):
+    cut = driver.execute_script("""
+        return [...document.querySelectorAll('#connections td, #connections th')]
+          .filter((c) => c.scrollWidth > c.clientWidth).map((c) => c.textContent);""")
+    fits = driver.execute_script("""
+        const pane = document.querySelector('#connections-pane .scroll'), t = document.getElementById('connections');
+        return t.scrollWidth <= pane.clientWidth && t.getBoundingClientRect().right <= window.innerWidth;""")
+    expect(not cut and fits, f"{size}: no connection cell is cut and the table fits its pane (cut: {cut})")
+
+
+def check_panes(driver, size):
+    m = driver.execute_script("""
+        const r = (id) => document.getElementById(id).getBoundingClientRect();
+        return {list: r('list').height, view: r('view-messages').height, detail: r('detail').height};""")
+    expect(m["list"] > 0.5 * m["view"] and m["list"] > m["detail"],
+           f"{size}: the message list takes most of the height ({m['list']:.0f} of {m['view']:.0f} px; details {m['detail']:.0f})")
+    connections_fit(driver, size)
+    select_message(driver, 0)
+    lines = driver.execute_script("""
+        const pane = document.getElementById('hex-pane').getBoundingClientRect();
+        return [...document.querySelectorAll('#hex .line')].map((l) => {
+          const r = document.createRange(); r.selectNodeContents(l); const b = r.getBoundingClientRect();
+          return [b.right <= pane.right + 0.5 && pane.right <= window.innerWidth, l.textContent.trimEnd().endsWith('|')]; });""")
+    expect(lines and all(a and b for a, b in lines), f"{size}: each hex line's ASCII column ends inside the pane ({len(lines)} lines)")
+    cut = driver.execute_script("""
+        return [...document.querySelectorAll('#list-rows .row[data-n] span:not(.sum), #list-head span:not(.sum)')]
+          .filter((c) => c.scrollWidth > c.clientWidth).map((c) => c.textContent);""")
+    expect(not cut, f"{size}: the list's columns fit their values (cut: {cut[:5]})")
+    # The handles: the detail's top edge dragged up 80 px, the connections' edge left 60 px (give or
+    # take the few pixels between the pointer and the edge it grabs).
+    from selenium.webdriver.common.action_chains import ActionChains
+    size_of = lambda: driver.execute_script("""return [document.getElementById('detail').getBoundingClientRect().height,
+        document.getElementById('connections-pane').getBoundingClientRect().width]""")
+    before = size_of()
+    ActionChains(driver).drag_and_drop_by_offset(driver.find_element(By.ID, "detail-split"), 0, -80).perform()
+    ActionChains(driver).drag_and_drop_by_offset(driver.find_element(By.ID, "connections-split"), -60, 0).perform()
+    after = size_of()
+    kept = driver.execute_script("return [localStorage.getItem('framedump.detailh'), localStorage.getItem('framedump.connw')]")
+    expect(abs(after[0] - before[0] - 80) <= 5 and abs(before[1] - after[1] - 60) <= 5 and kept == [str(round(after[0])), str(round(after[1]))],
+           f"{size}: dragging the handles resizes the detail ({before[0]:.0f} -> {after[0]:.0f} px) and the connections "
+           f"({before[1]:.0f} -> {after[1]:.0f} px), kept {kept}")
+    driver.execute_script("localStorage.removeItem('framedump.detailh'); localStorage.removeItem('framedump.connw')")
+    driver.get(driver.current_url)
+    ready(driver)
+    # The connections' toggle gives their width to the list, and back.
+    before = driver.execute_script("return document.getElementById('list').clientWidth")
+    driver.find_element(By.ID, "connections-toggle").click()
+    wider = driver.execute_script("return document.getElementById('list').clientWidth")
+    driver.find_element(By.ID, "connections-toggle").click()
+    back = driver.execute_script("return document.getElementById('list').clientWidth")
+    expect(wider > before + 100 and back == before, f"{size}: hiding the connections widens the list ({before} -> {wider} -> {back} px)")
+
+
+def check_sorting(driver, url, size):
+    for column, header in (("len", ".len"), ("name", ".name"), ("time", ".t")):
+        for desc in (0, 1):
+            driver.find_element(By.CSS_SELECTOR, f"#list-head {header}").click()
+            want = [r["n"] for r in server_json(url, f"/api/messages?count=1000&sort={column}&desc={desc}")["rows"]]
+            got = wait(driver, f"the list sorted by {column}", lambda: (lambda ns: ns if ns and ns == want[:len(ns)] else None)(row_ns(driver)),
+                       timeout=20, show=lambda: row_ns(driver)[:8])
+            expect(len(got) >= 20 and (column == "time" or got != sorted(got)),
+                   f"{size}: a click on {column} sorts the list {'down' if desc else 'up'} as sort={column}&desc={desc} does ({got[:6]}...)")
+    driver.find_element(By.CSS_SELECTOR, "#list-head .n").click()  # back to message order
+    wait(driver, "the message order", lambda: row_ns(driver)[:5] == [0, 1, 2, 3, 4])
+
+
+def active(driver):
+    return driver.execute_script("return document.activeElement && document.activeElement.id")
+
+
+def check_keys(driver, size):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+    driver.execute_script("document.activeElement.blur()")
+    ActionChains(driver).send_keys("/").perform()
+    expect(active(driver) == "filter" and driver.find_element(By.ID, "filter").get_attribute("value") == "",
+           f"{size}: / focuses the filter box (and types nothing)")
+    ActionChains(driver).send_keys(Keys.ESCAPE).perform()
+    expect(active(driver) == "list", f"{size}: Escape leaves it for the list")
+    select_message(driver, 2)
+    ActionChains(driver).send_keys(Keys.ARROW_DOWN).perform()
+    wait(driver, "message 3", lambda: driver.execute_script("return window.framedump.message && window.framedump.message.n === 3"))
+    ActionChains(driver).send_keys(Keys.ENTER).perform()
+    wait(driver, "the tree focused", lambda: active(driver) == "tree-pane")
+    expect(driver.find_element(By.ID, "detail-summary").text.startswith("#3 "), f"{size}: down moves to message 3, Enter opens its fields")
+
+
+def check_time_formats(driver, messages, size):
+    from selenium.webdriver.support.ui import Select
+    select = Select(driver.find_element(By.ID, "time-format"))
+    times = lambda: texts(driver, "#list-rows .row[data-n] .t")
+    select.select_by_value("relative")
+    rel = wait(driver, "relative times", lambda: (lambda t: t if t and "-" not in t[0] else None)(times()))
+    select.select_by_value("delta")
+    delta = wait(driver, "delta times", lambda: (lambda t: t if t and t != rel else None)(times()))
+    expect(rel[0] == "0.000000" and delta[0] == "0.000000" and all(x.count(".") == 1 and len(x.split(".")[1]) == 6 for x in rel + delta),
+           f"{size}: relative starts at {rel[0]}, the first delta is {delta[0]} (then {delta[1]}, {delta[2]})")
+    # Each delta is the row's relative time less the one above's.
+    diffs = [round((float(rel[i]) - float(rel[i - 1])) * 1e6) for i in range(1, len(rel))]
+    expect(diffs == [round(float(d) * 1e6) for d in delta[1:]], f"{size}: each delta is the difference of the rows' relative times")
+    driver.get(driver.current_url)
+    ready(driver)
+    kept = driver.find_element(By.ID, "time-format").get_attribute("value")
+    Select(driver.find_element(By.ID, "time-format")).select_by_value("absolute")
+    expect(kept == "delta", f"{size}: the time format is remembered ({kept})")
+    first = wait(driver, "absolute times", lambda: (lambda t: t[0] if t and t[0].count("-") == 2 else None)(times()))
+    expect(len(first) == 26 and first[10] == " ", f"{size}: absolute is date and time: {first}")
+
+
+def check_colouring(driver, binary, messages, size):
+    """A rule "game.Res == 1 -> #ffd7a8": exactly the rows framedump -Y selects get the colour."""
+    want, _ = ndjson(binary, ["-r", sample("game.pcap"), "-Y", "game.Res == 1"])
+    selected, k = set(), 0
+    for i, m in enumerate(messages):  # -Y's messages are NDJSON's, in order: their ordinals
+        if k < len(want) and m == want[k]:
+            selected.add(i)
+            k += 1
+    expect(k == len(want) and selected, f"{size}: framedump -Y selects {sorted(selected)}")
+    driver.find_element(By.ID, "rules-toggle").click()
+    driver.find_element(By.ID, "rule-add").click()
+    box = driver.find_element(By.CSS_SELECTOR, "#rules input[type=text]")
+    box.send_keys("game.Res == 1")
+    driver.execute_script("""document.querySelector('#rules input[type=text]').dispatchEvent(new Event('change'));
+        const c = document.querySelector('#rules input[type=color]');
+        c.value = '#a0e0ff'; c.dispatchEvent(new Event('change'));""")
+    # What the page coloured (every row of the one page game.pcap has), and the rows drawn.
+    def coloured():
+        lit = dict(driver.execute_script("return window.framedump.coloured ? [...window.framedump.colours.entries()] : []"))
+        rows = driver.execute_script("""return [...document.querySelectorAll('#list-rows .row[data-n]')]
+            .map((r) => [Number(r.dataset.n), r.style.backgroundColor]);""")
+        return (lit, rows) if lit and rows else None
+    lit, rows = wait(driver, "the coloured rows", coloured, timeout=30)
+    drawn = {n for n, c in rows if c == "rgb(160, 224, 255)"}
+    expect(set(lit) == selected and set(lit.values()) == {"#a0e0ff"} and drawn == selected & {n for n, _ in rows} and drawn,
+           f"{size}: the rule colours rows {sorted(lit)}, exactly -Y's ({len(drawn)} of them drawn in its colour)")
+    kept = driver.execute_script("return localStorage.getItem('framedump.rules')")
+    expect(json.loads(kept) == [{"filter": "game.Res == 1", "colour": "#a0e0ff"}], f"{size}: the rule is kept ({kept})")
+    # A colour that is not #rrggbb is not taken from storage.
+    driver.execute_script("""localStorage.setItem('framedump.rules', JSON.stringify([{filter: 'game.Res == 1', colour: 'red;background:url(x)'}]))""")
+    driver.get(driver.current_url)
+    ready(driver)
+    expect(driver.execute_script("return window.framedump.rules.length") == 0, f"{size}: a stored colour other than #rrggbb is dropped")
+    driver.execute_script("localStorage.removeItem('framedump.rules')")
+
+
+def check_follow(driver, url, messages, size, shots):
+    conns = driver.execute_script("return window.framedump.conns")
+    c = conns[1]
+    driver.find_element(By.CSS_SELECTOR, f"#connections tbody tr[data-conn='{c['index']}']").click()
+    driver.find_element(By.CSS_SELECTOR, "nav button[data-view='follow']").click()
+    ns = [i for i, m in enumerate(messages) if m["conn"] == c["conn"]]
+    marks = wait(driver, "the follow marks", lambda: (lambda m: m if len(m) == len(ns) else None)(
+        driver.find_elements(By.CSS_SELECTOR, "#follow .mark")), timeout=20)
+    shown = [int(m.get_attribute("data-n")) for m in marks]
+    dirs = driver.execute_script("return [...document.querySelectorAll('#follow .follow-message > div:nth-child(2)')].map((d) => d.className)")
+    expect(shown == ns and dirs == [messages[n]["dir"] for n in ns],
+           f"{size}: connection {c['index']} followed: {len(marks)} marks for its {len(ns)} messages, coloured by direction")
+    if shots and size == SIZE:
+        driver.save_screenshot(os.path.join(shots, f"follow-{size}.png"))
+    driver.find_element(By.CSS_SELECTOR, "input[name=follow-mode][value=hex]").click()
+    wait(driver, "the hex follow", lambda: len(driver.find_elements(By.CSS_SELECTOR, "#follow .mark")) == len(ns) and
+         driver.find_elements(By.CSS_SELECTOR, "#follow .follow-message > div:nth-child(2)")[0].text.startswith("00000000"))
+    blocks = driver.execute_script("return [...document.querySelectorAll('#follow .follow-message > div:nth-child(2)')].map((d) => d.textContent)")
+    got = ["".join("".join(l.split()[1:]) for l in b.splitlines()) for b in blocks]
+    want = [server_json(url, f"/api/message?n={n}")["bytes"] for n in ns]
+    expect(got == want, f"{size}: the followed bytes are the messages' frames, in order ({sum(len(x) for x in got) // 2} bytes)")
+    marks = driver.find_elements(By.CSS_SELECTOR, "#follow .mark")
+    marks[2].click()
+    wait(driver, f"message {ns[2]} opened", lambda: driver.execute_script(f"return window.framedump.view === 'messages' && window.framedump.message && window.framedump.message.n === {ns[2]}"))
+    expect(True, f"{size}: a mark opens its message (#{ns[2]})")
+    driver.find_element(By.CSS_SELECTOR, "#connections tbody tr[data-conn='']").click()
 
 
 def check_latency(driver, binary, shots):
@@ -273,7 +525,7 @@ def check_latency(driver, binary, shots):
     lines = driver.find_elements(By.CSS_SELECTOR, "#rate polyline")
     expect(len(lines) >= 2, f"game-latency.pcap: {len(lines)} rate lines, one a message name")
     if shots:
-        driver.save_screenshot(os.path.join(shots, "plots.png"))
+        driver.save_screenshot(os.path.join(shots, f"plots-{SIZE}.png"))
 
 
 def check_diff(driver, binary, shots):
@@ -294,7 +546,7 @@ def check_diff(driver, binary, shots):
     expect(len(rows) == 1 and "Line = 2" in old and "Line = 3" in new,
            f"scenario-changed.pcap: one difference, Line 2 -> 3 highlighted ({old!r} | {new!r})")
     if shots:
-        driver.save_screenshot(os.path.join(shots, "diff.png"))
+        driver.save_screenshot(os.path.join(shots, f"diff-{SIZE}.png"))
 
 
 def check_diff_long_value(driver, binary, shots):
@@ -434,7 +686,7 @@ def check_live(driver, binary, shots):
         t.join(10)
         listener.close()
         if shots:
-            driver.save_screenshot(os.path.join(shots, "live.png"))
+            driver.save_screenshot(os.path.join(shots, f"live-{SIZE}.png"))
     finally:
         server.stop()
     left = temporary_folders() - before
@@ -465,7 +717,7 @@ def main():
         os.makedirs(a.screenshots, exist_ok=True)
 
     opts = Options()
-    for o in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1500,950"):
+    for o in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1920,1200"):
         opts.add_argument(o)
     chromium = next((p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") if os.path.exists(p)), None)
     if chromium:
@@ -476,9 +728,11 @@ def main():
     driverpath = next((p for p in ("/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver") if os.path.exists(p)), None)
     driver = webdriver.Chrome(options=opts, service=Service(driverpath) if driverpath else None)
     driver.set_page_load_timeout(2 * TIMEOUT)
+    viewport(driver, *SIZES[0])
     failures = 0
     runs = [
         ("game.pcap", [], check_game),
+        ("game.pcap", [], check_layout),
         ("game-latency.pcap", [], check_latency),
         ("scenario-a.pcap", ["--diff", sample("scenario-changed.pcap"), "--ignore", "Cs_10002.ClientTime"], check_diff),
         ("scenario-a.pcap", ["--diff", long_value_export(binary), "--ignore", "Cs_10002.ClientTime"], check_diff_long_value),
@@ -492,6 +746,7 @@ def main():
                         ("scenario-b.pcap", []), ("scenario-edited.pcap", [])]:
         def generic(driver, binary, shots, name=name, extra=extra):
             check_counts(driver, binary, name, extra)
+            connections_fit(driver, f"{name} at {SIZE}")
             select_message(driver, 0)
             field_bytes_linked(driver, name)
         runs.append((name, extra, generic))
@@ -502,6 +757,7 @@ def main():
 
         def lossy(driver, binary, shots, capture=capture):
             check_counts(driver, binary, capture, [])
+            connections_fit(driver, f"{os.path.basename(capture)} at {SIZE}")
             check_losses(driver, binary, shots if "20000" in capture else None, capture)
         runs.append((capture, [], lossy))
     try:

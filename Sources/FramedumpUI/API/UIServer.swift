@@ -90,24 +90,44 @@ public final class UIServer: Sendable {
                 guard let i = indexer.index.connectionIndex(c) else { return error(404, "no connection \(c)") }
                 connection = i
             }
+            let column = SortColumn(rawValue: h.query["sort"].flatMap { $0.isEmpty ? nil : $0 } ?? "n")
+            guard let column else {
+                return error(400, "sort= takes one of " + SortColumn.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            guard let descending = flag(h.query["desc"]) else { return error(400, "desc= takes 1 or 0") }
             var matches: [Int]?
-            if let f = h.query["filter"]?.trimmingCharacters(in: .whitespaces), !f.isEmpty {
-                do {
-                    matches = try indexer.filter(f)
-                } catch is FilterSuperseded {
-                    // The page asked for another filter since: it reads this answer no more.
-                    return error(409, "a newer filter was asked for")
-                } catch let e as FilterError {
-                    return json(JSONOut.object([
-                        ("error", JSONOut.quoted("column \(e.column): \(e.message)")), ("column", String(e.column)),
-                        ("filter", JSONOut.quoted(e.filter)),
-                    ]), status: 400)
-                } catch let e {
-                    return error(500, "\(e)")
+            let filterText = h.query["filter"]?.trimmingCharacters(in: .whitespaces) ?? ""
+            if !filterText.isEmpty {
+                switch filtered(filterText, indexer: indexer) {
+                case .ordinals(let m): matches = m
+                case .refused(let answer): return answer
                 }
             }
-            let selection = views.selection(connection: connection, filter: matches)
+            let selection = views.sorted(views.selection(connection: connection, filter: matches), by: column,
+                                         descending: descending, scope: "\(connection ?? -1)|\(filterText)")
             return json(views.rows(selection, from: from, count: count))
+        case "/api/matches":
+            // Which of the listed messages a filter selects (the page's colouring rules).
+            let f = h.query["filter"]?.trimmingCharacters(in: .whitespaces) ?? ""
+            guard !f.isEmpty else { return error(400, "filter= is needed") }
+            let listed = (h.query["n"] ?? "").split(separator: ",", omittingEmptySubsequences: false)
+            guard listed.count <= 1000 else { return error(400, "n= lists at most 1000 messages") }
+            let ordinals = listed.compactMap { Int($0) }
+            guard ordinals.count == listed.count, !(h.query["n"] ?? "").isEmpty else {
+                return error(400, "n= takes message numbers separated by commas")
+            }
+            switch filtered(f, indexer: indexer) {
+            case .ordinals(let m): return json(views.matching(ordinals, in: m))
+            case .refused(let answer): return answer
+            }
+        case "/api/follow":
+            guard let c = h.query["conn"], !c.isEmpty else { return error(400, "conn= is needed") }
+            guard let i = indexer.index.connectionIndex(c) else { return error(404, "no connection \(c)") }
+            guard let from = wholeNumber(h.query["from"], default: 0, max: Int.max) else { return error(400, "from= takes a number from 0") }
+            guard let n = wholeNumber(h.query["count"], default: Views.followMessages, max: Views.followMessages), n > 0 else {
+                return error(400, "count= takes a number from 1 to \(Views.followMessages)")
+            }
+            return json(views.follow(connection: i, from: from, count: n))
         case "/api/message":
             guard let n = Int(h.query["n"] ?? ""), let text = views.message(n) else {
                 return error(404, "no such message (or dropped from the live ring)")
@@ -130,6 +150,42 @@ public final class UIServer: Sendable {
             return .webSocket(headers: [], serve: { LiveFeed.serve($0, index: index) })
         default:
             return text(404, "not found\n")
+        }
+    }
+
+    /// A filter's answer, or the answer that says why there is none (a bad filter: 400 with
+    /// its column; one stopped by a newer: 409).
+    static func filtered(_ text: String, indexer: CaptureIndexer) -> Filtered {
+        do {
+            return .ordinals(try indexer.filter(text))
+        } catch is FilterSuperseded {
+            // The page asked for another filter since: it reads this answer no more.
+            return .refused(error(409, "a newer filter was asked for"))
+        } catch let e as FilterError {
+            return .refused(json(JSONOut.object([
+                ("error", JSONOut.quoted("column \(e.column): \(e.message)")), ("column", String(e.column)),
+                ("filter", JSONOut.quoted(e.filter)),
+            ]), status: 400))
+        } catch let e {
+            return .refused(error(500, "\(e)"))
+        }
+    }
+
+    enum Filtered { case ordinals([Int]), refused(PageServer.Answer) }
+
+    /// A query's whole number in 0...max (nil when given and not one); absent: `default`.
+    static func wholeNumber(_ text: String?, default d: Int, max: Int) -> Int? {
+        guard let text, !text.isEmpty else { return d }
+        guard let n = Int(text), n >= 0, n <= max else { return nil }
+        return n
+    }
+
+    /// `1`/`true` or `0`/`false` (absent: false); anything else nil.
+    static func flag(_ text: String?) -> Bool? {
+        switch text ?? "" {
+        case "", "0", "false": return false
+        case "1", "true": return true
+        default: return nil
         }
     }
 

@@ -77,8 +77,88 @@ package struct Views {
         let ordinals: [Int] = selection.map { Array($0[lo..<hi]) } ?? Array((range.lowerBound + lo)..<(range.lowerBound + hi))
         let names = index.allNames
         let rows = index.entries(ordinals).map { o, e in row(o, e, names) }
-        return JSONOut.object([("total", String(total)), ("from", String(lo)), ("rows", JSONOut.array(rows))])
+        // The times the page's time column counts from: the first message held (relative),
+        // and the row shown before this page's first (delta).
+        let before = lo == 0 ? nil : index.entry(selection.map { $0[lo - 1] } ?? range.lowerBound + lo - 1)
+        return JSONOut.object([
+            ("total", String(total)), ("from", String(lo)),
+            ("first", index.entry(range.lowerBound).map { JSONOut.number($0.time) } ?? "null"),
+            ("before", before.map { JSONOut.number($0.time) } ?? "null"),
+            ("rows", JSONOut.array(rows)),
+        ])
     }
+
+    /// A selection in a column's order (sorted once, then kept: `SortedOrders`).
+    func sorted(_ selection: [Int]?, by column: SortColumn, descending: Bool, scope: String) -> [Int]? {
+        if column == .n && !descending { return selection }
+        return indexer.sorts.order(column, descending: descending, scope: scope, selection: selection, index: index)
+    }
+
+    /// Which of `ordinals` a filter's answer (ascending ordinals) holds.
+    func matching(_ ordinals: [Int], in answer: [Int]) -> String {
+        let hits = ordinals.filter { o in
+            var lo = 0, hi = answer.count
+            while lo < hi { let mid = (lo + hi) / 2; if answer[mid] < o { lo = mid + 1 } else { hi = mid } }
+            return lo < answer.count && answer[lo] == o
+        }
+        return JSONOut.object([("matches", JSONOut.array(hits.map(String.init)))])
+    }
+
+    /// Follow stream: a connection's messages' frame bytes in order, with their direction, from
+    /// its `from`th row on: at most `count` rows and `maxBytes` bytes (one message at least, its
+    /// bytes cut to `maxBytes` and said so). A loss's row (bytes in no message) is a marker: its
+    /// kind, the bytes it lost or concerns, what happened; no bytes.
+    package func follow(connection c: Int, from: Int, count: Int, maxBytes: Int = Views.followBytes) -> String {
+        let all = index.ordinals(ofConnection: c)
+        let lo = min(from, all.count)
+        var items: [String] = [], bytes = 0, next = lo
+        let names = index.allNames
+        for (o, e) in index.entries(all[lo..<min(all.count, lo + count)]) {
+            if e.isLossRow {
+                // Bytes in no message: a marker where the loss happened, not bytes.
+                let tree = StoredTree(indexer.spill.read(offset: e.spillOffset, count: Int(e.treeLength)))
+                var said = ""
+                if let t = tree, case .note(let text)? = t.lines.first { said = text }
+                let tag = Int(e.name) < names.count ? names[Int(e.name)] : "?"
+                items.append(JSONOut.object([
+                    ("n", String(o)), ("t", JSONOut.number(e.time)),
+                    ("dir", e.direction == 0 ? "\"c2s\"" : "\"s2c\""),
+                    ("name", JSONOut.quoted(tag)), ("event", JSONOut.quoted(Self.lossKind(tag))),
+                    ("len", String(e.id)), ("summary", JSONOut.quoted(said)),
+                ]))
+                next += 1
+                continue
+            }
+            // A cut frame (the capture lost its end) shows its captured bytes, and its declared length.
+            let length = Int(e.frameLength), declared = Int(index.shownLength(o, e))
+            if !items.isEmpty && bytes + length > maxBytes { break }
+            let shown = min(length, maxBytes)
+            let frame = indexer.spill.read(offset: e.spillOffset + UInt64(e.treeLength), count: shown)
+            bytes += shown
+            next += 1
+            items.append(JSONOut.object([
+                ("n", String(o)), ("t", JSONOut.number(e.time)),
+                ("dir", e.direction == 0 ? "\"c2s\"" : "\"s2c\""),
+                ("name", JSONOut.quoted(Int(e.name) < names.count ? names[Int(e.name)] : "?")),
+                ("len", String(declared)), ("cut", shown < declared ? "true" : "false"),
+                ("bytes", JSONOut.hex(frame)),
+            ]))
+        }
+        let conn = index.connection(c)
+        return JSONOut.object([
+            ("conn", JSONOut.quoted(conn?.key ?? "")),
+            ("client", JSONOut.quoted(conn?.client ?? "")),
+            ("server", JSONOut.quoted(conn?.server ?? "")),
+            ("gaps", String(conn?.gaps ?? 0)), ("malformed", String(conn?.malformed ?? 0)),
+            ("total", String(all.count)), ("from", String(lo)),
+            ("next", next < all.count ? String(next) : "null"),
+            ("messages", JSONOut.array(items)),
+        ])
+    }
+
+    /// The most bytes (and messages) one follow answer holds.
+    package static let followBytes = 256 * 1024
+    package static let followMessages = 500
 
     func row(_ o: Int, _ e: IndexEntry, _ names: [String]) -> String {
         let tree = StoredTree(indexer.spill.read(offset: e.spillOffset, count: Int(e.treeLength)))

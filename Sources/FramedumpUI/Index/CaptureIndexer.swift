@@ -29,6 +29,7 @@ public final class CaptureIndexer: @unchecked Sendable {
     public let configuration: UIConfiguration
     package let index: MessageIndex
     let filters = FilterResults()
+    let sorts = SortedOrders()
     package let spill: Spill
     /// The capture the index is made from: the file read, or the one live packets go to.
     let capturePath: String

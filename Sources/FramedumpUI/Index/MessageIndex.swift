@@ -231,6 +231,9 @@ package final class MessageIndex: @unchecked Sendable {
         return UInt64(e.frameLength)
     }
 
+    /// Cut frames' declared lengths by ordinal (few: a sort reads them once, not per entry).
+    var declaredLengths: [Int: UInt64] { locked { declared } }
+
     func name(_ i: UInt32) -> String { locked { Int(i) < names.count ? names[Int(i)] : "?" } }
     var allNames: [String] { locked { names } }
 

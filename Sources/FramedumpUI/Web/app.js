@@ -8,6 +8,7 @@ const $ = (id) => document.getElementById(id);
 const state = {
   status: null, conns: [], conn: null, filter: "", trying: "", total: 0, pages: new Map(),
   selected: null, message: null, view: "messages", seqFrom: 0, diffLoaded: false, loading: new Set(),
+  sort: "n", desc: false, before: new Map(), first: null, timeFormat: "absolute", rules: [], colours: new Map(),
 };
 window.framedump = state;  // for the browser tests: what the page believes
 
@@ -44,11 +45,6 @@ function svg(tag, attrs = {}, text) {
   return e;
 }
 
-const fmtTime = (t) => {
-  if (t === null || t === undefined) return "";
-  const d = new Date(t * 1000);
-  return d.toISOString().slice(11, 23) + String(Math.round((t % 1) * 1e6) % 1000).padStart(3, "0");
-};
 const fmtBytes = (n) => n < 1024 ? n + " B" : n < 1048576 ? (n / 1024).toFixed(1) + " KiB" : (n / 1048576).toFixed(1) + " MiB";
 const fmtMs = (ms) => ms < 1 ? ms.toFixed(3) + " ms" : ms < 1000 ? ms.toFixed(1) + " ms" : (ms / 1000).toFixed(2) + " s";
 
@@ -107,13 +103,18 @@ async function refreshConnections() {
     if (c.protocol.includes("not decrypted")) problems.push("not decrypted");
     const notes = c.notes.join("\n");
     body.append(el("tr", { class: state.conn === c.index ? "sel" : "", "data-conn": c.index, title: notes, onclick: () => selectConnection(c.index) },
-      el("td", {}, c.index), el("td", {}, c.protocol), el("td", {}, `${c.client} → ${c.server}`),
-      el("td", {}, `${c.messages[0]} / ${c.messages[1]}`), el("td", {}, `${fmtBytes(c.bytes[0])} / ${fmtBytes(c.bytes[1])}`),
+      el("td", {}, c.index), protocolCell(c.protocol), two(c.client, "→ " + c.server),
+      el("td", {}, `${c.messages[0]} / ${c.messages[1]}`), two(fmtBytes(c.bytes[0]), fmtBytes(c.bytes[1])),
       el("td", {}, fmtMs(c.duration * 1000)),
-      el("td", { class: problems.length || notes ? "problem" : "" },
-        problems.join(", ") + (notes ? `${problems.length ? ", " : ""}${c.notes.length} note${c.notes.length > 1 ? "s" : ""} (hover)` : ""))));
+      el("td", { class: problems.length || notes ? "problem two" : "" },
+        ...problems.map((p) => el("div", {}, p)), ...(notes ? [el("div", {}, `${c.notes.length} note${c.notes.length > 1 ? "s" : ""}`)] : []))));
   }
 }
+
+// A cell of two lines (client over server, c→s over s→c): the table stays narrow, nothing cut.
+const two = (a, b) => el("td", { class: "two" }, el("div", {}, a), el("div", {}, b));
+// "svc in TLS 1.3": the layer below on a line of its own.
+const protocolCell = (p) => p.includes(" in ") ? two(p.slice(0, p.indexOf(" in ")), p.slice(p.indexOf(" in ") + 1)) : el("td", {}, p);
 
 function selectConnection(i) {
   state.conn = i;
@@ -122,12 +123,14 @@ function selectConnection(i) {
   resetList();
   if (state.view === "sequence") loadSequence(true);
   if (state.view === "plots") loadPlots();
+  if (state.view === "follow") loadFollow(true);
 }
 
 // ---- the message list (virtual scrolling) ----
 
 function resetList() {
   state.pages = new Map();
+  state.before = new Map();
   state.loading = new Set();
   state.total = 0;
   $("list").scrollTop = 0;
@@ -137,15 +140,15 @@ function resetList() {
 async function loadPage(p) {
   if (state.pages.has(p) || state.loading.has(p)) return;
   state.loading.add(p);
-  const key = `${state.conn}|${state.filter}`;
+  const key = listKey();
   try {
-    const r = await api("/api/messages", { from: p * PAGE, count: PAGE, conn: state.conn, filter: state.filter });
-    if (key !== `${state.conn}|${state.filter}`) return;  // the selection changed meanwhile
+    const r = await api("/api/messages", { from: p * PAGE, count: PAGE, conn: state.conn, filter: state.filter, ...sortParams() });
+    if (key !== listKey()) return;  // the selection changed meanwhile
     state.total = r.total;
-    state.pages.set(p, r.rows);
+    keepPage(p, r);
     showFilterError(null);
   } catch (e) {
-    if (key !== `${state.conn}|${state.filter}`) return;  // superseded: the server stopped it
+    if (key !== listKey()) return;  // superseded: the server stopped it
     if (e.body && e.body.column) showFilterError(e.body); else throw e;
   } finally {
     state.loading.delete(p);
@@ -179,9 +182,9 @@ function renderList() {
     if (!r) { out.push(el("div", { class: "row" }, el("span", { class: "n" }, "…"))); continue; }
     out.push(el("div", {
       class: `row ${r.dir}${r.warn ? " warn" : ""}${r.event ? " loss " + r.event : ""}${r.n === state.selected ? " sel" : ""}`, "data-n": r.n, "data-i": i,
-      onclick: () => selectMessage(r.n),
+      onclick: () => selectMessage(r.n), style: ruleStyle(r.n),
     },
-      el("span", { class: "n" }, r.n), el("span", { class: "t" }, fmtTime(r.t)), el("span", { class: "d" }, r.dir === "c2s" ? "→" : "←"),
+      el("span", { class: "n" }, r.n), el("span", { class: "t" }, rowTime(r, i)), el("span", { class: "d" }, r.dir === "c2s" ? "→" : "←"),
       el("span", { class: "name" }, r.name), el("span", { class: "id" }, r.id ?? ""), el("span", { class: "len" }, r.len),
       el("span", { class: "sum" }, (r.pair && r.dir === "s2c" ? `[${fmtMs(r.pair.ms)}] ` : "") + r.summary)));
   }
@@ -402,14 +405,15 @@ async function loadDiff() {
 
 function showView(v) {
   state.view = v;
-  for (const b of document.querySelectorAll("nav button")) b.classList.toggle("on", b.dataset.view === v);
+  for (const b of document.querySelectorAll("nav button[data-view]")) b.classList.toggle("on", b.dataset.view === v);
   for (const s of document.querySelectorAll(".view")) s.hidden = s.id !== "view-" + v;
   if (v === "messages") renderList();
   if (v === "sequence") loadSequence(true);
   if (v === "plots") loadPlots();
   if (v === "diff") loadDiff();
+  if (v === "follow") loadFollow(true);
 }
-for (const b of document.querySelectorAll("nav button")) b.addEventListener("click", () => showView(b.dataset.view));
+for (const b of document.querySelectorAll("nav button[data-view]")) b.addEventListener("click", () => showView(b.dataset.view));
 
 // A new filter replaces the list only once its first rows came: a filter the server refuses
 // leaves the list it had, with the error under the box (as Wireshark keeps its packet list).
@@ -418,11 +422,14 @@ $("filter-form").addEventListener("submit", async (e) => {
   const text = $("filter").value.trim();
   state.trying = text;
   if (!text) { state.filter = ""; showFilterError(null); resetList(); return; }
+  state.filtering = (state.filtering || 0) + 1;  // colouring rules wait: their filters would stop this one
   try {
-    const r = await api("/api/messages", { from: 0, count: PAGE, conn: state.conn, filter: text });
+    const r = await api("/api/messages", { from: 0, count: PAGE, conn: state.conn, filter: text, ...sortParams() });
     if (state.trying !== text) return;  // another filter was asked for meanwhile
     state.filter = text;
-    state.pages = new Map([[0, r.rows]]);
+    state.pages = new Map();
+    state.before = new Map();
+    keepPage(0, r);
     state.loading = new Set();
     state.total = r.total;
     $("list").scrollTop = 0;
@@ -431,6 +438,8 @@ $("filter-form").addEventListener("submit", async (e) => {
   } catch (err) {
     if (state.trying !== text) return;
     if (err.body && err.body.column) showFilterError(err.body); else throw err;
+  } finally {
+    state.filtering--;
   }
 });
 $("filter-clear").addEventListener("click", () => { $("filter").value = ""; state.trying = ""; state.filter = ""; showFilterError(null); resetList(); });
@@ -443,6 +452,7 @@ function watchLive() {
     await refreshStatus();
     // The last page may have grown: ask again for it (and the rows after it).
     const lastPage = Math.floor(Math.max(0, state.total - 1) / PAGE);
+    if (sortParams().sort) state.pages.clear();  // sorted, new messages land anywhere in the list
     for (const p of [...state.pages.keys()]) if (p >= lastPage) state.pages.delete(p);
     await loadPage(lastPage);
     // Connections' counts change with every message: at most once a second, and once more
@@ -458,10 +468,327 @@ function watchLive() {
   ws.onclose = () => setTimeout(() => refreshStatus(), 500);
 }
 
+// ---- what the page remembers in the browser (nothing when storage is refused) ----
+
+function recall(key) {
+  try { return localStorage.getItem(key); } catch { return null; }
+}
+function remember(key, value) {
+  try { localStorage.setItem(key, value); } catch { /* not kept: the page works as it is */ }
+}
+
+// ---- sorting, time formats, column widths ----
+
+const listKey = () => `${state.conn}|${state.filter}|${state.sort}|${state.desc}`;
+const sortParams = () => state.sort === "n" && !state.desc ? {} : { sort: state.sort, desc: state.desc ? 1 : 0 };
+
+// A page's rows, and what its time column counts from (the row before it, the first message).
+function keepPage(p, r) {
+  state.pages.set(p, r.rows);
+  state.before.set(p, r.before);
+  state.first = r.first;
+  fitColumns(r.rows);
+  colourRows(r.rows);
+}
+
+// A click on a header sorts by its column (the server sorts: the list is paged); again, the other way.
+function sortBy(column) {
+  if (state.sort === column) state.desc = !state.desc; else { state.sort = column; state.desc = false; }
+  for (const h of document.querySelectorAll("#list-head span[data-sort]")) {
+    h.classList.toggle("sorted", h.dataset.sort === state.sort);
+    h.classList.toggle("desc", h.dataset.sort === state.sort && state.desc);
+  }
+  resetList();
+}
+for (const h of document.querySelectorAll("#list-head span[data-sort]")) h.addEventListener("click", () => sortBy(h.dataset.sort));
+
+const pad = (x, n = 2) => String(x).padStart(n, "0");
+// Seconds with six decimals, from an exact count of microseconds (no float drift in the digits).
+function fmtSeconds(d) {
+  const us = Math.round(d * 1e6), sign = us < 0 ? "-" : "", a = Math.abs(us);
+  return `${sign}${Math.floor(a / 1e6)}.${pad(a % 1e6, 6)}`;
+}
+function fmtAbsolute(t) {
+  const us = Math.round(t * 1e6), s = Math.floor(us / 1e6), d = new Date(s * 1000);
+  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}.${pad(us - s * 1e6, 6)}`;
+}
+
+// The time cell of row i: as tcpdump -tttt (absolute), -ttttt (since the first message) or -ttt
+// (since the row shown above it; the first row: 0).
+function rowTime(r, i) {
+  if (state.timeFormat === "relative") return fmtSeconds(state.first === null ? 0 : r.t - state.first);
+  if (state.timeFormat === "delta") {
+    const above = previousTime(i);
+    return fmtSeconds(above === null ? 0 : r.t - above);
+  }
+  return fmtAbsolute(r.t);
+}
+
+function previousTime(i) {
+  if (i === 0) return null;
+  const p = Math.floor(i / PAGE);
+  if (i % PAGE === 0) return state.before.get(p) ?? null;
+  const page = state.pages.get(p);
+  return page && page[i % PAGE - 1] ? page[i % PAGE - 1].t : null;
+}
+
+function setTimeFormat(f) {
+  state.timeFormat = ["absolute", "relative", "delta"].includes(f) ? f : "absolute";
+  $("time-format").value = state.timeFormat;
+  remember("framedump.time", state.timeFormat);
+  widths.t = state.timeFormat === "absolute" ? 26 : 10;
+  applyWidths();
+  renderList();
+}
+$("time-format").addEventListener("change", (e) => setTimeFormat(e.target.value));
+
+// Column widths, in characters, as wide as the widest value the list has shown (they only grow,
+// so the columns do not jump while scrolling).
+const widths = { n: 3, t: 26, name: 7, id: 2, len: 5 };
+function fitColumns(rows) {
+  for (const r of rows) {
+    widths.n = Math.max(widths.n, String(r.n).length);
+    widths.name = Math.max(widths.name, Math.min(40, r.name.length));
+    widths.id = Math.max(widths.id, Math.min(24, String(r.id ?? "").length));
+    widths.len = Math.max(widths.len, String(r.len).length);
+  }
+  applyWidths();
+}
+function applyWidths() {
+  const v = $("view-messages").style;
+  for (const [k, w] of Object.entries(widths)) v.setProperty(`--w-${k}`, `${w + (k === "n" || k === "id" || k === "len" ? 1 : 0)}ch`);
+}
+
+// ---- layout: resizable panes, the connections' toggle, keyboard ----
+
+// A drag on a handle sets a pane's size in pixels (kept in the browser).
+function dragHandle(handle, key, apply) {
+  handle.addEventListener("pointerdown", (e) => {
+    e.preventDefault();
+    handle.setPointerCapture(e.pointerId);
+    handle.classList.add("dragging");
+    const move = (m) => apply(m);
+    const up = () => {
+      handle.classList.remove("dragging");
+      handle.removeEventListener("pointermove", move);
+      handle.removeEventListener("pointerup", up);
+      remember(key, String(layout[key]));
+    };
+    handle.addEventListener("pointermove", move);
+    handle.addEventListener("pointerup", up);
+  });
+}
+
+const layout = {};
+function setConnectionsWidth(px) {
+  layout["framedump.connw"] = Math.round(Math.max(120, Math.min(px, window.innerWidth - 300)));
+  $("connections-pane").style.width = layout["framedump.connw"] + "px";
+}
+function setDetailHeight(px) {
+  const view = $("view-messages").clientHeight;
+  layout["framedump.detailh"] = Math.round(Math.max(60, Math.min(px, view - 100)));
+  $("detail").style.height = layout["framedump.detailh"] + "px";
+  renderList();
+}
+dragHandle($("connections-split"), "framedump.connw", (m) => setConnectionsWidth(m.clientX - $("connections-pane").getBoundingClientRect().left));
+dragHandle($("detail-split"), "framedump.detailh", (m) => setDetailHeight($("detail").getBoundingClientRect().bottom - m.clientY));
+
+// The connections' default width is their table's (capped at 40% of the window: the list keeps
+// the rest); the detail's default height 30% of the view (the list takes most of it).
+function defaultLayout() {
+  const saved = Number(recall("framedump.connw"));
+  fitConnections();
+  if (saved) setConnectionsWidth(saved);
+  // The table widens as connections and their problems come (and a TLS layer is named): the
+  // pane follows it until the user drags its edge.
+  new ResizeObserver(fitConnections).observe($("connections"));
+  const h = Number(recall("framedump.detailh"));
+  if (h) setDetailHeight(h); else $("detail").style.height = "30%";
+}
+
+function fitConnections() {
+  if (recall("framedump.connw")) return;
+  setConnectionsWidth(Math.min($("connections").scrollWidth + 14, window.innerWidth * 0.4));
+}
+
+function toggleConnections(show) {
+  const pane = $("connections-pane");
+  const shown = show ?? pane.classList.contains("collapsed");
+  pane.classList.toggle("collapsed", !shown);
+  $("connections-toggle").classList.toggle("off", !shown);
+  remember("framedump.connections", shown ? "shown" : "hidden");
+  renderList();
+}
+$("connections-toggle").addEventListener("click", () => toggleConnections());
+
+// `/` goes to the filter box, Escape leaves it; Enter on the list opens the selected message's
+// fields (arrows move the selection: the list's own handler).
+document.addEventListener("keydown", (e) => {
+  const typing = e.target instanceof HTMLInputElement || e.target instanceof HTMLSelectElement;
+  if (e.key === "/" && !typing) { e.preventDefault(); $("filter").focus(); $("filter").select(); }
+});
+$("filter").addEventListener("keydown", (e) => {
+  if (e.key === "Escape") { $("filter").blur(); $("list").focus(); }
+});
+$("list").addEventListener("keydown", (e) => {
+  if (e.key !== "Enter" || state.selected === null) return;
+  e.preventDefault();
+  openDetail(state.selected);
+});
+async function openDetail(n) {
+  if (!state.message || state.message.n !== n) await selectMessage(n);
+  $("tree-pane").focus();
+}
+
+// ---- colouring rules (Wireshark's): a filter and a colour; the first rule a row matches colours it ----
+
+const COLOUR = /^#[0-9a-fA-F]{6}$/;
+// The server keeps eight filters' answers: six rules and the filter box's stay answered.
+const MAX_RULES = 6;
+function loadRules() {
+  let saved = [];
+  try { saved = JSON.parse(recall("framedump.rules") || "[]"); } catch { saved = []; }
+  state.rules = (Array.isArray(saved) ? saved : []).filter((r) => r && typeof r.filter === "string" && COLOUR.test(r.colour))
+    .slice(0, MAX_RULES).map((r) => ({ filter: r.filter.slice(0, 1000), colour: r.colour, error: "" }));
+  drawRules();
+}
+function saveRules() {
+  remember("framedump.rules", JSON.stringify(state.rules.map((r) => ({ filter: r.filter, colour: r.colour }))));
+}
+
+function drawRules() {
+  $("rules-live").hidden = !(state.status && state.status.live);
+  $("rules").replaceChildren(...state.rules.map((r, k) => {
+    const text = el("input", { type: "text", value: r.filter, placeholder: "filter, e.g. game.Res == 1", spellcheck: "false", "data-rule": k });
+    const colour = el("input", { type: "color", value: r.colour, "data-rule-colour": k });
+    text.addEventListener("change", () => { r.filter = text.value.trim(); rulesChanged(); });
+    colour.addEventListener("change", () => { if (COLOUR.test(colour.value)) { r.colour = colour.value; rulesChanged(); } });
+    return el("div", { class: "rule" }, colour, text,
+      el("button", { type: "button", onclick: () => { state.rules.splice(k, 1); rulesChanged(); } }, "remove"),
+      el("span", { class: "error" }, r.error));
+  }));
+}
+
+function rulesChanged() {
+  for (const r of state.rules) r.error = "";
+  saveRules();
+  drawRules();
+  state.colours = new Map();
+  for (const page of state.pages.values()) colourRows(page);
+}
+$("rule-add").addEventListener("click", () => {
+  if (state.rules.length >= MAX_RULES) return;
+  state.rules.push({ filter: "", colour: "#ffd7a8", error: "" });
+  drawRules();
+  $("rules").lastChild.querySelector("input[type=text]").focus();
+});
+$("rules-toggle").addEventListener("click", () => { $("rules-panel").hidden = !$("rules-panel").hidden; });
+
+const ruleStyle = (n) => state.colours.has(n) ? `background:${state.colours.get(n)}` : "";
+
+// Asks the server which of these rows each rule's filter selects (as the filter box is answered:
+// decoded again, then kept), one rule after another, and colours each row by the first it matches.
+// Live captures have one filter evaluated as messages come (the filter box's): rules wait for a file.
+const colouring = { queue: Promise.resolve() };
+function colourRows(rows) {
+  const rules = state.rules.filter((r) => r.filter);
+  if (!rules.length || !rows.length || (state.status && state.status.live)) return;
+  const ns = rows.map((r) => r.n);
+  colouring.queue = colouring.queue.then(async () => {
+    const hit = new Map();
+    for (const rule of rules) {
+      const m = await ruleMatches(rule, ns);
+      for (const n of m) if (!hit.has(n)) hit.set(n, rule.colour);
+    }
+    for (const n of ns) if (hit.has(n)) state.colours.set(n, hit.get(n)); else state.colours.delete(n);
+    state.coloured = (state.coloured || 0) + 1;
+    renderList();
+  });
+}
+
+async function ruleMatches(rule, ns) {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    // One filter decodes at a time and a newer one stops it: the filter box's goes first.
+    for (let wait = 0; state.filtering && wait < 600; wait++) await new Promise((r) => setTimeout(r, 100));
+    try {
+      return (await api("/api/matches", { filter: rule.filter, n: ns.join(",") })).matches;
+    } catch (e) {
+      if (e.status !== 409) { rule.error = e.message; drawRules(); return []; }
+      await new Promise((r) => setTimeout(r, 300));  // the filter box's filter was decoding
+    }
+  }
+  rule.error = "not answered (other filters kept the server busy)";
+  drawRules();
+  return [];
+}
+
+// ---- follow stream: a connection's messages' bytes in order, each message's start marked ----
+
+async function loadFollow(fresh) {
+  const c = state.conn ?? (state.conns.length ? state.conns[0].index : null);
+  const box = $("follow");
+  if (c === null) { $("follow-head").textContent = "No connection."; box.replaceChildren(); return; }
+  if (fresh) { state.followFrom = 0; box.replaceChildren(); }
+  const f = await api("/api/follow", { conn: c, from: state.followFrom });
+  $("follow-head").textContent = `connection ${c}: ${f.client} (client) and ${f.server} (server), ${f.total} rows` +
+    (f.gaps + f.malformed ? ` — ${f.gaps} gap(s), ${f.malformed} malformed stretch(es), marked where they happened` : "") +
+    (state.conn === null ? " — the first connection; select another on the left" : "");
+  const hex = document.querySelector("input[name=follow-mode][value=hex]").checked;
+  for (const m of f.messages) box.append(followMessage(m, hex));
+  state.followFrom = f.next ?? f.total;
+  $("follow-more").hidden = f.next === null;
+}
+$("follow-more").addEventListener("click", () => loadFollow(false));
+for (const r of document.querySelectorAll("input[name=follow-mode]")) r.addEventListener("change", () => loadFollow(true));
+
+function followMessage(m, hex) {
+  if (m.event) return followLoss(m);
+  const mark = el("span", { class: "mark", "data-n": m.n, title: "open this message" },
+    `#${m.n} ${m.dir === "c2s" ? "→" : "←"} ${m.name} (${m.len} B)`);
+  mark.addEventListener("click", () => { showView("messages"); selectMessage(m.n); });
+  const bytes = el("div", { class: m.dir }, hex ? followHex(m.bytes) : followText(m.bytes));
+  const parts = [el("div", {}, mark), bytes];
+  if (m.cut) parts.push(el("span", { class: "missing" }, `… ${m.len - m.bytes.length / 2} more bytes of this message not shown`));
+  return el("div", { class: "follow-message", "data-n": m.n }, ...parts);
+}
+// A loss (bytes in no message): a marker where it happened, which opens its row.
+function followLoss(m) {
+  const mark = el("span", { class: "missing", "data-n": m.n, title: "open this row" },
+    `#${m.n} ${m.name} ${m.dir === "c2s" ? "→" : "←"} ${m.len} bytes: ${m.summary}`);
+  mark.addEventListener("click", () => { showView("messages"); selectMessage(m.n); });
+  return el("div", { class: "follow-loss", "data-n": m.n }, mark);
+}
+
+// Printable ASCII and line ends as they are, any other byte as "." (as Wireshark's ASCII view).
+function followText(h) {
+  let out = "";
+  for (let i = 0; i < h.length; i += 2) {
+    const b = parseInt(h.substr(i, 2), 16);
+    out += b === 10 || b === 13 || b === 9 || (b >= 32 && b < 127) ? String.fromCharCode(b) : ".";
+  }
+  return out;
+}
+function followHex(h) {
+  const lines = [];
+  for (let o = 0; o < h.length / 2; o += 16) {
+    const chunk = h.substr(o * 2, 32);
+    lines.push(o.toString(16).padStart(8, "0") + "  " + chunk.replace(/(..)/g, "$1 ").trim());
+  }
+  return lines.join("\n");
+}
+
+function startLayout() {
+  setTimeFormat(recall("framedump.time") || "absolute");
+  loadRules();
+  defaultLayout();
+  if (recall("framedump.connections") === "hidden") toggleConnections(false);
+}
+
 async function start() {
   let s = await refreshStatus();
   // A file: wait (briefly) for the first rows, then keep the counts fresh until it is read.
   await refreshConnections();
+  startLayout();
   resetList();
   if (s.live) watchLive();
   while (s.state === "indexing") {

@@ -469,7 +469,7 @@ final class UITests: XCTestCase {
         let r = try TestSupport.run(python, args, cwd: TestSupport.root.path, timeout: 900)
         XCTAssertEqual(r.status, 0, r.stdout + r.stderr)
         XCTAssertTrue(r.stdout.contains(" passed, 0 failed"), r.stdout)
-        for view in ["messages", "sequence", "plots", "diff"] {
+        for view in ["messages-1280x800", "messages-1920x1080", "follow-1280x800", "sequence-1280x800", "plots-1280x800", "diff-1280x800"] {
             let size = (try? FileManager.default.attributesOfItem(atPath: shots + "/\(view).png")[.size] as? Int) ?? 0
             XCTAssertGreaterThan(size, 10_000, "no screenshot of the \(view) view")
         }
@@ -482,4 +482,241 @@ final class Locked<T: Sendable>: @unchecked Sendable {
     private var v: T?
     func set(_ x: T) { lock.lock(); v = x; lock.unlock() }
     var value: T? { lock.lock(); defer { lock.unlock() }; return v }
+}
+
+/// The list sorted by a column, the follow-stream answer and the colouring rules' matches,
+/// asked of the server's routes as the page asks them.
+final class UISortFollowTests: XCTestCase {
+    func indexer(_ sample: String) throws -> CaptureIndexer {
+        var o = PipelineOptions()
+        o.dissectorPaths = [TestSupport.dissectors]
+        let i = try CaptureIndexer(UIConfiguration(input: .file(UITests.path(sample)), options: o))
+        i.start()
+        _ = i.waitForIndex()
+        return i
+    }
+
+    /// The status and body `target` is answered with.
+    func ask(_ target: String, _ i: CaptureIndexer) throws -> (Int, [String: Any]) {
+        let text = "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        let head = try Array(text.utf8).withUnsafeBytes { try HTTPHead.parse($0).head }
+        guard case .response(let status, _, let body) = UIServer.answer(head, views: Views(indexer: i), indexer: i, token: nil) else {
+            XCTFail("\(target): not a response"); return (0, [:])
+        }
+        let o = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(body)) as? [String: Any], String(decoding: body, as: UTF8.self))
+        return (status, o)
+    }
+
+    func rows(_ target: String, _ i: CaptureIndexer) throws -> [[String: Any]] {
+        let (status, o) = try ask(target, i)
+        XCTAssertEqual(status, 200, "\(target): \(o)")
+        return try XCTUnwrap(o["rows"] as? [[String: Any]])
+    }
+
+    /// Every column, both ways: the rows are every message once, in the column's order, ties in
+    /// message order; the page asked again (another page of it) is not sorted again.
+    func testSortedListIsInTheColumnsOrder() throws {
+        let i = try indexer("game.pcap")
+        let all = try rows("/api/messages?count=1000", i)
+        let total = all.count
+        XCTAssertEqual(total, 39)
+        func key(_ r: [String: Any], _ column: String) -> String {
+            switch column {
+            case "time": return String(format: "%020.9f", r["t"] as! Double)
+            case "len": return String(format: "%010d", r["len"] as! Int)
+            case "id": return r["id"] is NSNull ? "" : String(format: "%020d", r["id"] as! Int)
+            case "conn": return String(format: "%010d", r["c"] as! Int)
+            default: return r[column] as! String
+            }
+        }
+        for column in ["time", "name", "id", "len", "dir", "conn"] {
+            for desc in [false, true] {
+                let got = try rows("/api/messages?count=1000&sort=\(column)&desc=\(desc ? 1 : 0)", i)
+                let want = all.sorted { a, b in
+                    let (ka, kb) = (key(a, column), key(b, column))
+                    if ka != kb { return desc ? ka > kb : ka < kb }
+                    return desc ? (a["n"] as! Int) > (b["n"] as! Int) : (a["n"] as! Int) < (b["n"] as! Int)
+                }
+                XCTAssertEqual(got.map { $0["n"] as! Int }, want.map { $0["n"] as! Int }, "sort=\(column) desc=\(desc)")
+            }
+        }
+        // Not the message order: the test would pass on an unsorted answer otherwise.
+        let byLength = try rows("/api/messages?count=1000&sort=len", i).map { $0["n"] as! Int }
+        XCTAssertNotEqual(byLength, Array(0..<total))
+        // Pages of one order: sorted once.
+        let page1 = try rows("/api/messages?from=0&count=10&sort=len&desc=1", i)
+        let made = i.sorts.sortsMade
+        let page2 = try rows("/api/messages?from=10&count=10&sort=len&desc=1", i)
+        XCTAssertEqual(i.sorts.sortsMade, made)
+        _ = try rows("/api/messages?from=0&count=10&sort=len&conn=0", i)
+        XCTAssertEqual(i.sorts.sortsMade, made + 1, "another selection is sorted")
+        XCTAssertEqual((page1 + page2).map { $0["n"] as! Int }, Array(try rows("/api/messages?count=1000&sort=len&desc=1", i).map { $0["n"] as! Int }.prefix(20)))
+        // A filter, sorted: its messages, in the column's order.
+        let filtered = try rows("/api/messages?count=1000&filter=game.Res%20%3D%3D%201", i).map { $0["n"] as! Int }
+        let filteredByName = try rows("/api/messages?count=1000&sort=name&desc=1&filter=game.Res%20%3D%3D%201", i)
+        XCTAssertFalse(filtered.isEmpty)
+        XCTAssertEqual(Set(filteredByName.map { $0["n"] as! Int }), Set(filtered))
+        XCTAssertEqual(filteredByName.map { $0["name"] as! String }, filteredByName.map { $0["name"] as! String }.sorted(by: >))
+        // A connection, sorted: its messages alone, in the column's order (an order per connection).
+        for c in [1, 2] {
+            let mine = try rows("/api/messages?count=1000&sort=len&desc=1&conn=\(c)", i)
+            XCTAssertEqual(Set(mine.map { $0["n"] as! Int }), Set(all.filter { $0["c"] as? Int == c }.map { $0["n"] as! Int }))
+            XCTAssertEqual(mine.map { $0["len"] as! Int }, mine.map { $0["len"] as! Int }.sorted(by: >))
+        }
+        // The delta column's reference: the time of the row before the page, in the page's order.
+        let (_, second) = try ask("/api/messages?from=5&count=5&sort=len", i)
+        XCTAssertEqual(second["before"] as? Double, byLength.count > 4 ? all[byLength[4]]["t"] as? Double : nil)
+        XCTAssertEqual(second["first"] as? Double, all[0]["t"] as? Double)
+    }
+
+    func testBadSortAndFollowParametersAreRefused() throws {
+        let i = try indexer("game.pcap")
+        for target in ["/api/messages?sort=summary", "/api/messages?sort=len&desc=2",
+                       "/api/follow?conn=0&count=0", "/api/follow?conn=0&count=501", "/api/follow?conn=0&count=x",
+                       "/api/follow?conn=0&from=-1", "/api/follow?conn=0&from=1e3",
+                       "/api/matches?filter=game.Res%20%3D%3D%201&n=1,x", "/api/matches?filter=game.Res%20%3D%3D%201",
+                       "/api/matches?n=1", "/api/matches?filter=game.Res%20%3D%3D%20%22x%22&n=1"] {
+            let (status, o) = try ask(target, i)
+            XCTAssertEqual(status, 400, target)
+            XCTAssertNotNil(o["error"] as? String, target)
+        }
+        let many = (0..<1001).map(String.init).joined(separator: ",")
+        XCTAssertEqual(try ask("/api/matches?filter=game.Res%20%3D%3D%201&n=\(many)", i).0, 400)
+        XCTAssertEqual(try ask("/api/follow?conn=99", i).0, 404)
+        XCTAssertEqual(try ask("/api/follow", i).0, 400)
+    }
+
+    /// Each connection, paged three messages at a time: its messages in order, their direction,
+    /// and bytes that are their frames' (`/api/message`'s), one after another.
+    func testFollowIsTheConnectionsMessagesBytesInOrder() throws {
+        let i = try indexer("game.pcap")
+        let conns = i.index.connectionCount
+        XCTAssertGreaterThan(conns, 1)
+        var seen = 0
+        for c in 0..<conns {
+            var from: Int? = 0, got: [(Int, String, String)] = []
+            while let f = from {
+                let (status, o) = try ask("/api/follow?conn=\(c)&from=\(f)&count=3", i)
+                XCTAssertEqual(status, 200)
+                let messages = try XCTUnwrap(o["messages"] as? [[String: Any]])
+                XCTAssertLessThanOrEqual(messages.count, 3)
+                got += messages.map { ($0["n"] as! Int, $0["dir"] as! String, $0["bytes"] as! String) }
+                from = o["next"] as? Int
+                XCTAssertTrue(from == nil || from! == f + messages.count)
+            }
+            let ordinals = i.index.ordinals(ofConnection: c)
+            XCTAssertEqual(got.map(\.0), ordinals, "connection \(c)")
+            for (n, dir, bytes) in got {
+                let (_, m) = try ask("/api/message?n=\(n)", i)
+                XCTAssertEqual(dir, m["dir"] as? String)
+                XCTAssertEqual(bytes, m["bytes"] as? String)
+                XCTAssertFalse(bytes.isEmpty)
+            }
+            seen += got.count
+        }
+        XCTAssertEqual(seen, 39, "every message is in its connection's stream")
+        // Bounded by bytes: each answer within the bound but for one message cut to it, said so.
+        let small = try JSONSerialization.jsonObject(with: Data(Views(indexer: i).follow(connection: 0, from: 0, count: 500, maxBytes: 10).utf8)) as! [String: Any]
+        let cut = small["messages"] as! [[String: Any]]
+        XCTAssertEqual(cut.count, 1)
+        XCTAssertEqual((cut[0]["bytes"] as! String).count, 20)
+        XCTAssertEqual(cut[0]["cut"] as? Bool, (cut[0]["len"] as! Int) > 10)
+        XCTAssertEqual(small["next"] as? Int, 1)
+        // Past the end: nothing, and no next.
+        let (_, end) = try ask("/api/follow?conn=0&from=1000", i)
+        XCTAssertEqual((end["messages"] as? [Any])?.count, 0)
+        XCTAssertTrue(end["next"] is NSNull)
+    }
+
+    /// With losses: each loss of a connection is a marker in its stream (its kind and length, no
+    /// bytes), in its place among the messages; sorted by bytes, a loss counts the bytes it shows.
+    func testFollowMarksLossesAndSortsByTheLengthShown() throws {
+        var markers = 0
+        for capture in [TestSupport.fixture("lost_segment.pcap"), TestSupport.fixture("check_problems.pcap")] {
+            let i = try indexer(capture)
+            let all = try rows("/api/messages?count=1000", i)
+            for c in 0..<i.index.connectionCount {
+                let (status, o) = try ask("/api/follow?conn=\(c)&count=500", i)
+                XCTAssertEqual(status, 200)
+                let items = try XCTUnwrap(o["messages"] as? [[String: Any]])
+                let mine = all.filter { $0["c"] as? Int == c }
+                XCTAssertEqual(items.map { $0["n"] as! Int }, mine.map { $0["n"] as! Int }, "\(capture) connection \(c)")
+                for (item, row) in zip(items, mine) {
+                    XCTAssertEqual(item["event"] as? String, row["event"] as? String)
+                    XCTAssertEqual(item["len"] as? Int, row["len"] as? Int)
+                    if item["event"] != nil {
+                        XCTAssertNil(item["bytes"], "a loss has no bytes in the stream")
+                        markers += 1
+                    } else {
+                        XCTAssertEqual(item["bytes"] as? String, try ask("/api/message?n=\(item["n"]!)", i).1["bytes"] as? String)
+                    }
+                }
+            }
+            let byLength = try rows("/api/messages?count=1000&sort=len", i).map { $0["len"] as! Int }
+            XCTAssertEqual(byLength, all.map { $0["len"] as! Int }.sorted())
+        }
+        XCTAssertGreaterThan(markers, 0, "captures without losses prove nothing here")
+    }
+
+    /// A colouring rule's answer: of the rows listed, exactly those the filter selects.
+    func testMatchesAreTheFiltersAmongTheRowsListed() throws {
+        let i = try indexer("game.pcap")
+        let selected = Set(try i.filter("game.Res == 1"))
+        XCTAssertFalse(selected.isEmpty)
+        let listed = Array(stride(from: 38, through: 0, by: -2))
+        let (status, o) = try ask("/api/matches?filter=game.Res%20%3D%3D%201&n=" + listed.map(String.init).joined(separator: ","), i)
+        XCTAssertEqual(status, 200)
+        XCTAssertEqual(o["matches"] as? [Int], listed.filter(selected.contains))
+        XCTAssertFalse((o["matches"] as? [Int] ?? []).isEmpty)
+    }
+}
+
+/// Live, the list's sorted order follows the capture: the messages that came are merged in and
+/// the dropped ones left out, without sorting the whole order again.
+final class UISortedOrdersTests: XCTestCase {
+    func entry(_ length: UInt32, name: UInt32) -> IndexEntry {
+        IndexEntry(spillOffset: 0, treeLength: 0, frameLength: length, transformedLength: 0, nanos: 0, seconds: 0,
+                   firstPacket: 1, lastPacket: 1, id: 0, connection: 0, name: name, pair: IndexEntry.noPair,
+                   direction: 0, flags: 0)
+    }
+
+    func testAGrowingCaptureIsMergedNotSortedAgain() {
+        let index = MessageIndex(keep: 0)
+        let orders = SortedOrders()
+        var g = SystemRandomNumberGenerator()
+        var lengths: [UInt32] = []
+        func add(_ n: Int) {
+            let new = (0..<n).map { _ in UInt32.random(in: 0..<50, using: &g) }
+            lengths += new
+            index.publish(entries: new.map { entry($0, name: $0 % 3) }, pairs: [], connections: [:], newNames: [], packets: 0,
+                          losses: [Int](repeating: 0, count: LossEvent.Kind.allCases.count), lostBytes: 0)
+        }
+        func want(_ column: SortColumn, _ desc: Bool) -> [Int] {
+            let r = index.range
+            return r.sorted { a, b in
+                let (ka, kb) = column == .len ? (Int(lengths[a]), Int(lengths[b])) : (a, b)
+                if ka != kb { return desc ? ka > kb : ka < kb }
+                return desc ? a > b : a < b
+            }
+        }
+        add(500)
+        for desc in [false, true] {
+            XCTAssertEqual(orders.order(.len, descending: desc, scope: "", selection: nil, index: index), want(.len, desc))
+        }
+        let sorted = orders.sortsMade
+        XCTAssertEqual(sorted, 2)
+        for _ in 0..<5 {
+            add(Int.random(in: 1...200, using: &g))
+            for desc in [false, true] {
+                XCTAssertEqual(orders.order(.len, descending: desc, scope: "", selection: nil, index: index), want(.len, desc))
+            }
+        }
+        XCTAssertEqual(orders.sortsMade, sorted, "the grown orders were merged, not sorted again")
+        // A selection (every third message) grows the same way.
+        let third = { index.range.filter { $0 % 3 == 0 } }
+        XCTAssertEqual(orders.order(.len, descending: false, scope: "third", selection: third(), index: index), want(.len, false).filter { $0 % 3 == 0 })
+        add(77)
+        XCTAssertEqual(orders.order(.len, descending: false, scope: "third", selection: third(), index: index), want(.len, false).filter { $0 % 3 == 0 })
+        XCTAssertEqual(orders.sortsMade, sorted + 1)
+    }
 }
