@@ -83,8 +83,11 @@ public final class UIServer: Sendable {
         case "/api/status": return json(views.status())
         case "/api/connections": return json(views.connections())
         case "/api/messages":
-            let from = Int(h.query["from"] ?? "") ?? 0
-            let count = Int(h.query["count"] ?? "") ?? 100
+            // (A number that is not one is refused: read as 0 it would answer rows not asked for.)
+            guard let from = wholeNumber(h.query["from"], default: 0, max: Int.max) else { return error(400, "from= takes a number from 0") }
+            guard let count = wholeNumber(h.query["count"], default: 100, max: Views.rowsAtOnce) else {
+                return error(400, "count= takes a number from 0 to \(Views.rowsAtOnce)")
+            }
             var connection: Int?
             if let c = h.query["conn"], !c.isEmpty {
                 guard let i = indexer.index.connectionIndex(c) else { return error(404, "no connection \(c)") }
@@ -135,12 +138,21 @@ public final class UIServer: Sendable {
             return json(text)
         case "/api/sequence":
             guard let c = h.query["conn"], let i = indexer.index.connectionIndex(c) else { return error(404, "no such connection") }
-            let from = Int(h.query["from"] ?? "") ?? 0
-            let count = Int(h.query["count"] ?? "") ?? 500
+            guard let from = wholeNumber(h.query["from"], default: 0, max: Int.max) else { return error(400, "from= takes a number from 0") }
+            guard let count = wholeNumber(h.query["count"], default: 500, max: Views.arrowsAtOnce) else {
+                return error(400, "count= takes a number from 0 to \(Views.arrowsAtOnce)")
+            }
             return json(views.sequence(connection: i, from: from, count: count))
         case "/api/plots":
-            let connection = h.query["conn"].flatMap { $0.isEmpty ? nil : indexer.index.connectionIndex($0) }
-            let buckets = Int(h.query["buckets"] ?? "") ?? 100
+            var connection: Int?
+            if let c = h.query["conn"], !c.isEmpty {
+                // (An unknown one is not every connection's plots.)
+                guard let i = indexer.index.connectionIndex(c) else { return error(404, "no connection \(c)") }
+                connection = i
+            }
+            guard let buckets = wholeNumber(h.query["buckets"], default: 100, max: Views.bucketsAtMost), buckets > 0 else {
+                return error(400, "buckets= takes a number from 1 to \(Views.bucketsAtMost)")
+            }
             return json(views.plots(views.selection(connection: connection, filter: nil), buckets: buckets))
         case "/api/diff":
             do { return json(try indexer.diff()) } catch let e { return error(404, "\(e)") }

@@ -4,6 +4,8 @@ import FramedumpCore
 /// what a message says, the spill file: the tree's text and its table of lines).
 package struct Views {
     let indexer: CaptureIndexer
+    /// The most rows, arrows and plot intervals one answer holds.
+    static let rowsAtOnce = 1000, arrowsAtOnce = 2000, bucketsAtMost = 2000
 
     package init(indexer: CaptureIndexer) { self.indexer = indexer }
     var index: MessageIndex { indexer.index }
@@ -73,7 +75,7 @@ package struct Views {
     package func rows(_ selection: [Int]?, from: Int, count: Int) -> String {
         let range = index.range
         let total = selection?.count ?? range.count
-        let lo = max(0, min(from, total)), hi = min(total, lo + max(0, min(count, 1000)))
+        let lo = max(0, min(from, total)), hi = min(total, lo + max(0, min(count, Self.rowsAtOnce)))
         let ordinals: [Int] = selection.map { Array($0[lo..<hi]) } ?? Array((range.lowerBound + lo)..<(range.lowerBound + hi))
         let names = index.allNames
         let rows = index.entries(ordinals).map { o, e in row(o, e, names) }
@@ -251,7 +253,7 @@ package struct Views {
     /// The sequence diagram of one connection: an arrow a message.
     package func sequence(connection c: Int, from: Int, count: Int) -> String {
         let all = index.ordinals(ofConnection: c)
-        let lo = max(0, min(from, all.count)), hi = min(all.count, lo + max(0, min(count, 2000)))
+        let lo = max(0, min(from, all.count)), hi = min(all.count, lo + max(0, min(count, Self.arrowsAtOnce)))
         let names = index.allNames
         let arrows = index.entries(all[lo..<hi]).map { o, e in
             JSONOut.object([
@@ -296,7 +298,7 @@ package struct Views {
         var sent = [Int: Double]()
         for (o, e) in index.entries(answered.map { $0.1 }) { sent[o] = e.time }
         let latencies = answered.compactMap { t, r in sent[r].map { (t - $0) * 1000 } }
-        let n = max(1, min(buckets, 2000))
+        let n = max(1, min(buckets, Self.bucketsAtMost))
         let span = max(times.1 - times.0, 1e-9)
         let top = perName.indices.filter { perName[$0] > 0 }.sorted { perName[$0] > perName[$1] }.prefix(8)
         var series = [Int: [Int]]()

@@ -569,13 +569,17 @@ final class UISortFollowTests: XCTestCase {
         XCTAssertEqual(second["first"] as? Double, all[0]["t"] as? Double)
     }
 
-    func testBadSortAndFollowParametersAreRefused() throws {
+    func testBadParametersAreRefused() throws {
         let i = try indexer("game.pcap")
         for target in ["/api/messages?sort=summary", "/api/messages?sort=len&desc=2",
                        "/api/follow?conn=0&count=0", "/api/follow?conn=0&count=501", "/api/follow?conn=0&count=x",
                        "/api/follow?conn=0&from=-1", "/api/follow?conn=0&from=1e3",
                        "/api/matches?filter=game.Res%20%3D%3D%201&n=1,x", "/api/matches?filter=game.Res%20%3D%3D%201",
-                       "/api/matches?n=1", "/api/matches?filter=game.Res%20%3D%3D%20%22x%22&n=1"] {
+                       "/api/matches?n=1", "/api/matches?filter=game.Res%20%3D%3D%20%22x%22&n=1",
+                       // (Read as 0 or 100 these once answered rows nobody asked for.)
+                       "/api/messages?from=x", "/api/messages?from=-5", "/api/messages?count=1001", "/api/messages?count=ten",
+                       "/api/sequence?conn=0&from=x", "/api/sequence?conn=0&count=2001", "/api/plots?buckets=0",
+                       "/api/plots?buckets=many"] {
             let (status, o) = try ask(target, i)
             XCTAssertEqual(status, 400, target)
             XCTAssertNotNil(o["error"] as? String, target)
@@ -583,6 +587,8 @@ final class UISortFollowTests: XCTestCase {
         let many = (0..<1001).map(String.init).joined(separator: ",")
         XCTAssertEqual(try ask("/api/matches?filter=game.Res%20%3D%3D%201&n=\(many)", i).0, 400)
         XCTAssertEqual(try ask("/api/follow?conn=99", i).0, 404)
+        XCTAssertEqual(try ask("/api/plots?conn=99", i).0, 404, "an unknown connection is not every connection's plots")
+        XCTAssertEqual(try ask("/api/messages?count=1000", i).0, 200)
         XCTAssertEqual(try ask("/api/follow", i).0, 400)
     }
 
