@@ -114,7 +114,9 @@ def check_counts(driver, binary, name, extra):
     messages, conns = ndjson(binary, ["-r", sample(name), *extra])
     ready(driver)
     rows = driver.find_elements(By.CSS_SELECTOR, "#connections tbody tr[data-conn]:not([data-conn=''])")
-    expect(len(rows) == len(conns), f"{name}: {len(rows)} connections shown, NDJSON has {len(conns)}")
+    total = driver.find_element(By.ID, "connection-count").text
+    expect(len(rows) == len(conns) and total == f"({len(conns)})",
+           f"{name}: {len(rows)} connections shown of {total}, NDJSON has {len(conns)}")
     text = wait(driver, "the message count", lambda: list_count(driver) if list_count(driver) else None)
     shown = int(text.split()[0].replace(",", ""))
     expect(shown == len(messages), f"{name}: {shown} messages shown, NDJSON has {len(messages)}")
@@ -192,9 +194,9 @@ def check_game(driver, binary, shots):
     wait(driver, "the list back", lambda: list_count(driver).startswith(f"{len(messages)} message"))
 
     # The sequence diagram of each connection: an arrow a message.
-    conns = driver.execute_script("return window.framedump.conns")
+    conns = driver.execute_script("return [...window.framedump.connPages.values()].flat()")
     for c in conns:
-        driver.find_element(By.CSS_SELECTOR, f"#connections tbody tr[data-conn='{c['index']}']").click()
+        click_connection(driver, c["index"])
         driver.find_element(By.CSS_SELECTOR, "nav button[data-view='sequence']").click()
         n = sum(1 for m in messages if m["conn"] == c["conn"])
         arrows = wait(driver, "the arrows", lambda: len(driver.find_elements(By.CSS_SELECTOR, "#sequence g.arrow")) == n and n)
@@ -207,6 +209,14 @@ def check_game(driver, binary, shots):
         driver.find_element(By.CSS_SELECTOR, "nav button[data-view='sequence']").click()
         time.sleep(0.5)
         driver.save_screenshot(os.path.join(shots, "sequence.png"))
+
+
+def click_connection(driver, index):
+    """Clicks a connection's row, found again if the list redrew it meanwhile."""
+    def click():
+        driver.find_element(By.CSS_SELECTOR, f"#connections tbody tr[data-conn='{index}']").click()
+        return driver.execute_script("return window.framedump.conn") == index
+    wait(driver, f"connection {index} selected", click)
 
 
 def check_latency(driver, binary, shots):

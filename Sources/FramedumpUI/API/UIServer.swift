@@ -81,10 +81,11 @@ public final class UIServer: Sendable {
         case "/app.js": return asset(PackageResources.app_js, "text/javascript; charset=utf-8")
         case "/style.css": return asset(PackageResources.style_css, "text/css; charset=utf-8")
         case "/api/status": return json(views.status())
-        case "/api/connections": return json(views.connections())
+        case "/api/connections":
+            guard let from = number(h, "from", 0), let count = number(h, "count", 200) else { return badNumber }
+            return json(views.connections(from: from, count: count))
         case "/api/messages":
-            let from = Int(h.query["from"] ?? "") ?? 0
-            let count = Int(h.query["count"] ?? "") ?? 100
+            guard let from = number(h, "from", 0), let count = number(h, "count", 100) else { return badNumber }
             var connection: Int?
             if let c = h.query["conn"], !c.isEmpty {
                 guard let i = indexer.index.connectionIndex(c) else { return error(404, "no connection \(c)") }
@@ -115,12 +116,11 @@ public final class UIServer: Sendable {
             return json(text)
         case "/api/sequence":
             guard let c = h.query["conn"], let i = indexer.index.connectionIndex(c) else { return error(404, "no such connection") }
-            let from = Int(h.query["from"] ?? "") ?? 0
-            let count = Int(h.query["count"] ?? "") ?? 500
+            guard let from = number(h, "from", 0), let count = number(h, "count", 500) else { return badNumber }
             return json(views.sequence(connection: i, from: from, count: count))
         case "/api/plots":
             let connection = h.query["conn"].flatMap { $0.isEmpty ? nil : indexer.index.connectionIndex($0) }
-            let buckets = Int(h.query["buckets"] ?? "") ?? 100
+            guard let buckets = number(h, "buckets", 100) else { return badNumber }
             return json(views.plots(views.selection(connection: connection, filter: nil), buckets: buckets))
         case "/api/diff":
             do { return json(try indexer.diff()) } catch let e { return error(404, "\(e)") }
@@ -132,6 +132,16 @@ public final class UIServer: Sendable {
             return text(404, "not found\n")
         }
     }
+
+    /// A whole number ≥ 0 the query gives for `name` (`fallback` when it gives none), or nil
+    /// for anything else: the answer is then `badNumber`, not a guess. Each view bounds it.
+    static func number(_ h: HTTPHead, _ name: String, _ fallback: Int) -> Int? {
+        guard let text = h.query[name], !text.isEmpty else { return fallback }
+        guard let n = Int(text), n >= 0 else { return nil }
+        return n
+    }
+
+    static let badNumber = error(400, "from, count and buckets are whole numbers from 0")
 
     /// Why a request comes from a page of another origin, or nil: a browser says where a request
     /// comes from in `Sec-Fetch-Site` (every current browser; `none` is the user's own address

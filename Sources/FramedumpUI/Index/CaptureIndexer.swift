@@ -4,6 +4,10 @@ import FramedumpCore
 /// What `framedump ui` was asked to show.
 public struct UIConfiguration: Sendable {
     public var input: CaptureInput
+    /// The files `-r` names once its folders and globs are expanded (`CaptureFiles.expand`):
+    /// several are merged in time order into one run, as `framedump -r` merges them. Empty:
+    /// `input`'s one file.
+    public var files: [String] = []
     /// The dissectors, limits, keys: the same as a `framedump -r` run's.
     public var options: PipelineOptions
     /// A BPF filter (libpcap's), as for `framedump`.
@@ -30,11 +34,11 @@ public final class CaptureIndexer: @unchecked Sendable {
     package let index: MessageIndex
     let filters = FilterResults()
     package let spill: Spill
-    /// The capture the index is made from: the file read, or the one live packets go to.
-    let capturePath: String
+    /// The capture the index is made from: the files read, or the one live packets go to.
+    let captureFiles: [String]
     let temporaryDirectory: String?
     private var pipeline: Pipeline?
-    private var source: PacketSource?
+    private var source: (any PacketInput)?
     private var sink: IndexSink?
     private var dumper: CaptureWriter?
     private let diffLock = NSLock()
@@ -48,14 +52,21 @@ public final class CaptureIndexer: @unchecked Sendable {
     private let runningLock = NSLock()
     /// The filter asked for last.
     private var latestFilter: String?
-    private var running: (text: String, source: PacketSource)?
+    private var running: (text: String, source: any PacketInput)?
     /// The filter decoding now, if one is (tests wait for it).
     package var runningFilter: String? { runningLock.lock(); defer { runningLock.unlock() }; return running?.text }
 
-    /// What the page calls the capture: the file as given, or the interface.
+    /// What the page calls the capture: the file as given (several: the first, the last and
+    /// how many), or the interface.
     var shownName: String {
         if case .live(let o) = configuration.input { return o.interface + (configuration.writeFile.map { " → " + $0 } ?? "") }
-        return capturePath
+        guard let first = captureFiles.first, let last = captureFiles.last, captureFiles.count > 1 else { return captureFiles.first ?? "" }
+        return captureFiles.count == 2 ? "\(first) + \(last)" : "\(first) … \(last) (\(captureFiles.count) files)"
+    }
+
+    /// The capture read again (filters): the files merged, as the index read them.
+    func openCapture() throws -> any PacketInput {
+        try MergedSource.open(captureFiles)
     }
 
     public var isLive: Bool { if case .live = configuration.input { return true } else { return false } }
@@ -70,18 +81,21 @@ public final class CaptureIndexer: @unchecked Sendable {
         options.statistics = []
         let live: Bool
         if case .live = configuration.input { live = true } else { live = false }
-        index = MessageIndex(keep: live ? configuration.keep : Int.max / 2)
+        index = try MessageIndex(keep: live ? configuration.keep : Int.max / 2)
         spill = try Spill()
         let sink = IndexSink(spill: spill, index: index, filters: filters, live: live)
         schemas = try Pipeline.loadSchemas(options)
         let pipeline = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: sink, schemas: schemas)
-        let source = try PacketSource(configuration.input)
-        if let f = configuration.bpf, !f.isEmpty { try source.setFilter(f) }
+        let source: any PacketInput
         switch configuration.input {
         case .file(let path):
-            capturePath = path
+            captureFiles = configuration.files.isEmpty ? [path] : configuration.files
+            source = try MergedSource.open(captureFiles)
             temporaryDirectory = nil
         case .live:
+            let live = try PacketSource(configuration.input)
+            source = live
+            let capturePath: String
             if let w = configuration.writeFile {
                 capturePath = w
                 temporaryDirectory = nil
@@ -90,8 +104,10 @@ public final class CaptureIndexer: @unchecked Sendable {
                 temporaryDirectory = dir
                 capturePath = dir + "/live.pcap"
             }
-            dumper = try CaptureWriter(path: capturePath) { p throws(CaptureError) in try source.openDumper(p) }
+            captureFiles = [capturePath]
+            dumper = try CaptureWriter(path: capturePath) { p throws(CaptureError) in try live.openDumper(p) }
         }
+        if let f = configuration.bpf, !f.isEmpty { try source.setFilter(f) }
         sink.packets = { [unowned pipeline] in pipeline.capture.packets }
         self.pipeline = pipeline
         self.source = source
@@ -106,7 +122,7 @@ public final class CaptureIndexer: @unchecked Sendable {
     /// tcpdump's, it is readable).
     public var handOverPaths: [String] {
         guard isLive, let d = temporaryDirectory else { return [] }
-        return [d, capturePath]
+        return [d] + captureFiles
     }
 
     /// Live: the temporary pcap and its folder (not `-w`'s file). Called when the server
@@ -150,7 +166,7 @@ public final class CaptureIndexer: @unchecked Sendable {
             dumper?.flush()
             sink.handOver()
             let summary = OutputBuffer(fd: nil)
-            pipeline.printSummary(live: source.statistics(), to: summary)
+            pipeline.printSummary(live: (source as? PacketSource)?.statistics(), to: summary)
             index.finish(state: .done, readError: failure, summary: summary.text)
         }
         thread.stackSize = 8 << 20
@@ -158,7 +174,7 @@ public final class CaptureIndexer: @unchecked Sendable {
         stopper = Unchecked(source)
     }
 
-    private var stopper: Unchecked<PacketSource>?
+    private var stopper: Unchecked<any PacketInput>?
 
     /// Waits until the capture is read (a file) and says what the index holds, as
     /// `/api/status` does.
@@ -193,7 +209,7 @@ public final class CaptureIndexer: @unchecked Sendable {
         }
         let collector = FilterMatchSink(FilterEvaluator(expr), below: below)
         let again = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: collector, schemas: schemas)
-        let source = try PacketSource(.file(capturePath))
+        let source = try openCapture()
         if let f = configuration.bpf, !f.isEmpty { try source.setFilter(f) }
         runningLock.lock()
         let superseded = latestFilter != text
@@ -204,7 +220,7 @@ public final class CaptureIndexer: @unchecked Sendable {
         again.finish()
         runningLock.lock()
         running = nil
-        let stopped = source.stopped
+        let stopped = (source as? PacketSource)?.stopped ?? (source as? MergedSource)?.stopped ?? false
         runningLock.unlock()
         if stopped { throw FilterSuperseded() }
         // A pattern that gave up on messages: refused as a bad filter is (the page keeps its list).
@@ -225,9 +241,9 @@ public final class CaptureIndexer: @unchecked Sendable {
         if let d = diffText { return d }
         guard let other = configuration.diffWith else { throw UIError("no second capture: start with --diff CAPTURE") }
         let differ = CaptureDiff(options: configuration.options, ignore: configuration.ignore)
-        let r = try differ.run(DiffInput.at(capturePath), DiffInput.at(other))
+        let r = try differ.run(DiffInput.at(captureFiles), DiffInput.at(other))
         let lines = DiffReport.json(r).split(separator: "\n").joined(separator: ",")
-        let text = "{\"old\":\(JSONOut.quoted(capturePath)),\"new\":\(JSONOut.quoted(other)),"
+        let text = "{\"old\":\(JSONOut.quoted(shownName)),\"new\":\(JSONOut.quoted(other)),"
             + "\"summary\":\(JSONOut.quoted(DiffReport.summaryLine(r))),\"differences\":[\(lines)]}"
         diffText = text
         return text

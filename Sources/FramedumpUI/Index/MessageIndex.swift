@@ -49,8 +49,6 @@ package struct IndexEntry: Sendable {
 /// What the connection view says about one connection.
 struct ConnectionRecord: Sendable {
     var number: UInt64
-    /// `client-server`, as NDJSON's `conn` writes it.
-    var key: String
     var client: String
     var server: String
     var protocolName: String
@@ -68,6 +66,9 @@ struct ConnectionRecord: Sendable {
     var notes: [String] = []
 
     static let maxNotes = 16
+
+    /// `client-server`, as NDJSON's `conn` writes it.
+    var key: String { client + "-" + server }
 }
 
 /// The index of a capture's messages, shared by the thread that decodes and the server's
@@ -81,9 +82,7 @@ package final class MessageIndex: @unchecked Sendable {
     /// Ordinal of the first entry of `chunks[0]` (chunks dropped so far × chunk size).
     private var base = 0
     private var total = 0
-    private var connections: [ConnectionRecord] = []
-    /// The message ordinals of each connection, in order.
-    private var perConnection: [[UInt32]] = []
+    private let connections: ConnectionStore
     private var names: [String] = []
     /// Ring size for live captures: whole chunks beyond it are dropped, oldest first.
     let keep: Int
@@ -95,7 +94,10 @@ package final class MessageIndex: @unchecked Sendable {
 
     enum State: String, Sendable { case indexing, done, live }
 
-    init(keep: Int) { self.keep = max(keep, Self.chunkSize) }
+    init(keep: Int) throws {
+        self.keep = max(keep, Self.chunkSize)
+        connections = try ConnectionStore()
+    }
 
     func locked<R>(_ body: () throws -> R) rethrows -> R {
         lock.lock()
@@ -114,15 +116,10 @@ package final class MessageIndex: @unchecked Sendable {
                     chunks.append(c)
                 }
                 chunks[chunks.count - 1].append(e)
-                while perConnection.count <= Int(e.connection) { perConnection.append([]) }
-                perConnection[Int(e.connection)].append(UInt32(truncatingIfNeeded: total))
                 total += 1
             }
             for (request, response) in pairs { setPair(Int(request), response) }
-            for (i, c) in changed {
-                while connections.count <= i { connections.append(c) }
-                connections[i] = c
-            }
+            connections.put(changed)
             names.append(contentsOf: newNames)
             self.packets = packets
             // The ring: whole chunks go once more than `keep` messages are held.
@@ -199,25 +196,41 @@ package final class MessageIndex: @unchecked Sendable {
     func name(_ i: UInt32) -> String { locked { Int(i) < names.count ? names[Int(i)] : "?" } }
     var allNames: [String] { locked { names } }
 
-    func connection(_ i: Int) -> ConnectionRecord? { locked { i >= 0 && i < connections.count ? connections[i] : nil } }
-    var allConnections: [ConnectionRecord] { locked { connections } }
+    func connection(_ i: Int) -> ConnectionRecord? { locked { connections.get(i) } }
     package var connectionCount: Int { locked { connections.count } }
+
+    /// The connections `from..<from+count` (within those there are) and how many there are.
+    func connections(from: Int, count: Int) -> (total: Int, records: [(Int, ConnectionRecord)]) {
+        locked {
+            let total = connections.count
+            let lo = max(0, min(from, total)), hi = min(total, lo + max(0, count))
+            return (total, (lo..<hi).compactMap { i in connections.get(i).map { (i, $0) } })
+        }
+    }
 
     /// Index of the connection whose key (`client-server`) or number is `text`.
     func connectionIndex(_ text: String) -> Int? {
         locked {
-            if let n = Int(text), n >= 0, n < connections.count { return n }
-            return connections.firstIndex { $0.key == text }
+            if let n = Int(text) { return n >= 0 && n < connections.count ? n : nil }
+            return connections.find(key: text)
         }
     }
 
-    /// The ordinals of one connection that are still held.
+    /// The ordinals of one connection that are still held: a pass over the held entries (as
+    /// the plots make), so a connection costs no list of its own.
     func ordinals(ofConnection i: Int) -> [Int] {
         locked {
             guard i >= 0, i < connections.count else { return [] }
-            let b = base
-            guard i < perConnection.count else { return [] }
-            return perConnection[i].lazy.map(Int.init).filter { $0 >= b }
+            let c = UInt32(truncatingIfNeeded: i)
+            var out: [Int] = []
+            var o = base
+            for chunk in chunks {
+                for e in chunk {
+                    if e.connection == c { out.append(o) }
+                    o += 1
+                }
+            }
+            return out
         }
     }
 }
