@@ -19,6 +19,12 @@ public struct UIConfiguration: Sendable {
     public var ignore: [IgnorePattern] = []
     /// Live: messages held before the oldest are dropped from the page.
     public var keep = 1_000_000
+    /// Tests: a file indexed as a live capture is (the ring of `keep` messages, the spill's
+    /// and a temporary capture's segments), to check the ring with no interface.
+    package var ringOnFile = false
+    /// Live: the spill file and the temporary capture are rings of files of about this many
+    /// bytes, the oldest removed once the index holds none of its messages.
+    public var segmentBytes: UInt64 = 64 << 20
     public var count: UInt64?
 
     public init(input: CaptureInput, options: PipelineOptions) {
@@ -35,7 +41,7 @@ public final class CaptureIndexer: @unchecked Sendable {
     let filters = FilterResults()
     package let spill: Spill
     /// The capture the index is made from: the files read, or the one live packets go to.
-    let captureFiles: [String]
+    private(set) var captureFiles: [String]
     let temporaryDirectory: String?
     private var pipeline: Pipeline?
     private var source: (any PacketInput)?
@@ -64,9 +70,16 @@ public final class CaptureIndexer: @unchecked Sendable {
         return captureFiles.count == 2 ? "\(first) + \(last)" : "\(first) … \(last) (\(captureFiles.count) files)"
     }
 
-    /// The capture read again (filters): the files merged, as the index read them.
-    func openCapture() throws -> any PacketInput {
-        try MergedSource.open(captureFiles)
+    /// Live: the temporary capture's files still held.
+    let segments: CaptureSegments
+
+    /// The capture read again (filters): the files merged, as the index read them; live, the
+    /// temporary capture's files still held, and the packets before the first of them.
+    func openCapture() throws -> (any PacketInput, packetsBefore: UInt64) {
+        if temporaryDirectory != nil, let held = segments.held, !held.isEmpty {
+            return (try MergedSource.open(held.map(\.path)), held[0].packetsBefore)
+        }
+        return (try MergedSource.open(captureFiles), 0)
     }
 
     public var isLive: Bool { if case .live = configuration.input { return true } else { return false } }
@@ -81,8 +94,12 @@ public final class CaptureIndexer: @unchecked Sendable {
         options.statistics = []
         let live: Bool
         if case .live = configuration.input { live = true } else { live = false }
-        index = try MessageIndex(keep: live ? configuration.keep : Int.max / 2)
-        spill = try Spill()
+        let ring = live || configuration.ringOnFile
+        index = try MessageIndex(keep: ring ? configuration.keep : Int.max / 2)
+        let spill = try Spill(segmentBytes: ring ? configuration.segmentBytes : nil)
+        self.spill = spill
+        let segments = CaptureSegments()
+        self.segments = segments
         let sink = IndexSink(spill: spill, index: index, filters: filters, live: live)
         schemas = try Pipeline.loadSchemas(options)
         let pipeline = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: sink, schemas: schemas)
@@ -91,21 +108,39 @@ public final class CaptureIndexer: @unchecked Sendable {
         case .file(let path):
             captureFiles = configuration.files.isEmpty ? [path] : configuration.files
             source = try MergedSource.open(captureFiles)
-            temporaryDirectory = nil
         case .live:
-            let live = try PacketSource(configuration.input)
-            source = live
+            source = try PacketSource(configuration.input)
+            captureFiles = [configuration.writeFile ?? ""]
+        }
+        if ring {
+            // Live, the packets are written as they come, for the filters to decode again: to
+            // `-w`'s file (the user's, one file as asked), or to a temporary capture in files
+            // of about `segmentBytes` (live.pcap, live.pcap1…, as tcpdump -C names them), each
+            // noted with the packets before it and removed with the spill's segments once the
+            // index holds none of their messages.
             let capturePath: String
-            if let w = configuration.writeFile {
+            if live, let w = configuration.writeFile {
                 capturePath = w
                 temporaryDirectory = nil
             } else {
                 let dir = try Self.makeTemporaryDirectory()
                 temporaryDirectory = dir
                 capturePath = dir + "/live.pcap"
+                if live { captureFiles = [capturePath] }
             }
-            captureFiles = [capturePath]
-            dumper = try CaptureWriter(path: capturePath) { p throws(CaptureError) in try live.openDumper(p) }
+            let rotation = temporaryDirectory == nil ? nil : Rotation(fileSize: configuration.segmentBytes)
+            dumper = try CaptureWriter(path: capturePath, rotation: rotation) { [unowned pipeline] p throws(CaptureError) in
+                let d = try source.openDumper(p)
+                segments.opened(p, packetsBefore: pipeline.capture.packets)
+                return d
+            }
+            let temporary = temporaryDirectory != nil
+            sink.dropped = { oldest in
+                spill.drop(before: oldest.spillOffset)
+                if temporary { segments.drop(before: UInt64(oldest.firstPacket)) }
+            }
+        } else {
+            temporaryDirectory = nil
         }
         if let f = configuration.bpf, !f.isEmpty { try source.setFilter(f) }
         sink.packets = { [unowned pipeline] in pipeline.capture.packets }
@@ -129,6 +164,7 @@ public final class CaptureIndexer: @unchecked Sendable {
     /// stops: the process may end before this object is released.
     public func removeTemporaryFiles() {
         if let d = temporaryDirectory {
+            segments.removeAll()
             unlink(d + "/live.pcap")
             rmdir(d)
         }
@@ -207,9 +243,9 @@ public final class CaptureIndexer: @unchecked Sendable {
         if isLive {
             below = filters.startLive(text, FilterEvaluator(expr))
         }
-        let collector = FilterMatchSink(FilterEvaluator(expr), below: below)
+        let (source, packetsBefore) = try openCapture()
+        let collector = FilterMatchSink(FilterEvaluator(expr), below: below, packetsBefore: packetsBefore)
         let again = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: collector, schemas: schemas)
-        let source = try openCapture()
         if let f = configuration.bpf, !f.isEmpty { try source.setFilter(f) }
         runningLock.lock()
         let superseded = latestFilter != text
@@ -230,8 +266,11 @@ public final class CaptureIndexer: @unchecked Sendable {
             let at = text.range(of: written).map { text.distance(from: text.startIndex, to: $0.lowerBound) + 1 } ?? 1
             throw FilterError(column: at, message: g.explanation, filter: text)
         }
-        filters.store(text, collector.matches)
-        return filters.cached(text) ?? collector.matches
+        // Re-decoded from a later file, the run's messages are found in the index by their
+        // packet, connection, direction and length (what it decoded otherwise is left out).
+        let matches = packetsBefore == 0 ? collector.matches : index.ordinals(found: collector.found, below: below)
+        filters.store(text, matches)
+        return filters.cached(text) ?? matches
     }
 
     /// The diff view: this capture against `--diff`'s, as `framedump diff --json` reports it

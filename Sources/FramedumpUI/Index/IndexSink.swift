@@ -16,6 +16,10 @@ final class IndexSink: MessageSink {
     let live: Bool
     /// The packet counter of the run, read when a batch is handed over.
     var packets: () -> UInt64 = { 0 }
+    /// Live: told the oldest message the index holds once older ones were dropped (the spill's
+    /// and the capture's segments before it go).
+    var dropped: ((IndexEntry) -> Void)?
+    private var droppedBefore = 0
 
     var pending: [IndexEntry] = []
     var pendingPairs: [(UInt32, UInt32)] = []
@@ -124,6 +128,7 @@ final class IndexSink: MessageSink {
         let f = m.frame!
         let ordinal = next
         next += 1
+        spill.startSegmentIfFull()
         let start = spill.position
         printer.message(m, c, p)
         printer.lines?.write(to: spill.out)
@@ -170,6 +175,10 @@ final class IndexSink: MessageSink {
         pendingPairs.removeAll()
         changed.removeAll()
         newNames.removeAll()
+        if let dropped, index.range.lowerBound != droppedBefore, let oldest = index.entry(index.range.lowerBound) {
+            droppedBefore = index.range.lowerBound
+            dropped(oldest)
+        }
     }
 
     func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,

@@ -216,6 +216,42 @@ package final class MessageIndex: @unchecked Sendable {
         }
     }
 
+    /// The held ordinals (below `below`) of messages a filter's run found by packet: the held
+    /// message that ended in the same packet with as many messages after it in that packet, if
+    /// it is of the same connection, direction and length. A message the run decoded otherwise
+    /// (a connection it picked up mid-stream) has none and is left out.
+    func ordinals(found: [FoundMessage], below: Int) -> [Int] {
+        var byPlace: [UInt64: [Int]] = [:]
+        for (k, f) in found.enumerated() { byPlace[f.packet, default: []].append(k) }
+        return locked {
+            var keys: [UInt32: String] = [:]
+            var out: [Int] = []
+            // The held messages ending in one packet, in order (a run of entries).
+            var run: [(Int, IndexEntry)] = []
+            func endRun() {
+                defer { run.removeAll(keepingCapacity: true) }
+                guard let first = run.first, let candidates = byPlace[UInt64(first.1.lastPacket)] else { return }
+                for (at, (o, e)) in run.enumerated() where o < below {
+                    let after = run.count - 1 - at
+                    guard let k = candidates.first(where: { found[$0].after == after }),
+                          found[k].direction == e.direction, found[k].length == e.frameLength else { continue }
+                    if keys[e.connection] == nil { keys[e.connection] = connections.get(Int(e.connection))?.key ?? "" }
+                    if keys[e.connection] == found[k].key { out.append(o) }
+                }
+            }
+            var o = base
+            for chunk in chunks {
+                for e in chunk {
+                    if let last = run.last, last.1.lastPacket != e.lastPacket { endRun() }
+                    run.append((o, e))
+                    o += 1
+                }
+            }
+            endRun()
+            return out.sorted()
+        }
+    }
+
     /// The ordinals of one connection that are still held: a pass over the held entries (as
     /// the plots make), so a connection costs no list of its own.
     func ordinals(ofConnection i: Int) -> [Int] {

@@ -355,6 +355,70 @@ final class UITests: XCTestCase {
         return out.text.split(separator: "\n").filter { !$0.contains("\"type\"") }
     }
 
+    /// The live ring on disk (a file indexed as a live capture is, with segments of 256 KiB):
+    /// connection A sends 140,000 messages, then B opens and sends 60,000. The index keeps the
+    /// last 65,536 and up to a chunk more; the spill's and the temporary capture's segments
+    /// before the oldest held message are gone, those after it still serve every held message;
+    /// a filter re-decodes the capture files still held and finds its messages at their
+    /// ordinals, A's (picked up mid-stream there) as B's.
+    func testTheLiveRingIsBoundedOnDisk() throws {
+        let dir = TestSupport.tempDir()
+        try FileManager.default.createDirectory(atPath: dir + "/d", withIntermediateDirectories: true)
+        try "protocol t { port 8000; header { uint32 length; uint16 id; } frame_length = length; message_id = id; }\nMessage A = 1 { uint32 n; }\n"
+            .write(toFile: dir + "/d/t.dissector", atomically: true, encoding: .utf8)
+        let capture = dir + "/two.pcap"
+        let b = try CaptureBuilder(capture)
+        // 140 messages of 10 bytes a packet: every packet starts with a frame.
+        func send(_ c: CaptureBuilder.Connection, _ first: Int, _ count: Int) {
+            for chunk in stride(from: 0, to: count, by: 140) {
+                var bytes: [UInt8] = []
+                for k in chunk..<min(count, chunk + 140) { bytes += .be32(10) + .be16(1) + .be32(UInt32(first + k)) }
+                c.send(bytes, segment: 1400)
+            }
+        }
+        send(CaptureBuilder.Connection(b, index: 1, serverPort: 8000), 0, 140_000)
+        send(CaptureBuilder.Connection(b, index: 2, serverPort: 8000), 1_000_000, 60_000)
+        b.finish()
+        var o = PipelineOptions()
+        o.dissectorPaths = [dir + "/d"]
+        var c = UIConfiguration(input: .file(capture), options: o)
+        c.ringOnFile = true
+        c.keep = MessageIndex.chunkSize
+        c.segmentBytes = 256 << 10
+        let i = try CaptureIndexer(c)
+        i.start()
+        _ = i.waitForIndex()
+        let held = i.index.range
+        XCTAssertEqual(held, 131_072..<200_000)
+        let oldest = try XCTUnwrap(i.index.entry(held.lowerBound))
+        // The spill: what is held starts at most a segment before the oldest held message.
+        XCTAssertLessThanOrEqual(i.spill.bytesHeld, i.spill.position - oldest.spillOffset + c.segmentBytes)
+        XCTAssertLessThan(i.spill.bytesHeld, i.spill.position / 2)
+        let views = Views(indexer: i)
+        XCTAssertNotNil(views.message(held.lowerBound))
+        XCTAssertNotNil(views.message(held.upperBound - 1))
+        XCTAssertNil(views.message(held.lowerBound - 1))
+        // The capture: the files still held begin at most one file before the oldest held
+        // message's first packet, and take less than half of what was written.
+        let files = try XCTUnwrap(i.segments.held)
+        XCTAssertGreaterThan(files.count, 1)
+        XCTAssertLessThan(files[0].packetsBefore, UInt64(oldest.firstPacket))
+        XCTAssertGreaterThanOrEqual(files[1].packetsBefore, UInt64(oldest.firstPacket))
+        let written = try FileManager.default.contentsOfDirectory(atPath: i.temporaryDirectory!)
+        XCTAssertEqual(Set(written), Set(files.map { ($0.path as NSString).lastPathComponent }))
+        let onDisk = try files.reduce(0) { $0 + (try FileManager.default.attributesOfItem(atPath: $1.path)[.size] as! Int) }
+        let whole = try FileManager.default.attributesOfItem(atPath: capture)[.size] as! Int
+        XCTAssertLessThan(onDisk, whole / 2)
+        // Filters: ordinals as the index numbers them.
+        for (filter, want) in [("t.n >= 1000000", 140_000..<200_000), ("t.n >= 135000 and t.n < 1000000", 135_000..<140_000),
+                               ("t.n >= 0", held)] {
+            let got = try i.filter(filter)
+            XCTAssertTrue(got == Array(want), "\(filter): \(got.count) from \(got.first ?? -1) to \(got.last ?? -1), not \(want)")
+        }
+        i.removeTemporaryFiles()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: i.temporaryDirectory!))
+    }
+
     /// pair_by pairs each scene reply with its request: the 20 ms and 50 ms the server waited.
     func testPairsGiveTheServersDelays() throws {
         let i = try indexer("game-latency.pcap")
