@@ -2,44 +2,46 @@ import FramedumpCore
 
 /// The one copy of every connection's record. An open connection's record changes with each
 /// message, so it is held in memory; once it closes it is written to a file of its own (created
-/// and unlinked as the spill is) and memory keeps 16 bytes of it: where it is, its length and a
-/// hash of its `client-server` key. A million short connections then cost 16 MB, not a record
-/// each (a capture of 1M connections once peaked at 1.59 GB). Used under `MessageIndex`'s lock.
+/// and unlinked as the spill is) and memory keeps 12 bytes of it: where it is and its length in
+/// 8, a hash of its `client-server` key in 4. A million short connections then cost 12 MB, not
+/// a record each (a capture of 1M connections once peaked at 1.59 GB). Used under
+/// `MessageIndex`'s lock.
 final class ConnectionStore {
     private let file: Spill
     /// Records of connections not closed yet (and of closed ones changed since: written again
     /// at the next `put`).
     private var open: [Int: ConnectionRecord] = [:]
-    /// Per connection: where its record is in `file`, or `inMemory` while it is in `open`.
-    private var offsets: [UInt64] = []
-    private var lengths: [UInt32] = []
+    /// Per connection: where its record is in `file` (the offset above `lengthBits`, the length
+    /// below), or `inMemory` while it is in `open`.
+    private var places = ChunkedArray<UInt64>()
     /// Per connection: `keyHash` of its key, so a lookup by key reads only the records that may match.
-    private var keyHashes: [UInt32] = []
+    private var keyHashes = ChunkedArray<UInt32>()
 
     static let inMemory = UInt64.max
+    /// A record is at most 16 × 64 KiB of notes and four 64 KiB texts: within 2²⁴ bytes. The
+    /// file's offsets then have 40 bits (1 TiB).
+    static let lengthBits: UInt64 = 24
 
     init() throws { file = try Spill() }
 
-    var count: Int { offsets.count }
+    var count: Int { places.count }
 
     /// A batch's new and changed records; the closed ones go to the file.
     func put(_ changed: [Int: ConnectionRecord]) {
         for i in changed.keys.sorted() {
             let r = changed[i]!
-            while offsets.count <= i {
-                offsets.append(Self.inMemory)
-                lengths.append(0)
+            while places.count <= i {
+                places.append(Self.inMemory)
                 keyHashes.append(0)
             }
             keyHashes[i] = Self.keyHash(r.client, r.server)
-            if r.closed == nil {
+            let bytes = r.closed == nil ? [] : r.encoded()
+            if r.closed == nil || bytes.count >= 1 << Self.lengthBits || file.position >= 1 << (64 - Self.lengthBits) {
                 open[i] = r
-                offsets[i] = Self.inMemory
+                places[i] = Self.inMemory
             } else {
                 open[i] = nil
-                let bytes = r.encoded()
-                offsets[i] = file.position
-                lengths[i] = UInt32(clamping: bytes.count)
+                places[i] = file.position << Self.lengthBits | UInt64(bytes.count)
                 file.out.write(bytes)
             }
         }
@@ -47,9 +49,10 @@ final class ConnectionStore {
     }
 
     func get(_ i: Int) -> ConnectionRecord? {
-        guard i >= 0, i < offsets.count else { return nil }
-        if offsets[i] == Self.inMemory { return open[i] }
-        return ConnectionRecord(decoding: file.read(offset: offsets[i], count: Int(lengths[i])))
+        guard i >= 0, i < places.count else { return nil }
+        let at = places[i]
+        if at == Self.inMemory { return open[i] }
+        return ConnectionRecord(decoding: file.read(offset: at >> Self.lengthBits, count: Int(at & (1 << Self.lengthBits - 1))))
     }
 
     /// The connection whose key (`client-server`) is `key`: a pass over 4 bytes a connection,

@@ -31,7 +31,7 @@ final class IndexSink: MessageSink {
     var recordCount = 0
     /// Each connection's record index by its number (numbers count up from 1 in order of
     /// appearance): 4 bytes a connection, `UInt32.max` for one with no record.
-    var byNumber: [UInt32] = []
+    var byNumber = ChunkedArray<UInt32>()
     /// Requests waiting for their response: per connection, the page's number of each by its
     /// number in its connection (the session pairs them; this finds the request's row).
     var waiting: [Int: [UInt64: UInt32]] = [:]

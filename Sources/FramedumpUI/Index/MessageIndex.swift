@@ -2,22 +2,24 @@ import Foundation
 import FramedumpCore
 
 /// One message of the list: where its rendering is in the spill file, and what the list and
-/// the plots show without reading it. 64 bytes, so a million messages take 64 MB.
+/// the plots show without reading it. 56 bytes, so a million messages take 56 MB.
 package struct IndexEntry: Sendable {
-    /// The message's tree (its text, then the table of its lines: `TreeLineTable`), then its
-    /// frame bytes, then (when transforms ran) the bytes its fields count in.
-    package var spillOffset: UInt64
+    /// Where the message's tree is in the spill (its text, then the table of its lines:
+    /// `TreeLineTable`; then its frame bytes, then, when transforms ran, the bytes its fields
+    /// count in), below bit 56; `flags` and the direction in the byte above.
+    private var place: UInt64
+    /// Nanoseconds since 1970 (the years 1678 to 2262; a time outside is `timeUnknown`).
+    private var nanoseconds: Int64
+    /// The message id (meaningful when `hasID`).
+    var id: UInt64
+    // (The 8-byte fields first, then the 4-byte ones: no padding between.)
     package var treeLength: UInt32
     package var frameLength: UInt32
     package var transformedLength: UInt32
-    var nanos: UInt32
-    var seconds: Int64
     /// The packets that carried it, first and last (numbered from 1, as NDJSON's `pkts`;
     /// clamped past 2³²).
     var firstPacket: UInt32
     var lastPacket: UInt32
-    /// The message id (meaningful when `hasID`).
-    var id: UInt64
     /// Index into `MessageIndex.connections`.
     var connection: UInt32
     /// Index into `MessageIndex.names`.
@@ -25,8 +27,42 @@ package struct IndexEntry: Sendable {
     /// The ordinal of the request this answers, or of the response that answered it
     /// (`pair_by`); `noPair` when there is none.
     var pair: UInt32
-    var direction: UInt8
-    var flags: UInt8
+
+    init(spillOffset: UInt64, treeLength: UInt32, frameLength: UInt32, transformedLength: UInt32, nanos: UInt32,
+         seconds: Int64, firstPacket: UInt32, lastPacket: UInt32, id: UInt64, connection: UInt32, name: UInt32,
+         pair: UInt32, direction: UInt8, flags: UInt8) {
+        place = min(spillOffset, Self.offsetMask)
+        self.treeLength = treeLength
+        self.frameLength = frameLength
+        self.transformedLength = transformedLength
+        let (s, over) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (t, over2) = s.addingReportingOverflow(Int64(nanos))
+        nanoseconds = over || over2 ? 0 : t
+        self.firstPacket = firstPacket
+        self.lastPacket = lastPacket
+        self.id = id
+        self.connection = connection
+        self.name = name
+        self.pair = pair
+        self.direction = direction
+        self.flags = flags | (over || over2 ? Self.timeUnknown : 0)
+    }
+
+    private static let offsetMask: UInt64 = 1 << 56 - 1
+
+    package var spillOffset: UInt64 { place & Self.offsetMask }
+
+    /// `hasID`, `hasWarnings`, `signedID`, `pairID`, `timeUnknown` (7 bits).
+    var flags: UInt8 {
+        get { UInt8(truncatingIfNeeded: place >> 56) & 0x7f }
+        set { place = place & (Self.offsetMask | 1 << 63) | UInt64(newValue & 0x7f) << 56 }
+    }
+
+    /// 0 client to server, 1 server to client.
+    var direction: UInt8 {
+        get { UInt8(truncatingIfNeeded: place >> 63) }
+        set { place = place & ~(1 << 63) | UInt64(newValue & 1) << 63 }
+    }
 
     static let noPair = UInt32.max
     static let hasID: UInt8 = 1
@@ -35,6 +71,8 @@ package struct IndexEntry: Sendable {
     static let signedID: UInt8 = 4
     /// The id is a pair (`3:7`), written as a JSON string.
     static let pairID: UInt8 = 8
+    /// Its packet's time is beyond what `nanoseconds` holds: shown as none (null).
+    static let timeUnknown: UInt8 = 0x40
 
     /// The id as NDJSON writes it, or "null".
     var idText: String {
@@ -43,7 +81,11 @@ package struct IndexEntry: Sendable {
         return flags & Self.signedID != 0 ? String(Int64(bitPattern: id)) : String(id)
     }
 
-    var time: Double { Double(seconds) + Double(nanos) / 1e9 }
+    var time: Double {
+        if flags & Self.timeUnknown != 0 { return .nan }
+        let (seconds, nanos) = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        return nanos < 0 ? Double(seconds - 1) + Double(nanos + 1_000_000_000) / 1e9 : Double(seconds) + Double(nanos) / 1e9
+    }
 }
 
 /// What the connection view says about one connection.

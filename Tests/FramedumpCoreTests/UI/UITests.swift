@@ -278,6 +278,8 @@ final class UITests: XCTestCase {
             from += rows.count
         }
         XCTAssertEqual(Set(seen.keys), Set(0..<3000))
+        // What a message and a connection cost in memory (docs/performance.md counts on them).
+        XCTAssertEqual(MemoryLayout<IndexEntry>.stride, 56)
         XCTAssertEqual(Set(seen.values), Set(want))
         XCTAssertEqual(Set(want).count, 3000)
         // Past the end: none, from the end; a page inside: what the whole list had there.
