@@ -10,6 +10,8 @@ selenium) on the shipped samples, and check the page against framedump's own NDJ
   * the sequence diagram has one arrow per message of the connection;
   * the plots show the known 20/50 ms latencies of game-latency.pcap;
   * the diff view shows the one known change of scenario-changed.pcap (Line 2 -> 3);
+  * a capture of 1,200 connections: the connection pane shows the total and asks for the
+    pages it scrolls to;
   * a page of another origin cannot open the live WebSocket;
   * the console holds no script error and nothing the Content-Security-Policy refused;
   * live on lo (as root): messages sent by a client on loopback appear in the page, and the
@@ -285,6 +287,39 @@ def long_value_export(binary):
     return f.name
 
 
+def check_many_connections(driver, binary):
+    """1,200 connections (scripts/gen_many_connections.py, in a temporary folder): the pane says
+    the total, draws a window of rows, and asks for the pages it scrolls to; the last
+    connection, once scrolled to, narrows the list to its two messages."""
+    import shutil, tempfile
+    d = tempfile.mkdtemp(prefix="framedump-browser-")
+    try:
+        capture = os.path.join(d, "many.pcap")
+        subprocess.run([sys.executable, os.path.join(ROOT, "scripts/gen_many_connections.py"), capture, "1200"],
+                       check=True, capture_output=True, timeout=TIMEOUT)
+        server = Server(binary, ["-r", capture])
+        try:
+            driver.get(server.url)
+            ready(driver)
+            total = driver.find_element(By.ID, "connection-count").text
+            rows = len(driver.find_elements(By.CSS_SELECTOR, "#connections tbody tr[data-conn]:not([data-conn=''])"))
+            expect(total == "(1,200)" and 0 < rows < 1200, f"many connections: the pane says {total} and draws {rows} rows")
+            pages = driver.execute_script("return [...window.framedump.connPages.keys()]")
+            expect(pages == [0], f"many connections: it asked for the first page only ({pages})")
+            driver.execute_script("const b = document.querySelector('#connections-pane .scroll'); b.scrollTop = b.scrollHeight")
+            wait(driver, "the last connection's row", lambda: driver.find_elements(By.CSS_SELECTOR, "#connections tbody tr[data-conn='1199']"))
+            pages = sorted(driver.execute_script("return [...window.framedump.connPages.keys()]"))
+            expect(5 in pages and len(pages) < 6, f"many connections: scrolled to the end, it asked for the last page ({pages})")
+            click_connection(driver, 1199)
+            wait(driver, "the connection's messages", lambda: list_count(driver).startswith("2 messages"))
+            expect(True, f"many connections: the last one's messages: {list_count(driver)!r}")
+            console_clean(driver)
+        finally:
+            server.stop()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def check_other_origin(driver, binary):
     """A page of another origin (another port on 127.0.0.1, as any site the user visits could
     be) opens the live WebSocket, which no CORS rule stops: the server refuses it."""
@@ -462,6 +497,12 @@ def main():
                 print("  FAILED:", type(e).__name__, str(e).splitlines()[0] if str(e) else "")
             finally:
                 server.stop()
+        print("many connections:")
+        try:
+            check_many_connections(driver, binary)
+        except Exception as e:
+            failures += 1
+            print("  FAILED:", type(e).__name__, str(e).splitlines()[0] if str(e) else "")
         print("a page of another origin:")
         try:
             check_other_origin(driver, binary)
@@ -478,7 +519,7 @@ def main():
                 print("  FAILED:", type(e).__name__, str(e).splitlines()[0] if str(e) else "")
     finally:
         driver.quit()
-    print(f"{len(runs) + 1 + (0 if a.no_live else 1) - failures} passed, {failures} failed")
+    print(f"{len(runs) + 2 + (0 if a.no_live else 1) - failures} passed, {failures} failed")
     sys.exit(1 if failures else 0)
 
 
