@@ -16,6 +16,8 @@ selenium) on the shipped samples, and check the page against framedump's own NDJ
     a mark a message;
   * the plots show the known 20/50 ms latencies of game-latency.pcap;
   * the diff view shows the one known change of scenario-changed.pcap (Line 2 -> 3);
+  * a capture of 1,200 connections: the connection pane shows the total and asks for the
+    pages it scrolls to;
   * a page of another origin cannot open the live WebSocket;
   * losses in plain sight: on a capture that lost segments, the top bar counts the gaps, and
     its click lists every loss as `framedump -Y event` does (`--large`: a 1M-message one);
@@ -124,7 +126,9 @@ def check_counts(driver, binary, name, extra):
     messages, conns = ndjson(binary, ["-r", sample(name), *extra])
     ready(driver)
     rows = driver.find_elements(By.CSS_SELECTOR, "#connections tbody tr[data-conn]:not([data-conn=''])")
-    expect(len(rows) == len(conns), f"{name}: {len(rows)} connections shown, NDJSON has {len(conns)}")
+    total = driver.find_element(By.ID, "connection-count").text
+    expect(len(rows) == len(conns) and total == f"({len(conns)})",
+           f"{name}: {len(rows)} connections shown of {total}, NDJSON has {len(conns)}")
     text = wait(driver, "the message count", lambda: list_count(driver) if list_count(driver) else None)
     shown = int(text.split()[0].replace(",", ""))
     losses = len(ndjson_losses(binary, ["-r", sample(name), *extra]))
@@ -280,9 +284,9 @@ def check_game(driver, binary, shots):
     wait(driver, "the list back", lambda: list_count(driver).startswith(f"{len(messages)} message"))
 
     # The sequence diagram of each connection: an arrow a message.
-    conns = driver.execute_script("return window.framedump.conns")
+    conns = driver.execute_script("return [...window.framedump.connPages.values()].flat()")
     for c in conns:
-        driver.find_element(By.CSS_SELECTOR, f"#connections tbody tr[data-conn='{c['index']}']").click()
+        click_connection(driver, c["index"])
         driver.find_element(By.CSS_SELECTOR, "nav button[data-view='sequence']").click()
         n = sum(1 for m in messages if m["conn"] == c["conn"])
         arrows = wait(driver, "the arrows", lambda: len(driver.find_elements(By.CSS_SELECTOR, "#sequence g.arrow")) == n and n)
@@ -515,6 +519,14 @@ def check_follow(driver, url, messages, size, shots):
     driver.find_element(By.CSS_SELECTOR, "#connections tbody tr[data-conn='']").click()
 
 
+def click_connection(driver, index):
+    """Clicks a connection's row, found again if the list redrew it meanwhile."""
+    def click():
+        driver.find_element(By.CSS_SELECTOR, f"#connections tbody tr[data-conn='{index}']").click()
+        return driver.execute_script("return window.framedump.conn") == index
+    wait(driver, f"connection {index} selected", click)
+
+
 def check_latency(driver, binary, shots):
     check_counts(driver, binary, "game-latency.pcap", [])
     driver.find_element(By.CSS_SELECTOR, "nav button[data-view='plots']").click()
@@ -579,6 +591,39 @@ def long_value_export(binary):
     f.close()
     atexit.register(os.unlink, f.name)
     return f.name
+
+
+def check_many_connections(driver, binary):
+    """1,200 connections (scripts/gen_many_connections.py, in a temporary folder): the pane says
+    the total, draws a window of rows, and asks for the pages it scrolls to; the last
+    connection, once scrolled to, narrows the list to its two messages."""
+    import shutil, tempfile
+    d = tempfile.mkdtemp(prefix="framedump-browser-")
+    try:
+        capture = os.path.join(d, "many.pcap")
+        subprocess.run([sys.executable, os.path.join(ROOT, "scripts/gen_many_connections.py"), capture, "1200"],
+                       check=True, capture_output=True, timeout=TIMEOUT)
+        server = Server(binary, ["-r", capture])
+        try:
+            driver.get(server.url)
+            ready(driver)
+            total = driver.find_element(By.ID, "connection-count").text
+            rows = len(driver.find_elements(By.CSS_SELECTOR, "#connections tbody tr[data-conn]:not([data-conn=''])"))
+            expect(total == "(1,200)" and 0 < rows < 1200, f"many connections: the pane says {total} and draws {rows} rows")
+            pages = driver.execute_script("return [...window.framedump.connPages.keys()]")
+            expect(pages == [0], f"many connections: it asked for the first page only ({pages})")
+            driver.execute_script("const b = document.querySelector('#connections-pane .scroll'); b.scrollTop = b.scrollHeight")
+            wait(driver, "the last connection's row", lambda: driver.find_elements(By.CSS_SELECTOR, "#connections tbody tr[data-conn='1199']"))
+            pages = sorted(driver.execute_script("return [...window.framedump.connPages.keys()]"))
+            expect(5 in pages and len(pages) < 6, f"many connections: scrolled to the end, it asked for the last page ({pages})")
+            click_connection(driver, 1199)
+            wait(driver, "the connection's messages", lambda: list_count(driver).startswith("2 messages"))
+            expect(True, f"many connections: the last one's messages: {list_count(driver)!r}")
+            console_clean(driver)
+        finally:
+            server.stop()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def check_other_origin(driver, binary):
@@ -773,6 +818,12 @@ def main():
                 print("  FAILED:", type(e).__name__, str(e).splitlines()[0] if str(e) else "")
             finally:
                 server.stop()
+        print("many connections:")
+        try:
+            check_many_connections(driver, binary)
+        except Exception as e:
+            failures += 1
+            print("  FAILED:", type(e).__name__, str(e).splitlines()[0] if str(e) else "")
         print("a page of another origin:")
         try:
             check_other_origin(driver, binary)
@@ -790,7 +841,7 @@ def main():
     finally:
         driver.quit()
         made.cleanup()
-    print(f"{len(runs) + 1 + (0 if a.no_live else 1) - failures} passed, {failures} failed")
+    print(f"{len(runs) + 2 + (0 if a.no_live else 1) - failures} passed, {failures} failed")
     sys.exit(1 if failures else 0)
 
 

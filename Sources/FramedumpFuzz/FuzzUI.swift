@@ -31,7 +31,7 @@ public enum FuzzUI {
         _ = indexer.waitForIndex()
         let views = Views(indexer: indexer)
         _ = views.rows(nil, from: 0, count: 1000)
-        _ = views.connections()
+        _ = views.connections(from: 0, count: Views.maxConnections)
         for n in indexer.index.range.prefix(2000) {
             guard let e = indexer.index.entry(n) else { preconditionFailure("message \(n) held but not found") }
             let stored = indexer.spill.read(offset: e.spillOffset, count: Int(e.treeLength))

@@ -11,8 +11,8 @@ struct UI: ParsableCommand {
         commandName: "ui",
         abstract: "Browse the decoded messages in a web page, from a capture file or live (see docs/ui.md).")
 
-    @Option(name: .customShort("r"), help: ArgumentHelp("Read packets from a pcap/pcapng file.", valueName: "file"))
-    var readFile: String?
+    @Option(name: .customShort("r"), help: ArgumentHelp("Read packets from a pcap/pcapng file. Repeatable; a folder or a quoted glob too: the files are merged in time order, as dump's -r.", valueName: "file"))
+    var readFiles: [String] = []
 
     @Option(name: .customShort("i"), help: ArgumentHelp("Capture live on an interface; messages stream into the page.", valueName: "iface"))
     var interface: String?
@@ -69,7 +69,7 @@ struct UI: ParsableCommand {
     var filter: [String] = []
 
     func validate() throws {
-        if (readFile == nil) == (interface == nil) {
+        if readFiles.isEmpty == (interface == nil) {
             throw ValidationError("Give -r FILE (a pcap/pcapng capture) or -i INTERFACE (live), one of them.")
         }
         if writeFile != nil && interface == nil { throw ValidationError("-w keeps a live capture's packets: it needs -i.") }
@@ -90,6 +90,7 @@ struct UI: ParsableCommand {
         options.reassembly.idleTimeoutSeconds = Int64(idleTimeout)
         options.tlsKeyLogs = tls.keyLogs
         let input: CaptureInput
+        var files: [String] = []
         if let iface = interface {
             var live: LiveOptions
             do { live = LiveOptions(interface: try PacketSource.interfaceName(iface)) } catch { fail(error) }
@@ -98,9 +99,16 @@ struct UI: ParsableCommand {
             live.immediate = true
             input = .live(live)
         } else {
-            input = .file(readFile!)
+            do { files = try CaptureFiles.expand(readFiles) } catch { fail(error) }
+            if files.contains("-") {
+                // Filters decode the capture again: standard input cannot be read twice.
+                FileHandleErr.write("framedump ui: -r -: filters read the capture again; give a file\n")
+                throw ExitCode(1)
+            }
+            input = .file(files[0])
         }
         var config = UIConfiguration(input: input, options: options)
+        config.files = files
         config.bpf = filter.isEmpty ? nil : filter.joined(separator: " ")
         config.writeFile = writeFile
         config.diffWith = diff

@@ -92,6 +92,7 @@ public final class MergedSource: PacketInput {
     }
 
     public func stop() { stopFlag.pointee = 1 }
+    public var stopped: Bool { stopFlag.pointee != 0 }
 
     /// Written as the first packet's capture (libpcap's pcap writer holds one link type).
     public func openDumper(_ path: String) throws(CaptureError) -> PacketDumper {

@@ -81,7 +81,13 @@ public final class UIServer: Sendable {
         case "/app.js": return asset(PackageResources.app_js, "text/javascript; charset=utf-8")
         case "/style.css": return asset(PackageResources.style_css, "text/css; charset=utf-8")
         case "/api/status": return json(views.status())
-        case "/api/connections": return json(views.connections())
+        case "/api/connections":
+            // (A count past a page's bound is cut to it: `Views.maxConnections`.)
+            guard let from = wholeNumber(h.query["from"], default: 0, max: Int.max),
+                  let count = wholeNumber(h.query["count"], default: 200, max: Int.max) else {
+                return error(400, "from= and count= take whole numbers from 0")
+            }
+            return json(views.connections(from: from, count: count))
         case "/api/messages":
             // (A number that is not one is refused: read as 0 it would answer rows not asked for.)
             guard let from = wholeNumber(h.query["from"], default: 0, max: Int.max) else { return error(400, "from= takes a number from 0") }

@@ -35,9 +35,11 @@ package struct Views {
         ])
     }
 
-    package func connections() -> String {
-        let all = index.allConnections
-        return JSONOut.array(all.enumerated().map { i, c in
+    /// Connections `from..<from+count` (at most `maxConnections`) and how many there are.
+    package func connections(from: Int, count: Int) -> String {
+        let (total, page) = index.connections(from: from, count: min(count, Self.maxConnections))
+        let lo = max(0, min(from, total))
+        return JSONOut.object([("total", String(total)), ("from", String(lo)), ("connections", JSONOut.array(page.map { i, c in
             JSONOut.object([
                 ("index", String(i)),
                 ("conn", JSONOut.quoted(c.key)),
@@ -56,8 +58,11 @@ package struct Views {
                 ("closed", c.closed.map(JSONOut.quoted) ?? "null"),
                 ("notes", JSONOut.array(c.notes.map(JSONOut.quoted))),
             ])
-        })
+        }))])
     }
+
+    /// The most connections one answer holds.
+    package static let maxConnections = 500
 
     /// The ordinals a list shows: all held messages, or one connection's, or a filter's (or both).
     func selection(connection: Int?, filter: [Int]?) -> [Int]? {

@@ -4,6 +4,10 @@ import FramedumpCore
 /// What `framedump ui` was asked to show.
 public struct UIConfiguration: Sendable {
     public var input: CaptureInput
+    /// The files `-r` names once its folders and globs are expanded (`CaptureFiles.expand`):
+    /// several are merged in time order into one run, as `framedump -r` merges them. Empty:
+    /// `input`'s one file.
+    public var files: [String] = []
     /// The dissectors, limits, keys: the same as a `framedump -r` run's.
     public var options: PipelineOptions
     /// A BPF filter (libpcap's), as for `framedump`.
@@ -15,6 +19,12 @@ public struct UIConfiguration: Sendable {
     public var ignore: [IgnorePattern] = []
     /// Live: messages held before the oldest are dropped from the page.
     public var keep = 1_000_000
+    /// Tests: a file indexed as a live capture is (the ring of `keep` messages, the spill's
+    /// and a temporary capture's segments), to check the ring with no interface.
+    package var ringOnFile = false
+    /// Live: the spill file and the temporary capture are rings of files of about this many
+    /// bytes, the oldest removed once the index holds none of its messages.
+    public var segmentBytes: UInt64 = 64 << 20
     public var count: UInt64?
 
     public init(input: CaptureInput, options: PipelineOptions) {
@@ -31,11 +41,11 @@ public final class CaptureIndexer: @unchecked Sendable {
     let filters = FilterResults()
     let sorts = SortedOrders()
     package let spill: Spill
-    /// The capture the index is made from: the file read, or the one live packets go to.
-    let capturePath: String
+    /// The capture the index is made from: the files read, or the one live packets go to.
+    private(set) var captureFiles: [String]
     let temporaryDirectory: String?
     private var pipeline: Pipeline?
-    private var source: PacketSource?
+    private var source: (any PacketInput)?
     private var sink: IndexSink?
     private var dumper: CaptureWriter?
     private let diffLock = NSLock()
@@ -49,14 +59,28 @@ public final class CaptureIndexer: @unchecked Sendable {
     private let runningLock = NSLock()
     /// The filter asked for last.
     private var latestFilter: String?
-    private var running: (text: String, source: PacketSource)?
+    private var running: (text: String, source: any PacketInput)?
     /// The filter decoding now, if one is (tests wait for it).
     package var runningFilter: String? { runningLock.lock(); defer { runningLock.unlock() }; return running?.text }
 
-    /// What the page calls the capture: the file as given, or the interface.
+    /// What the page calls the capture: the file as given (several: the first, the last and
+    /// how many), or the interface.
     var shownName: String {
         if case .live(let o) = configuration.input { return o.interface + (configuration.writeFile.map { " → " + $0 } ?? "") }
-        return capturePath
+        guard let first = captureFiles.first, let last = captureFiles.last, captureFiles.count > 1 else { return captureFiles.first ?? "" }
+        return captureFiles.count == 2 ? "\(first) + \(last)" : "\(first) … \(last) (\(captureFiles.count) files)"
+    }
+
+    /// Live: the temporary capture's files still held.
+    let segments: CaptureSegments
+
+    /// The capture read again (filters): the files merged, as the index read them; live, the
+    /// temporary capture's files still held, and the packets before the first of them.
+    func openCapture() throws -> (any PacketInput, packetsBefore: UInt64) {
+        if temporaryDirectory != nil, let held = segments.held, !held.isEmpty {
+            return (try MergedSource.open(held.map(\.path)), held[0].packetsBefore)
+        }
+        return (try MergedSource.open(captureFiles), 0)
     }
 
     public var isLive: Bool { if case .live = configuration.input { return true } else { return false } }
@@ -71,28 +95,55 @@ public final class CaptureIndexer: @unchecked Sendable {
         options.statistics = []
         let live: Bool
         if case .live = configuration.input { live = true } else { live = false }
-        index = MessageIndex(keep: live ? configuration.keep : Int.max / 2)
-        spill = try Spill()
+        let ring = live || configuration.ringOnFile
+        index = try MessageIndex(keep: ring ? configuration.keep : Int.max / 2)
+        let spill = try Spill(segmentBytes: ring ? configuration.segmentBytes : nil)
+        self.spill = spill
+        let segments = CaptureSegments()
+        self.segments = segments
         let sink = IndexSink(spill: spill, index: index, filters: filters, live: live)
         schemas = try Pipeline.loadSchemas(options)
         let pipeline = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: sink, schemas: schemas)
-        let source = try PacketSource(configuration.input)
-        if let f = configuration.bpf, !f.isEmpty { try source.setFilter(f) }
+        let source: any PacketInput
         switch configuration.input {
         case .file(let path):
-            capturePath = path
-            temporaryDirectory = nil
+            captureFiles = configuration.files.isEmpty ? [path] : configuration.files
+            source = try MergedSource.open(captureFiles)
         case .live:
-            if let w = configuration.writeFile {
+            source = try PacketSource(configuration.input)
+            captureFiles = [configuration.writeFile ?? ""]
+        }
+        if ring {
+            // Live, the packets are written as they come, for the filters to decode again: to
+            // `-w`'s file (the user's, one file as asked), or to a temporary capture in files
+            // of about `segmentBytes` (live.pcap, live.pcap1…, as tcpdump -C names them), each
+            // noted with the packets before it and removed with the spill's segments once the
+            // index holds none of their messages.
+            let capturePath: String
+            if live, let w = configuration.writeFile {
                 capturePath = w
                 temporaryDirectory = nil
             } else {
                 let dir = try Self.makeTemporaryDirectory()
                 temporaryDirectory = dir
                 capturePath = dir + "/live.pcap"
+                if live { captureFiles = [capturePath] }
             }
-            dumper = try CaptureWriter(path: capturePath) { p throws(CaptureError) in try source.openDumper(p) }
+            let rotation = temporaryDirectory == nil ? nil : Rotation(fileSize: configuration.segmentBytes)
+            dumper = try CaptureWriter(path: capturePath, rotation: rotation) { [unowned pipeline] p throws(CaptureError) in
+                let d = try source.openDumper(p)
+                segments.opened(p, packetsBefore: pipeline.capture.packets)
+                return d
+            }
+            let temporary = temporaryDirectory != nil
+            sink.dropped = { oldest in
+                spill.drop(before: oldest.spillOffset)
+                if temporary { segments.drop(before: UInt64(oldest.firstPacket)) }
+            }
+        } else {
+            temporaryDirectory = nil
         }
+        if let f = configuration.bpf, !f.isEmpty { try source.setFilter(f) }
         sink.packets = { [unowned pipeline] in pipeline.capture.packets }
         sink.limits = { [unowned pipeline] in pipeline.limitsHit }
         self.pipeline = pipeline
@@ -108,13 +159,14 @@ public final class CaptureIndexer: @unchecked Sendable {
     /// tcpdump's, it is readable).
     public var handOverPaths: [String] {
         guard isLive, let d = temporaryDirectory else { return [] }
-        return [d, capturePath]
+        return [d] + captureFiles
     }
 
     /// Live: the temporary pcap and its folder (not `-w`'s file). Called when the server
     /// stops: the process may end before this object is released.
     public func removeTemporaryFiles() {
         if let d = temporaryDirectory {
+            segments.removeAll()
             unlink(d + "/live.pcap")
             rmdir(d)
         }
@@ -152,7 +204,7 @@ public final class CaptureIndexer: @unchecked Sendable {
             dumper?.flush()
             sink.handOver(last: true)
             let summary = OutputBuffer(fd: nil)
-            pipeline.printSummary(live: source.statistics(), to: summary)
+            pipeline.printSummary(live: (source as? PacketSource)?.statistics(), to: summary)
             index.finish(state: .done, readError: failure, summary: summary.text)
         }
         thread.stackSize = 8 << 20
@@ -160,7 +212,7 @@ public final class CaptureIndexer: @unchecked Sendable {
         stopper = Unchecked(source)
     }
 
-    private var stopper: Unchecked<PacketSource>?
+    private var stopper: Unchecked<any PacketInput>?
 
     /// Waits until the capture is read (a file) and says what the index holds, as
     /// `/api/status` does.
@@ -193,9 +245,9 @@ public final class CaptureIndexer: @unchecked Sendable {
         if isLive {
             below = filters.startLive(text, FilterEvaluator(expr))
         }
-        let collector = FilterMatchSink(FilterEvaluator(expr), below: below)
+        let (source, packetsBefore) = try openCapture()
+        let collector = FilterMatchSink(FilterEvaluator(expr), below: below, packetsBefore: packetsBefore)
         let again = try Pipeline(options: options, output: OutputBuffer(fd: nil), messageSink: collector, schemas: schemas)
-        let source = try PacketSource(.file(capturePath))
         if let f = configuration.bpf, !f.isEmpty { try source.setFilter(f) }
         runningLock.lock()
         let superseded = latestFilter != text
@@ -206,7 +258,7 @@ public final class CaptureIndexer: @unchecked Sendable {
         again.finish()
         runningLock.lock()
         running = nil
-        let stopped = source.stopped
+        let stopped = (source as? PacketSource)?.stopped ?? (source as? MergedSource)?.stopped ?? false
         runningLock.unlock()
         if stopped { throw FilterSuperseded() }
         // A pattern that gave up on messages: refused as a bad filter is (the page keeps its list).
@@ -216,8 +268,11 @@ public final class CaptureIndexer: @unchecked Sendable {
             let at = text.range(of: written).map { text.distance(from: text.startIndex, to: $0.lowerBound) + 1 } ?? 1
             throw FilterError(column: at, message: g.explanation, filter: text)
         }
-        filters.store(text, collector.matches)
-        return filters.cached(text) ?? collector.matches
+        // Re-decoded from a later file, the run's messages are found in the index by their
+        // packet, connection, direction and length (what it decoded otherwise is left out).
+        let matches = packetsBefore == 0 ? collector.matches : index.ordinals(found: collector.found, below: below)
+        filters.store(text, matches)
+        return filters.cached(text) ?? matches
     }
 
     /// The diff view: this capture against `--diff`'s, as `framedump diff --json` reports it
@@ -227,9 +282,9 @@ public final class CaptureIndexer: @unchecked Sendable {
         if let d = diffText { return d }
         guard let other = configuration.diffWith else { throw UIError("no second capture: start with --diff CAPTURE") }
         let differ = CaptureDiff(options: configuration.options, ignore: configuration.ignore)
-        let r = try differ.run(DiffInput.at(capturePath), DiffInput.at(other))
+        let r = try differ.run(DiffInput.at(captureFiles), DiffInput.at(other))
         let lines = DiffReport.json(r).split(separator: "\n").joined(separator: ",")
-        let text = "{\"old\":\(JSONOut.quoted(capturePath)),\"new\":\(JSONOut.quoted(other)),"
+        let text = "{\"old\":\(JSONOut.quoted(shownName)),\"new\":\(JSONOut.quoted(other)),"
             + "\"summary\":\(JSONOut.quoted(DiffReport.summaryLine(r))),\"differences\":[\(lines)]}"
         diffText = text
         return text

@@ -64,31 +64,73 @@ final class FilterResults: @unchecked Sendable {
     }
 }
 
+/// A message a filter's run selected, by what finds it in the index when the run did not
+/// start at the capture's first packet (live, once older files of the capture were dropped).
+struct FoundMessage {
+    /// Its last packet's number in the whole capture.
+    var packet: UInt64
+    /// How many messages ended in that packet after it (counted from the packet's end: the
+    /// index may hold a packet's last messages only).
+    var after: Int = 0
+    var key: String
+    var direction: UInt8
+    var length: UInt32
+}
+
 /// Collects the ordinals of the messages and losses a filter selects, in a run of its own:
 /// numbered as `IndexSink` numbers its rows (a message, or a loss: each malformed stretch, gap,
 /// conflict, notice, layer event with problems, and eviction).
 final class FilterMatchSink: MessageSink {
     let evaluator: FilterEvaluator
     let below: Int
+    /// Packets of the capture before the first this run reads (0: it reads from the first,
+    /// and a message's ordinal is its place in the run).
+    let packetsBefore: UInt64
     var next = 0
     var matches: [Int] = []
+    var found: [FoundMessage] = []
+    /// The packet messages last ended in, and the found ones and messages of it so far.
+    private var packet: UInt64 = 0
+    private var inPacket: (found: Int, messages: Int) = (0, 0)
 
-    init(_ e: FilterEvaluator, below: Int) {
+    init(_ e: FilterEvaluator, below: Int, packetsBefore: UInt64 = 0) {
         evaluator = e
         self.below = below
+        self.packetsBefore = packetsBefore
     }
 
     func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
         let o = next
         next += 1
+        if packetsBefore > 0, let f = m.frame {
+            let at = packetsBefore + f.lastPacket.number
+            if at != packet { endPacket(); packet = at }
+            inPacket.messages += 1
+            guard evaluator.matches(m, c, p) else { return }
+            found.append(FoundMessage(packet: at, after: inPacket.messages, key: c.client.text + "-" + c.server.text,
+                                      direction: UInt8(m.direction.rawValue), length: UInt32(clamping: f.bytes.count)))
+            inPacket.found += 1
+            return
+        }
         if o < below, evaluator.matches(m, c, p) { matches.append(o) }
     }
 
     func loss(_ e: LossEvent, _ c: Connection) {
+        // (A run from a later file finds messages only: see `MessageIndex.ordinals(found:)`.)
+        guard packetsBefore == 0 else { return }
         let o = next
         next += 1
         if o < below, evaluator.matches(event: e, c) { matches.append(o) }
     }
+
+    /// The found messages of the packet just ended: `after` was their place in it, now the
+    /// number of its messages after them.
+    private func endPacket() {
+        for k in (found.count - inPacket.found)..<found.count { found[k].after = inPacket.messages - found[k].after }
+        inPacket = (0, 0)
+    }
+
+    func finish() { endPacket() }
 
     func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {}
     func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
@@ -111,5 +153,4 @@ final class FilterMatchSink: MessageSink {
     func closed(_ c: Connection, _ p: ProtocolRuntime?, reason: CloseReason, packet: PacketRef) {
         if let l = LossEvent.limit(reason) { loss(l, c) }
     }
-    func finish() {}
 }

@@ -5,7 +5,9 @@ import FramedumpCore
 /// page says what `framedump -r` says, with the printer's table of its lines: fields, byte
 /// ranges, notes, warnings) and bytes go to the spill file, a 64-byte entry to the index, and
 /// the connection's counts and problems to its record. Entries are handed over in
-/// batches (one at a time live, so messages show as they come).
+/// batches (one at a time live, so messages show as they come). The index owns the
+/// connections' records: a batch works on copies of those it changes (`changed`), handed back
+/// with its entries.
 final class IndexSink: MessageSink {
     let spill: Spill
     let printer: TreePrinter
@@ -18,6 +20,10 @@ final class IndexSink: MessageSink {
     /// The bounds the run has hit, read at most once a second (live) and at the end.
     var limits: () -> [LimitHit] = { [] }
     var limitsAt: UInt64 = 0
+    /// Live: told the oldest message the index holds once older ones were dropped (the spill's
+    /// and the capture's segments before it go).
+    var dropped: ((IndexEntry) -> Void)?
+    private var droppedBefore = 0
 
     var pending: [IndexEntry] = []
     var pendingPairs: [(UInt32, UInt32)] = []
@@ -26,8 +32,11 @@ final class IndexSink: MessageSink {
     var newNames: [String] = []
     var next = 0
 
-    var records: [ConnectionRecord] = []
-    var byNumber: [UInt64: Int] = [:]
+    /// How many records there are (the next one's index).
+    var recordCount = 0
+    /// Each connection's record index by its number (numbers count up from 1 in order of
+    /// appearance): 4 bytes a connection, `UInt32.max` for one with no record.
+    var byNumber = ChunkedArray<UInt32>()
     /// Requests waiting for their response: per connection, the page's number of each by its
     /// number in its connection (the session pairs them; this finds the request's row).
     var waiting: [Int: [UInt64: UInt32]] = [:]
@@ -49,7 +58,7 @@ final class IndexSink: MessageSink {
     }
 
     func record(_ c: Connection, _ p: ProtocolRuntime?) -> Int {
-        if let i = byNumber[c.number] {
+        if let i = recordIndex(c.number) {
             // Opened before its protocol was known (a WebSocket on any port, known by its
             // handshake): named by its first message or event that knows it.
             if let p, !unnamed.isEmpty, unnamed.remove(i) != nil {
@@ -60,16 +69,24 @@ final class IndexSink: MessageSink {
             }
             return i
         }
-        if p == nil { unnamed.insert(records.count) }
-        let i = records.count
+        let i = recordCount
+        recordCount += 1
+        if p == nil { unnamed.insert(i) }
         let ts = c.firstPacket.ts
-        records.append(ConnectionRecord(
-            number: c.number, key: c.client.text + "-" + c.server.text, client: c.client.text, server: c.server.text,
+        changed[i] = ConnectionRecord(
+            number: c.number, client: c.client.text, server: c.server.text,
             protocolName: p?.schema.name ?? (c.udp ? "udp" : "tcp"), udp: c.udp, midStream: !c.rolesFromSYN && !c.udp,
-            first: Self.seconds(ts), last: Self.seconds(ts)))
-        byNumber[c.number] = i
-        changed[i] = records[i]
+            first: Self.seconds(ts), last: Self.seconds(ts))
+        let n = Int(clamping: c.number)
+        while byNumber.count <= n { byNumber.append(UInt32.max) }
+        byNumber[n] = UInt32(truncatingIfNeeded: i)
         return i
+    }
+
+    func recordIndex(_ number: UInt64) -> Int? {
+        guard number < UInt64(byNumber.count) else { return nil }
+        let i = byNumber[Int(number)]
+        return i == UInt32.max ? nil : Int(i)
     }
 
     /// Records opened with no protocol yet ("tcp", "udp").
@@ -77,9 +94,11 @@ final class IndexSink: MessageSink {
 
     static func seconds(_ t: Timestamp) -> Double { Double(t.seconds) + Double(t.nanos) / 1e9 }
 
+    /// Changes a record: this batch's copy, taken from the index the first time the batch touches it.
     func update(_ i: Int, _ body: (inout ConnectionRecord) -> Void) {
-        body(&records[i])
-        changed[i] = records[i]
+        guard var r = changed[i] ?? index.connection(i) else { return }
+        body(&r)
+        changed[i] = r
     }
 
     func note(_ i: Int, _ text: String) {
@@ -105,6 +124,8 @@ final class IndexSink: MessageSink {
 
     func opened(_ c: Connection, _ p: ProtocolRuntime?, packet: PacketRef) {
         _ = record(c, p)
+        // Connections that carry no message yet still reach the index in bounded batches.
+        if changed.count >= max(batch, 1024) { handOver() }
     }
 
     func message(_ m: DecodedMessage, _ c: Connection, _ p: ProtocolRuntime) {
@@ -112,6 +133,7 @@ final class IndexSink: MessageSink {
         let f = m.frame!
         let ordinal = next
         next += 1
+        spill.startSegmentIfFull()
         let start = spill.position
         printer.message(m, c, p)
         printer.lines?.write(to: spill.out)
@@ -169,6 +191,10 @@ final class IndexSink: MessageSink {
         pendingPairs.removeAll()
         changed.removeAll()
         newNames.removeAll()
+        if let dropped, index.range.lowerBound != droppedBefore, let oldest = index.entry(index.range.lowerBound) {
+            droppedBefore = index.range.lowerBound
+            dropped(oldest)
+        }
     }
 
     func malformed(_ c: Connection, _ p: ProtocolRuntime, _ d: Direction, offset: UInt64, length: UInt64,
@@ -250,6 +276,7 @@ final class IndexSink: MessageSink {
         let i = record(c, p)
         let t = Self.seconds(packet.ts)
         waiting[i] = nil   // (its requests never answered stay unanswered)
+        unnamed.remove(i)
         update(i) { r in
             r.closed = reason.rawValue
             r.last = max(r.last, t)
@@ -262,8 +289,8 @@ final class IndexSink: MessageSink {
     func layerEvent(_ e: any LayerEvent, _ c: Connection, _ p: ProtocolRuntime, _ d: Direction, packet: PacketRef) {
         let i = record(c, p)
         for problem in e.problems { note(i, problem.layer + ": " + problem.text) }
-        if let below = e.belowProtocol, !records[i].protocolName.contains(" in ") {
-            update(i) { $0.protocolName += " in " + below }
+        if let below = e.belowProtocol {
+            update(i) { r in if !r.protocolName.contains(" in ") { r.protocolName += " in " + below } }
         }
         if let loss = LossEvent.layer(e, d) {
             lossRow(loss, c, p, packet: packet) { $0.layerEvent(e, c, p, d, packet: packet) }

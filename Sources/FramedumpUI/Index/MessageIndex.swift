@@ -2,22 +2,24 @@ import Foundation
 import FramedumpCore
 
 /// One message of the list: where its rendering is in the spill file, and what the list and
-/// the plots show without reading it. 64 bytes, so a million messages take 64 MB.
+/// the plots show without reading it. 56 bytes, so a million messages take 56 MB.
 package struct IndexEntry: Sendable {
-    /// The message's tree (its text, then the table of its lines: `TreeLineTable`), then its
-    /// frame bytes, then (when transforms ran) the bytes its fields count in.
-    package var spillOffset: UInt64
+    /// Where the message's tree is in the spill (its text, then the table of its lines:
+    /// `TreeLineTable`; then its frame bytes, then, when transforms ran, the bytes its fields
+    /// count in), below bit 56; `flags` and the direction in the byte above.
+    private var place: UInt64
+    /// Nanoseconds since 1970 (the years 1678 to 2262; a time outside is `timeUnknown`).
+    private var nanoseconds: Int64
+    /// The message id (meaningful when `hasID`).
+    var id: UInt64
+    // (The 8-byte fields first, then the 4-byte ones: no padding between.)
     package var treeLength: UInt32
     package var frameLength: UInt32
     package var transformedLength: UInt32
-    var nanos: UInt32
-    var seconds: Int64
     /// The packets that carried it, first and last (numbered from 1, as NDJSON's `pkts`;
     /// clamped past 2³²).
     var firstPacket: UInt32
     var lastPacket: UInt32
-    /// The message id (meaningful when `hasID`).
-    var id: UInt64
     /// Index into `MessageIndex.connections`.
     var connection: UInt32
     /// Index into `MessageIndex.names`.
@@ -25,8 +27,42 @@ package struct IndexEntry: Sendable {
     /// The ordinal of the request this answers, or of the response that answered it
     /// (`pair_by`); `noPair` when there is none.
     var pair: UInt32
-    var direction: UInt8
-    var flags: UInt8
+
+    init(spillOffset: UInt64, treeLength: UInt32, frameLength: UInt32, transformedLength: UInt32, nanos: UInt32,
+         seconds: Int64, firstPacket: UInt32, lastPacket: UInt32, id: UInt64, connection: UInt32, name: UInt32,
+         pair: UInt32, direction: UInt8, flags: UInt8) {
+        place = min(spillOffset, Self.offsetMask)
+        self.treeLength = treeLength
+        self.frameLength = frameLength
+        self.transformedLength = transformedLength
+        let (s, over) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (t, over2) = s.addingReportingOverflow(Int64(nanos))
+        nanoseconds = over || over2 ? 0 : t
+        self.firstPacket = firstPacket
+        self.lastPacket = lastPacket
+        self.id = id
+        self.connection = connection
+        self.name = name
+        self.pair = pair
+        self.direction = direction
+        self.flags = flags | (over || over2 ? Self.timeUnknown : 0)
+    }
+
+    private static let offsetMask: UInt64 = 1 << 56 - 1
+
+    package var spillOffset: UInt64 { place & Self.offsetMask }
+
+    /// `hasID`, `hasWarnings`, `signedID`, `pairID`, `isLoss`, `isCut`, `timeUnknown` (7 bits).
+    var flags: UInt8 {
+        get { UInt8(truncatingIfNeeded: place >> 56) & 0x7f }
+        set { place = place & (Self.offsetMask | 1 << 63) | UInt64(newValue & 0x7f) << 56 }
+    }
+
+    /// 0 client to server, 1 server to client.
+    var direction: UInt8 {
+        get { UInt8(truncatingIfNeeded: place >> 63) }
+        set { place = place & ~(1 << 63) | UInt64(newValue & 1) << 63 }
+    }
 
     static let noPair = UInt32.max
     static let hasID: UInt8 = 1
@@ -44,6 +80,8 @@ package struct IndexEntry: Sendable {
     static let isCut: UInt8 = 32
 
     var isLossRow: Bool { flags & Self.isLoss != 0 }
+    /// Its packet's time is beyond what `nanoseconds` holds: shown as none (null).
+    static let timeUnknown: UInt8 = 0x40
 
     /// The id as NDJSON writes it, or "null".
     var idText: String {
@@ -52,14 +90,16 @@ package struct IndexEntry: Sendable {
         return flags & Self.signedID != 0 ? String(Int64(bitPattern: id)) : String(id)
     }
 
-    var time: Double { Double(seconds) + Double(nanos) / 1e9 }
+    var time: Double {
+        if flags & Self.timeUnknown != 0 { return .nan }
+        let (seconds, nanos) = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        return nanos < 0 ? Double(seconds - 1) + Double(nanos + 1_000_000_000) / 1e9 : Double(seconds) + Double(nanos) / 1e9
+    }
 }
 
 /// What the connection view says about one connection.
 struct ConnectionRecord: Sendable {
     var number: UInt64
-    /// `client-server`, as NDJSON's `conn` writes it.
-    var key: String
     var client: String
     var server: String
     var protocolName: String
@@ -77,6 +117,9 @@ struct ConnectionRecord: Sendable {
     var notes: [String] = []
 
     static let maxNotes = 16
+
+    /// `client-server`, as NDJSON's `conn` writes it.
+    var key: String { client + "-" + server }
 }
 
 /// The index of a capture's messages (and its losses, as rows among them), shared by the thread that decodes and the server's
@@ -90,9 +133,7 @@ package final class MessageIndex: @unchecked Sendable {
     /// Ordinal of the first entry of `chunks[0]` (chunks dropped so far × chunk size).
     private var base = 0
     private var total = 0
-    private var connections: [ConnectionRecord] = []
-    /// The message ordinals of each connection, in order.
-    private var perConnection: [[UInt32]] = []
+    private let connections: ConnectionStore
     private var names: [String] = []
     /// Ring size for live captures: whole chunks beyond it are dropped, oldest first.
     let keep: Int
@@ -110,7 +151,10 @@ package final class MessageIndex: @unchecked Sendable {
 
     enum State: String, Sendable { case indexing, done, live }
 
-    init(keep: Int) { self.keep = max(keep, Self.chunkSize) }
+    init(keep: Int) throws {
+        self.keep = max(keep, Self.chunkSize)
+        connections = try ConnectionStore()
+    }
 
     func locked<R>(_ body: () throws -> R) rethrows -> R {
         lock.lock()
@@ -132,15 +176,10 @@ package final class MessageIndex: @unchecked Sendable {
                     chunks.append(c)
                 }
                 chunks[chunks.count - 1].append(e)
-                while perConnection.count <= Int(e.connection) { perConnection.append([]) }
-                perConnection[Int(e.connection)].append(UInt32(truncatingIfNeeded: total))
                 total += 1
             }
             for (request, response) in pairs { setPair(Int(request), response) }
-            for (i, c) in changed {
-                while connections.count <= i { connections.append(c) }
-                connections[i] = c
-            }
+            connections.put(changed)
             names.append(contentsOf: newNames)
             self.packets = packets
             // The ring: whole chunks go once more than `keep` messages are held.
@@ -237,25 +276,80 @@ package final class MessageIndex: @unchecked Sendable {
     func name(_ i: UInt32) -> String { locked { Int(i) < names.count ? names[Int(i)] : "?" } }
     var allNames: [String] { locked { names } }
 
-    func connection(_ i: Int) -> ConnectionRecord? { locked { i >= 0 && i < connections.count ? connections[i] : nil } }
-    var allConnections: [ConnectionRecord] { locked { connections } }
+    func connection(_ i: Int) -> ConnectionRecord? { locked { connections.get(i) } }
     package var connectionCount: Int { locked { connections.count } }
+
+    /// The connections `from..<from+count` (within those there are) and how many there are.
+    func connections(from: Int, count: Int) -> (total: Int, records: [(Int, ConnectionRecord)]) {
+        locked {
+            let total = connections.count
+            let lo = max(0, min(from, total)), hi = min(total, lo + max(0, count))
+            return (total, (lo..<hi).compactMap { i in connections.get(i).map { (i, $0) } })
+        }
+    }
 
     /// Index of the connection whose key (`client-server`) or number is `text`.
     func connectionIndex(_ text: String) -> Int? {
         locked {
-            if let n = Int(text), n >= 0, n < connections.count { return n }
-            return connections.firstIndex { $0.key == text }
+            if let n = Int(text) { return n >= 0 && n < connections.count ? n : nil }
+            return connections.find(key: text)
         }
     }
 
-    /// The ordinals of one connection that are still held.
+    /// The held ordinals (below `below`) of messages a filter's run found by packet: the held
+    /// message that ended in the same packet with as many messages after it in that packet, if
+    /// it is of the same connection, direction and length. A message the run decoded otherwise
+    /// (a connection it picked up mid-stream) has none and is left out.
+    func ordinals(found: [FoundMessage], below: Int) -> [Int] {
+        var byPlace: [UInt64: [Int]] = [:]
+        for (k, f) in found.enumerated() { byPlace[f.packet, default: []].append(k) }
+        return locked {
+            var keys: [UInt32: String] = [:]
+            var out: [Int] = []
+            // The held messages ending in one packet, in order (a run of entries).
+            var run: [(Int, IndexEntry)] = []
+            func endRun() {
+                defer { run.removeAll(keepingCapacity: true) }
+                guard let first = run.first, let candidates = byPlace[UInt64(first.1.lastPacket)] else { return }
+                for (at, (o, e)) in run.enumerated() where o < below {
+                    let after = run.count - 1 - at
+                    guard let k = candidates.first(where: { found[$0].after == after }),
+                          found[k].direction == e.direction, found[k].length == e.frameLength else { continue }
+                    if keys[e.connection] == nil { keys[e.connection] = connections.get(Int(e.connection))?.key ?? "" }
+                    if keys[e.connection] == found[k].key { out.append(o) }
+                }
+            }
+            var o = base
+            for chunk in chunks {
+                for e in chunk {
+                    // (Losses are not found this way: a run from a later file starts mid-stream
+                    // and has losses of its own. Messages are counted without them.)
+                    if e.isLossRow { o += 1; continue }
+                    if let last = run.last, last.1.lastPacket != e.lastPacket { endRun() }
+                    run.append((o, e))
+                    o += 1
+                }
+            }
+            endRun()
+            return out.sorted()
+        }
+    }
+
+    /// The ordinals of one connection that are still held: a pass over the held entries (as
+    /// the plots make), so a connection costs no list of its own.
     func ordinals(ofConnection i: Int) -> [Int] {
         locked {
             guard i >= 0, i < connections.count else { return [] }
-            let b = base
-            guard i < perConnection.count else { return [] }
-            return perConnection[i].lazy.map(Int.init).filter { $0 >= b }
+            let c = UInt32(truncatingIfNeeded: i)
+            var out: [Int] = []
+            var o = base
+            for chunk in chunks {
+                for e in chunk {
+                    if e.connection == c { out.append(o) }
+                    o += 1
+                }
+            }
+            return out
         }
     }
 }

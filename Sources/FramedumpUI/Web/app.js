@@ -2,11 +2,11 @@
 // (pages of 200), so a capture of a million messages scrolls without loading them all.
 "use strict";
 
-const ROW = 20, PAGE = 200, MAX_SPACER = 30_000_000;
+const ROW = 20, PAGE = 200, MAX_SPACER = 30_000_000, CONN_PAGE = 200;
 const token = new URLSearchParams(location.search).get("token");
 const $ = (id) => document.getElementById(id);
 const state = {
-  status: null, conns: [], conn: null, filter: "", trying: "", total: 0, pages: new Map(),
+  status: null, connTotal: 0, connPages: new Map(), connOld: new Map(), connGen: 0, connRow: 0, conn: null, filter: "", trying: "", total: 0, pages: new Map(),
   selected: null, message: null, view: "messages", seqFrom: 0, diffLoaded: false, loading: new Set(),
   sort: "n", desc: false, before: new Map(), first: null, timeFormat: "absolute", rules: [], colours: new Map(),
 };
@@ -88,27 +88,81 @@ function showLosses(s) {
 
 $("losses").addEventListener("click", () => { $("filter").value = "event"; $("filter-form").requestSubmit(); });
 
+// The connections are a virtual list too: pages of CONN_PAGE asked for as they come into view
+// (a capture of a million connections would be hundreds of megabytes of JSON at once).
+// Counts change during a run: the pages are asked again, the old ones shown meanwhile.
 async function refreshConnections() {
-  state.conns = await api("/api/connections");
-  $("connection-count").textContent = `(${state.conns.length})`;
-  const body = $("connections").tBodies[0];
-  body.replaceChildren(el("tr", { class: state.conn === null ? "sel" : "", "data-conn": "", onclick: () => selectConnection(null) },
-    el("td", {}, "all"), el("td", { colspan: 6 }, "every connection")));
-  for (const c of state.conns) {
-    const problems = [];
-    if (c.gaps) problems.push(`${c.gaps} gap${c.gaps > 1 ? "s" : ""}`);
-    if (c.malformed) problems.push(`${c.malformed} malformed`);
-    if (c.warnings) problems.push(`${c.warnings} warned`);
-    if (c.midstream) problems.push("no SYN");
-    if (c.protocol.includes("not decrypted")) problems.push("not decrypted");
-    const notes = c.notes.join("\n");
-    body.append(el("tr", { class: state.conn === c.index ? "sel" : "", "data-conn": c.index, title: notes, onclick: () => selectConnection(c.index) },
-      el("td", {}, c.index), protocolCell(c.protocol), two(c.client, "→ " + c.server),
-      el("td", {}, `${c.messages[0]} / ${c.messages[1]}`), two(fmtBytes(c.bytes[0]), fmtBytes(c.bytes[1])),
-      el("td", {}, fmtMs(c.duration * 1000)),
-      el("td", { class: problems.length || notes ? "problem two" : "" },
-        ...problems.map((p) => el("div", {}, p)), ...(notes ? [el("div", {}, `${c.notes.length} note${c.notes.length > 1 ? "s" : ""}`)] : []))));
+  state.connGen++;
+  state.connOld = state.connPages;
+  state.connPages = new Map();
+  await loadConnPage(0);
+  renderConnections();
+}
+
+async function loadConnPage(p) {
+  const gen = state.connGen;
+  if (state.connPages.has(p) || state.loading.has(`c${gen}:${p}`)) return;
+  state.loading.add(`c${gen}:${p}`);
+  try {
+    const r = await api("/api/connections", { from: p * CONN_PAGE, count: CONN_PAGE });
+    if (gen !== state.connGen) return;
+    state.connTotal = r.total;
+    state.connPages.set(p, r.connections);
+    state.connVersion = (state.connVersion || 0) + 1;
+  } finally {
+    state.loading.delete(`c${gen}:${p}`);
   }
+}
+
+function renderConnections() {
+  const box = $("connections-pane").querySelector(".scroll"), total = state.connTotal, RH = state.connRow || 22;
+  $("connection-count").textContent = `(${total.toLocaleString()})`;
+  const scale = total * RH > MAX_SPACER ? MAX_SPACER / (total * RH) : 1;
+  const top = Math.max(0, box.scrollTop - RH);  // below the "all" row
+  const first = Math.max(0, Math.floor(top / scale / RH) - 5);
+  const last = Math.min(total, first + Math.ceil(box.clientHeight / RH) + 10);
+  const missing = [];
+  for (let p = Math.floor(first / CONN_PAGE); p * CONN_PAGE < last; p++) if (!state.connPages.has(p)) missing.push(p);
+  if (missing.length) Promise.all(missing.map(loadConnPage)).then(renderConnections);
+  const before = scale === 1 ? first * RH : Math.max(0, top - (top / scale / RH - first) * RH);
+  // Drawn again only when what it shows changed (a row replaced under the pointer loses its click).
+  const shownKey = [first, last, total, before, state.connVersion, RH].join();
+  if (shownKey === state.connShown) return;
+  state.connShown = shownKey;
+  const spacer = (h) => el("tr", { class: "spacer" }, el("td", { colspan: 7, style: `height:${h}px;padding:0;border:0` }));
+  const rows = [el("tr", { class: state.conn === null ? "sel" : "", "data-conn": "", onclick: () => selectConnection(null) },
+    el("td", {}, "all"), el("td", { colspan: 6 }, "every connection")), spacer(before)];
+  for (let i = first; i < last; i++) {
+    const p = Math.floor(i / CONN_PAGE);
+    const c = (state.connPages.get(p) ?? state.connOld.get(p) ?? [])[i % CONN_PAGE];
+    rows.push(c ? connectionRow(c) : el("tr", { class: "pending" }, el("td", {}, i), el("td", { colspan: 6 }, "…")));
+  }
+  rows.push(spacer(Math.max(0, Math.ceil(total * RH * scale) - before - (last - first) * RH)));
+  $("connections").tBodies[0].replaceChildren(...rows);
+  // Rows are one line each: their height, measured once, places the window.
+  const shown = rows[2];
+  if (!state.connRow && last > first && shown.getBoundingClientRect().height > 0) {
+    state.connRow = shown.getBoundingClientRect().height;
+    renderConnections();
+  }
+}
+$("connections-pane").querySelector(".scroll").addEventListener("scroll", () => requestAnimationFrame(renderConnections));
+
+function connectionRow(c) {
+  const problems = [];
+  if (c.gaps) problems.push(`${c.gaps} gap${c.gaps > 1 ? "s" : ""}`);
+  if (c.malformed) problems.push(`${c.malformed} malformed`);
+  if (c.warnings) problems.push(`${c.warnings} warned`);
+  if (c.midstream) problems.push("no SYN");
+  if (c.protocol.includes("not decrypted")) problems.push("not decrypted");
+  const notes = c.notes.join("\n");
+  // Two lines a row, every row (the virtual list places rows by one measured height).
+  return el("tr", { class: state.conn === c.index ? "sel" : "", "data-conn": c.index, title: notes, onclick: () => selectConnection(c.index) },
+    el("td", {}, c.index), protocolCell(c.protocol), two(c.client, "→ " + c.server),
+    el("td", {}, `${c.messages[0]} / ${c.messages[1]}`), two(fmtBytes(c.bytes[0]), fmtBytes(c.bytes[1])),
+    el("td", {}, fmtMs(c.duration * 1000)),
+    el("td", { class: problems.length || notes ? "problem two" : "" },
+      el("div", {}, problems.join(", ")), el("div", {}, notes ? `${c.notes.length} note${c.notes.length > 1 ? "s" : ""}` : "")));
 }
 
 // A cell of two lines (client over server, c→s over s→c): the table stays narrow, nothing cut.
@@ -291,7 +345,7 @@ function selectByte(x) {
 // ---- sequence diagram ----
 
 async function loadSequence(fresh) {
-  const c = state.conn ?? (state.conns.length ? state.conns[0].index : null);
+  const c = state.conn ?? (state.connTotal ? 0 : null);
   const box = $("sequence");
   if (c === null) { $("sequence-head").textContent = "No connection."; box.replaceChildren(); return; }
   if (fresh) { state.seqFrom = 0; box.replaceChildren(); state.seqRows = 0; }
@@ -725,7 +779,7 @@ async function ruleMatches(rule, ns) {
 // ---- follow stream: a connection's messages' bytes in order, each message's start marked ----
 
 async function loadFollow(fresh) {
-  const c = state.conn ?? (state.conns.length ? state.conns[0].index : null);
+  const c = state.conn ?? (state.connTotal ? 0 : null);
   const box = $("follow");
   if (c === null) { $("follow-head").textContent = "No connection."; box.replaceChildren(); return; }
   if (fresh) { state.followFrom = 0; box.replaceChildren(); }

@@ -42,6 +42,17 @@ final class UITests: XCTestCase {
         try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], text)
     }
 
+    /// Every connection, page after page.
+    func connections(_ v: Views) throws -> [[String: Any]] {
+        var all: [[String: Any]] = []
+        while true {
+            let page = try json(v.connections(from: all.count, count: Views.maxConnections))
+            let rows = try XCTUnwrap(page["connections"] as? [[String: Any]])
+            all += rows
+            if rows.isEmpty || all.count >= page["total"] as! Int { return all }
+        }
+    }
+
     func ndjsonMessages(_ sample: String, keys: [String] = [], filter: String? = nil) throws -> [[String: Any]] {
         try ndjsonLines(sample, keys: keys, filter: filter).filter { $0["type"] == nil }
     }
@@ -97,7 +108,7 @@ final class UITests: XCTestCase {
             let rows = try json(views.rows(nil, from: 0, count: 1000))
             XCTAssertEqual(rows["total"] as? Int, want.count, name)
             let got = try XCTUnwrap(rows["rows"] as? [[String: Any]])
-            let conns = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(views.connections().utf8)) as? [[String: Any]])
+            let conns = try connections(views)
             var losses = 0
             for (k, (g, w)) in zip(got, want).enumerated() {
                 XCTAssertEqual(conns[g["c"] as! Int]["conn"] as? String, w["conn"] as? String, "\(name) #\(k)")
@@ -153,7 +164,7 @@ final class UITests: XCTestCase {
             // (The losses among them: testLossesAreRowsAsNDJSONHasThem.)
             let got = try XCTUnwrap(rows["rows"] as? [[String: Any]]).filter { $0["event"] == nil }
             XCTAssertEqual(got.count, want.count, sample)
-            let conns = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(views.connections().utf8)) as? [[String: Any]])
+            let conns = try connections(views)
             for (k, (g, w)) in zip(got, want).enumerated() {
                 let conn = conns[g["c"] as! Int]["conn"] as? String
                 XCTAssertEqual(conn, w["conn"] as? String, "\(sample) #\(k)")
@@ -211,7 +222,7 @@ final class UITests: XCTestCase {
         let notes = (m["lines"] as! [[String: Any]]).compactMap { $0["note"] as? String }
         XCTAssertTrue(notes.contains("grpc: /grpcchat.Chat/Send, stream 1, message 1"), "\(notes)")
         XCTAssertNotNil((m["pair"] as? [String: Any])?["ms"])
-        let conns = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(g.connections().utf8)) as? [[String: Any]])
+        let conns = try connections(g)
         XCTAssertTrue((conns[0]["notes"] as? [String] ?? []).contains { $0.contains("NOT_FOUND") }, "\(conns[0])")
         let w = Views(indexer: try indexer("wsgame.pcap"))
         let rows = try json(w.rows(nil, from: 0, count: 100))["rows"] as! [[String: Any]]
@@ -271,7 +282,7 @@ final class UITests: XCTestCase {
         let i = try CaptureIndexer(UIConfiguration(input: .file(path), options: o))
         i.start()
         _ = i.waitForIndex()
-        let rows = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(Views(indexer: i).connections().utf8)) as? [[String: Any]])
+        let rows = try connections(Views(indexer: i))
         XCTAssertEqual(rows.count, 1)
         XCTAssertEqual(rows.first?["server"] as? String, "127.0.0.1:45678")
         XCTAssertEqual(rows.first?["protocol"] as? String, "bridge")
@@ -320,6 +331,194 @@ final class UITests: XCTestCase {
         }
         // Asked again, it is decoded whole.
         XCTAssertEqual(try i.filter("t.n >= 0").count, 200_000)
+    }
+
+    /// The API's answer to `path?query`, from the head alone, as the server gives it.
+    func answer(_ i: CaptureIndexer, _ path: String, _ query: [String: String]) throws -> (Int, [String: Any]) {
+        let head = HTTPHead(method: "GET", path: path, query: query, version: "HTTP/1.1", fields: ["host": "127.0.0.1"])
+        guard case .response(let status, _, let body) = UIServer.answer(head, views: Views(indexer: i), indexer: i, token: nil) else {
+            throw XCTSkip("not a JSON answer")
+        }
+        return (status, try json(String(decoding: body, as: UTF8.self)))
+    }
+
+    /// 3,000 connections (scripts/gen_many_connections.py): pages of at most 500 with the
+    /// total; together they are NDJSON's connections, each once; a connection is found by its
+    /// key (its record read back from the connections' file); garbage is a 400.
+    func testConnectionsComeInPages() throws {
+        let python = try TestSupport.oracle("python3")
+        let capture = TestSupport.tempDir() + "/many.pcap"
+        let made = try TestSupport.run(python, [TestSupport.root.appendingPathComponent("scripts/gen_many_connections.py").path, capture, "3000"])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        let want = try TestSupport.pipeline(capture) { $0.format = .json }.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["conn"] as? String
+        }
+        var o = PipelineOptions()
+        o.dissectorPaths = [TestSupport.dissectors]
+        let i = try CaptureIndexer(UIConfiguration(input: .file(capture), options: o))
+        i.start()
+        _ = i.waitForIndex()
+        var seen: [Int: String] = [:]
+        var from = 0
+        while true {
+            let (status, page) = try answer(i, "/api/connections", ["from": String(from), "count": "10000"])
+            XCTAssertEqual(status, 200)
+            XCTAssertEqual(page["total"] as? Int, 3000)
+            XCTAssertEqual(page["from"] as? Int, from)
+            let rows = try XCTUnwrap(page["connections"] as? [[String: Any]])
+            XCTAssertEqual(rows.count, min(Views.maxConnections, 3000 - from), "from \(from)")
+            for r in rows {
+                let n = try XCTUnwrap(r["index"] as? Int)
+                XCTAssertNil(seen[n], "connection \(n) twice")
+                seen[n] = r["conn"] as? String
+                XCTAssertEqual(r["messages"] as? [Int], [1, 1])
+                XCTAssertEqual(r["closed"] as? String, "fin")
+            }
+            if rows.isEmpty { break }
+            from += rows.count
+        }
+        XCTAssertEqual(Set(seen.keys), Set(0..<3000))
+        // What a message and a connection cost in memory (docs/performance.md counts on them).
+        XCTAssertEqual(MemoryLayout<IndexEntry>.stride, 56)
+        XCTAssertEqual(Set(seen.values), Set(want))
+        XCTAssertEqual(Set(want).count, 3000)
+        // Past the end: none, from the end; a page inside: what the whole list had there.
+        let past = try answer(i, "/api/connections", ["from": "5000", "count": "3"]).1
+        XCTAssertEqual(past["from"] as? Int, 3000)
+        XCTAssertEqual((past["connections"] as? [Any])?.count, 0)
+        let inside = try answer(i, "/api/connections", ["from": "1234", "count": "2"]).1
+        XCTAssertEqual((inside["connections"] as? [[String: Any]])?.map { $0["conn"] as? String }, [seen[1234], seen[1235]])
+        // The default page, and a connection by its key.
+        XCTAssertEqual((try answer(i, "/api/connections", [:]).1["connections"] as? [Any])?.count, 200)
+        XCTAssertEqual(i.index.connectionIndex(try XCTUnwrap(seen[2718])), 2718)
+        XCTAssertEqual(i.index.connectionIndex("10.9.9.9:1-10.0.0.1:8000"), nil)
+        let seq = try answer(i, "/api/sequence", ["conn": try XCTUnwrap(seen[2718])]).1
+        XCTAssertEqual((seq["arrows"] as? [Any])?.count, 2)
+        for q in [["count": "ten"], ["from": "-1"], ["count": "99999999999999999999"], ["from": "1e3"]] {
+            XCTAssertEqual(try answer(i, "/api/connections", q).0, 400, "\(q)")
+            XCTAssertEqual(try answer(i, "/api/messages", q).0, 400, "\(q)")
+        }
+    }
+
+    /// `-r` with two files: one run over both, merged in time order, as `framedump -r A -r B`
+    /// gives it; filters and the diff view read the same set.
+    func testTwoCapturesTogether() throws {
+        let files = [TestSupport.sample("game.pcap"), TestSupport.sample("game-latency.pcap")]
+        var o = PipelineOptions()
+        o.dissectorPaths = [TestSupport.dissectors]
+        var want = o
+        want.format = .json
+        let out = OutputBuffer(fd: nil)
+        let p = try Pipeline(options: want, output: out)
+        try p.run(try MergedSource.open(files), limit: nil, dumper: nil, lineBuffered: false)
+        p.finish()
+        let ndjson = try out.text.split(separator: "\n").compactMap { line -> [String: Any]? in
+            let j = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return j["type"] == nil ? j : nil
+        }
+        var c = UIConfiguration(input: .file(files[0]), options: o)
+        c.files = files
+        c.diffWith = files[0]
+        let i = try CaptureIndexer(c)
+        i.start()
+        let status = try json(i.waitForIndex())
+        XCTAssertEqual(status["messages"] as? Int, ndjson.count)
+        XCTAssertGreaterThan(ndjson.count, try ndjsonMessages("game.pcap").count)
+        XCTAssertEqual(status["capture"] as? String, files[0] + " + " + files[1])
+        let views = Views(indexer: i)
+        let rows = try XCTUnwrap(try json(views.rows(nil, from: 0, count: 1000))["rows"] as? [[String: Any]])
+        let conns = try connections(views)
+        XCTAssertEqual(status["connections"] as? Int, Set(ndjson.compactMap { $0["conn"] as? String }).count)
+        for (k, (g, w)) in zip(rows, ndjson).enumerated() {
+            XCTAssertEqual(conns[g["c"] as! Int]["conn"] as? String, w["conn"] as? String, "#\(k)")
+            XCTAssertEqual(g["name"] as? String, w["message"] as? String, "#\(k)")
+        }
+        // A filter decodes the same two files again.
+        let filtered = try ndjsonOf(files, o, filter: "game.Res == 1")
+        XCTAssertFalse(filtered.isEmpty)
+        XCTAssertEqual(try i.filter("game.Res == 1").count, filtered.count)
+        // The diff view: the set against one of its files: game-latency.pcap's connection
+        // removed, nothing else.
+        let d = try json(try i.diff())
+        XCTAssertEqual(d["old"] as? String, files[0] + " + " + files[1])
+        let differences = try XCTUnwrap(d["differences"] as? [[String: Any]])
+        let latency = Set(try ndjsonMessages("game-latency.pcap").compactMap { $0["conn"] as? String })
+        XCTAssertEqual(differences.map { $0["change"] as? String }, latency.map { _ in "removed" })
+    }
+
+    func ndjsonOf(_ files: [String], _ options: PipelineOptions, filter: String) throws -> [Substring] {
+        var o = options
+        o.format = .json
+        o.displayFilter = filter
+        let out = OutputBuffer(fd: nil)
+        let p = try Pipeline(options: o, output: out)
+        try p.run(try MergedSource.open(files), limit: nil, dumper: nil, lineBuffered: false)
+        p.finish()
+        return out.text.split(separator: "\n").filter { !$0.contains("\"type\"") }
+    }
+
+    /// The live ring on disk (a file indexed as a live capture is, with segments of 256 KiB):
+    /// connection A sends 140,000 messages, then B opens and sends 60,000. The index keeps the
+    /// last 65,536 and up to a chunk more; the spill's and the temporary capture's segments
+    /// before the oldest held message are gone, those after it still serve every held message;
+    /// a filter re-decodes the capture files still held and finds its messages at their
+    /// ordinals, A's (picked up mid-stream there) as B's.
+    func testTheLiveRingIsBoundedOnDisk() throws {
+        let dir = TestSupport.tempDir()
+        try FileManager.default.createDirectory(atPath: dir + "/d", withIntermediateDirectories: true)
+        try "protocol t { port 8000; header { uint32 length; uint16 id; } frame_length = length; message_id = id; }\nMessage A = 1 { uint32 n; }\n"
+            .write(toFile: dir + "/d/t.dissector", atomically: true, encoding: .utf8)
+        let capture = dir + "/two.pcap"
+        let b = try CaptureBuilder(capture)
+        // 140 messages of 10 bytes a packet: every packet starts with a frame.
+        func send(_ c: CaptureBuilder.Connection, _ first: Int, _ count: Int) {
+            for chunk in stride(from: 0, to: count, by: 140) {
+                var bytes: [UInt8] = []
+                for k in chunk..<min(count, chunk + 140) { bytes += .be32(10) + .be16(1) + .be32(UInt32(first + k)) }
+                c.send(bytes, segment: 1400)
+            }
+        }
+        send(CaptureBuilder.Connection(b, index: 1, serverPort: 8000), 0, 140_000)
+        send(CaptureBuilder.Connection(b, index: 2, serverPort: 8000), 1_000_000, 60_000)
+        b.finish()
+        var o = PipelineOptions()
+        o.dissectorPaths = [dir + "/d"]
+        var c = UIConfiguration(input: .file(capture), options: o)
+        c.ringOnFile = true
+        c.keep = MessageIndex.chunkSize
+        c.segmentBytes = 256 << 10
+        let i = try CaptureIndexer(c)
+        i.start()
+        _ = i.waitForIndex()
+        let held = i.index.range
+        XCTAssertEqual(held, 131_072..<200_000)
+        let oldest = try XCTUnwrap(i.index.entry(held.lowerBound))
+        // The spill: what is held starts at most a segment before the oldest held message.
+        XCTAssertLessThanOrEqual(i.spill.bytesHeld, i.spill.position - oldest.spillOffset + c.segmentBytes)
+        XCTAssertLessThan(i.spill.bytesHeld, i.spill.position / 2)
+        let views = Views(indexer: i)
+        XCTAssertNotNil(views.message(held.lowerBound))
+        XCTAssertNotNil(views.message(held.upperBound - 1))
+        XCTAssertNil(views.message(held.lowerBound - 1))
+        // The capture: the files still held begin at most one file before the oldest held
+        // message's first packet, and take less than half of what was written.
+        let files = try XCTUnwrap(i.segments.held)
+        XCTAssertGreaterThan(files.count, 1)
+        XCTAssertLessThan(files[0].packetsBefore, UInt64(oldest.firstPacket))
+        XCTAssertGreaterThanOrEqual(files[1].packetsBefore, UInt64(oldest.firstPacket))
+        let written = try FileManager.default.contentsOfDirectory(atPath: i.temporaryDirectory!)
+        XCTAssertEqual(Set(written), Set(files.map { ($0.path as NSString).lastPathComponent }))
+        let onDisk = try files.reduce(0) { $0 + (try FileManager.default.attributesOfItem(atPath: $1.path)[.size] as! Int) }
+        let whole = try FileManager.default.attributesOfItem(atPath: capture)[.size] as! Int
+        XCTAssertLessThan(onDisk, whole / 2)
+        // Filters: ordinals as the index numbers them.
+        for (filter, want) in [("t.n >= 1000000", 140_000..<200_000), ("t.n >= 135000 and t.n < 1000000", 135_000..<140_000),
+                               ("t.n >= 0", held)] {
+            let got = try i.filter(filter)
+            XCTAssertTrue(got == Array(want), "\(filter): \(got.count) from \(got.first ?? -1) to \(got.last ?? -1), not \(want)")
+        }
+        i.removeTemporaryFiles()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: i.temporaryDirectory!))
     }
 
     /// pair_by pairs each scene reply with its request: the 20 ms and 50 ms the server waited.
