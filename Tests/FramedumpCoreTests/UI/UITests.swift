@@ -885,8 +885,8 @@ final class UISortedOrdersTests: XCTestCase {
                    direction: 0, flags: 0)
     }
 
-    func testAGrowingCaptureIsMergedNotSortedAgain() {
-        let index = MessageIndex(keep: 0)
+    func testAGrowingCaptureIsMergedNotSortedAgain() throws {
+        let index = try MessageIndex(keep: 0)
         let orders = SortedOrders()
         var g = SystemRandomNumberGenerator()
         var lengths: [UInt32] = []
