@@ -6,7 +6,7 @@ const ROW = 20, PAGE = 200, MAX_SPACER = 30_000_000, CONN_PAGE = 200;
 const token = new URLSearchParams(location.search).get("token");
 const $ = (id) => document.getElementById(id);
 const state = {
-  status: null, connTotal: 0, connPages: new Map(), connOld: new Map(), connGen: 0, connRow: 0, conn: null, filter: "", trying: "", total: 0, pages: new Map(),
+  status: null, connTotal: 0, connPages: new Map(), connOld: new Map(), connGen: 0, connRow: 0, connLoads: new Map(), conn: null, filter: "", trying: "", total: 0, pages: new Map(),
   selected: null, message: null, view: "messages", seqFrom: 0, diffLoaded: false, loading: new Set(),
 };
 window.framedump = state;  // for the browser tests: what the page believes
@@ -80,19 +80,20 @@ async function refreshConnections() {
   renderConnections();
 }
 
-async function loadConnPage(p) {
-  const gen = state.connGen;
-  if (state.connPages.has(p) || state.loading.has(`c${gen}:${p}`)) return;
-  state.loading.add(`c${gen}:${p}`);
-  try {
-    const r = await api("/api/connections", { from: p * CONN_PAGE, count: CONN_PAGE });
-    if (gen !== state.connGen) return;
-    state.connTotal = r.total;
-    state.connPages.set(p, r.connections);
-    state.connVersion = (state.connVersion || 0) + 1;
-  } finally {
-    state.loading.delete(`c${gen}:${p}`);
+// A page being asked for is asked once: a second caller waits for the same answer (a caller
+// that redraws when it comes must not find it "missing" and ask again at once, in a loop).
+function loadConnPage(p) {
+  const gen = state.connGen, key = `${gen}:${p}`;
+  if (state.connPages.has(p)) return Promise.resolve();
+  if (!state.connLoads.has(key)) {
+    state.connLoads.set(key, api("/api/connections", { from: p * CONN_PAGE, count: CONN_PAGE }).then((r) => {
+      if (gen !== state.connGen) return;
+      state.connTotal = r.total;
+      state.connPages.set(p, r.connections);
+      state.connVersion = (state.connVersion || 0) + 1;
+    }).finally(() => state.connLoads.delete(key)));
   }
+  return state.connLoads.get(key);
 }
 
 function renderConnections() {
@@ -482,6 +483,7 @@ async function start() {
     state.pages.delete(Math.floor(Math.max(0, state.total - 1) / PAGE));
     if (!state.filter) { const r = await api("/api/messages", { from: 0, count: 0, conn: state.conn }); state.total = r.total; }
     renderList();
+    await refreshConnections();  // (the pages in view only)
   }
   await refreshConnections();
   if (!state.filter) resetList();
