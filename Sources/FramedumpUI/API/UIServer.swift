@@ -108,7 +108,12 @@ public final class UIServer: Sendable {
                 }
             }
             let selection = views.selection(connection: connection, filter: matches)
-            return json(views.rows(selection, from: from, count: count))
+            // Live, once the capture's first files are gone, a filter covers what is still held.
+            let first = indexer.filterFromPacket
+            let note = matches != nil && first > 1
+                ? "the filter decoded the capture again from packet \(first) (older packets were dropped with their messages): a message of a connection begun before it is left out where it decoded otherwise"
+                : nil
+            return json(views.rows(selection, from: from, count: count, note: note))
         case "/api/message":
             guard let n = Int(h.query["n"] ?? ""), let text = views.message(n) else {
                 return error(404, "no such message (or dropped from the live ring)")

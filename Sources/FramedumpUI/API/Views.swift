@@ -67,14 +67,15 @@ package struct Views {
     }
 
     /// Rows `from..<from+count` of a selection (nil: every message held).
-    package func rows(_ selection: [Int]?, from: Int, count: Int) -> String {
+    package func rows(_ selection: [Int]?, from: Int, count: Int, note: String? = nil) -> String {
         let range = index.range
         let total = selection?.count ?? range.count
         let lo = max(0, min(from, total)), hi = min(total, lo + max(0, min(count, 1000)))
         let ordinals: [Int] = selection.map { Array($0[lo..<hi]) } ?? Array((range.lowerBound + lo)..<(range.lowerBound + hi))
         let names = index.allNames
         let rows = index.entries(ordinals).map { o, e in row(o, e, names) }
-        return JSONOut.object([("total", String(total)), ("from", String(lo)), ("rows", JSONOut.array(rows))])
+        return JSONOut.object([("total", String(total)), ("from", String(lo)), ("rows", JSONOut.array(rows))]
+            + (note.map { [("note", JSONOut.quoted($0))] } ?? []))
     }
 
     func row(_ o: Int, _ e: IndexEntry, _ names: [String]) -> String {

@@ -174,6 +174,7 @@ async function loadPage(p) {
     if (key !== `${state.conn}|${state.filter}`) return;  // the selection changed meanwhile
     state.total = r.total;
     state.pages.set(p, r.rows);
+    state.filterNote = r.note ?? null;
     showFilterError(null);
   } catch (e) {
     if (key !== `${state.conn}|${state.filter}`) return;  // superseded: the server stopped it
@@ -218,7 +219,8 @@ function renderList() {
   }
   rows.replaceChildren(...out);
   $("list-count").textContent = `${total.toLocaleString()} message${total === 1 ? "" : "s"}` +
-    (state.filter ? ` match ${state.filter}` : "") + (state.conn !== null ? ` on connection ${state.conn}` : "");
+    (state.filter ? ` match ${state.filter}` : "") + (state.conn !== null ? ` on connection ${state.conn}` : "") +
+    (state.filter && state.filterNote ? ` (${state.filterNote})` : "");
 }
 
 $("list").addEventListener("scroll", () => requestAnimationFrame(renderList));
@@ -435,6 +437,7 @@ $("filter-form").addEventListener("submit", async (e) => {
     const r = await api("/api/messages", { from: 0, count: PAGE, conn: state.conn, filter: text });
     if (state.trying !== text) return;  // another filter was asked for meanwhile
     state.filter = text;
+    state.filterNote = r.note ?? null;
     state.pages = new Map([[0, r.rows]]);
     state.loading = new Set();
     state.total = r.total;
