@@ -7,7 +7,7 @@ const token = new URLSearchParams(location.search).get("token");
 const $ = (id) => document.getElementById(id);
 const state = {
   status: null, connTotal: 0, connPages: new Map(), connOld: new Map(), connGen: 0, connRow: 0, connLoads: new Map(), conn: null, filter: "", trying: "", total: 0, pages: new Map(),
-  selected: null, message: null, view: "messages", seqFrom: 0, diffLoaded: false, loading: new Set(),
+  selected: null, message: null, view: "messages", seqFrom: 0, diffLoaded: false, loading: new Map(),
 };
 window.framedump = state;  // for the browser tests: what the page believes
 
@@ -159,15 +159,25 @@ function selectConnection(i) {
 
 function resetList() {
   state.pages = new Map();
-  state.loading = new Set();
+  state.loading = new Map();
   state.total = 0;
   $("list").scrollTop = 0;
   loadPage(0).then(renderList);
 }
 
-async function loadPage(p) {
-  if (state.pages.has(p) || state.loading.has(p)) return;
-  state.loading.add(p);
+// A page being asked for is asked once: a redraw that finds it in flight waits for the same
+// answer (resolving at once, it would redraw, find it missing and ask again without end).
+function loadPage(p) {
+  if (state.pages.has(p)) return Promise.resolve();
+  const loads = state.loading;
+  if (!loads.has(p)) {
+    const run = fetchPage(p).finally(() => { if (loads.get(p) === run) loads.delete(p); });
+    loads.set(p, run);
+  }
+  return loads.get(p);
+}
+
+async function fetchPage(p) {
   const key = `${state.conn}|${state.filter}`;
   try {
     const r = await api("/api/messages", { from: p * PAGE, count: PAGE, conn: state.conn, filter: state.filter });
@@ -179,8 +189,6 @@ async function loadPage(p) {
   } catch (e) {
     if (key !== `${state.conn}|${state.filter}`) return;  // superseded: the server stopped it
     if (e.body && e.body.column) showFilterError(e.body); else throw e;
-  } finally {
-    state.loading.delete(p);
   }
 }
 
@@ -439,7 +447,7 @@ $("filter-form").addEventListener("submit", async (e) => {
     state.filter = text;
     state.filterNote = r.note ?? null;
     state.pages = new Map([[0, r.rows]]);
-    state.loading = new Set();
+    state.loading = new Map();
     state.total = r.total;
     $("list").scrollTop = 0;
     showFilterError(null);
