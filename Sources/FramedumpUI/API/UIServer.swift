@@ -114,7 +114,12 @@ public final class UIServer: Sendable {
             }
             let selection = views.sorted(views.selection(connection: connection, filter: matches), by: column,
                                          descending: descending, scope: "\(connection ?? -1)|\(filterText)")
-            return json(views.rows(selection, from: from, count: count))
+            // Live, once the capture's first files are gone, a filter covers what is still held.
+            let first = indexer.filterFromPacket
+            let note = matches != nil && first > 1
+                ? "the filter decoded the capture again from packet \(first) (older packets were dropped with their messages): a message of a connection begun before it is left out where it decoded otherwise"
+                : nil
+            return json(views.rows(selection, from: from, count: count, note: note))
         case "/api/matches":
             // Which of the listed messages a filter selects (the page's colouring rules).
             let f = h.query["filter"]?.trimmingCharacters(in: .whitespaces) ?? ""

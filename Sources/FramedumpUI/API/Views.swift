@@ -77,7 +77,7 @@ package struct Views {
     }
 
     /// Rows `from..<from+count` of a selection (nil: every message held).
-    package func rows(_ selection: [Int]?, from: Int, count: Int) -> String {
+    package func rows(_ selection: [Int]?, from: Int, count: Int, note: String? = nil) -> String {
         let range = index.range
         let total = selection?.count ?? range.count
         let lo = max(0, min(from, total)), hi = min(total, lo + max(0, min(count, Self.rowsAtOnce)))
@@ -92,7 +92,7 @@ package struct Views {
             ("first", index.entry(range.lowerBound).map { JSONOut.number($0.time) } ?? "null"),
             ("before", before.map { JSONOut.number($0.time) } ?? "null"),
             ("rows", JSONOut.array(rows)),
-        ])
+        ] + (note.map { [("note", JSONOut.quoted($0))] } ?? []))
     }
 
     /// A selection in a column's order (sorted once, then kept: `SortedOrders`).

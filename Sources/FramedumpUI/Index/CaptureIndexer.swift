@@ -74,6 +74,13 @@ public final class CaptureIndexer: @unchecked Sendable {
     /// Live: the temporary capture's files still held.
     let segments: CaptureSegments
 
+    /// The first packet a filter decodes again: 1, or live, the first of the oldest capture
+    /// file still held.
+    var filterFromPacket: UInt64 {
+        guard temporaryDirectory != nil, let first = segments.held?.first else { return 1 }
+        return first.packetsBefore + 1
+    }
+
     /// The capture read again (filters): the files merged, as the index read them; live, the
     /// temporary capture's files still held, and the packets before the first of them.
     func openCapture() throws -> (any PacketInput, packetsBefore: UInt64) {

@@ -3,7 +3,7 @@ import FramedumpCore
 
 /// Takes a run's decoded stream: each message's tree (the terminal's own rendering, so the
 /// page says what `framedump -r` says, with the printer's table of its lines: fields, byte
-/// ranges, notes, warnings) and bytes go to the spill file, a 64-byte entry to the index, and
+/// ranges, notes, warnings) and bytes go to the spill file, a 56-byte entry to the index, and
 /// the connection's counts and problems to its record. Entries are handed over in
 /// batches (one at a time live, so messages show as they come). The index owns the
 /// connections' records: a batch works on copies of those it changes (`changed`), handed back

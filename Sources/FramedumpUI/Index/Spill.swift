@@ -26,9 +26,14 @@ package final class Spill: @unchecked Sendable {
 
     init(segmentBytes: UInt64? = nil) throws {
         fd = try Self.makeFile()
+        let reader = dup(fd)
+        guard reader >= 0 else {
+            close(fd)
+            throw UIError("cannot open the spill file twice: \(String(cString: strerror(errno)))")
+        }
         out = OutputBuffer(fd: fd)
         self.segmentBytes = segmentBytes
-        segments = [(0, dup(fd))]
+        segments = [(0, reader)]
     }
 
     /// A file in `$TMPDIR`, unlinked at once.

@@ -6,8 +6,8 @@ const ROW = 20, PAGE = 200, MAX_SPACER = 30_000_000, CONN_PAGE = 200;
 const token = new URLSearchParams(location.search).get("token");
 const $ = (id) => document.getElementById(id);
 const state = {
-  status: null, connTotal: 0, connPages: new Map(), connOld: new Map(), connGen: 0, connRow: 0, conn: null, filter: "", trying: "", total: 0, pages: new Map(),
-  selected: null, message: null, view: "messages", seqFrom: 0, diffLoaded: false, loading: new Set(),
+  status: null, connTotal: 0, connPages: new Map(), connOld: new Map(), connGen: 0, connRow: 0, connLoads: new Map(), conn: null, filter: "", trying: "", total: 0, pages: new Map(),
+  selected: null, message: null, view: "messages", seqFrom: 0, diffLoaded: false, loading: new Map(),
   sort: "n", desc: false, before: new Map(), first: null, timeFormat: "absolute", rules: [], colours: new Map(),
 };
 window.framedump = state;  // for the browser tests: what the page believes
@@ -99,19 +99,20 @@ async function refreshConnections() {
   renderConnections();
 }
 
-async function loadConnPage(p) {
-  const gen = state.connGen;
-  if (state.connPages.has(p) || state.loading.has(`c${gen}:${p}`)) return;
-  state.loading.add(`c${gen}:${p}`);
-  try {
-    const r = await api("/api/connections", { from: p * CONN_PAGE, count: CONN_PAGE });
-    if (gen !== state.connGen) return;
-    state.connTotal = r.total;
-    state.connPages.set(p, r.connections);
-    state.connVersion = (state.connVersion || 0) + 1;
-  } finally {
-    state.loading.delete(`c${gen}:${p}`);
+// A page being asked for is asked once: a second caller waits for the same answer (a caller
+// that redraws when it comes must not find it "missing" and ask again at once, in a loop).
+function loadConnPage(p) {
+  const gen = state.connGen, key = `${gen}:${p}`;
+  if (state.connPages.has(p)) return Promise.resolve();
+  if (!state.connLoads.has(key)) {
+    state.connLoads.set(key, api("/api/connections", { from: p * CONN_PAGE, count: CONN_PAGE }).then((r) => {
+      if (gen !== state.connGen) return;
+      state.connTotal = r.total;
+      state.connPages.set(p, r.connections);
+      state.connVersion = (state.connVersion || 0) + 1;
+    }).finally(() => state.connLoads.delete(key)));
   }
+  return state.connLoads.get(key);
 }
 
 function renderConnections() {
@@ -185,27 +186,36 @@ function selectConnection(i) {
 function resetList() {
   state.pages = new Map();
   state.before = new Map();
-  state.loading = new Set();
+  state.loading = new Map();
   state.total = 0;
   $("list").scrollTop = 0;
   loadPage(0).then(renderList);
 }
 
-async function loadPage(p) {
-  if (state.pages.has(p) || state.loading.has(p)) return;
-  state.loading.add(p);
+// A page being asked for is asked once: a redraw that finds it in flight waits for the same
+// answer (resolving at once, it would redraw, find it missing and ask again without end).
+function loadPage(p) {
+  if (state.pages.has(p)) return Promise.resolve();
+  const loads = state.loading;
+  if (!loads.has(p)) {
+    const run = fetchPage(p).finally(() => { if (loads.get(p) === run) loads.delete(p); });
+    loads.set(p, run);
+  }
+  return loads.get(p);
+}
+
+async function fetchPage(p) {
   const key = listKey();
   try {
     const r = await api("/api/messages", { from: p * PAGE, count: PAGE, conn: state.conn, filter: state.filter, ...sortParams() });
     if (key !== listKey()) return;  // the selection changed meanwhile
     state.total = r.total;
     keepPage(p, r);
+    state.filterNote = r.note ?? null;
     showFilterError(null);
   } catch (e) {
     if (key !== listKey()) return;  // superseded: the server stopped it
     if (e.body && e.body.column) showFilterError(e.body); else throw e;
-  } finally {
-    state.loading.delete(p);
   }
 }
 
@@ -246,7 +256,8 @@ function renderList() {
   // With losses in the capture the list has rows of both.
   const what = state.status && state.status.rows !== state.status.messages ? ["row", "rows"] : ["message", "messages"];
   $("list-count").textContent = `${total.toLocaleString()} ${total === 1 ? what[0] : what[1]}` +
-    (state.filter ? ` match ${state.filter}` : "") + (state.conn !== null ? ` on connection ${state.conn}` : "");
+    (state.filter ? ` match ${state.filter}` : "") + (state.conn !== null ? ` on connection ${state.conn}` : "") +
+    (state.filter && state.filterNote ? ` (${state.filterNote})` : "");
 }
 
 $("list").addEventListener("scroll", () => requestAnimationFrame(renderList));
@@ -481,10 +492,11 @@ $("filter-form").addEventListener("submit", async (e) => {
     const r = await api("/api/messages", { from: 0, count: PAGE, conn: state.conn, filter: text, ...sortParams() });
     if (state.trying !== text) return;  // another filter was asked for meanwhile
     state.filter = text;
+    state.filterNote = r.note ?? null;
     state.pages = new Map();
     state.before = new Map();
     keepPage(0, r);
-    state.loading = new Set();
+    state.loading = new Map();
     state.total = r.total;
     $("list").scrollTop = 0;
     showFilterError(null);
@@ -851,6 +863,7 @@ async function start() {
     state.pages.delete(Math.floor(Math.max(0, state.total - 1) / PAGE));
     if (!state.filter) { const r = await api("/api/messages", { from: 0, count: 0, conn: state.conn }); state.total = r.total; }
     renderList();
+    await refreshConnections();  // (the pages in view only)
   }
   await refreshConnections();
   if (!state.filter) resetList();

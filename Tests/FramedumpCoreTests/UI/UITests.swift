@@ -390,6 +390,7 @@ final class UITests: XCTestCase {
         XCTAssertEqual((inside["connections"] as? [[String: Any]])?.map { $0["conn"] as? String }, [seen[1234], seen[1235]])
         // The default page, and a connection by its key.
         XCTAssertEqual((try answer(i, "/api/connections", [:]).1["connections"] as? [Any])?.count, 200)
+        XCTAssertNil(try answer(i, "/api/messages", ["filter": "game.Res == 1", "count": "1"]).1["note"])
         XCTAssertEqual(i.index.connectionIndex(try XCTUnwrap(seen[2718])), 2718)
         XCTAssertEqual(i.index.connectionIndex("10.9.9.9:1-10.0.0.1:8000"), nil)
         let seq = try answer(i, "/api/sequence", ["conn": try XCTUnwrap(seen[2718])]).1
@@ -517,6 +518,10 @@ final class UITests: XCTestCase {
             let got = try i.filter(filter)
             XCTAssertTrue(got == Array(want), "\(filter): \(got.count) from \(got.first ?? -1) to \(got.last ?? -1), not \(want)")
         }
+        // The answer says from which packet the filter decoded.
+        let answered = try answer(i, "/api/messages", ["filter": "t.n >= 1000000", "count": "1"]).1
+        XCTAssertEqual(answered["total"] as? Int, 60_000)
+        XCTAssertTrue((answered["note"] as? String)?.contains("from packet \(files[0].packetsBefore + 1)") ?? false, "\(answered)")
         i.removeTemporaryFiles()
         XCTAssertFalse(FileManager.default.fileExists(atPath: i.temporaryDirectory!))
     }
