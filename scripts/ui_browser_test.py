@@ -199,7 +199,7 @@ def follow_losses(driver, binary, capture, losses):
                          capture_output=True, text=True, timeout=10 * TIMEOUT)
     conn = next(l["conn"] for l in losses if l.get("type") == "gap")
     want = ["loss" if "type" in l else "message" for l in map(json.loads, out.stdout.splitlines()) if l.get("conn") == conn]
-    index = next(c["index"] for c in driver.execute_script("return window.framedump.conns") if c["conn"] == conn)
+    index = next(c["index"] for c in driver.execute_script("return [...window.framedump.connPages.values()].flat()") if c["conn"] == conn)
     driver.find_element(By.CSS_SELECTOR, f"#connections tbody tr[data-conn='{index}']").click()
     driver.find_element(By.CSS_SELECTOR, "nav button[data-view='follow']").click()
     items = lambda: driver.execute_script("""return [...document.querySelectorAll('#follow > div')]
@@ -492,7 +492,7 @@ def check_colouring(driver, binary, messages, size):
 
 
 def check_follow(driver, url, messages, size, shots):
-    conns = driver.execute_script("return window.framedump.conns")
+    conns = driver.execute_script("return [...window.framedump.connPages.values()].flat()")
     c = conns[1]
     driver.find_element(By.CSS_SELECTOR, f"#connections tbody tr[data-conn='{c['index']}']").click()
     driver.find_element(By.CSS_SELECTOR, "nav button[data-view='follow']").click()
