@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 which="${1:-all}"
-threads="ShardPoolTests|LargeMessageTests|OutputEventsTests|OutputPipesTests|PageServerTests|UITests.testANewFilterStopsTheOneDecoding"
+threads="ShardPoolTests|LargeMessageTests|OutputEventsTests|OutputPipesTests|PageServerTests|UITests.testANewFilterStopsTheOneDecoding|UITests.testTheRingIsReadWhileItTurns"
 parsers="GoldenTests|StatisticsTests|JSONTextTests|TransformTests|TransformSampleTests|WebSocketTests|TLSTests|TLSVersionsTests|KCPTests|DeframerTests|GRPCTests|HPACKTests|SocketIOTests|TextHeaderTests|UntilAndParentTests|FirstFrameChoiceTests|PhaseSwitchRuleTests"
 address_filter="${2:-$threads|$parsers}"
 thread_filter="${2:-$threads}"

@@ -526,6 +526,63 @@ final class UITests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: i.temporaryDirectory!))
     }
 
+    /// The ring read while it turns: the server's threads read rows, messages and connections
+    /// while the decoding thread writes the spill and drops its oldest segments (the sanitizers
+    /// run this: scripts/sanitize.sh). Every answer is whole: a message is read entire or, once
+    /// dropped, not at all.
+    func testTheRingIsReadWhileItTurns() throws {
+        let dir = TestSupport.tempDir()
+        try FileManager.default.createDirectory(atPath: dir + "/d", withIntermediateDirectories: true)
+        try "protocol t { port 8000; header { uint32 length; uint16 id; } frame_length = length; message_id = id; }\nMessage A = 1 { uint32 n; }\n"
+            .write(toFile: dir + "/d/t.dissector", atomically: true, encoding: .utf8)
+        let capture = dir + "/one.pcap"
+        let b = try CaptureBuilder(capture)
+        let conn = CaptureBuilder.Connection(b, index: 1, serverPort: 8000)
+        for chunk in stride(from: 0, to: 150_000, by: 140) {
+            var bytes: [UInt8] = []
+            for k in chunk..<(chunk + 140) { bytes += .be32(10) + .be16(1) + .be32(UInt32(k)) }
+            conn.send(bytes, segment: 1400)
+        }
+        b.finish()
+        var o = PipelineOptions()
+        o.dissectorPaths = [dir + "/d"]
+        var c = UIConfiguration(input: .file(capture), options: o)
+        c.ringOnFile = true
+        c.keep = MessageIndex.chunkSize
+        c.segmentBytes = 256 << 10
+        let i = try CaptureIndexer(c)
+        i.start()
+        let readers = (0..<2).map { k in
+            let done = Locked<Int>()
+            let t = Thread {
+                let views = Views(indexer: i)
+                var reads = 0
+                while i.index.snapshot.state != .done || reads < 50 {
+                    let held = i.index.range
+                    if !held.isEmpty, let m = views.message(k == 0 ? held.lowerBound : held.upperBound - 1) {
+                        // (Whole: the frame's 10 bytes, its length field first.)
+                        XCTAssertTrue(m.contains("\"bytes\":\"0000000a0001"), m)
+                    }
+                    XCTAssertTrue(views.rows(nil, from: 0, count: 20).hasPrefix("{\"total\":"))
+                    _ = views.connections(from: 0, count: 5)
+                    reads += 1
+                }
+                done.set(reads)
+            }
+            t.start()
+            return done
+        }
+        _ = i.waitForIndex()
+        let deadline = Date().addingTimeInterval(120)
+        while readers.contains(where: { $0.value == nil }) && Date() < deadline { usleep(10_000) }
+        XCTAssertTrue(readers.allSatisfy { ($0.value ?? 0) >= 50 }, "both readers read to the end")
+        XCTAssertGreaterThan(i.index.range.lowerBound, 0, "the ring turned: older messages were dropped while being read")
+        // What the spill holds starts at most a segment before the oldest held message.
+        let oldest = try XCTUnwrap(i.index.entry(i.index.range.lowerBound))
+        XCTAssertLessThanOrEqual(i.spill.bytesHeld, i.spill.position - oldest.spillOffset + c.segmentBytes)
+        i.removeTemporaryFiles()
+    }
+
     /// pair_by pairs each scene reply with its request: the 20 ms and 50 ms the server waited.
     func testPairsGiveTheServersDelays() throws {
         let i = try indexer("game-latency.pcap")
