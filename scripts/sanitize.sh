@@ -33,7 +33,7 @@ run() {
   env "$options" FRAMEDUMP_SANITIZED=1 swift test --skip-build --sanitize="$sanitizer" --scratch-path "$scratch" \
     --filter "$filter" >"$log" 2>&1 || status=$?
   local executed
-  executed="$(grep -E "Executed [0-9]+ tests" "$log" | tail -1 || true)"
+  executed="$(grep -E "Executed [0-9]+ tests?" "$log" | tail -1 || true)"
   echo "$sanitizer sanitizer:${executed:- no test ran}"
   if grep -q "$marker" "$log"; then
     echo "$sanitizer sanitizer reported $(grep -c "$marker" "$log") problems:"
