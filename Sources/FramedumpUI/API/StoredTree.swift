@@ -37,6 +37,12 @@ package struct StoredTree {
         self.header = header
     }
 
+    /// A loss row's account of what happened: its first line, a note (`IndexSink.lossRow`).
+    var lossText: String? {
+        if case .note(let text)? = lines.first { return text }
+        return nil
+    }
+
     /// The list's one line: the body's top-level fields.
     func oneLine(limit: Int = 200) -> String {
         var out = ""

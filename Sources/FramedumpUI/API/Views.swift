@@ -123,9 +123,7 @@ package struct Views {
         for (o, e) in index.entries(all[lo..<min(all.count, lo + count)]) {
             if e.isLossRow {
                 // Bytes in no message: a marker where the loss happened, not bytes.
-                let tree = StoredTree(indexer.spill.read(offset: e.spillOffset, count: Int(e.treeLength)))
-                var said = ""
-                if let t = tree, case .note(let text)? = t.lines.first { said = text }
+                let said = StoredTree(indexer.spill.read(offset: e.spillOffset, count: Int(e.treeLength)))?.lossText ?? ""
                 let tag = Int(e.name) < names.count ? names[Int(e.name)] : "?"
                 items.append(JSONOut.object([
                     ("n", String(o)), ("t", JSONOut.number(e.time)),
@@ -188,8 +186,7 @@ package struct Views {
     /// its summary.
     func lossRow(_ o: Int, _ e: IndexEntry, _ names: [String], _ tree: StoredTree?) -> String {
         let tag = Int(e.name) < names.count ? names[Int(e.name)] : "?"
-        var said = ""
-        if let t = tree, case .note(let text)? = t.lines.first { said = text }
+        let said = tree?.lossText ?? ""
         return JSONOut.object([
             ("n", String(o)),
             ("t", JSONOut.number(e.time)),

@@ -466,9 +466,7 @@ final class UITests: XCTestCase {
     /// ordinals, A's (picked up mid-stream there) as B's.
     func testTheLiveRingIsBoundedOnDisk() throws {
         let dir = TestSupport.tempDir()
-        try FileManager.default.createDirectory(atPath: dir + "/d", withIntermediateDirectories: true)
-        try "protocol t { port 8000; header { uint32 length; uint16 id; } frame_length = length; message_id = id; }\nMessage A = 1 { uint32 n; }\n"
-            .write(toFile: dir + "/d/t.dissector", atomically: true, encoding: .utf8)
+        try Self.writeRingDissector(dir)
         let capture = dir + "/two.pcap"
         let b = try CaptureBuilder(capture)
         // 140 messages of 10 bytes a packet: every packet starts with a frame.
@@ -482,12 +480,7 @@ final class UITests: XCTestCase {
         send(CaptureBuilder.Connection(b, index: 1, serverPort: 8000), 0, 140_000)
         send(CaptureBuilder.Connection(b, index: 2, serverPort: 8000), 1_000_000, 60_000)
         b.finish()
-        var o = PipelineOptions()
-        o.dissectorPaths = [dir + "/d"]
-        var c = UIConfiguration(input: .file(capture), options: o)
-        c.ringOnFile = true
-        c.keep = MessageIndex.chunkSize
-        c.segmentBytes = 256 << 10
+        let c = Self.ringConfiguration(dir, capture)
         let i = try CaptureIndexer(c)
         i.start()
         _ = i.waitForIndex()
@@ -526,15 +519,31 @@ final class UITests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: i.temporaryDirectory!))
     }
 
+    /// A protocol of 10-byte frames (`t.n`, a counter) on port 8000, in `dir/d`.
+    static func writeRingDissector(_ dir: String) throws {
+        try FileManager.default.createDirectory(atPath: dir + "/d", withIntermediateDirectories: true)
+        try "protocol t { port 8000; header { uint32 length; uint16 id; } frame_length = length; message_id = id; }\nMessage A = 1 { uint32 n; }\n"
+            .write(toFile: dir + "/d/t.dissector", atomically: true, encoding: .utf8)
+    }
+
+    /// `capture` indexed as a live capture is (a ring of one chunk, 256 KiB segments on disk).
+    static func ringConfiguration(_ dir: String, _ capture: String) -> UIConfiguration {
+        var o = PipelineOptions()
+        o.dissectorPaths = [dir + "/d"]
+        var c = UIConfiguration(input: .file(capture), options: o)
+        c.ringOnFile = true
+        c.keep = MessageIndex.chunkSize
+        c.segmentBytes = 256 << 10
+        return c
+    }
+
     /// The ring read while it turns: the server's threads read rows, messages and connections
     /// while the decoding thread writes the spill and drops its oldest segments (the sanitizers
     /// run this: scripts/sanitize.sh). Every answer is whole: a message is read entire or, once
     /// dropped, not at all.
     func testTheRingIsReadWhileItTurns() throws {
         let dir = TestSupport.tempDir()
-        try FileManager.default.createDirectory(atPath: dir + "/d", withIntermediateDirectories: true)
-        try "protocol t { port 8000; header { uint32 length; uint16 id; } frame_length = length; message_id = id; }\nMessage A = 1 { uint32 n; }\n"
-            .write(toFile: dir + "/d/t.dissector", atomically: true, encoding: .utf8)
+        try Self.writeRingDissector(dir)
         let capture = dir + "/one.pcap"
         let b = try CaptureBuilder(capture)
         let conn = CaptureBuilder.Connection(b, index: 1, serverPort: 8000)
@@ -544,12 +553,7 @@ final class UITests: XCTestCase {
             conn.send(bytes, segment: 1400)
         }
         b.finish()
-        var o = PipelineOptions()
-        o.dissectorPaths = [dir + "/d"]
-        var c = UIConfiguration(input: .file(capture), options: o)
-        c.ringOnFile = true
-        c.keep = MessageIndex.chunkSize
-        c.segmentBytes = 256 << 10
+        let c = Self.ringConfiguration(dir, capture)
         let i = try CaptureIndexer(c)
         i.start()
         let readers = (0..<2).map { k in
