@@ -38,7 +38,11 @@ public enum DissectorWriter {
         case .length(let c):
             let header = g.header ?? HeaderLayout(size: c.offset + c.width, fields: [])
             let share = g.search?.best.map { String(format1(100 * $0.share)) + "%" } ?? "?"
-            line("// Port \(g.port): \(c.description); explains \(share) of the sampled bytes.")
+            let confidence = g.search.map { format1(100 * $0.confidence) + "%" + ($0.ambiguous ? ", ambiguous" : "") } ?? "?"
+            line("// Port \(g.port): \(c.description); explains \(share) of the sampled bytes (confidence \(confidence)).")
+            if let s = g.search, s.ambiguous, let ru = s.runnerUp {
+                line("// As likely: \(ru.candidate.description).")
+            }
             line("protocol guessed_\(g.port) {")
             line("    port \(g.port);")
             line("    byte_order \(c.order == .big ? "big" : "little");")

@@ -39,6 +39,8 @@ public struct FramingSearch: Sendable {
         /// walked from byte 0), and in the others (from where the chain resynchronised); of the
         /// first, those in pieces that end where their stream did (no gap or sample cap after).
         public var closedCovered = 0
+        /// The bytes of the pieces that start at a boundary and end where their stream did.
+        public var closedTotal = 0
         public var boundaryCovered = 0
         /// Bytes of the pieces that start mid-message and end where their stream did, whose
         /// chain (from its resync) lands exactly on that end.
@@ -85,10 +87,42 @@ public struct FramingSearch: Sendable {
 
     public struct Result: Sendable {
         public var best: Score?
-        /// The best candidate that is not a narrower or wider view of the same field (nil:
-        /// none within `runnerUpMargin` of the best).
+        /// The best candidate that cuts other frames than the best (not a narrower or wider view
+        /// of the same field, nor a varint that reads the same values): nil when none comes
+        /// within `runnerUpMargin` of the best.
         public var runnerUp: Score?
         public var accepted: Bool
+        /// How regular the first bytes of the best's frames are, and the runner-up's
+        /// (`structure`: bits below the mean entropy; frames cut at random places score about 1,
+        /// real ones 4 and up).
+        public var regularity = 0.0
+        public var runnerUpRegularity: Double?
+
+        /// A runner-up that cuts other frames explains about as much (`ties`, better, or within
+        /// half a point of the bytes), its frames look about as regular, and the best does not
+        /// walk every stream seen whole (from its SYN to its end) exactly where the runner-up
+        /// fails on one: nothing in the bytes tells the two apart, and the choice between them
+        /// was a rule of thumb.
+        public var ambiguous: Bool {
+            guard let best, let ru = runnerUp, let r = runnerUpRegularity else { return false }
+            let wholeStreams = best.closedTotal > 0 && best.closedCovered == best.closedTotal && ru.closedCovered < best.closedTotal
+            let asGood = ru.ties(best) || ru.better(than: best) || ru.share >= best.share - 0.005
+            return asGood && !wholeStreams && regularity - r < FramingSearch.clearlyMoreRegular
+        }
+
+        /// Frames whose first bytes look no more alike than cuts at random places: a chain of
+        /// chance (a byte plus a constant walks through much), or a protocol with no fixed header.
+        public var irregular: Bool { best != nil && regularity < FramingSearch.regularFrames }
+
+        /// How far the framing can be trusted, 0-1: the share of the bytes it explains; half of
+        /// that when ambiguous; at most 0.85 when its frames look cut at random.
+        public var confidence: Double {
+            guard let best else { return 0 }
+            var c = best.share
+            if ambiguous { c *= 0.5 }
+            if irregular { c = min(c, 0.85) }
+            return c
+        }
         /// How many candidates were tried, how many survived screening, and how many were
         /// walked over every piece (the others fell too far behind the best on the way).
         public var tried = 0
@@ -96,11 +130,17 @@ public struct FramingSearch: Sendable {
         public var scored = 0
     }
 
+    /// Bits of regularity (`structure`) that tell real frames from chance ones: below
+    /// `regularFrames` a framing's frames look cut at random; a rival within
+    /// `clearlyMoreRegular` of the best looks as real.
+    static let regularFrames = 3.0
+    static let clearlyMoreRegular = 3.0
+
     /// A candidate that misses this share of the bytes more than the best is dropped on the way
     /// (and no runner-up further behind is reported).
     public var runnerUpMargin = 0.1
 
-    static let widths: [(Int, ByteOrder)] = [(1, .big), (2, .big), (2, .little), (4, .big), (4, .little),
+    static let widths: [(Int, ByteOrder)] = [(1, .big), (2, .big), (2, .little), (3, .big), (3, .little), (4, .big), (4, .little),
                                               (8, .big), (8, .little), (0, .big)]
 
     public func run(_ streams: [SampledStream]) -> Result {
@@ -193,11 +233,56 @@ public struct FramingSearch: Sendable {
         }
         let best = choose(top.compactMap { score($0.candidate, streams, keepValues: true) })
         var runnerUp: Score?
-        for s in kept where !sameField(s.candidate, best.candidate) {
-            if runnerUp.map({ s.better(than: $0) }) ?? true { runnerUp = s }
+        // (A varint on the best's low byte reads the same small values: where they part, the
+        // rules above chose; it is a reading of the same field, not another framing.)
+        for s in kept.sorted(by: { $0.better(than: $1) }) where !sameField(s.candidate, best.candidate)
+            && !(s.candidate.isVarint != best.candidate.isVarint && s.candidate.lowByte == best.candidate.lowByte) {
+            if relation(s.candidate, best.candidate, streams) == .other { runnerUp = s; break }
         }
+        let regularity = structure(best.candidate, streams).bits
+        let runnerUpRegularity = runnerUp.map { structure($0.candidate, streams).bits }
         let accepted = best.share >= acceptShare && best.frames >= 2 && best.covered > 0
-        return Result(best: best, runnerUp: runnerUp, accepted: accepted, tried: tried, screened: survivors.count, scored: kept.count)
+        return Result(best: best, runnerUp: runnerUp, accepted: accepted, regularity: regularity,
+                      runnerUpRegularity: runnerUpRegularity, tried: tried,
+                      screened: survivors.count, scored: kept.count)
+    }
+
+    /// How a rival's frames stand to the best's.
+    enum FrameRelation { case same, splits, other }
+
+    /// How `a`'s frames stand to `b`'s, in every piece (at a boundary, when any piece is) from
+    /// where both chains have begun to where the shorter stops: the same frame ends (two
+    /// readings of one framing: a u32 whose high bytes are zero and a varint on its low byte),
+    /// every end of `b`'s and more (`a` cuts each frame in two: a constant first part read as a
+    /// length, then the real one), or other frames (a rival).
+    func relation(_ a: LengthCandidate, _ b: LengthCandidate, _ streams: [SampledStream]) -> FrameRelation {
+        let wa = ChainWalker(candidate: a, maxFrame: maxFrame), wb = ChainWalker(candidate: b, maxFrame: maxFrame)
+        let anyBoundary = streams.contains { $0.pieces.contains { $0.startsAtBoundary } }
+        func ends(_ c: Chain) -> (ends: [Int], last: Int) {
+            var at = c.start
+            var out: [Int] = []
+            out.reserveCapacity(c.lengths.count)
+            for l in c.lengths { at += l; out.append(at) }
+            return (out, at)
+        }
+        var same = true
+        for stream in streams {
+            for p in stream.pieces where p.startsAtBoundary || !anyBoundary {
+                let ca = chain(of: p, wa), cb = chain(of: p, wb)
+                guard let ca, let cb else {
+                    if (ca == nil) != (cb == nil) { return .other }
+                    continue
+                }
+                let ea = ends(ca), eb = ends(cb)
+                let from = max(ca.start, cb.start), to = min(ea.last, eb.last)
+                guard from < to else { continue }
+                let x = ea.ends.filter { $0 > from && $0 <= to }, y = eb.ends.filter { $0 > from && $0 <= to }
+                if x == y { continue }
+                same = false
+                if !Set(y).isSubset(of: Set(x)) { return .other }
+            }
+        }
+        return same ? .same : .splits
     }
 
     /// Two candidates that read the same value (one takes in high bytes that are always zero).
@@ -246,6 +331,7 @@ public struct FramingSearch: Sendable {
             for (i, stream) in streams.enumerated() {
                 for p in stream.pieces where p.startsAtBoundary == boundary {
                     let chain = self.chain(of: p, walker, keepValues: keepValues)
+                    if boundary && !p.endsCut { s.closedTotal += p.bytes.count }
                     miss += p.bytes.count - (chain?.covered ?? 0)
                     if miss > maxMiss { return nil }
                     guard let chain else { continue }

@@ -44,11 +44,20 @@ public enum GuessReport {
                 line("  framing: \(c.description) — explains \(pct(100 * best.share))% of the bytes, \(best.frames) frames"
                      + " (sizes \(best.minFrame)-\(best.maxFrame); \(s.screened) of \(s.tried) candidates survived screening,"
                      + " \(s.scored) walked over every piece)")
-                if let ru = s.runnerUp {
-                    line("    runner-up: \(ru.candidate.description) — \(pct(100 * ru.share))%"
-                         + (ru.share >= best.share - 0.05 ? " (close: check it)" : ""))
+                let conf = "    confidence: \(pct(100 * s.confidence))%"
+                if s.ambiguous, let ru = s.runnerUp {
+                    line(conf + " — ambiguous: another framing explains as much and its frames look as regular")
+                    line("    or: \(ru.candidate.description) — explains \(pct(100 * ru.share))%, \(ru.frames) frames;"
+                         + " check both with framedump -r -d")
                 } else {
-                    line("    runner-up: none within \(pct(100 * FramingSearch().runnerUpMargin)) points")
+                    line(conf + (s.irregular ? " (the frames' first bytes look no more alike than random cuts)" : ""))
+                    if let ru = s.runnerUp {
+                        line("    runner-up: \(ru.candidate.description) — \(pct(100 * ru.share))%"
+                             + (ru.closedCovered < best.closedCovered && best.closedCovered == best.closedTotal ? ", fails on whole streams" : "")
+                             + (s.runnerUpRegularity.map { $0 + FramingSearch.clearlyMoreRegular <= s.regularity ? ", frames look cut at random" : "" } ?? ""))
+                    } else {
+                        line("    runner-up: none cutting other frames within \(pct(100 * FramingSearch().runnerUpMargin)) points")
+                    }
                 }
                 for (i, st) in g.streams.enumerated() where i < best.perStream.count {
                     let e = best.perStream[i]
