@@ -102,7 +102,7 @@ class Tlv:
         self.layout, off = [], 0
         for n, w, o in fields:
             self.layout.append((n, off, w, o))
-            off += w
+            off += w or 1  # a varint (width 0): the offsets after it are those of its 1-byte form
         self.hsize = off
         self.off = {n: o for n, o, _w, _o in self.layout}
         self.width = {n: w for n, _o, w, _x in self.layout}
@@ -338,7 +338,7 @@ class Tlv:
         def send(d, t, val):
             f = self.frame(t, val, c, seq[d], d)
             seq[d] += 1
-            hl = self.hsize if self.style != "varint" else len(f) - len(val) - self.tsize
+            hl = len(f) - len(val) - self.tsize
             events.append((d, f, hl, t))
 
         if self.style == "mbap":
@@ -384,7 +384,7 @@ class Tlv:
             "length": L,
             "id": {"offset": self.off["type"], "width": self.width["type"], "order": self.order["type"]},
             "header": [{"name": n, "offset": o, "width": w, "order": od} for n, o, w, od in self.layout],
-            "header_size": self.hsize + (1 if self.style == "varint" else 0),
+            "header_size": self.hsize,  # with a varint length: in its 1-byte form
             "trailer": [{"name": n, "width": w, "order": o} for n, w, o in self.trailer],
             "style": self.style,
         }
