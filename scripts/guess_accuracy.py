@@ -12,7 +12,8 @@ segment; --long, connections past the sample; --nosyn, no connection has its han
 `framedump guess` on each capture and compares its report with the ground truth: the framing
 (length field offset, width, byte order, adjustment) and the message id field (offset, width).
 Prints a markdown table, how many wrong framings the report gave above 90% confidence (its
-"explains NN.N%"), and the seeds it got wrong with that confidence and whether the wrong framing
+"confidence: NN.N%", the share of the bytes it explains lowered when a rival is as good or the
+frames look cut at random), and the seeds it got wrong with that confidence and whether the wrong framing
 still cuts every stream of the capture where the truth does (an equivalent field, e.g. a u32
 over a zero u16 and the length). FRAMEDUMP defaults to the release build.
 """
@@ -41,13 +42,13 @@ binary = args[2] if len(args) > 2 else os.path.join(here, "..", ".build", "relea
 FRAMING = re.compile(r"framing: (?:(varint) at offset (\d+), counts the bytes after it(?: ([+-]) (\d+))?"
                      r"|(u8|u\d+ (big|little)-endian) at offset (\d+), (counts the whole frame|frame = value ([+-]) (\d+)))")
 ID = re.compile(r"message id: offset (\d+), (\d+) bytes")
-EXPLAINS = re.compile(r"explains (\d+(?:\.\d+)?)%")
+CONFIDENCE = re.compile(r"confidence: (\d+(?:\.\d+)?)%")
 
 
 def confidence(report):
-    """The share of the bytes the reported framing explains, in percent (None if none)."""
+    """The reported framing's confidence, in percent (None if none)."""
     m = FRAMING.search(report)
-    e = EXPLAINS.search(report, m.end()) if m else None
+    e = CONFIDENCE.search(report, m.end()) if m else None
     return float(e.group(1)) if e else None
 
 
@@ -180,7 +181,7 @@ def main():
                 if conf is not None and conf > 90:
                     sure_wrong += 1
                     sure_equiv += bool(same)
-            wrong.append("seed %d: framing %s (want %s)%s, explains %s%%, id %s (want %s)" % (
+            wrong.append("seed %d: framing %s (want %s)%s, confidence %s%%, id %s (want %s)" % (
                 seed, framing, want, note, conf, idf, (truth["id"]["offset"], truth["id"]["width"])))
     print("| length field | protocols | framing right | id field right |")
     print("|---|---|---|---|")

@@ -12,7 +12,7 @@ import Darwin
 /// (finding, in a piece that starts mid-message or after a gap, the first offset from which
 /// the chain holds).
 public struct FramingSearch: Sendable {
-    public var maxOffset = 16
+    public var maxOffset = 32
     public var adjustments = -16...64
     public var maxFrame = 16 << 20
     /// Below this share of the sampled bytes no length field is claimed.
@@ -218,6 +218,17 @@ public struct FramingSearch: Sendable {
                     && (!part(f.candidate, v.candidate, streams) || overlongVarints(v.candidate, streams) > 0)
             }
         }
+        // Where the two part and both still walk every piece, one of them took a detour through
+        // chance frames until it fell back in step (a u8 reading a two-byte varint's first byte,
+        // or a varint reading a u8 of 128 or more and the byte after it): the one whose own
+        // frames look like the frames both cut is the framing.
+        let varints = top.filter { $0.candidate.isVarint }
+        top.removeAll { f in
+            !f.candidate.isVarint && varints.contains { v in
+                guard v.candidate.offset == f.candidate.offset, let d = detourLikeness(f.candidate, v.candidate, streams) else { return false }
+                return d.b > d.a + 1
+            }
+        }
         // Before a cut end a length read anywhere (a byte plus a constant takes any value) chains
         // as far as the true one: when such candidates cut different frames, the frames whose
         // first bytes are the most regular (a magic, a version, an id's few values, a length's
@@ -247,6 +258,43 @@ public struct FramingSearch: Sendable {
                       screened: survivors.count, scored: kept.count)
     }
 
+    /// Where two candidates part: in the pieces at a boundary (all pieces when none is), the
+    /// frames both cut (sure ones) say what a frame's first bytes look like (`FrameLikeness`);
+    /// the frames only one of them cuts, from where both chains have begun to where the shorter
+    /// stops, are scored against that, on average per frame (nil: no such frames).
+    func detourLikeness(_ a: LengthCandidate, _ b: LengthCandidate, _ streams: [SampledStream]) -> (a: Double, b: Double)? {
+        let wa = ChainWalker(candidate: a, maxFrame: maxFrame), wb = ChainWalker(candidate: b, maxFrame: maxFrame)
+        let anyBoundary = streams.contains { $0.pieces.contains { $0.startsAtBoundary } }
+        var model = FrameLikeness()
+        var own: [(bytes: [UInt8], start: Int, length: Int, isA: Bool)] = []
+        for stream in streams {
+            for p in stream.pieces where p.startsAtBoundary || !anyBoundary {
+                guard let ca = chain(of: p, wa), let cb = chain(of: p, wb) else { continue }
+                let from = max(ca.start, cb.start)
+                let to = min(ca.ends.last ?? ca.start, cb.ends.last ?? cb.start)
+                guard from < to else { continue }
+                func frames(_ c: Chain) -> [(start: Int, length: Int)] {
+                    var at = c.start
+                    return c.lengths.map { l in defer { at += l }; return (at, l) }.filter { $0.start >= from && $0.start + $0.length <= to }
+                }
+                let fa = frames(ca), fb = frames(cb)
+                let sa = Set(fa.map { $0.start * 31 &+ $0.length }), sb = Set(fb.map { $0.start * 31 &+ $0.length })
+                for f in fa {
+                    if sb.contains(f.start * 31 &+ f.length) { model.add(p.bytes, at: f.start, length: f.length) }
+                    else { own.append((p.bytes, f.start, f.length, true)) }
+                }
+                for f in fb where !sa.contains(f.start * 31 &+ f.length) { own.append((p.bytes, f.start, f.length, false)) }
+            }
+        }
+        var sum = (a: 0.0, b: 0.0), n = (a: 0, b: 0)
+        for f in own {
+            let l = model.likeness(f.bytes, at: f.start, length: f.length)
+            if f.isA { sum.a += l; n.a += 1 } else { sum.b += l; n.b += 1 }
+        }
+        guard n.a > 0 || n.b > 0 else { return nil }
+        return (n.a > 0 ? sum.a / Double(n.a) : 0, n.b > 0 ? sum.b / Double(n.b) : 0)
+    }
+
     /// How a rival's frames stand to the best's.
     enum FrameRelation { case same, splits, other }
 
@@ -258,13 +306,7 @@ public struct FramingSearch: Sendable {
     func relation(_ a: LengthCandidate, _ b: LengthCandidate, _ streams: [SampledStream]) -> FrameRelation {
         let wa = ChainWalker(candidate: a, maxFrame: maxFrame), wb = ChainWalker(candidate: b, maxFrame: maxFrame)
         let anyBoundary = streams.contains { $0.pieces.contains { $0.startsAtBoundary } }
-        func ends(_ c: Chain) -> (ends: [Int], last: Int) {
-            var at = c.start
-            var out: [Int] = []
-            out.reserveCapacity(c.lengths.count)
-            for l in c.lengths { at += l; out.append(at) }
-            return (out, at)
-        }
+        func ends(_ c: Chain) -> (ends: [Int], last: Int) { let e = c.ends; return (e, e.last ?? c.start) }
         var same = true
         for stream in streams {
             for p in stream.pieces where p.startsAtBoundary || !anyBoundary {

@@ -81,6 +81,32 @@ struct HeaderInference {
             for k in 0..<w { v = v << 8 | UInt64(b[f.start + o + (order == .big ? k : w - 1 - k)]) }
             return v
         }
+        /// How many different values the bytes at these header positions take together.
+        func distinct(_ positions: [Int]) -> Int {
+            var seen = Set<[UInt8]>()
+            for (s, list) in frames.enumerated() {
+                for f in list {
+                    let b = bytes(s, f)
+                    seen.insert(positions.map { b[f.start + $0] })
+                    if seen.count > 256 { return seen.count }
+                }
+            }
+            return seen.count
+        }
+        /// Whether the varying bytes of a field fall into two runs whose values are met in
+        /// nearly every pairing (four in five of the pairs of their values seen): two fields side
+        /// by side (flags beside a command, a command's high byte and a flags byte), not one
+        /// whose values come in few pairs (a module and its sub-command, a number's two bytes).
+        func twoSideBySide(_ o: Int, _ w: Int) -> Bool {
+            let v = (o..<(o + w)).filter(isVarying)
+            guard v.count >= 2 else { return false }
+            let whole = distinct(v)
+            for k in 1..<v.count {
+                let a = distinct(Array(v[..<k])), b = distinct(Array(v[k...]))
+                if a >= 2 && b >= 2 && a * b <= 4 * 256 && Double(whole) >= 0.8 * Double(a * b) { return true }
+            }
+            return false
+        }
         /// Fields over varying bytes, or zero bytes on their high-order side (a u32 id whose
         /// values are small), never over the length.
         func fieldCandidates(widths: [Int], avoid: [Range<Int>]) -> [(Int, Int, ByteOrder)] {
@@ -133,7 +159,7 @@ struct HeaderInference {
         let n = Double(all.count)
         var ranked: [(field: GuessedField, score: Double, gain: Double, inBody: Bool, values: Int)] = []
         let bodyStart = framing.adjustment >= lengthEnd ? framing.adjustment : Int.max
-        for (o, w, order) in fieldCandidates(widths: [1, 2, 4], avoid: avoid) {
+        for (o, w, order) in fieldCandidates(widths: [1, 2, 4], avoid: avoid) where !twoSideBySide(o, w) {
             var counts: [UInt64: [Int]] = [:]
             var variesWithin = false
             for (s, list) in frames.enumerated() {
@@ -181,7 +207,15 @@ struct HeaderInference {
         // than the id alone: when a field over part of the chosen one's varying bytes has at
         // most half its values yet tells at least half as much, it is the id. (With nearly as
         // many values, the wider one is kept: its other bytes are the id's own.)
+        // But a command of two bytes (a module and its sub-command, 1001 and 2001) is one field:
+        // its bytes' values come in few pairs, each module with its own commands, where an id and
+        // a flags byte beside it are met in most pairs of their values.
         func varying(_ f: GuessedField) -> Set<Int> { Set((f.offset..<(f.offset + f.width)).filter(isVarying)) }
+        func twoFields(_ part: GuessedField, of whole: GuessedField, values: Int) -> Bool {
+            let rest = varying(whole).subtracting(varying(part)).sorted()
+            guard !rest.isEmpty else { return true }
+            return Double(values) >= 0.8 * Double(distinct(rest) * distinct(varying(part).sorted()))
+        }
         var changed = true
         while changed, let top = ranked.first {
             changed = false
@@ -190,13 +224,40 @@ struct HeaderInference {
                 let c = ranked[j]
                 return c.inBody == top.inBody && varying(c.field).isStrictSubset(of: mine)
                     && c.values * 2 <= top.values && c.gain >= 0.5 * top.gain - 1e-9
+                    && twoFields(c.field, of: top.field, values: top.values)
             }) {
                 ranked.swapAt(0, i)
                 changed = true
             }
         }
-        let id = ranked.first.flatMap { $0.gain > 0.05 ? $0.field : nil }
-        let idGain = ranked.first?.gain ?? 0
+        var id = ranked.first.flatMap { $0.gain > 0.05 ? $0.field : nil }
+        var idGain = ranked.first?.gain ?? 0
+        // A command's other byte tells little about the length when one message (a heartbeat)
+        // fills the capture, and the byte alone scores higher for its fewer values. But bytes of
+        // one number come in few pairs, each value of one with one or two of the other (a
+        // module and its commands; 1001, 1002, 2001), where an id and a flags byte or a
+        // counter beside it are met in many: the id takes in a varying neighbour that goes with
+        // it so, 1 byte to 2 and 2 to 4.
+        while let f = id, f.width < 4 {
+            var best: (field: GuessedField, ratio: Double)?
+            for o in [f.offset - f.width, f.offset] where o >= 0 && o + 2 * f.width <= searchEnd {
+                let r = o..<(o + 2 * f.width)
+                let other = r.filter { $0 < f.offset || $0 >= f.offset + f.width }
+                guard other.allSatisfy(isVarying), !avoid.contains(where: { $0.overlaps(r) }) else { continue }
+                let a = distinct(Array(f.offset..<(f.offset + f.width))), b = distinct(other), j = distinct(Array(r))
+                guard b >= 2, j <= 256, Double(j) <= 1.5 * Double(max(a, b)) else { continue }
+                let ratio = Double(j) / Double(max(a, b))
+                // The byte with fewer values is the number's high byte.
+                let lowFirst = distinct([r.lowerBound]) > distinct([r.upperBound - 1])
+                let order: ByteOrder = f.width == 1 ? (lowFirst ? .little : .big) : f.order
+                if best.map({ ratio < $0.ratio }) ?? true {
+                    best = (GuessedField(name: "id", offset: o, width: 2 * f.width, order: order, role: .messageID), ratio)
+                }
+            }
+            guard let wider = best?.field else { break }
+            id = wider
+            if let r = ranked.first(where: { $0.field.offset == wider.offset && $0.field.width == wider.width }) { idGain = r.gain }
+        }
         let runner = ranked.dropFirst().first { r in
             guard let id else { return true }
             let a = id.offset..<(id.offset + id.width), b = r.field.offset..<(r.field.offset + r.field.width)

@@ -71,6 +71,12 @@ struct Chain {
     var lengths: [Int]
     /// The longest frame's length (0: none).
     var longest = 0
+
+    /// Where each kept frame ends, in the piece.
+    var ends: [Int] {
+        var at = start
+        return lengths.map { at += $0; return at }
+    }
 }
 
 /// Walks frames of one candidate over bytes.
