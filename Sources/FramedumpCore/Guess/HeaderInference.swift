@@ -207,15 +207,7 @@ struct HeaderInference {
         // than the id alone: when a field over part of the chosen one's varying bytes has at
         // most half its values yet tells at least half as much, it is the id. (With nearly as
         // many values, the wider one is kept: its other bytes are the id's own.)
-        // But a command of two bytes (a module and its sub-command, 1001 and 2001) is one field:
-        // its bytes' values come in few pairs, each module with its own commands, where an id and
-        // a flags byte beside it are met in most pairs of their values.
         func varying(_ f: GuessedField) -> Set<Int> { Set((f.offset..<(f.offset + f.width)).filter(isVarying)) }
-        func twoFields(_ part: GuessedField, of whole: GuessedField, values: Int) -> Bool {
-            let rest = varying(whole).subtracting(varying(part)).sorted()
-            guard !rest.isEmpty else { return true }
-            return Double(values) >= 0.8 * Double(distinct(rest) * distinct(varying(part).sorted()))
-        }
         var changed = true
         while changed, let top = ranked.first {
             changed = false
@@ -224,7 +216,6 @@ struct HeaderInference {
                 let c = ranked[j]
                 return c.inBody == top.inBody && varying(c.field).isStrictSubset(of: mine)
                     && c.values * 2 <= top.values && c.gain >= 0.5 * top.gain - 1e-9
-                    && twoFields(c.field, of: top.field, values: top.values)
             }) {
                 ranked.swapAt(0, i)
                 changed = true
@@ -237,15 +228,16 @@ struct HeaderInference {
         // one number come in few pairs, each value of one with one or two of the other (a
         // module and its commands; 1001, 1002, 2001), where an id and a flags byte or a
         // counter beside it are met in many: the id takes in a varying neighbour that goes with
-        // it so, 1 byte to 2 and 2 to 4.
-        while let f = id, f.width < 4 {
+        // it so, 1 byte to 2. (Not 2 to 4: a body's first bytes go with the message too.)
+        if let f = id, f.width == 1 {
             var best: (field: GuessedField, ratio: Double)?
             for o in [f.offset - f.width, f.offset] where o >= 0 && o + 2 * f.width <= searchEnd {
                 let r = o..<(o + 2 * f.width)
                 let other = r.filter { $0 < f.offset || $0 >= f.offset + f.width }
                 guard other.allSatisfy(isVarying), !avoid.contains(where: { $0.overlaps(r) }) else { continue }
                 let a = distinct(Array(f.offset..<(f.offset + f.width))), b = distinct(other), j = distinct(Array(r))
-                guard b >= 2, j <= 256, Double(j) <= 1.5 * Double(max(a, b)) else { continue }
+                // (A counter's or a timestamp's byte takes a new value in most frames: no category.)
+                guard b >= 2, j <= 256, Double(j) <= max(2, n / 3), Double(j) <= 1.5 * Double(max(a, b)) else { continue }
                 let ratio = Double(j) / Double(max(a, b))
                 // The byte with fewer values is the number's high byte.
                 let lowFirst = distinct([r.lowerBound]) > distinct([r.upperBound - 1])
@@ -254,9 +246,10 @@ struct HeaderInference {
                     best = (GuessedField(name: "id", offset: o, width: 2 * f.width, order: order, role: .messageID), ratio)
                 }
             }
-            guard let wider = best?.field else { break }
-            id = wider
-            if let r = ranked.first(where: { $0.field.offset == wider.offset && $0.field.width == wider.width }) { idGain = r.gain }
+            if let wider = best?.field {
+                id = wider
+                if let r = ranked.first(where: { $0.field.offset == wider.offset && $0.field.width == wider.width }) { idGain = r.gain }
+            }
         }
         let runner = ranked.dropFirst().first { r in
             guard let id else { return true }
