@@ -191,3 +191,16 @@ def save(outdir, seed, truth, conns, nosyn, rng, port, mss=1460):
     write_capture(base + ".pcap", rng, port, [[(d, f, h) for d, f, h, _ in ev] for ev in conns], nosyn, mss)
     with open(base + ".json", "w") as f:
         json.dump(truth, f, indent=1)
+
+
+def run(doc, make, flags):
+    """The generators' command line: OUTDIR FIRST_SEED COUNT [--flag...]; calls
+    make(outdir, seed, *[flag given for each of flags])."""
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if len(args) != 3:
+        sys.exit(doc)
+    outdir, first, count = args[0], int(args[1]), int(args[2])
+    os.makedirs(outdir, exist_ok=True)
+    for seed in range(first, first + count):
+        make(outdir, seed, *["--" + f in sys.argv for f in flags])
+    print("wrote %d protocols to %s" % (count, outdir))

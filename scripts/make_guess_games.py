@@ -21,7 +21,7 @@ messages. Every frame stream is re-cut with the truth before the capture is writ
 import json, os, random, struct, sys, zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from guess_gen_util import (pack, varint, pb_varint, pb_bytes, pb_fixed32, pb_fixed64, zigzag,  # noqa: E402
+from guess_gen_util import (run, pack, varint, pb_varint, pb_bytes, pb_fixed32, pb_fixed64, zigzag,  # noqa: E402
                             crc16_ccitt, crc32, save)
 
 NAMES = ["Shadow", "小龙女", "xXSniperXx", "luna", "KingArthur", "葉問", "noob_123", "Zed", "凯", "mochi",
@@ -415,16 +415,5 @@ def make(outdir, seed, dominant, nosyn):
     save(outdir, seed, truth, conns, nosyn, rng, port, mss=1460)
 
 
-def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    if len(args) != 3:
-        sys.exit(__doc__)
-    outdir, first, count = args[0], int(args[1]), int(args[2])
-    os.makedirs(outdir, exist_ok=True)
-    for seed in range(first, first + count):
-        make(outdir, seed, "--dominant" in sys.argv, "--nosyn" in sys.argv)
-    print("wrote %d protocols to %s" % (count, outdir))
-
-
 if __name__ == "__main__":
-    main()
+    run(__doc__, make, ["dominant", "nosyn"])

@@ -20,24 +20,14 @@ import json, os, random, struct, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
 from pcapgen import Connection, PcapWriter, eth_ip_tcp  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from guess_gen_util import run, varint  # noqa: E402
 
 WORDS = ["alpha", "bravo", "room", "guild", "hero", "quest", "ok", "retry", "欢迎", "level", "gold", "map"]
 
 
 def pack_uint(v, width, order):
     return v.to_bytes(width, "big" if order == "big" else "little")
-
-
-def varint(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def pb_field(num, wire, payload):
@@ -244,16 +234,5 @@ def make(outdir, seed, midstream, lines, long=False, nosyn=False):
         json.dump(truth, f, indent=1, ensure_ascii=False)
 
 
-def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    if len(args) != 3:
-        sys.exit(__doc__)
-    outdir, first, count = args[0], int(args[1]), int(args[2])
-    os.makedirs(outdir, exist_ok=True)
-    for seed in range(first, first + count):
-        make(outdir, seed, "--midstream" in sys.argv, "--lines" in sys.argv, "--long" in sys.argv, "--nosyn" in sys.argv)
-    print("wrote %d protocols to %s" % (count, outdir))
-
-
 if __name__ == "__main__":
-    main()
+    run(__doc__, make, ["midstream", "lines", "long", "nosyn"])

@@ -27,7 +27,7 @@ the capture is written.
 import os, random, struct, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from guess_gen_util import pack, varint, crc16_modbus, crc16_ccitt, sum8, xor8, save  # noqa: E402
+from guess_gen_util import run, pack, varint, crc16_modbus, crc16_ccitt, sum8, xor8, save  # noqa: E402
 
 DEVNAMES = ["TH-Sensor-01", "esp32-kitchen", "GW_HALL_A", "meter-0042", "PLC-3", "node17", "LoRaBridge",
             "boiler-ctl", "DTU-4G-778", "smoke#2"]
@@ -402,16 +402,5 @@ def make(outdir, seed, nosyn):
     save(outdir, seed, truth, conns, nosyn, rng, port, mss=rng.choice([536, 1460, 1460]))
 
 
-def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    if len(args) != 3:
-        sys.exit(__doc__)
-    outdir, first, count = args[0], int(args[1]), int(args[2])
-    os.makedirs(outdir, exist_ok=True)
-    for seed in range(first, first + count):
-        make(outdir, seed, "--nosyn" in sys.argv)
-    print("wrote %d protocols to %s" % (count, outdir))
-
-
 if __name__ == "__main__":
-    main()
+    run(__doc__, make, ["nosyn"])

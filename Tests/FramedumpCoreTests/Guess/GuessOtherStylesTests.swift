@@ -16,15 +16,6 @@ final class GuessOtherStylesTests: XCTestCase {
         var id: ID
     }
 
-    func generate(_ script: String, first: Int, count: Int, _ flags: [String] = []) throws -> String {
-        let python = try TestSupport.oracle("python3")
-        let dir = TestSupport.tempDir()
-        let r = try TestSupport.run(python, [TestSupport.root.appendingPathComponent("scripts/\(script)").path,
-                                             dir, "\(first)", "\(count)"] + flags)
-        XCTAssertEqual(r.status, 0, r.stderr)
-        return dir
-    }
-
     /// Runs guess on each seed: the framing right (or cutting exactly the truth's frames, a
     /// wider view over always-zero bytes), else never above 90% confidence; returns how many
     /// framings and ids were right.
@@ -50,7 +41,7 @@ final class GuessOtherStylesTests: XCTestCase {
     }
 
     func testGameHeaders() throws {
-        let dir = try generate("make_guess_games.py", first: 1, count: 10)
+        let dir = try GuessTests.generate("make_guess_games.py", first: 1, count: 10)
         let r = try check(dir, seeds: 1...10, set: "games")
         XCTAssertGreaterThanOrEqual(r.framing, 10)
         XCTAssertGreaterThanOrEqual(r.id, 8)
@@ -59,14 +50,14 @@ final class GuessOtherStylesTests: XCTestCase {
     /// The heartbeat pair is 95% of the messages: a command's other byte tells next to nothing
     /// about the length, yet it is the command's.
     func testOneMessageFillsTheCapture() throws {
-        let dir = try generate("make_guess_games.py", first: 1, count: 10, ["--dominant"])
+        let dir = try GuessTests.generate("make_guess_games.py", first: 1, count: 10, ["--dominant"])
         let r = try check(dir, seeds: 1...10, set: "games --dominant")
         XCTAssertGreaterThanOrEqual(r.framing, 9)
         XCTAssertGreaterThanOrEqual(r.id, 7)
     }
 
     func testTLVFrames() throws {
-        let dir = try generate("make_guess_tlv.py", first: 1, count: 10)
+        let dir = try GuessTests.generate("make_guess_tlv.py", first: 1, count: 10)
         let r = try check(dir, seeds: 1...10, set: "tlv")
         XCTAssertGreaterThanOrEqual(r.framing, 10)
         XCTAssertGreaterThanOrEqual(r.id, 8)

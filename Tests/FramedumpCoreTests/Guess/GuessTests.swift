@@ -60,9 +60,15 @@ final class GuessTests: XCTestCase {
 
     /// Runs the generator into a temporary folder; returns it.
     func generate(first: Int, count: Int, _ flags: [String] = []) throws -> String {
+        try Self.generate("make_guess_protocols.py", first: first, count: count, flags)
+    }
+
+    /// Runs one of scripts/make_guess_*.py (seeds first..., count of them) into a temporary
+    /// folder; returns it.
+    static func generate(_ script: String, first: Int, count: Int, _ flags: [String] = []) throws -> String {
         let python = try TestSupport.oracle("python3")
         let dir = TestSupport.tempDir()
-        let r = try TestSupport.run(python, [TestSupport.root.appendingPathComponent("scripts/make_guess_protocols.py").path,
+        let r = try TestSupport.run(python, [TestSupport.root.appendingPathComponent("scripts/\(script)").path,
                                              dir, "\(first)", "\(count)"] + flags)
         XCTAssertEqual(r.status, 0, r.stderr)
         return dir
