@@ -155,10 +155,13 @@ def main():
     by_width = {}
     wrong = []
     sure_wrong = sure_equiv = equiv = 0
+    crashes = []
     for seed in range(first, first + count):
         truth = json.load(open(os.path.join(work, "proto-%d.json" % seed)))
         r = subprocess.run([binary, "guess", os.path.join(work, "proto-%d.pcap" % seed), "-o", os.devnull],
                            capture_output=True, text=True)
+        if r.returncode not in (0, 1):
+            crashes.append("seed %d: exit %d: %s" % (seed, r.returncode, r.stderr.strip().splitlines()[:1]))
         framing, idf = parse(r.stdout)
         t = truth["length"]
         want = (t["offset"], t["width"], t["order"], t["adjustment"])
@@ -193,8 +196,9 @@ def main():
     print()
     print("wrong framing that still cuts the same frames: %d" % equiv)
     print("wrong framing reported above 90%% confidence: %d (%d of them cut the same frames)" % (sure_wrong, sure_equiv))
+    print("runs that failed (a crash or a usage error): %d" % len(crashes))
     sys.stdout.flush()
-    for line in wrong:
+    for line in crashes + wrong:
         print(line, file=sys.stderr)
     shutil.rmtree(work)
 

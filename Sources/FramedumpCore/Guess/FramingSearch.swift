@@ -211,22 +211,27 @@ public struct FramingSearch: Sendable {
         // one reading and the fixed width is the framing (the language can write it). Where the
         // values grow they part, and the wrong one wanders through chance frames until it falls
         // back in step: a varint that had to read an overlong encoding there is not the framing.
-        let fixed = top.filter { !$0.candidate.isVarint }
-        top.removeAll { v in
-            v.candidate.isVarint && fixed.contains { f in
-                f.candidate.offset == v.candidate.offset
-                    && (!part(f.candidate, v.candidate, streams) || overlongVarints(v.candidate, streams) > 0)
-            }
-        }
         // Where the two part and both still walk every piece, one of them took a detour through
         // chance frames until it fell back in step (a u8 reading a two-byte varint's first byte,
         // or a varint reading a u8 of 128 or more and the byte after it): the one whose own
-        // frames look like the frames both cut is the framing.
-        let varints = top.filter { $0.candidate.isVarint }
-        top.removeAll { f in
-            !f.candidate.isVarint && varints.contains { v in
-                guard v.candidate.offset == f.candidate.offset, let d = detourLikeness(f.candidate, v.candidate, streams) else { return false }
-                return d.b > d.a + 1
+        // frames look like the frames both cut (by more than a bit per byte) is the framing.
+        let fixed = top.filter { !$0.candidate.isVarint }
+        var detoured = Set<LengthCandidate>(), stays = Set<LengthCandidate>()
+        for f in fixed {
+            for v in top where v.candidate.isVarint && v.candidate.offset == f.candidate.offset {
+                guard part(f.candidate, v.candidate, streams), let d = detourLikeness(f.candidate, v.candidate, streams) else { continue }
+                if d.b > d.a + 1 { detoured.insert(f.candidate); stays.insert(v.candidate) }
+                if d.a > d.b + 1 { detoured.insert(v.candidate) }
+            }
+        }
+        top.removeAll { detoured.contains($0.candidate) }
+        // Otherwise, where they never part they are one reading, and the fixed width is the
+        // framing (the language can write it); where they part, a varint that had to read an
+        // overlong encoding on its way is not.
+        top.removeAll { v in
+            v.candidate.isVarint && !stays.contains(v.candidate) && fixed.contains { f in
+                !detoured.contains(f.candidate) && f.candidate.offset == v.candidate.offset
+                    && (!part(f.candidate, v.candidate, streams) || overlongVarints(v.candidate, streams) > 0)
             }
         }
         // Before a cut end a length read anywhere (a byte plus a constant takes any value) chains
@@ -267,8 +272,12 @@ public struct FramingSearch: Sendable {
         let anyBoundary = streams.contains { $0.pieces.contains { $0.startsAtBoundary } }
         var model = FrameLikeness()
         var own: [(bytes: [UInt8], start: Int, length: Int, isA: Bool)] = []
-        for stream in streams {
-            for p in stream.pieces where p.startsAtBoundary || !anyBoundary {
+        // Enough frames to judge by: a few thousand of each (walking a large sample's chains
+        // twice more for every such pair cost seconds).
+        let enough = 2048
+        var shared = 0, ownA = 0, ownB = 0
+        for stream in streams where ownA < enough || ownB < enough {
+            for p in stream.pieces where (p.startsAtBoundary || !anyBoundary) && (ownA < enough || ownB < enough) {
                 guard let ca = chain(of: p, wa), let cb = chain(of: p, wb) else { continue }
                 let from = max(ca.start, cb.start)
                 let to = min(ca.ends.last ?? ca.start, cb.ends.last ?? cb.start)
@@ -280,10 +289,17 @@ public struct FramingSearch: Sendable {
                 let fa = frames(ca), fb = frames(cb)
                 let sa = Set(fa.map { $0.start * 31 &+ $0.length }), sb = Set(fb.map { $0.start * 31 &+ $0.length })
                 for f in fa {
-                    if sb.contains(f.start * 31 &+ f.length) { model.add(p.bytes, at: f.start, length: f.length) }
-                    else { own.append((p.bytes, f.start, f.length, true)) }
+                    if sb.contains(f.start * 31 &+ f.length) {
+                        if shared < enough { model.add(p.bytes, at: f.start, length: f.length); shared += 1 }
+                    } else if ownA < enough {
+                        own.append((p.bytes, f.start, f.length, true))
+                        ownA += 1
+                    }
                 }
-                for f in fb where !sa.contains(f.start * 31 &+ f.length) { own.append((p.bytes, f.start, f.length, false)) }
+                for f in fb where ownB < enough && !sa.contains(f.start * 31 &+ f.length) {
+                    own.append((p.bytes, f.start, f.length, false))
+                    ownB += 1
+                }
             }
         }
         var sum = (a: 0.0, b: 0.0), n = (a: 0, b: 0)

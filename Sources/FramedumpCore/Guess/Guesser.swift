@@ -53,7 +53,9 @@ public enum Guesser {
                 let b = streams[s].pieces[f.piece].bytes
                 let frame = b[f.start..<(f.start + f.length)]
                 var id: UInt64?
-                if let field = header.id {
+                // (The header was read from the first frames of each stream; a later frame may be
+                // shorter than its fields: no id, and no header to drop.)
+                if let field = header.id, field.offset + field.width <= f.length {
                     var v: UInt64 = 0
                     for k in 0..<field.width {
                         v = v << 8 | UInt64(frame[f.start + field.offset + (field.order == .big ? k : field.width - 1 - k)])

@@ -62,4 +62,13 @@ final class GuessOtherStylesTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(r.framing, 10)
         XCTAssertGreaterThanOrEqual(r.id, 8)
     }
+
+    /// The header is read from the first frames of each stream; a later heartbeat shorter than
+    /// the id's offset once read past its frame when the bodies were sorted by id (a crash).
+    func testAFrameShorterThanTheHeaderSeen() throws {
+        let dir = try GuessTests.generate("make_guess_games.py", first: 27, count: 1, ["--dominant"])
+        let port = try XCTUnwrap(try Guesser.run(capture: "\(dir)/proto-27.pcap", port: nil).ports.first)
+        guard case .length(let c) = port.framing else { return XCTFail("no framing") }
+        XCTAssertEqual(c, LengthCandidate(offset: 15, width: 4, order: .big, adjustment: 4))
+    }
 }
