@@ -57,6 +57,7 @@ public enum DissectorWriter {
                     decl += " == 0x" + String(v, radix: 16) + " [hex]"
                     comment = "constant in every frame sampled"
                 case .constant: comment = "always 0 in the sample"
+                case .seenOnce(let v): comment = "0x\(String(v, radix: 16)) in every frame sampled: a version? (not checked, so another still decodes)"
                 case .length: comment = c.adjustment == 0 ? "counts the whole frame" : "frame = length \(c.adjustment >= 0 ? "+" : "-") \(abs(c.adjustment))"
                 case .messageID: comment = "selects the message"
                 case .sequence: comment = "+1 each frame of a direction"

@@ -11,8 +11,11 @@ public enum FieldRole: Sendable, Equatable {
     case messageID
     /// +1 from one frame to the next of a direction.
     case sequence
-    /// The same value in every frame (magic, version).
+    /// The same value in every frame (magic, reserved zeros).
     case constant(UInt64)
+    /// One small value in every frame of the sample, in one byte: a version, written as a field
+    /// (a new version must still decode), the value in a comment.
+    case seenOnce(UInt64)
     /// Constant within each connection, different across them (a version, a session).
     case perConnection
     case other
@@ -285,6 +288,14 @@ struct HeaderInference {
                 case .constant:
                     var v: UInt64 = 0
                     for k in at..<(at + w) { if case .constant(let b) = roles[k] { v = v << 8 | UInt64(b) } }
+                    if w == 1 && v > 0 && v < 16 {
+                        // One small value in every frame is a version more likely than a magic:
+                        // seen once, not proven constant (the writer leaves it unchecked).
+                        version += 1
+                        fields.append(GuessedField(name: version == 1 ? "version" : "version\(version)", offset: at, width: w,
+                                                   order: .big, role: .seenOnce(v)))
+                        break
+                    }
                     magic += 1
                     fields.append(GuessedField(name: v == 0 ? "reserved\(magic)" : magic == 1 ? "magic" : "magic\(magic)",
                                                offset: at, width: w, order: .big, role: .constant(v)))

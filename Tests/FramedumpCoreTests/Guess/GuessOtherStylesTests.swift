@@ -71,4 +71,17 @@ final class GuessOtherStylesTests: XCTestCase {
         guard case .length(let c) = port.framing else { return XCTFail("no framing") }
         XCTAssertEqual(c, LengthCandidate(offset: 15, width: 4, order: .big, adjustment: 4))
     }
+
+    /// A byte with one small value in every frame is written as a version field with the value
+    /// in a comment, not as `== 0x1`: a client of the next version must still decode.
+    func testAVersionSeenOnceIsNotAConstant() throws {
+        let dir = try GuessTests.generate("make_guess_games.py", first: 3, count: 1)
+        let result = try Guesser.run(capture: "\(dir)/proto-3.pcap", port: nil)
+        let port = try XCTUnwrap(result.ports.first)
+        let version = try XCTUnwrap(port.header?.fields.first { $0.offset == 8 })
+        XCTAssertEqual(version.role, .seenOnce(1))
+        let text = try XCTUnwrap(DissectorWriter.text(result, source: "proto-3.pcap"))
+        XCTAssertTrue(text.contains("        uint8 version;   // 0x1 in every frame sampled"), text)
+        XCTAssertFalse(text.contains("== 0x1 "), text)
+    }
 }
