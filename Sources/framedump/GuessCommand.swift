@@ -14,7 +14,7 @@ struct Guess: ParsableCommand {
     @Option(name: .customShort("p"), help: ArgumentHelp("Only this server port (default: every port with TCP data).", valueName: "port"))
     var port: UInt16?
 
-    @Option(name: .customShort("o"), help: ArgumentHelp("Write the dissector to this file, the report to stdout (default: the dissector to stdout, the report to stderr).", valueName: "file"))
+    @Option(name: .customShort("o"), help: ArgumentHelp("Write the dissector to this file, the report to stdout (default, or -: the dissector to stdout, the report to stderr).", valueName: "file"))
     var output: String?
 
     func run() throws {
@@ -27,7 +27,8 @@ struct Guess: ParsableCommand {
         }
         let report = GuessReport.text(result)
         let dissector = DissectorWriter.text(result, source: URL(fileURLWithPath: capture).lastPathComponent)
-        if let output {
+        // `-o -` is standard output, as tcpdump's `-w -` is (not a file named "-").
+        if let output, output != "-" {
             print(report, terminator: "")
             guard let dissector else {
                 FileHandleErr.write("framedump guess: no dissector written: nothing in this capture could be framed (by a length, a delimiter or WebSocket)\n")

@@ -220,6 +220,11 @@ final class GuessTests: XCTestCase {
             XCTAssertTrue(text.contains("varint length;"), text)
             XCTAssertTrue(text.contains("body_length = length;"), text)
             XCTAssertEqual(text.components(separatedBy: "        uint").count - 1, before, text)
+            // `-o -` is standard output (the report on standard error), as without -o.
+            let dash = try TestSupport.framedump(["guess", TestSupport.sample(sample), "-o", "-"])
+            XCTAssertEqual(dash.status, 0, dash.stderr)
+            XCTAssertEqual(dash.stdout, text)
+            XCTAssertTrue(dash.stderr.contains("framing: varint"), dash.stderr)
             let run = try TestSupport.framedump(["-r", TestSupport.sample(sample), "-d", file, "-q"])
             XCTAssertEqual(run.status, 0, run.stderr)
             XCTAssertTrue(run.stdout.contains(", 0 malformed (0 bytes)"), sample + "\n" + run.stdout)
