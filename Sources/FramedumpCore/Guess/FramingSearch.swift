@@ -103,8 +103,10 @@ public struct FramingSearch: Sendable {
         /// walk every stream seen whole (from its SYN to its end) exactly where the runner-up
         /// fails on one: nothing in the bytes tells the two apart, and the choice between them
         /// was a rule of thumb.
+        /// (A rival with under a quarter as many frames is no evidence, as for the tie rules:
+        /// a large value read once a stream makes a frame of each small stream and looks regular.)
         public var ambiguous: Bool {
-            guard let best, let ru = runnerUp, let r = runnerUpRegularity else { return false }
+            guard let best, let ru = runnerUp, let r = runnerUpRegularity, ru.frames * 4 >= best.frames else { return false }
             let wholeStreams = best.closedTotal > 0 && best.closedCovered == best.closedTotal && ru.closedCovered < best.closedTotal
             let asGood = ru.ties(best) || ru.better(than: best) || ru.share >= best.share - 0.005
             return asGood && !wholeStreams && regularity - r < FramingSearch.clearlyMoreRegular
