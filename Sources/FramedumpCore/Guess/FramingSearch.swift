@@ -270,39 +270,33 @@ public struct FramingSearch: Sendable {
     /// the frames only one of them cuts, from where both chains have begun to where the shorter
     /// stops, are scored against that, on average per frame (nil: no such frames).
     func detourLikeness(_ a: LengthCandidate, _ b: LengthCandidate, _ streams: [SampledStream]) -> (a: Double, b: Double)? {
-        let wa = ChainWalker(candidate: a, maxFrame: maxFrame), wb = ChainWalker(candidate: b, maxFrame: maxFrame)
-        let anyBoundary = streams.contains { $0.pieces.contains { $0.startsAtBoundary } }
         var model = FrameLikeness()
         var own: [(bytes: [UInt8], start: Int, length: Int, isA: Bool)] = []
         // Enough frames to judge by: a few thousand of each (walking a large sample's chains
         // twice more for every such pair cost seconds).
         let enough = 2048
         var shared = 0, ownA = 0, ownB = 0
-        for stream in streams where ownA < enough || ownB < enough {
-            for p in stream.pieces where (p.startsAtBoundary || !anyBoundary) && (ownA < enough || ownB < enough) {
-                guard let ca = chain(of: p, wa), let cb = chain(of: p, wb) else { continue }
-                let from = max(ca.start, cb.start)
-                let to = min(ca.ends.last ?? ca.start, cb.ends.last ?? cb.start)
-                guard from < to else { continue }
-                func frames(_ c: Chain) -> [(start: Int, length: Int)] {
-                    var at = c.start
-                    return c.lengths.map { l in defer { at += l }; return (at, l) }.filter { $0.start >= from && $0.start + $0.length <= to }
-                }
-                let fa = frames(ca), fb = frames(cb)
-                let sa = Set(fa.map { $0.start * 31 &+ $0.length }), sb = Set(fb.map { $0.start * 31 &+ $0.length })
-                for f in fa {
-                    if sb.contains(f.start * 31 &+ f.length) {
-                        if shared < enough { model.add(p.bytes, at: f.start, length: f.length); shared += 1 }
-                    } else if ownA < enough {
-                        own.append((p.bytes, f.start, f.length, true))
-                        ownA += 1
-                    }
-                }
-                for f in fb where ownB < enough && !sa.contains(f.start * 31 &+ f.length) {
-                    own.append((p.bytes, f.start, f.length, false))
-                    ownB += 1
+        sideBySide(a, b, streams) { p, ca, cb, stretch in
+            guard let ca, let cb, let (from, to) = stretch else { return true }
+            func frames(_ c: Chain) -> [(start: Int, length: Int)] {
+                var at = c.start
+                return c.lengths.map { l in defer { at += l }; return (at, l) }.filter { $0.start >= from && $0.start + $0.length <= to }
+            }
+            let fa = frames(ca), fb = frames(cb)
+            let sa = Set(fa.map { $0.start * 31 &+ $0.length }), sb = Set(fb.map { $0.start * 31 &+ $0.length })
+            for f in fa {
+                if sb.contains(f.start * 31 &+ f.length) {
+                    if shared < enough { model.add(p.bytes, at: f.start, length: f.length); shared += 1 }
+                } else if ownA < enough {
+                    own.append((p.bytes, f.start, f.length, true))
+                    ownA += 1
                 }
             }
+            for f in fb where ownB < enough && !sa.contains(f.start * 31 &+ f.length) {
+                own.append((p.bytes, f.start, f.length, false))
+                ownB += 1
+            }
+            return ownA < enough || ownB < enough
         }
         var sum = (a: 0.0, b: 0.0), n = (a: 0, b: 0)
         for f in own {
@@ -322,27 +316,38 @@ public struct FramingSearch: Sendable {
     /// every end of `b`'s and more (`a` cuts each frame in two: a constant first part read as a
     /// length, then the real one), or other frames (a rival).
     func relation(_ a: LengthCandidate, _ b: LengthCandidate, _ streams: [SampledStream]) -> FrameRelation {
+        var result = FrameRelation.same
+        sideBySide(a, b, streams) { _, ca, cb, stretch in
+            if (ca == nil) != (cb == nil) { result = .other; return false }
+            guard let ca, let cb, let (from, to) = stretch else { return true }
+            let x = ca.ends.filter { $0 > from && $0 <= to }, y = cb.ends.filter { $0 > from && $0 <= to }
+            if x == y { return true }
+            result = .splits
+            if !Set(y).isSubset(of: Set(x)) { result = .other; return false }
+            return true
+        }
+        return result
+    }
+
+    /// Walks two candidates' chains side by side over the pieces that judge them (those at a
+    /// boundary, every piece when none is), handing `body` each piece, both chains (nil where
+    /// one finds none) and the stretch both cover, from where both have begun to where the
+    /// shorter stops (nil: none). `body` returns whether to go on.
+    func sideBySide(_ a: LengthCandidate, _ b: LengthCandidate, _ streams: [SampledStream],
+                    _ body: (SampledPiece, Chain?, Chain?, (from: Int, to: Int)?) -> Bool) {
         let wa = ChainWalker(candidate: a, maxFrame: maxFrame), wb = ChainWalker(candidate: b, maxFrame: maxFrame)
         let anyBoundary = streams.contains { $0.pieces.contains { $0.startsAtBoundary } }
-        func ends(_ c: Chain) -> (ends: [Int], last: Int) { let e = c.ends; return (e, e.last ?? c.start) }
-        var same = true
         for stream in streams {
             for p in stream.pieces where p.startsAtBoundary || !anyBoundary {
                 let ca = chain(of: p, wa), cb = chain(of: p, wb)
-                guard let ca, let cb else {
-                    if (ca == nil) != (cb == nil) { return .other }
-                    continue
+                var stretch: (from: Int, to: Int)?
+                if let ca, let cb {
+                    let from = max(ca.start, cb.start), to = min(ca.ends.last ?? ca.start, cb.ends.last ?? cb.start)
+                    if from < to { stretch = (from, to) }
                 }
-                let ea = ends(ca), eb = ends(cb)
-                let from = max(ca.start, cb.start), to = min(ea.last, eb.last)
-                guard from < to else { continue }
-                let x = ea.ends.filter { $0 > from && $0 <= to }, y = eb.ends.filter { $0 > from && $0 <= to }
-                if x == y { continue }
-                same = false
-                if !Set(y).isSubset(of: Set(x)) { return .other }
+                if !body(p, ca, cb, stretch) { return }
             }
         }
-        return same ? .same : .splits
     }
 
     /// Two candidates that read the same value (one takes in high bytes that are always zero).

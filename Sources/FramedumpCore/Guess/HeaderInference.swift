@@ -234,19 +234,18 @@ struct HeaderInference {
         // it so, 1 byte to 2. (Not 2 to 4: a body's first bytes go with the message too.)
         if let f = id, f.width == 1 {
             var best: (field: GuessedField, ratio: Double)?
-            for o in [f.offset - f.width, f.offset] where o >= 0 && o + 2 * f.width <= searchEnd {
-                let r = o..<(o + 2 * f.width)
-                let other = r.filter { $0 < f.offset || $0 >= f.offset + f.width }
-                guard other.allSatisfy(isVarying), !avoid.contains(where: { $0.overlaps(r) }) else { continue }
-                let a = distinct(Array(f.offset..<(f.offset + f.width))), b = distinct(other), j = distinct(Array(r))
+            for o in [f.offset - 1, f.offset] where o >= 0 && o + 2 <= searchEnd {
+                let r = o..<(o + 2)
+                let other = [o == f.offset ? o + 1 : o]
+                guard isVarying(other[0]), !avoid.contains(where: { $0.overlaps(r) }) else { continue }
+                let a = distinct([f.offset]), b = distinct(other), j = distinct(Array(r))
                 // (A counter's or a timestamp's byte takes a new value in most frames: no category.)
                 guard b >= 2, j <= 256, Double(j) <= max(2, n / 3), Double(j) <= 1.5 * Double(max(a, b)) else { continue }
                 let ratio = Double(j) / Double(max(a, b))
                 // The byte with fewer values is the number's high byte.
                 let lowFirst = distinct([r.lowerBound]) > distinct([r.upperBound - 1])
-                let order: ByteOrder = f.width == 1 ? (lowFirst ? .little : .big) : f.order
                 if best.map({ ratio < $0.ratio }) ?? true {
-                    best = (GuessedField(name: "id", offset: o, width: 2 * f.width, order: order, role: .messageID), ratio)
+                    best = (GuessedField(name: "id", offset: o, width: 2, order: lowFirst ? .little : .big, role: .messageID), ratio)
                 }
             }
             if let wider = best?.field {
